@@ -1,0 +1,85 @@
+"""kinformer: client-go's informers, work queues and controllers for asyncio Python.
+
+The public names are imported lazily, so ``import kinformer`` stays cheap and never pulls in the
+embedded server.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # cache
+    "Indexer": "kinformer.cache.store",
+    "Store": "kinformer.cache.store",
+    "meta_namespace_key": "kinformer.cache.store",
+    "DeltaFIFO": "kinformer.cache.delta_fifo",
+    "Delta": "kinformer.cache.delta_fifo",
+    "DeltaType": "kinformer.cache.delta_fifo",
+    "DeletedFinalStateUnknown": "kinformer.cache.delta_fifo",
+    "ListOptions": "kinformer.cache.listwatch",
+    "ListResult": "kinformer.cache.listwatch",
+    "WatchEvent": "kinformer.cache.listwatch",
+    "ListerWatcher": "kinformer.cache.listwatch",
+    "Reflector": "kinformer.cache.reflector",
+    "SharedIndexInformer": "kinformer.cache.shared_informer",
+    "ResourceEventHandler": "kinformer.cache.shared_informer",
+    "SharedInformerFactory": "kinformer.cache.factory",
+    "Lister": "kinformer.cache.lister",
+    # work queues
+    "WorkQueue": "kinformer.workqueue",
+    "DelayingQueue": "kinformer.workqueue",
+    "RateLimitingQueue": "kinformer.workqueue",
+    "ItemExponentialFailureRateLimiter": "kinformer.workqueue",
+    "ItemFastSlowRateLimiter": "kinformer.workqueue",
+    "BucketRateLimiter": "kinformer.workqueue",
+    "MaxOfRateLimiter": "kinformer.workqueue",
+    "default_controller_rate_limiter": "kinformer.workqueue",
+    "ShutDown": "kinformer.workqueue",
+    # client
+    "Client": "kinformer.client",
+    # controllers
+    "Reconciler": "kinformer.controller",
+    "Request": "kinformer.controller",
+    "Result": "kinformer.controller",
+    "TerminalError": "kinformer.controller",
+    "Manager": "kinformer.controller",
+    "LeaderElector": "kinformer.controller",
+    "LeaderElectionConfig": "kinformer.controller",
+    # selectors, time, errors
+    "LabelSelector": "kinformer.selectors",
+    "parse_label_selector": "kinformer.selectors",
+    "Clock": "kinformer.clock",
+    "RealClock": "kinformer.clock",
+    "FakeClock": "kinformer.clock",
+    "APIError": "kinformer.errors",
+    "NotFound": "kinformer.errors",
+    "AlreadyExists": "kinformer.errors",
+    "Conflict": "kinformer.errors",
+    "Expired": "kinformer.errors",
+    "Gone": "kinformer.errors",
+    "Invalid": "kinformer.errors",
+    "Unauthorized": "kinformer.errors",
+    "Forbidden": "kinformer.errors",
+    "TooManyRequests": "kinformer.errors",
+    "ServerError": "kinformer.errors",
+    "SelectorError": "kinformer.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kinformer' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,40 @@
+"""The ``kinformer`` command: ``serve``, ``watch`` and ``demo``.
+
+Each subcommand lives beside the code it drives (``add_arguments`` and ``main``); those modules
+keep their heavy imports inside ``main`` so building the parser stays cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# subcommand -> (module, help). Each module defines add_arguments(parser) and main(args) -> int.
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("kinformer.server.cli", "run the embedded Kubernetes-compatible API server"),
+    "watch": ("kinformer.client.cli", "run an informer and print each delta as it arrives"),
+    "demo": ("kinformer.controller.demo", "the sample controller against an embedded server, with faults"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kinformer", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (module, help_text) in _COMMANDS.items():
+        p = sub.add_parser(name, help=help_text)
+        p.set_defaults(_module=module)
+        try:
+            importlib.import_module(module).add_arguments(p)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            p.set_defaults(_missing=True)
+    args = parser.parse_args(argv)
+    if getattr(args, "_missing", False):
+        parser.error(f"'{args.command}' is not available in this build")
+    return int(importlib.import_module(args._module).main(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
