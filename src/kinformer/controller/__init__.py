@@ -1,0 +1,47 @@
+"""Controllers: reconcile loops over rate-limited queues, the Manager and its builder, leader election."""
+
+from kinformer.controller.builder import Builder
+from kinformer.controller.controller import Controller, ControllerStats
+from kinformer.controller.handlers import EnqueueHandler, owner_mapper, request_for_object
+from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
+from kinformer.controller.manager import LeaderElectionLost, Manager
+from kinformer.controller.predicates import (
+    AnnotationsChanged,
+    Funcs,
+    GenerationChanged,
+    LabelsChanged,
+    LabelSelectorPredicate,
+    Predicate,
+    ResourceVersionChanged,
+    and_,
+    not_,
+    or_,
+)
+from kinformer.controller.reconcile import Reconciler, Request, Result, TerminalError
+
+__all__ = [
+    "AnnotationsChanged",
+    "Builder",
+    "Controller",
+    "ControllerStats",
+    "EnqueueHandler",
+    "Funcs",
+    "GenerationChanged",
+    "LabelSelectorPredicate",
+    "LabelsChanged",
+    "LeaderElectionConfig",
+    "LeaderElectionLost",
+    "LeaderElector",
+    "Manager",
+    "Predicate",
+    "Reconciler",
+    "Request",
+    "ResourceVersionChanged",
+    "Result",
+    "TerminalError",
+    "and_",
+    "not_",
+    "or_",
+    "owner_mapper",
+    "request_for_object",
+]

@@ -1,0 +1,170 @@
+"""Controller: n workers reconciling Requests from a rate-limited queue (controller-runtime's Controller).
+
+Invariants:
+
+* a Request is never reconciled by two workers at once (the work queue's processing set);
+* workers start only after every watched informer handler has synced (bounded by
+  ``cache_sync_timeout``);
+* a reconcile's outcome maps to the queue as in :mod:`kinformer.controller.reconcile`; exceptions are
+  caught, logged and counted and never kill a worker;
+* shutdown stops taking new work, lets in-flight reconciles finish (bounded by ``shutdown_timeout``),
+  then cancels what is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kinformer.clock import REAL_CLOCK, Clock
+from kinformer.controller import metrics
+from kinformer.controller.handlers import EnqueueHandler, MapFunc, request_for_object
+from kinformer.controller.predicates import Predicate
+from kinformer.controller.reconcile import Reconciler, Request, Result, TerminalError, as_reconcile_func
+from kinformer.workqueue import RateLimitingQueue, ShutDown
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ControllerStats:
+    """Plain counters for live views and tests (Prometheus has the same figures)."""
+
+    reconciles: int = 0
+    successes: int = 0
+    errors: int = 0
+    terminal_errors: int = 0
+    requeues: int = 0
+    requeues_after: int = 0
+    active: int = 0
+
+
+class Controller:
+    """Reconciles Requests enqueued by the informer handlers registered with :meth:`watch`."""
+
+    def __init__(self, name: str, reconciler: Reconciler | Callable[[Request], Any], *, workers: int = 1,
+                 rate_limiter: Any = None, clock: Clock = REAL_CLOCK, cache_sync_timeout: float = 120.0,
+                 shutdown_timeout: float = 30.0, queue: RateLimitingQueue | None = None) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.name = name
+        self.workers = workers
+        self.clock = clock
+        self.cache_sync_timeout = cache_sync_timeout
+        self.shutdown_timeout = shutdown_timeout
+        self._reconcile = as_reconcile_func(reconciler)
+        self.queue = queue or RateLimitingQueue(rate_limiter, name=name, clock=clock,
+                                                metrics=metrics.queue_metrics_provider())
+        self.stats = ControllerStats()
+        self._registrations: list[Any] = []
+        self.started = False
+
+    def watch(self, informer: Any, mapper: MapFunc = request_for_object,
+              predicates: Sequence[Predicate] = ()) -> Any:
+        """Enqueue ``mapper(obj)`` for the informer's events that pass every predicate."""
+        handler = EnqueueHandler(self.queue, mapper, predicates)
+        registration = informer.add_event_handler(
+            on_add=handler.on_add, on_update=handler.on_update, on_delete=handler.on_delete)
+        self._registrations.append(registration)
+        return registration
+
+    def has_synced(self) -> bool:
+        return all(r.has_synced() for r in self._registrations)
+
+    async def wait_for_sync(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.cache_sync_timeout
+        while not self.has_synced():
+            if loop.time() > deadline:
+                raise TimeoutError(f"controller {self.name!r}: caches did not sync within "
+                                   f"{self.cache_sync_timeout:.0f}s")
+            await asyncio.sleep(0.05)
+
+    async def run(self) -> None:
+        """Wait for the caches, run the workers until cancelled, then shut down gracefully."""
+        await self.wait_for_sync()
+        self.started = True
+        metrics.MAX_CONCURRENT_RECONCILES.labels(self.name).set(self.workers)
+        tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.workers)]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            await self._shutdown(tasks)
+
+    async def _shutdown(self, tasks: list[asyncio.Task[None]]) -> None:
+        drain = asyncio.ensure_future(self.queue.shutdown_with_drain())
+        try:
+            await asyncio.wait_for(asyncio.shield(drain), self.shutdown_timeout)
+        except (TimeoutError, asyncio.CancelledError):
+            log.warning("controller %s: shutdown timed out with work in flight", self.name)
+        finally:
+            self.queue.shutdown()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, drain, return_exceptions=True)
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                request = await self.queue.get()
+            except ShutDown:
+                return
+            try:
+                await self.reconcile_handler(request)
+            finally:
+                self.queue.done(request)
+
+    async def reconcile_handler(self, request: Request) -> None:
+        """Reconcile one Request and apply the outcome to the queue (the caller calls ``done``)."""
+        name, stats, queue = self.name, self.stats, self.queue
+        stats.reconciles += 1
+        stats.active += 1
+        metrics.ACTIVE_WORKERS.labels(name).inc()
+        start = time.perf_counter()
+        try:
+            result = await self._reconcile(request)
+        except asyncio.CancelledError:
+            raise
+        except TerminalError as exc:
+            stats.terminal_errors += 1
+            metrics.TERMINAL_RECONCILE_ERRORS.labels(name).inc()
+            self._record_error(request, exc, requeue=False)
+            queue.forget(request)
+            return
+        except Exception as exc:
+            self._record_error(request, exc, requeue=True)
+            queue.add_rate_limited(request)
+            return
+        finally:
+            stats.active -= 1
+            metrics.ACTIVE_WORKERS.labels(name).dec()
+            metrics.RECONCILE_TIME.labels(name).observe(time.perf_counter() - start)
+        self._apply_result(request, result if isinstance(result, Result) else Result())
+
+    def _apply_result(self, request: Request, result: Result) -> None:
+        if result.requeue_after:
+            self.stats.requeues_after += 1
+            metrics.RECONCILE_TOTAL.labels(self.name, "requeue_after").inc()
+            self.queue.forget(request)
+            self.queue.add_after(request, result.requeue_after)
+        elif result.requeue:
+            self.stats.requeues += 1
+            metrics.RECONCILE_TOTAL.labels(self.name, "requeue").inc()
+            self.queue.add_rate_limited(request)
+        else:
+            self.stats.successes += 1
+            metrics.RECONCILE_TOTAL.labels(self.name, "success").inc()
+            self.queue.forget(request)
+
+    def _record_error(self, request: Request, exc: BaseException, *, requeue: bool) -> None:
+        self.stats.errors += 1
+        metrics.RECONCILE_ERRORS.labels(self.name).inc()
+        metrics.RECONCILE_TOTAL.labels(self.name, "error").inc()
+        log.error("controller %s: reconcile %s failed%s: %s", self.name, request,
+                  " (requeued with backoff)" if requeue else " (terminal, not requeued)", exc,
+                  exc_info=not isinstance(exc, TerminalError))
+

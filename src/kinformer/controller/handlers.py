@@ -1,0 +1,92 @@
+"""Informer event handlers that turn events into reconcile Requests (controller-runtime's handler package).
+
+Each handler maps an event's object to Requests and adds them to the controller's queue when every
+predicate accepts the event. The callbacks are coroutine functions so they run on the event loop,
+next to the queue. A resync arrives as ``on_update(obj, obj, is_resync=True)`` and enqueues like
+any update (the change predicates let resyncs through).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from kinformer.controller.predicates import Predicate
+from kinformer.controller.reconcile import Request
+
+Obj = Mapping[str, Any]
+MapFunc = Callable[[Obj], Iterable[Request]]
+
+
+class _Queue(Protocol):
+    def add(self, item: Any) -> None: ...
+
+
+def _unwrap(obj: Any) -> Obj | None:
+    """The object inside a DeletedFinalStateUnknown tombstone, or the object itself."""
+    return getattr(obj, "obj", obj) if not isinstance(obj, Mapping) else obj
+
+
+def request_for_object(obj: Obj) -> list[Request]:
+    """EnqueueRequestForObject: the object itself."""
+    return [Request.for_object(obj)]
+
+
+def group_of(api_version: str) -> str:
+    """``apps/v1`` -> ``apps``; ``v1`` -> ``""``."""
+    return api_version.rpartition("/")[0]
+
+
+def owner_mapper(owner_group: str, owner_kind: str, *, owner_namespaced: bool = True,
+                 controller_only: bool = True) -> MapFunc:
+    """EnqueueRequestForOwner: the owners of the given group/kind named in ownerReferences.
+
+    By default only the managing owner (``controller: true``) is enqueued, as controller-runtime's
+    ``OnlyControllerOwner()``.
+    """
+
+    def map_owners(obj: Obj) -> list[Request]:
+        meta = obj.get("metadata") or {}
+        namespace = (meta.get("namespace") or "") if owner_namespaced else ""
+        out = []
+        for ref in meta.get("ownerReferences") or ():
+            if controller_only and not ref.get("controller"):
+                continue
+            if ref.get("kind") == owner_kind and group_of(ref.get("apiVersion", "")) == owner_group:
+                out.append(Request(namespace, ref["name"]))
+        return out
+
+    return map_owners
+
+
+class EnqueueHandler:
+    """Informer callbacks that enqueue ``mapper(obj)`` for events the predicates accept.
+
+    Updates enqueue the Requests of both the old and the new object, each once (an owner change
+    reaches both owners).
+    """
+
+    def __init__(self, queue: _Queue, mapper: MapFunc = request_for_object,
+                 predicates: Sequence[Predicate] = ()) -> None:
+        self.queue = queue
+        self.mapper = mapper
+        self.predicates = tuple(predicates)
+
+    def _enqueue(self, *objs: Obj | None) -> None:
+        requests = dict.fromkeys(r for obj in objs if obj is not None for r in self.mapper(obj))
+        for request in requests:
+            self.queue.add(request)
+
+    async def on_add(self, obj: Obj) -> None:
+        if all(p.create(obj) for p in self.predicates):
+            self._enqueue(obj)
+
+    async def on_update(self, old: Obj, new: Obj, is_resync: bool = False) -> None:
+        is_resync = is_resync or old is new
+        if all(p.update(old, new, is_resync) for p in self.predicates):
+            self._enqueue(old, new)
+
+    async def on_delete(self, obj: Any) -> None:
+        real = _unwrap(obj)
+        if real is not None and all(p.delete(real) for p in self.predicates):
+            self._enqueue(real)

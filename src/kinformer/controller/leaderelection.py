@@ -1,0 +1,266 @@
+"""Leader election on coordination.k8s.io/v1 Leases (client-go's tools/leaderelection).
+
+Invariants (client-go's rules):
+
+* ``lease_duration > renew_deadline > 1.2 * retry_period`` (defaults 15 s / 10 s / 2 s);
+* whether another holder's lease has expired is judged from the *local* clock time at which this
+  elector last saw the Lease record change, never from the timestamps written in the Lease, so
+  clock skew between replicas does not matter;
+* a leader that cannot renew within ``renew_deadline`` stops leading (its ``on_started_leading``
+  task is cancelled) before any other candidate can consider the lease expired;
+* ``on_stopped_leading`` always runs when :meth:`LeaderElector.run` ends;
+* with ``release_on_cancel`` a leader that is cancelled writes an empty holder with a 1 s duration
+  so the next candidate takes over at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import random
+import socket
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from kinformer.clock import REAL_CLOCK, Clock
+from kinformer.controller import metrics
+from kinformer.errors import AlreadyExists, APIError, Conflict, NotFound
+
+log = logging.getLogger(__name__)
+
+JITTER_FACTOR = 1.2
+LEASES = "coordination.k8s.io/v1/leases"
+
+
+def default_identity() -> str:
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+@dataclass
+class LeaderElectionConfig:
+    """Where the Lease lives, who we are, the timings and the callbacks."""
+
+    lease_name: str
+    lease_namespace: str = "default"
+    identity: str = field(default_factory=default_identity)
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    release_on_cancel: bool = True
+    on_started_leading: Callable[[], Awaitable[Any]] | None = None
+    on_stopped_leading: Callable[[], Any] | None = None
+    on_new_leader: Callable[[str], Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.lease_name:
+            raise ValueError("lease_name is required")
+        if not self.identity:
+            raise ValueError("identity must not be empty")
+        if self.retry_period <= 0 or self.renew_deadline <= 0 or self.lease_duration <= 0:
+            raise ValueError("lease_duration, renew_deadline and retry_period must be > 0")
+        if self.lease_duration <= self.renew_deadline:
+            raise ValueError(f"lease_duration ({self.lease_duration}) must be greater than "
+                             f"renew_deadline ({self.renew_deadline})")
+        if self.renew_deadline <= JITTER_FACTOR * self.retry_period:
+            raise ValueError(f"renew_deadline ({self.renew_deadline}) must be greater than "
+                             f"{JITTER_FACTOR} x retry_period ({self.retry_period})")
+
+
+def micro_time(wall: float) -> str:
+    """A metav1.MicroTime string."""
+    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    """Campaigns for a Lease and runs ``on_started_leading`` while it holds it."""
+
+    def __init__(self, config: LeaderElectionConfig, client: Any, *, clock: Clock = REAL_CLOCK,
+                 rng: random.Random | None = None) -> None:
+        self.config = config
+        self.client = client
+        self.clock = clock
+        self._rng = rng or random.Random()
+        self._observed_spec: dict[str, Any] | None = None
+        self._observed_rv: str | None = None
+        self._observed_time = 0.0
+        self._reported_leader: str | None = None
+        self.leading = asyncio.Event()
+
+    # -- public -----------------------------------------------------------------------------------
+
+    def is_leader(self) -> bool:
+        return bool(self._observed_spec) and self._observed_spec.get("holderIdentity") == self.config.identity
+
+    def get_leader(self) -> str:
+        return (self._observed_spec or {}).get("holderIdentity") or ""
+
+    async def run(self) -> None:
+        """Acquire, lead until renewal fails or the task is cancelled, then stop leading."""
+        try:
+            await self._acquire()
+            self._set_leading(True)
+            work = asyncio.create_task(self._started_leading(), name=f"leader-{self.config.lease_name}")
+            try:
+                await self._renew_until_lost(work)
+            finally:
+                work.cancel()
+                await asyncio.gather(work, return_exceptions=True)
+        finally:
+            was_leader = self.leading.is_set()
+            self._set_leading(False)
+            if was_leader and self.config.release_on_cancel:
+                await asyncio.shield(self._release())
+            await _maybe_await(self.config.on_stopped_leading)
+
+    # -- loops ------------------------------------------------------------------------------------
+
+    async def _acquire(self) -> None:
+        cfg = self.config
+        log.info("%s: attempting to acquire lease %s/%s", cfg.identity, cfg.lease_namespace, cfg.lease_name)
+        while not await self._try_acquire_or_renew():
+            await self.clock.sleep(cfg.retry_period * (1 + self._rng.random() * JITTER_FACTOR))
+        log.info("%s: acquired lease %s/%s", cfg.identity, cfg.lease_namespace, cfg.lease_name)
+
+    async def _renew_until_lost(self, work: asyncio.Task[Any]) -> None:
+        cfg = self.config
+        while not work.done():
+            await self.clock.sleep(cfg.retry_period)
+            deadline = self.clock.now() + cfg.renew_deadline
+            while not await self._try_acquire_or_renew():
+                if self.clock.now() + cfg.retry_period > deadline:
+                    log.warning("%s: failed to renew lease %s/%s within %.1fs; stopping leading",
+                                cfg.identity, cfg.lease_namespace, cfg.lease_name, cfg.renew_deadline)
+                    return
+                await self.clock.sleep(cfg.retry_period)
+        if not work.cancelled() and work.exception() is not None:
+            log.error("%s: on_started_leading failed: %s", cfg.identity, work.exception())
+
+    async def _started_leading(self) -> None:
+        if self.config.on_started_leading is not None:
+            await self.config.on_started_leading()
+        else:
+            await asyncio.Event().wait()
+
+    # -- one attempt ------------------------------------------------------------------------------
+
+    def _record(self, wall: float, old: Mapping[str, Any] | None) -> dict[str, Any]:
+        cfg = self.config
+        record: dict[str, Any] = {
+            "holderIdentity": cfg.identity,
+            "leaseDurationSeconds": max(1, round(cfg.lease_duration)),
+            "acquireTime": micro_time(wall),
+            "renewTime": micro_time(wall),
+            "leaseTransitions": 0,
+        }
+        if old is not None:
+            transitions = int(old.get("leaseTransitions") or 0)
+            if old.get("holderIdentity") == cfg.identity:
+                record["acquireTime"] = old.get("acquireTime") or record["acquireTime"]
+                record["leaseTransitions"] = transitions
+            else:
+                record["leaseTransitions"] = transitions + 1
+        return record
+
+    async def _try_acquire_or_renew(self) -> bool:
+        cfg = self.config
+        now, wall = self.clock.now(), self.clock.wall()
+        try:
+            lease = await self.client.get(LEASES, cfg.lease_name, namespace=cfg.lease_namespace)
+        except NotFound:
+            return await self._create(now, wall)
+        except (TimeoutError, APIError, OSError) as exc:
+            log.warning("%s: error retrieving lease %s/%s: %s", cfg.identity, cfg.lease_namespace,
+                        cfg.lease_name, exc)
+            return False
+        spec = dict(lease.get("spec") or {})
+        rv = lease["metadata"].get("resourceVersion")
+        if spec != self._observed_spec or rv != self._observed_rv:
+            self._observe(spec, rv, now)
+        holder = spec.get("holderIdentity") or ""
+        duration = float(spec.get("leaseDurationSeconds") or 0)
+        if holder and holder != cfg.identity and self._observed_time + duration > now:
+            return False
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": cfg.lease_name, "namespace": cfg.lease_namespace, "resourceVersion": rv},
+                "spec": self._record(wall, spec)}
+        try:
+            updated = await self.client.replace(LEASES, cfg.lease_name, body, namespace=cfg.lease_namespace)
+        except (Conflict, NotFound):
+            return False
+        except (TimeoutError, APIError, OSError) as exc:
+            log.warning("%s: error updating lease: %s", cfg.identity, exc)
+            return False
+        self._observe(dict(updated.get("spec") or {}), updated["metadata"].get("resourceVersion"), now)
+        return True
+
+    async def _create(self, now: float, wall: float) -> bool:
+        cfg = self.config
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": cfg.lease_name, "namespace": cfg.lease_namespace},
+                "spec": self._record(wall, None)}
+        try:
+            created = await self.client.create(LEASES, body, namespace=cfg.lease_namespace)
+        except (AlreadyExists, Conflict):
+            return False
+        except (TimeoutError, APIError, OSError) as exc:
+            log.warning("%s: error creating lease: %s", cfg.identity, exc)
+            return False
+        self._observe(dict(created.get("spec") or {}), created["metadata"].get("resourceVersion"), now)
+        return True
+
+    def _observe(self, spec: dict[str, Any], rv: str | None, now: float) -> None:
+        self._observed_spec, self._observed_rv, self._observed_time = spec, rv, now
+        holder = spec.get("holderIdentity") or ""
+        if holder != self._reported_leader:
+            self._reported_leader = holder
+            if holder and self.config.on_new_leader is not None:
+                try:
+                    self.config.on_new_leader(holder)
+                except Exception:
+                    log.exception("on_new_leader failed")
+
+    async def _release(self) -> None:
+        cfg = self.config
+        if not self.is_leader():
+            return
+        spec = dict(self._observed_spec or {})
+        wall = self.clock.wall()
+        spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=micro_time(wall),
+                    acquireTime=micro_time(wall))
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": cfg.lease_name, "namespace": cfg.lease_namespace,
+                             "resourceVersion": self._observed_rv},
+                "spec": spec}
+        try:
+            await self.client.replace(LEASES, cfg.lease_name, body, namespace=cfg.lease_namespace)
+            self._observed_spec = spec
+        except Exception as exc:
+            log.warning("%s: failed to release lease: %s", cfg.identity, exc)
+
+    def _set_leading(self, value: bool) -> None:
+        if value:
+            self.leading.set()
+        else:
+            self.leading.clear()
+        metrics.LEADER_ELECTION_STATUS.labels(self.config.lease_name).set(1 if value else 0)
+
+
+async def _maybe_await(fn: Callable[[], Any] | None) -> None:
+    if fn is None:
+        return
+    try:
+        value = fn()
+        if inspect.isawaitable(value):
+            await value
+    except Exception:
+        log.exception("on_stopped_leading failed")
+
+
+def identity_from_env() -> str:
+    """POD_NAME (downward API) when set, else hostname_uuid."""
+    return os.environ.get("POD_NAME") or default_identity()

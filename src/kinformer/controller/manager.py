@@ -1,0 +1,188 @@
+"""Manager: shared caches, controllers, leader election, health and metrics (controller-runtime's Manager).
+
+``await mgr.run()`` does, in order:
+
+1. builds every registered controller (resolving resources through discovery) and starts the
+   shared informers;
+2. serves ``/healthz``, ``/readyz`` (ready once every cache has synced) and ``/metrics`` when a
+   ``health_bind`` address is given;
+3. runs the controllers: at once, or — with leader election — only while this replica holds the
+   Lease; losing the Lease stops the controllers and ends ``run()`` with :class:`LeaderElectionLost`
+   (the process should exit and restart, as in controller-runtime);
+4. on SIGTERM/SIGINT (when ``handle_signals``) or :meth:`stop`, drains the controllers and shuts the
+   informers down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from kinformer.clock import REAL_CLOCK, Clock
+from kinformer.controller.builder import Builder
+from kinformer.controller.controller import Controller
+from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
+from kinformer.controller.reconcile import Reconciler, Request
+
+log = logging.getLogger(__name__)
+
+
+class LeaderElectionLost(Exception):
+    """This replica lost its Lease; its controllers have been stopped."""
+
+
+class Manager:
+    """Owns one SharedInformerFactory shared by its controllers."""
+
+    def __init__(self, client: Any, *, leader_election: LeaderElectionConfig | None = None,
+                 resync: float = 0.0, namespace: str | None = None, health_bind: str | None = None,
+                 clock: Clock = REAL_CLOCK, cache_sync_timeout: float = 120.0,
+                 graceful_shutdown_timeout: float = 30.0, handle_signals: bool = False,
+                 factory: Any = None) -> None:
+        from kinformer.cache.factory import SharedInformerFactory
+
+        self.client = client
+        self.clock = clock
+        self.leader_election = leader_election
+        self.cache_sync_timeout = cache_sync_timeout
+        self.graceful_shutdown_timeout = graceful_shutdown_timeout
+        self.handle_signals = handle_signals
+        self.health_bind = health_bind
+        self.factory = factory or SharedInformerFactory(client, resync=resync, namespace=namespace, clock=clock)
+        self.builders: list[Builder] = []
+        self.controllers: list[Controller] = []
+        self.elector: LeaderElector | None = None
+        self.health_url: str | None = None
+        self._stopping = asyncio.Event()
+        self._ready = False
+
+    # -- setup ------------------------------------------------------------------------------------
+
+    def controller(self, reconciler: Reconciler | Callable[[Request], Any], name: str | None = None) -> Builder:
+        """Start describing a controller; it is built and run by :meth:`run`."""
+        builder = Builder(self, reconciler, name)
+        self.builders.append(builder)
+        return builder
+
+    def informer(self, resource: str, **options: Any) -> Any:
+        """The shared informer for ``resource`` (one per resource and options)."""
+        return self.factory.informer(resource, **options)
+
+    async def resolve(self, resource: str) -> Any:
+        """Discovery information (group, kind, namespaced, ...) for ``resource``."""
+        return await self.client.resolve(resource)
+
+    def ready(self) -> bool:
+        return self._ready
+
+    # -- running ----------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Run until :meth:`stop`, a signal, or the loss of leadership (see the module docstring)."""
+        restore = self._install_signal_handlers() if self.handle_signals else None
+        health = await self._start_health_server() if self.health_bind else None
+        try:
+            self.controllers = [await b.build() for b in self.builders]
+            self.factory.start()
+            await self._run_controllers_or_lead()
+        finally:
+            if restore:
+                restore()
+            await self.factory.shutdown()
+            if health is not None:
+                await health.cleanup()
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to shut down gracefully."""
+        self._stopping.set()
+
+    async def _run_controllers_or_lead(self) -> None:
+        stop = asyncio.create_task(self._stopping.wait())
+        if self.leader_election is None:
+            work = asyncio.create_task(self._run_controllers())
+        else:
+            cfg = self.leader_election
+            user_started = cfg.on_started_leading
+
+            async def lead() -> None:
+                if user_started is not None:
+                    await asyncio.gather(self._run_controllers(), user_started())
+                else:
+                    await self._run_controllers()
+
+            cfg.on_started_leading = lead
+            self.elector = LeaderElector(cfg, self.client, clock=self.clock)
+            work = asyncio.create_task(self.elector.run())
+        try:
+            done, _ = await asyncio.wait({stop, work}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            work.cancel()
+            results = await asyncio.gather(work, return_exceptions=True)
+        if work in done and not self._stopping.is_set():
+            if isinstance(results[0], BaseException) and not isinstance(results[0], asyncio.CancelledError):
+                raise results[0]
+            if self.leader_election is not None:
+                raise LeaderElectionLost(f"leader election lost: {self.leader_election.lease_name}")
+
+    async def _run_controllers(self) -> None:
+        await self.factory.wait_for_cache_sync(timeout=self.cache_sync_timeout)
+        self._ready = True
+        tasks = [asyncio.create_task(c.run(), name=f"controller-{c.name}") for c in self.controllers]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _install_signal_handlers(self) -> Callable[[], None]:
+        loop = asyncio.get_running_loop()
+        sigs = (signal.SIGTERM, signal.SIGINT)
+        for sig in sigs:
+            loop.add_signal_handler(sig, self.stop)
+
+        def restore() -> None:
+            for sig in sigs:
+                with contextlib.suppress(Exception):
+                    loop.remove_signal_handler(sig)
+
+        return restore
+
+    # -- health and metrics -----------------------------------------------------------------------
+
+    async def _start_health_server(self) -> Any:
+        from aiohttp import web
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        from kinformer.controller import metrics
+
+        async def healthz(_: web.Request) -> web.Response:
+            return web.Response(text="ok")
+
+        async def readyz(_: web.Request) -> web.Response:
+            if self._ready:
+                return web.Response(text="ok")
+            return web.Response(status=503, text="caches not synced")
+
+        async def metrics_handler(_: web.Request) -> web.Response:
+            body = generate_latest(metrics.REGISTRY)
+            return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+        app = web.Application()
+        app.router.add_get("/healthz", healthz)
+        app.router.add_get("/readyz", readyz)
+        app.router.add_get("/metrics", metrics_handler)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        host, _, port = (self.health_bind or "127.0.0.1:0").rpartition(":")
+        site = web.TCPSite(runner, host or "127.0.0.1", int(port or 0))
+        await site.start()
+        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
+        bound = sockets[0].getsockname()[1] if sockets else int(port or 0)
+        self.health_url = f"http://{host or '127.0.0.1'}:{bound}"
+        return runner

@@ -1,0 +1,85 @@
+"""The reconcile contract: Request in, Result out (controller-runtime's reconcile package).
+
+A reconciler is level-driven: the Request only names an object; the reconciler reads the latest
+state (from an informer's cache) and acts. The Result tells the controller what to do with the key:
+
+* an exception -> rate-limited requeue (the Result is ignored); :class:`TerminalError` -> no requeue;
+* ``requeue_after`` > 0 -> forget the failure history and requeue after that delay;
+* ``requeue`` -> rate-limited requeue;
+* otherwise -> forget (success).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Request:
+    """Names the object to reconcile. ``namespace`` is "" for cluster-scoped objects."""
+
+    namespace: str
+    name: str
+
+    @classmethod
+    def for_object(cls, obj: Mapping[str, Any]) -> Request:
+        meta = obj["metadata"]
+        return cls(meta.get("namespace") or "", meta["name"])
+
+    @property
+    def key(self) -> str:
+        """The cache key of the object (``namespace/name`` or ``name``)."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    def __str__(self) -> str:
+        return self.key
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What to do with the Request after a successful reconcile."""
+
+    requeue: bool = False
+    requeue_after: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.requeue_after is not None and self.requeue_after < 0:
+            raise ValueError(f"requeue_after must be >= 0, got {self.requeue_after}")
+
+
+class TerminalError(Exception):
+    """An error that retrying cannot fix: it is logged and counted, and the key is not requeued."""
+
+
+@runtime_checkable
+class Reconciler(Protocol):
+    """Anything with ``reconcile(request) -> Result | None`` (coroutine or plain method)."""
+
+    def reconcile(self, request: Request) -> Awaitable[Result | None] | Result | None: ...
+
+
+ReconcileFunc = Callable[[Request], Awaitable[Result | None]]
+
+
+def as_reconcile_func(reconciler: Reconciler | Callable[[Request], Any]) -> ReconcileFunc:
+    """Normalise a reconciler object or a plain/async function into an async function.
+
+    Plain (non-coroutine) callables run in a worker thread so they never block the event loop.
+    """
+    fn = reconciler.reconcile if isinstance(reconciler, Reconciler) else reconciler
+    if not callable(fn):
+        raise TypeError(f"{reconciler!r} is neither a Reconciler nor a callable")
+    if inspect.iscoroutinefunction(fn):
+        return fn
+
+    async def call(request: Request) -> Result | None:
+        value = await asyncio.to_thread(fn, request)
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+
+    return call

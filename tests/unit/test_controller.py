@@ -1,0 +1,230 @@
+"""Controller semantics: result -> queue action, error backoff, terminal errors, one worker per key."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kinformer.clock import FakeClock
+from kinformer.controller import (
+    Controller,
+    GenerationChanged,
+    LabelSelectorPredicate,
+    Request,
+    Result,
+    TerminalError,
+    owner_mapper,
+)
+from kinformer.controller.handlers import EnqueueHandler
+
+
+class Registration:
+    def has_synced(self) -> bool:
+        return True
+
+
+class Source:
+    """The part of an informer a controller uses: add_event_handler."""
+
+    def __init__(self) -> None:
+        self.handlers: list[dict] = []
+
+    def add_event_handler(self, **callbacks) -> Registration:
+        self.handlers.append(callbacks)
+        return Registration()
+
+    async def add(self, obj) -> None:
+        for h in self.handlers:
+            await h["on_add"](obj)
+
+    async def update(self, old, new, **kw) -> None:
+        for h in self.handlers:
+            await h["on_update"](old, new, **kw)
+
+
+def obj(name: str, ns: str = "default", generation: int = 1, labels=None, owners=()):
+    return {"metadata": {"name": name, "namespace": ns, "generation": generation, "labels": labels or {},
+                         "ownerReferences": list(owners)}}
+
+
+async def wait_until(cond, timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        assert loop.time() < deadline, "condition not reached"
+        await asyncio.sleep(0.001)
+
+
+async def start(ctrl: Controller) -> asyncio.Task:
+    task = asyncio.create_task(ctrl.run())
+    await wait_until(lambda: ctrl.started)
+    return task
+
+
+async def stop(task: asyncio.Task) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_error_requeues_with_backoff_then_success_forgets() -> None:
+    clock = FakeClock()
+    calls: list[float] = []
+
+    async def reconcile(req: Request) -> Result:
+        calls.append(clock.now())
+        if len(calls) < 3:
+            raise RuntimeError("boom")
+        return Result()
+
+    ctrl = Controller("t-backoff", reconcile, clock=clock)
+    src = Source()
+    ctrl.watch(src)
+    task = await start(ctrl)
+    await src.add(obj("a"))
+    await wait_until(lambda: len(calls) == 1)
+    await wait_until(lambda: ctrl.stats.errors == 1)
+    assert ctrl.queue.num_requeues(Request("default", "a")) == 1
+    clock.step(0.004)
+    await asyncio.sleep(0.01)
+    assert len(calls) == 1  # 5 ms backoff not yet elapsed
+    clock.step(0.001)
+    await wait_until(lambda: len(calls) == 2)
+    await wait_until(lambda: ctrl.stats.errors == 2)
+    clock.step(0.010)  # second failure: 10 ms
+    await wait_until(lambda: len(calls) == 3)
+    await wait_until(lambda: ctrl.stats.successes == 1)
+    assert ctrl.queue.num_requeues(Request("default", "a")) == 0
+    await stop(task)
+
+
+async def test_requeue_after_forgets_and_delays() -> None:
+    clock = FakeClock()
+    calls: list[float] = []
+
+    async def reconcile(req: Request) -> Result:
+        calls.append(clock.now())
+        return Result(requeue_after=30.0) if len(calls) == 1 else Result()
+
+    ctrl = Controller("t-after", reconcile, clock=clock)
+    src = Source()
+    ctrl.watch(src)
+    task = await start(ctrl)
+    await src.add(obj("a"))
+    await wait_until(lambda: ctrl.stats.requeues_after == 1)
+    clock.step(29.9)
+    await asyncio.sleep(0.01)
+    assert len(calls) == 1
+    clock.step(0.1)
+    await wait_until(lambda: len(calls) == 2)
+    assert calls[1] - calls[0] == pytest.approx(30.0)
+    await stop(task)
+
+
+async def test_terminal_error_is_not_requeued() -> None:
+    clock = FakeClock()
+    calls = 0
+
+    async def reconcile(req: Request) -> Result:
+        nonlocal calls
+        calls += 1
+        raise TerminalError("bad spec")
+
+    ctrl = Controller("t-terminal", reconcile, clock=clock)
+    src = Source()
+    ctrl.watch(src)
+    task = await start(ctrl)
+    await src.add(obj("a"))
+    await wait_until(lambda: ctrl.stats.terminal_errors == 1)
+    clock.step(2000)
+    await asyncio.sleep(0.01)
+    assert calls == 1 and len(ctrl.queue) == 0
+    await stop(task)
+
+
+async def test_plain_function_reconciler_and_requeue_flag() -> None:
+    clock = FakeClock()
+    seen: list[Request] = []
+
+    def reconcile(req: Request):
+        seen.append(req)
+        return Result(requeue=len(seen) == 1)
+
+    ctrl = Controller("t-plain", reconcile, clock=clock)
+    src = Source()
+    ctrl.watch(src)
+    task = await start(ctrl)
+    await src.add(obj("a", ns=""))
+    await wait_until(lambda: ctrl.stats.requeues == 1)
+    clock.step(0.005)
+    await wait_until(lambda: len(seen) == 2)
+    assert seen[0] == Request("", "a") and seen[0].key == "a"
+    await stop(task)
+
+
+async def test_never_two_reconciles_of_one_key_at_once() -> None:
+    active: set[Request] = set()
+    overlaps = 0
+    count = 0
+
+    async def reconcile(req: Request) -> Result:
+        nonlocal overlaps, count
+        if req in active:
+            overlaps += 1
+        active.add(req)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        active.discard(req)
+        count += 1
+        return Result()
+
+    ctrl = Controller("t-overlap", reconcile, workers=4)
+    src = Source()
+    ctrl.watch(src)
+    task = await start(ctrl)
+    for i in range(300):
+        await src.add(obj(f"k{i % 5}"))
+        if i % 7 == 0:
+            await asyncio.sleep(0)
+    await wait_until(lambda: len(ctrl.queue) == 0 and ctrl.stats.active == 0)
+    assert overlaps == 0 and count >= 5
+    await stop(task)
+
+
+async def test_resync_enqueues_even_with_change_predicates() -> None:
+    queue: list[Request] = []
+
+    class Q:
+        def add(self, item):
+            queue.append(item)
+
+    h = EnqueueHandler(Q(), predicates=[GenerationChanged()])
+    o = obj("a")
+    await h.on_update(o, obj("a"))  # same generation: filtered
+    assert queue == []
+    await h.on_update(o, o)  # a resync (old is new)
+    assert queue == [Request("default", "a")]
+    await h.on_update(o, obj("a", generation=2))
+    assert len(queue) == 2
+
+
+async def test_label_selector_and_combinators() -> None:
+    sel = LabelSelectorPredicate("app=web")
+    assert sel.create(obj("a", labels={"app": "web"}))
+    assert not sel.create(obj("a", labels={"app": "db"}))
+    both = sel & GenerationChanged()
+    assert not both.update(obj("a", labels={"app": "web"}), obj("a", labels={"app": "web"}))
+    assert (~sel).create(obj("a"))
+    assert (sel | GenerationChanged()).update(obj("a"), obj("a", generation=3))
+
+
+def test_owner_mapper_controller_only() -> None:
+    owners = [
+        {"apiVersion": "example.com/v1", "kind": "Foo", "name": "f1", "controller": True, "uid": "1"},
+        {"apiVersion": "example.com/v1", "kind": "Foo", "name": "f2", "uid": "2"},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d", "controller": False, "uid": "3"},
+    ]
+    m = owner_mapper("example.com", "Foo")
+    assert m(obj("dep", owners=owners)) == [Request("default", "f1")]
+    m_all = owner_mapper("example.com", "Foo", controller_only=False)
+    assert m_all(obj("dep", owners=owners)) == [Request("default", "f1"), Request("default", "f2")]

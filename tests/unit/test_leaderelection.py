@@ -1,0 +1,172 @@
+"""Leader election rules with a fake clock and an in-memory Lease store with real CAS semantics."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+
+import pytest
+
+from kinformer.clock import FakeClock
+from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
+from kinformer.errors import AlreadyExists, Conflict, NotFound
+
+
+class LeaseStore:
+    """Just enough of the API for leases: get/create/replace with resourceVersion compare-and-swap."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str], dict] = {}
+        self.rv = 0
+        self.fail = False
+
+    def _check(self) -> None:
+        if self.fail:
+            raise OSError("connection refused")
+
+    async def get(self, resource: str, name: str, namespace: str | None = None) -> dict:
+        self._check()
+        try:
+            return copy.deepcopy(self.objects[(namespace or "", name)])
+        except KeyError:
+            raise NotFound(f'leases "{name}" not found') from None
+
+    async def create(self, resource: str, body: dict, namespace: str | None = None) -> dict:
+        self._check()
+        key = (namespace or "", body["metadata"]["name"])
+        if key in self.objects:
+            raise AlreadyExists("exists")
+        self.rv += 1
+        obj = copy.deepcopy(body)
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self.objects[key] = obj
+        return copy.deepcopy(obj)
+
+    async def replace(self, resource: str, name: str, body: dict, namespace: str | None = None) -> dict:
+        self._check()
+        key = (namespace or "", name)
+        if key not in self.objects:
+            raise NotFound("gone")
+        if body["metadata"].get("resourceVersion") != self.objects[key]["metadata"]["resourceVersion"]:
+            raise Conflict("the object has been modified")
+        self.rv += 1
+        obj = copy.deepcopy(body)
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self.objects[key] = obj
+        return copy.deepcopy(obj)
+
+
+def config(identity: str, **kw) -> LeaderElectionConfig:
+    return LeaderElectionConfig(lease_name="ctrl", lease_namespace="default", identity=identity, **kw)
+
+
+async def run_for(clock: FakeClock, seconds: float, electors: list, check=None, step: float = 0.25) -> None:
+    """Advance fake time in small steps, letting every elector reach its next sleep in between."""
+    t = 0.0
+    loop = asyncio.get_running_loop()
+    while t < seconds:
+        deadline = loop.time() + 5
+        # Wait until every live elector is asleep on the fake clock (or has ended).
+        while clock.waiters < sum(1 for e in electors if not e[1].done()):
+            assert loop.time() < deadline, "electors did not reach their next sleep"
+            await asyncio.sleep(0.001)
+        if check:
+            check()
+        clock.step(step)
+        t += step
+
+
+def test_config_validation() -> None:
+    with pytest.raises(ValueError, match="lease_duration"):
+        config("a", lease_duration=10, renew_deadline=10)
+    with pytest.raises(ValueError, match="renew_deadline"):
+        config("a", renew_deadline=2.0, retry_period=2.0)
+    cfg = config("a")
+    assert (cfg.lease_duration, cfg.renew_deadline, cfg.retry_period) == (15.0, 10.0, 2.0)
+
+
+async def test_one_leads_failover_after_crash_never_both() -> None:
+    clock = FakeClock()
+    store = LeaseStore()
+    started: list[str] = []
+    new_leaders: list[str] = []
+
+    def make(identity: str):
+        cfg = config(identity, on_new_leader=new_leaders.append)
+
+        async def lead() -> None:
+            started.append(identity)
+            await asyncio.Event().wait()
+
+        cfg.on_started_leading = lead
+        elector = LeaderElector(cfg, store, clock=clock)
+        return elector, asyncio.create_task(elector.run())
+
+    a = make("a")
+    await run_for(clock, 0.5, [a])
+    b = make("b")
+    electors = [a, b]
+
+    def never_both() -> None:
+        assert not (a[0].is_leader() and b[0].is_leader())
+
+    await run_for(clock, 30, electors, never_both)
+    assert started == ["a"]
+    assert b[0].get_leader() == "a"
+    assert not b[0].leading.is_set()
+
+    # Crash a: no release, the lease stays as last renewed.
+    a[0].config.release_on_cancel = False
+    a[1].cancel()
+    await asyncio.gather(a[1], return_exceptions=True)
+    crash_time = clock.now()
+    await run_for(clock, 25, [b])
+    assert started == ["a", "b"]
+    assert b[0].is_leader()
+    # b waited for the lease to expire by its own observation (>= lease duration after the last change).
+    lease = store.objects[("default", "ctrl")]["spec"]
+    assert lease["holderIdentity"] == "b"
+    assert lease["leaseTransitions"] == 1
+    assert clock.now() - crash_time >= 15 - 2
+    assert new_leaders[:1] == ["a"] and "b" in new_leaders
+    b[1].cancel()
+    await asyncio.gather(b[1], return_exceptions=True)
+
+
+async def test_release_on_cancel_lets_the_next_take_over_quickly() -> None:
+    clock = FakeClock()
+    store = LeaseStore()
+    stopped: list[str] = []
+    a = LeaderElector(config("a", on_stopped_leading=lambda: stopped.append("a")), store, clock=clock)
+    ta = asyncio.create_task(a.run())
+    await run_for(clock, 1, [(a, ta)])
+    assert a.is_leader()
+    ta.cancel()
+    await asyncio.gather(ta, return_exceptions=True)
+    assert stopped == ["a"]
+    spec = store.objects[("default", "ctrl")]["spec"]
+    assert spec["holderIdentity"] == "" and spec["leaseDurationSeconds"] == 1
+    b = LeaderElector(config("b"), store, clock=clock)
+    tb = asyncio.create_task(b.run())
+    await run_for(clock, 4, [(b, tb)])
+    assert b.is_leader()
+    tb.cancel()
+    await asyncio.gather(tb, return_exceptions=True)
+
+
+async def test_leader_that_cannot_renew_stops_before_lease_expires() -> None:
+    clock = FakeClock()
+    store = LeaseStore()
+    stopped: list[float] = []
+    a = LeaderElector(config("a", release_on_cancel=False, on_stopped_leading=lambda: stopped.append(clock.now())),
+                      store, clock=clock)
+    ta = asyncio.create_task(a.run())
+    await run_for(clock, 1, [(a, ta)])
+    assert a.leading.is_set()
+    store.fail = True
+    last_renew = clock.now()
+    await run_for(clock, 20, [(a, ta)])
+    assert ta.done() and stopped
+    # It gave up within the renew deadline (+ one retry period), i.e. before the 15 s lease could expire.
+    assert stopped[0] - last_renew <= 10 + 2 + 0.5
+    assert not a.leading.is_set()
