@@ -42,8 +42,9 @@ class LeaseStore:
         self.objects[key] = obj
         return copy.deepcopy(obj)
 
-    async def replace(self, resource: str, name: str, body: dict, namespace: str | None = None) -> dict:
+    async def replace(self, resource: str, body: dict, name: str | None = None, namespace: str | None = None) -> dict:
         self._check()
+        name = name or body["metadata"]["name"]
         key = (namespace or "", name)
         if key not in self.objects:
             raise NotFound("gone")

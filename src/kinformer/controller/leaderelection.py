@@ -189,7 +189,7 @@ class LeaderElector:
                 "metadata": {"name": cfg.lease_name, "namespace": cfg.lease_namespace, "resourceVersion": rv},
                 "spec": self._record(wall, spec)}
         try:
-            updated = await self.client.replace(LEASES, cfg.lease_name, body, namespace=cfg.lease_namespace)
+            updated = await self.client.replace(LEASES, body, namespace=cfg.lease_namespace)
         except (Conflict, NotFound):
             return False
         except (TimeoutError, APIError, OSError) as exc:
@@ -237,7 +237,7 @@ class LeaderElector:
                              "resourceVersion": self._observed_rv},
                 "spec": spec}
         try:
-            await self.client.replace(LEASES, cfg.lease_name, body, namespace=cfg.lease_namespace)
+            await self.client.replace(LEASES, body, namespace=cfg.lease_namespace)
             self._observed_spec = spec
         except Exception as exc:
             log.warning("%s: failed to release lease: %s", cfg.identity, exc)

@@ -1,0 +1,116 @@
+"""SharedInformerFactory: one shared informer per (resource, namespace, selectors), as client-go's factory.
+
+The factory asks its ``client`` for a ListerWatcher with ``client.lister_watcher(resource, namespace=...,
+label_selector=..., field_selector=...)`` (:class:`kinformer.Client` and
+:class:`kinformer.cache.fake.FakeClient` both offer it), applies ``tweak_list_options`` to every request, and
+hands out the same :class:`SharedIndexInformer` for the same key. ``start()`` starts the informers not yet
+started and may be called again after more informers were requested.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Protocol
+
+from kinformer.cache.listwatch import ListerWatcher, ListOptions, TweakedListerWatcher
+from kinformer.cache.shared_informer import DEFAULT_TRANSFORM, SharedIndexInformer, Transform
+from kinformer.clock import REAL_CLOCK, Clock
+
+__all__ = ["ListerWatcherSource", "SharedInformerFactory"]
+
+_DEFAULT: Any = ...
+
+
+class ListerWatcherSource(Protocol):
+    """What the factory needs from a client."""
+
+    def lister_watcher(self, resource: str, *, namespace: str | None = None, label_selector: str | None = None,
+                       field_selector: str | None = None) -> ListerWatcher: ...
+
+
+InformerKey = tuple[str, str | None, str | None, str | None]
+
+
+def _informer_name(key: InformerKey) -> str:
+    resource, namespace, labels, fields = key
+    extras = [f"{k}={v}" for k, v in (("namespace", namespace), ("labels", labels), ("fields", fields)) if v]
+    return f"{resource}[{','.join(extras)}]" if extras else resource
+
+
+class SharedInformerFactory:
+    """Creates and owns shared informers. Use from one event loop; ``async with`` starts nothing but
+    guarantees :meth:`shutdown` on exit."""
+
+    def __init__(self, client: ListerWatcherSource, resync: float = 0.0, namespace: str | None = None,
+                 tweak_list_options: Callable[[ListOptions], None] | None = None,
+                 transform: Transform | None = DEFAULT_TRANSFORM, clock: Clock = REAL_CLOCK) -> None:
+        self.client = client
+        self.resync = resync
+        self.namespace = namespace
+        self.tweak_list_options = tweak_list_options
+        self.transform = transform
+        self.clock = clock
+        self._informers: dict[InformerKey, SharedIndexInformer] = {}
+        self._started: set[InformerKey] = set()
+        self._shutting_down = False
+
+    def informer(self, resource: str, *, namespace: str | None = _DEFAULT, resync: float | None = None,
+                 label_selector: str | None = None, field_selector: str | None = None) -> SharedIndexInformer:
+        """The shared informer for ``resource`` (created on first request). ``namespace`` defaults to the
+        factory's (None: all namespaces); ``resync`` (first request only) defaults to the factory's."""
+        if namespace is _DEFAULT:
+            namespace = self.namespace
+        key: InformerKey = (resource, namespace or None, label_selector or None, field_selector or None)
+        informer = self._informers.get(key)
+        if informer is not None:
+            return informer
+        if self._shutting_down:
+            raise RuntimeError("SharedInformerFactory is shut down")
+        lw: ListerWatcher = self.client.lister_watcher(resource, namespace=key[1], label_selector=key[2],
+                                                       field_selector=key[3])
+        if self.tweak_list_options is not None:
+            lw = TweakedListerWatcher(lw, self.tweak_list_options)
+        informer = SharedIndexInformer(lw, resync=self.resync if resync is None else resync, clock=self.clock,
+                                       transform=self.transform, name=_informer_name(key), resource=resource)
+        self._informers[key] = informer
+        return informer
+
+    @property
+    def informers(self) -> dict[str, SharedIndexInformer]:
+        """Every informer by name (resource, plus namespace/selectors when set)."""
+        return {inf.name: inf for inf in self._informers.values()}
+
+    def start(self) -> None:
+        """Start every informer not started yet (call from the event loop)."""
+        if self._shutting_down:
+            raise RuntimeError("SharedInformerFactory is shut down")
+        for key, informer in self._informers.items():
+            if key not in self._started:
+                informer.start()
+                self._started.add(key)
+
+    async def wait_for_cache_sync(self, timeout: float | None = None) -> dict[str, bool]:
+        """Wait until every started informer has synced, at most ``timeout`` seconds (real time) in total.
+        Returns ``{informer name: synced}``."""
+        started = [inf for key, inf in self._informers.items() if key in self._started]
+        if started:
+            waiters = [asyncio.ensure_future(inf.wait_for_sync()) for inf in started]
+            _, pending = await asyncio.wait(waiters, timeout=timeout)
+            for waiter in pending:
+                waiter.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        return {inf.name: inf.has_synced() for inf in started}
+
+    async def shutdown(self) -> None:
+        """Stop every informer and wait for them (idempotent)."""
+        self._shutting_down = True
+        await asyncio.gather(*(inf.stop() for inf in self._informers.values()), return_exceptions=True)
+
+    async def __aenter__(self) -> SharedInformerFactory:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.shutdown()

@@ -1,0 +1,118 @@
+"""Listers: read-only, selector-aware views of an informer's cache (client-go's generated listers).
+
+``get`` raises :class:`kinformer.errors.NotFound` shaped like the API server's answer, so code written
+against the client (``except NotFound``) works unchanged against the cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kinformer.cache.store import NAMESPACE_INDEX, Indexer
+from kinformer.errors import NotFound
+from kinformer.selectors import LabelSelector, parse_label_selector
+
+__all__ = ["Lister", "NamespaceLister"]
+
+
+def _selector(label_selector: str | LabelSelector | None) -> LabelSelector | None:
+    if label_selector is None:
+        return None
+    sel = parse_label_selector(label_selector) if isinstance(label_selector, str) else label_selector
+    return None if sel.empty() else sel
+
+
+def _filter(objs: list[Any], selector: LabelSelector | None) -> list[Any]:
+    if selector is None:
+        return objs
+    matches = selector.matches
+    return [o for o in objs if matches(o["metadata"].get("labels"))]
+
+
+class Lister:
+    """List and get objects from an :class:`Indexer` (the objects are shared: treat them as read-only).
+
+    ``resource`` (e.g. ``"configmap"``) only shapes NotFound messages: ``configmap "x" not found``.
+    """
+
+    __slots__ = ("_indexer", "_namespaced", "_resource")
+
+    def __init__(self, indexer: Indexer, namespaced: bool = True, resource: str = "") -> None:
+        self._indexer = indexer
+        self._namespaced = namespaced
+        self._resource = resource
+
+    @property
+    def indexer(self) -> Indexer:
+        return self._indexer
+
+    def list(self, namespace: str | None = None,
+             label_selector: str | LabelSelector | None = None) -> list[Any]:
+        """Objects in ``namespace`` (all namespaces if None or "") matching ``label_selector``."""
+        selector = _selector(label_selector)
+        if namespace:
+            objs = self._indexer.by_index(NAMESPACE_INDEX, namespace)
+        else:
+            objs = self._indexer.list()
+        return _filter(objs, selector)
+
+    def get(self, namespace_or_name: str | None, name: str | None = None) -> Any:
+        """``get(namespace, name)`` for namespaced objects, ``get(name)`` for cluster-scoped ones.
+
+        ``get(None, name)`` / ``get("", name)`` also mean cluster-scoped. A one-argument call on a
+        namespaced lister is a TypeError (use ``namespaced(ns).get(name)``). Raise NotFound when absent.
+        """
+        if name is None:
+            if self._namespaced:
+                raise TypeError("namespaced lister: call get(namespace, name) or namespaced(namespace).get(name)")
+            if namespace_or_name is None:
+                raise TypeError("get() needs a name")
+            namespace, name = "", namespace_or_name
+        else:
+            namespace = namespace_or_name or ""
+        key = f"{namespace}/{name}" if namespace else name
+        obj = self._indexer.get_by_key(key)
+        if obj is None:
+            raise _not_found(self._resource, name)
+        return obj
+
+    def namespaced(self, namespace: str) -> NamespaceLister:
+        """A lister restricted to ``namespace``."""
+        return NamespaceLister(self._indexer, namespace, self._resource)
+
+
+class NamespaceLister:
+    """A :class:`Lister` bound to one namespace."""
+
+    __slots__ = ("_indexer", "_namespace", "_resource")
+
+    def __init__(self, indexer: Indexer, namespace: str, resource: str = "") -> None:
+        self._indexer = indexer
+        self._namespace = namespace
+        self._resource = resource
+
+    @property
+    def namespace(self) -> str:
+        return self._namespace
+
+    def list(self, label_selector: str | LabelSelector | None = None) -> list[Any]:
+        """Objects in this namespace matching ``label_selector``."""
+        return _filter(self._indexer.by_index(NAMESPACE_INDEX, self._namespace), _selector(label_selector))
+
+    def get(self, name: str) -> Any:
+        """The object ``name`` in this namespace; raise NotFound when absent."""
+        key = f"{self._namespace}/{name}" if self._namespace else name
+        obj = self._indexer.get_by_key(key)
+        if obj is None:
+            raise _not_found(self._resource, name)
+        return obj
+
+
+def _not_found(resource: str, name: str) -> NotFound:
+    message = f'{resource} "{name}" not found' if resource else f'"{name}" not found'
+    details: dict[str, Any] = {"name": name}
+    if resource:
+        details["kind"] = resource
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+              "reason": "NotFound", "details": details, "code": 404}
+    return NotFound(message, status=status)

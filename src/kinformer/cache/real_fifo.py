@@ -1,0 +1,197 @@
+"""RealFIFO: client-go 1.33's in-order alternative to DeltaFIFO.
+
+Every notification is kept and delivered in arrival order, one :class:`Delta` per ``pop`` (handed to
+``process`` as a one-element list, so consumers written for :class:`DeltaFIFO` work unchanged). Nothing is
+merged: two updates of one key are two pops. ``replace`` always emits ``Replaced`` deltas, preceded by
+tombstones for vanished keys; ``resync`` emits ``Sync`` for known keys with nothing queued.
+
+Same threading rule and in-flight accounting as :class:`~kinformer.cache.delta_fifo.DeltaFIFO`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from kinformer.cache.delta_fifo import (
+    YIELD_EVERY,
+    Delta,
+    DeltaType,
+    FIFOClosed,
+    KeyListerGetter,
+    PopProcessFunc,
+    _Waitable,
+)
+from kinformer.cache.store import KeyFunc, meta_namespace_key
+from kinformer.cache.tombstone import DeletedFinalStateUnknown
+
+__all__ = ["RealFIFO"]
+
+ADDED, UPDATED, DELETED, REPLACED, SYNC = (DeltaType.ADDED, DeltaType.UPDATED, DeltaType.DELETED,
+                                          DeltaType.REPLACED, DeltaType.SYNC)
+
+
+class RealFIFO(_Waitable):
+    """An in-order queue of deltas with DeltaFIFO's interface.
+
+    Invariants: ``_log`` holds ``(key, delta)`` in arrival order; ``_counts[k]`` is the number of entries
+    for ``k`` in ``_log`` and ``_last[k]`` the newest of them (both absent when there are none).
+    ``len()`` is the number of queued deltas (not keys).
+    """
+
+    __slots__ = ("_counts", "_in_flight", "_initial_to_pop", "_initial_unprocessed", "_key_func", "_known", "_last",
+                 "_log", "_populated")
+
+    def __init__(self, key_func: KeyFunc = meta_namespace_key, known_objects: KeyListerGetter | None = None,
+                 emit_delta_type_replaced: bool = True) -> None:
+        super().__init__()
+        del emit_delta_type_replaced  # accepted for interface parity; RealFIFO always emits Replaced
+        self._key_func = key_func
+        self._known = known_objects
+        self._log: deque[tuple[str, Delta]] = deque()
+        self._counts: dict[str, int] = {}
+        self._last: dict[str, Delta] = {}
+        self._in_flight: dict[str, Delta] = {}
+        self._populated = False
+        self._initial_to_pop = 0
+        self._initial_unprocessed = 0
+
+    def key_of(self, obj: Any) -> str:
+        """The key of ``obj``; a tombstone's recorded key for DeletedFinalStateUnknown."""
+        if isinstance(obj, DeletedFinalStateUnknown):
+            return obj.key
+        return self._key_func(obj)
+
+    def _append(self, kind: DeltaType, obj: Any, key: str) -> None:
+        delta = Delta(kind, obj)
+        self._log.append((key, delta))
+        self._counts[key] = self._counts.get(key, 0) + 1
+        self._last[key] = delta
+        if self._waiters:
+            self._wake()
+
+    def add(self, obj: Any) -> None:
+        """Queue an Added delta."""
+        self._populated = True
+        self._append(ADDED, obj, self.key_of(obj))
+
+    def update(self, obj: Any) -> None:
+        """Queue an Updated delta."""
+        self._populated = True
+        self._append(UPDATED, obj, self.key_of(obj))
+
+    def delete(self, obj: Any) -> None:
+        """Queue a Deleted delta (always: RealFIFO reports every deletion it is told about)."""
+        self._populated = True
+        self._append(DELETED, obj, self.key_of(obj))
+
+    def _known_object(self, key: str) -> Any | None:
+        delta = self._in_flight.get(key)
+        if delta is not None:
+            return None if delta.type is DELETED else delta.object
+        return self._known.get_by_key(key) if self._known is not None else None
+
+    def _known_keys(self) -> Iterable[str]:
+        if self._known is None:
+            return ()
+        keys = dict.fromkeys(self._known.list_keys())
+        keys.update(dict.fromkeys(self._in_flight))
+        return keys
+
+    def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
+        """Tombstones for vanished keys (queued or known, not listed), then a Replaced delta per listed object."""
+        objs = list(objs)
+        listed = {self.key_of(o) for o in objs}
+        queued = list(self._last)
+        for key in queued:
+            last = self._last[key]
+            if key not in listed and last.type is not DELETED:
+                self._append(DELETED, DeletedFinalStateUnknown(key, last.object), key)
+        for key in self._known_keys():
+            if key in listed or key in self._counts:
+                continue
+            obj = self._known_object(key)
+            if obj is None and key in self._in_flight:
+                continue  # its deletion is being processed right now
+            self._append(DELETED, DeletedFinalStateUnknown(key, obj), key)
+        for obj in objs:
+            self._append(REPLACED, obj, self.key_of(obj))
+        if not self._populated:
+            self._populated = True
+            self._initial_to_pop = self._initial_unprocessed = len(self._log)
+
+    def resync(self) -> None:
+        """Queue a Sync delta for every known key with nothing queued."""
+        for key in self._known_keys():
+            if key in self._counts:
+                continue
+            obj = self._known_object(key)
+            if obj is not None:
+                self._append(SYNC, obj, key)
+
+    async def pop(self, process: PopProcessFunc) -> list[Delta]:
+        """Wait for the oldest delta, run ``process([delta], is_in_initial_list)``, return ``[delta]``."""
+        log = self._log
+        if log:
+            self._streak += 1
+            if self._streak >= YIELD_EVERY:
+                self._streak = 0
+                await asyncio.sleep(0)
+        while not log:
+            if self._closed:
+                raise FIFOClosed("RealFIFO: Pop on a closed queue")
+            await self._wait()
+        key, delta = log.popleft()
+        remaining = self._counts[key] - 1
+        if remaining:
+            self._counts[key] = remaining
+        else:
+            del self._counts[key]
+            del self._last[key]
+        initial = self._initial_to_pop > 0
+        in_initial_list = initial or not self._populated
+        if initial:
+            self._initial_to_pop -= 1
+        self._in_flight[key] = delta
+        deltas = [delta]
+        try:
+            result = process(deltas, in_initial_list)
+            if result is not None and inspect.isawaitable(result):
+                await result
+        finally:
+            if self._in_flight.get(key) is delta:
+                del self._in_flight[key]
+            if initial:
+                self._initial_unprocessed -= 1
+        return deltas
+
+    def has_synced(self) -> bool:
+        """True once every delta of the first replace has been popped and processed."""
+        return self._populated and self._initial_unprocessed == 0
+
+    def get(self, obj: Any) -> list[Delta] | None:
+        """The deltas queued for ``obj``'s key, oldest first, or None."""
+        return self.get_by_key(self.key_of(obj))
+
+    def get_by_key(self, key: str) -> list[Delta] | None:
+        """The deltas queued for ``key``, oldest first, or None (a scan: for tests and debugging)."""
+        if key not in self._counts:
+            return None
+        return [d for k, d in self._log if k == key]
+
+    def list_keys(self) -> list[str]:
+        """The distinct queued keys in order of their oldest queued delta."""
+        return list(dict.fromkeys(k for k, _ in self._log))
+
+    def list(self) -> list[Any]:
+        """The newest queued object of every queued key."""
+        return [self._last[k].object for k in self.list_keys()]
+
+    def __len__(self) -> int:
+        return len(self._log)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._counts

@@ -1,0 +1,495 @@
+"""The reflector: keeps a DeltaFIFO in step with a ListerWatcher, the way client-go's reflector.go does.
+
+resourceVersion state machine (invariants):
+
+* The first list asks for resourceVersion "0" with ``limit=page_size`` and follows continue tokens; a later
+  relist asks for the last synced RV without a limit (unless the server paginated the first "0" list), and
+  for "" (a consistent read) once the server said the last RV is unavailable (410 Expired or "too large").
+  An expired continue token falls back to one full list at the requested RV.
+* Every list ends in ``store.replace(items, rv)``; the watch then starts from that RV with bookmarks allowed
+  and ``timeoutSeconds`` uniform in [min_watch_timeout, 2 * min_watch_timeout).
+* Each processed event (bookmarks included) advances :attr:`Reflector.last_sync_resource_version`; a
+  bookmark changes nothing else.
+* A watch that ends cleanly is reopened from the last RV at once, without a relist; one that ended within
+  1 s without delivering anything counts as a failure (back off, then re-watch). A stream that breaks
+  half-way is re-watched from the last RV (nothing is lost or repeated: the RV is the resume point).
+* Expired / too-large-RV (on opening a watch or as an ERROR event) forces a relist; other ERROR events,
+  429 and transport errors when opening a watch back off and re-watch without a relist; other API errors
+  when opening a watch back off and relist (as client-go); list failures back off and relist.
+* Every wait goes through :class:`Backoff` (0.8 s x 2^n with jitter 1.0, the base capped at 30 s, reset
+  after 2 minutes without a failure); like client-go's BackoffUntil, a relist is also preceded by one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from kinformer.cache.listwatch import (
+    ADDED,
+    BOOKMARK,
+    DELETED,
+    ERROR,
+    INITIAL_EVENTS_END_ANNOTATION,
+    MODIFIED,
+    ListerWatcher,
+    ListOptions,
+    WatchEvent,
+)
+from kinformer.clock import REAL_CLOCK, Clock
+from kinformer.errors import APIError, TooManyRequests, from_status, is_expired, is_too_large_resource_version
+
+__all__ = ["Backoff", "DeltaStore", "Reflector", "ReflectorStats", "WatchErrorHandler"]
+
+log = logging.getLogger(__name__)
+
+Transform = Callable[[Any], Any]
+WatchErrorHandler = Callable[["Reflector", BaseException], None]
+
+# Outcomes of one watch.
+_REWATCH = 0
+_BACKOFF_REWATCH = 1
+_RELIST = 2
+
+_SHORT_WATCH = 1.0
+
+
+class DeltaStore(Protocol):
+    """What the reflector needs from its store (a DeltaFIFO)."""
+
+    def add(self, obj: Any) -> None: ...
+    def update(self, obj: Any) -> None: ...
+    def delete(self, obj: Any) -> None: ...
+    def replace(self, objs: list[Any], resource_version: str) -> None: ...
+    def resync(self) -> None: ...
+
+
+class Backoff:
+    """client-go's exponential backoff manager: ``initial * factor**n`` capped at ``cap``, then jittered to
+    ``[d, d * (1 + jitter))``; the schedule restarts when ``reset_after`` seconds passed since the last delay."""
+
+    __slots__ = ("_clock", "_duration", "_last", "_rng", "cap", "factor", "initial", "jitter", "reset_after")
+
+    def __init__(self, *, initial: float = 0.8, factor: float = 2.0, jitter: float = 1.0, cap: float = 30.0,
+                 reset_after: float = 120.0, clock: Clock = REAL_CLOCK, rng: random.Random | None = None) -> None:
+        self.initial = initial
+        self.factor = factor
+        self.jitter = jitter
+        self.cap = cap
+        self.reset_after = reset_after
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._duration = initial
+        self._last: float | None = None
+
+    def next_delay(self) -> float:
+        """The next delay; advances the schedule."""
+        now = self._clock.now()
+        if self._last is None or now - self._last > self.reset_after:
+            self._duration = self.initial
+        self._last = now
+        base = self._duration
+        self._duration = min(self._duration * self.factor, self.cap)
+        if self.jitter > 0:
+            base += self._rng.random() * self.jitter * base
+        return base
+
+    def reset(self) -> None:
+        self._duration = self.initial
+        self._last = None
+
+    async def wait(self) -> float:
+        """Sleep the next delay on the clock; returns it."""
+        delay = self.next_delay()
+        await self._clock.sleep(delay)
+        return delay
+
+
+@dataclass(slots=True)
+class ReflectorStats:
+    """Counters (plain ints) for metrics and the CLI."""
+
+    lists: int = 0
+    relists: int = 0
+    list_errors: int = 0
+    watches: int = 0
+    watch_restarts: int = 0
+    watch_errors: int = 0
+    added: int = 0
+    modified: int = 0
+    deleted: int = 0
+    bookmarks: int = 0
+    error_events: int = 0
+    resyncs: int = 0
+
+    @property
+    def events(self) -> dict[str, int]:
+        """Watch events processed, by type."""
+        return {ADDED: self.added, MODIFIED: self.modified, DELETED: self.deleted, BOOKMARK: self.bookmarks,
+                ERROR: self.error_events}
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def default_watch_error_handler(reflector: Reflector, exc: BaseException) -> None:
+    """Log a list/watch failure (Expired at INFO: it is routine; the rest at WARNING)."""
+    level = logging.INFO if is_expired(exc) else logging.WARNING
+    log.log(level, "%s: list/watch failed: %s: %s", reflector.name or "reflector", type(exc).__name__, exc)
+
+
+def _resource_version(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return meta.get("resourceVersion") or ""
+
+
+class _WatchListIncomplete(ConnectionError):
+    """A streaming list ended before its initial-events-end bookmark."""
+
+
+class Reflector:
+    """Lists then watches ``lw`` into ``store`` (a DeltaFIFO) until :meth:`stop` or cancellation.
+
+    ``should_resync``, if given, is asked before every periodic ``store.resync()`` (the informer uses it to
+    pick the handlers whose resync period is due). ``transform`` is applied to every listed or watched object
+    before it reaches the store. ``rng`` drives jitter and watch timeouts (pass a seeded one in tests).
+    """
+
+    def __init__(self, lw: ListerWatcher, store: DeltaStore, *, name: str = "", resync_period: float = 0.0,
+                 clock: Clock = REAL_CLOCK, page_size: int = 500, watch_error_handler: WatchErrorHandler | None = None,
+                 use_streaming_list: bool = False, rng: random.Random | None = None,
+                 should_resync: Callable[[], bool] | None = None, transform: Transform | None = None,
+                 min_watch_timeout: float = 300.0) -> None:
+        self.lw = lw
+        self.store = store
+        self.name = name
+        self.resync_period = resync_period
+        self.clock = clock
+        self.page_size = page_size
+        self.watch_error_handler: WatchErrorHandler = watch_error_handler or default_watch_error_handler
+        self.use_streaming_list = use_streaming_list
+        self.should_resync = should_resync
+        self.transform = transform
+        self.min_watch_timeout = min_watch_timeout
+        self._rng = rng or random.Random()
+        self.backoff = Backoff(clock=clock, rng=self._rng)
+        self.stats = ReflectorStats()
+        self._last_rv = ""
+        self._rv_unavailable = False
+        self._paginated_result = False
+        self._listed = False
+        self._task: asyncio.Task[Any] | None = None
+        self._resync_task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    # ------------------------------------------------------------------ public state
+
+    @property
+    def last_sync_resource_version(self) -> str:
+        """The RV of the last list or processed event ("" before the first list)."""
+        return self._last_rv
+
+    @property
+    def is_last_sync_resource_version_unavailable(self) -> bool:
+        """True after the server answered a list at the last RV with Expired / too large (next list: RV "")."""
+        return self._rv_unavailable
+
+    @property
+    def has_listed(self) -> bool:
+        return self._listed
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def run(self) -> None:
+        """List and watch until :meth:`stop` is called (then return) or the task is cancelled (then raise)."""
+        if self._task is not None and not self._task.done():
+            raise RuntimeError("reflector is already running")
+        self._task = asyncio.current_task()
+        self._stopping = False
+        try:
+            await self._run_loop()
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+        finally:
+            if self._resync_task is not None:
+                self._resync_task.cancel()
+                await asyncio.gather(self._resync_task, return_exceptions=True)
+                self._resync_task = None
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to return (idempotent)."""
+        self._stopping = True
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    async def _run_loop(self) -> None:
+        need_list = True
+        open_watch: AsyncIterator[WatchEvent] | None = None
+        while True:
+            if need_list:
+                try:
+                    open_watch = await self._sync()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    self.stats.list_errors += 1
+                    self._report(exc)
+                    await self.backoff.wait()
+                    continue
+                need_list = False
+                self._start_resync()
+            outcome = await self._watch(open_watch)
+            open_watch = None
+            if outcome == _RELIST:
+                need_list = True
+                await self.backoff.wait()
+                continue
+            self.stats.watch_restarts += 1
+            if outcome == _BACKOFF_REWATCH:
+                await self.backoff.wait()
+
+    def _report(self, exc: BaseException) -> None:
+        try:
+            self.watch_error_handler(self, exc)
+        except Exception:
+            log.exception("%s: watch error handler failed", self.name)
+
+    # ------------------------------------------------------------------ resync
+
+    def update_resync_period(self, period: float) -> None:
+        """Change the resync period; starts the resync loop if it was off and the first list is done."""
+        self.resync_period = period
+        if self._listed and self._task is not None and not self._task.done():
+            self._start_resync()
+
+    def _start_resync(self) -> None:
+        if self._resync_task is None and self.resync_period > 0:
+            self._resync_task = asyncio.get_running_loop().create_task(self._resync_loop())
+
+    async def _resync_loop(self) -> None:
+        while True:
+            await self.clock.sleep(self.resync_period)
+            try:
+                if self.should_resync is None or self.should_resync():
+                    self.stats.resyncs += 1
+                    self.store.resync()
+            except Exception:
+                log.exception("%s: resync failed", self.name)
+
+    # ------------------------------------------------------------------ list
+
+    def _relist_resource_version(self) -> str:
+        if self._rv_unavailable:
+            return ""
+        return self._last_rv or "0"
+
+    async def _sync(self) -> AsyncIterator[WatchEvent] | None:
+        """One list (or streaming list). Returns the open watch of a streaming list, to be continued."""
+        self.stats.lists += 1
+        if self._listed:
+            self.stats.relists += 1
+        if self.use_streaming_list:
+            try:
+                return await self._streaming_list()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if is_expired(exc) or is_too_large_resource_version(exc):
+                    self._rv_unavailable = True
+                log.warning("%s: streaming list failed (%s: %s); falling back to list", self.name,
+                            type(exc).__name__, exc)
+        await self._list()
+        return None
+
+    async def _list(self) -> None:
+        rv = self._relist_resource_version()
+        try:
+            items, list_rv = await self._list_at(rv)
+        except APIError as exc:
+            if not (is_expired(exc) or is_too_large_resource_version(exc)):
+                raise
+            self._rv_unavailable = True
+            items, list_rv = await self._list_at("")
+        self._rv_unavailable = False
+        self._replace(items, list_rv)
+
+    async def _list_at(self, rv: str) -> tuple[list[Any], str]:
+        paginate = rv in ("", "0") or self._paginated_result
+        limit = self.page_size if paginate and self.page_size > 0 else None
+        options = ListOptions(resource_version=rv, limit=limit)
+        items: list[Any] = []
+        while True:
+            try:
+                result = await self.lw.list(options)
+            except APIError as exc:
+                if not (is_expired(exc) and options.continue_):
+                    raise
+                result = await self.lw.list(ListOptions(resource_version=rv))
+                return list(result.items), result.resource_version
+            items.extend(result.items)
+            if not result.continue_:
+                return items, result.resource_version
+            if rv == "0":
+                self._paginated_result = True
+            options = ListOptions(limit=limit, continue_=result.continue_)
+
+    def _replace(self, items: list[Any], rv: str) -> None:
+        transform = self.transform
+        if transform is not None:
+            items = [transform(obj) for obj in items]
+        self.store.replace(items, rv)
+        self._last_rv = rv
+        self._listed = True
+
+    async def _streaming_list(self) -> AsyncIterator[WatchEvent]:
+        """Watch with sendInitialEvents until the initial-events-end bookmark; replace; return the watch."""
+        rv = "" if self._rv_unavailable else self._last_rv
+        options = ListOptions(resource_version=rv, resource_version_match="NotOlderThan", send_initial_events=True,
+                              allow_watch_bookmarks=True, timeout_seconds=self._watch_timeout())
+        self.stats.watches += 1
+        watch = aiter(self.lw.watch(options))
+        collected: dict[str, Any] = {}
+        try:
+            while True:
+                try:
+                    event = await anext(watch)
+                except StopAsyncIteration:
+                    raise _WatchListIncomplete("watch ended before the initial events were complete") from None
+                obj = event.object
+                if event.type == ERROR:
+                    self.stats.error_events += 1
+                    raise from_status(obj)
+                if event.type == BOOKMARK:
+                    self.stats.bookmarks += 1
+                    meta = obj.get("metadata") or {}
+                    if (meta.get("annotations") or {}).get(INITIAL_EVENTS_END_ANNOTATION) == "true":
+                        bookmark_rv = _resource_version(obj)
+                        break
+                    continue
+                key = _key(obj)
+                if event.type == DELETED:
+                    collected.pop(key, None)
+                else:
+                    collected[key] = obj
+        except BaseException:
+            await _aclose(watch)
+            raise
+        self._rv_unavailable = False
+        self._replace(list(collected.values()), bookmark_rv)
+        return watch
+
+    # ------------------------------------------------------------------ watch
+
+    def _watch_timeout(self) -> int:
+        return int(self.min_watch_timeout * (self._rng.random() + 1.0))
+
+    async def _watch(self, watch: AsyncIterator[WatchEvent] | None) -> int:
+        """Consume one watch (opening it unless given); returns what to do next."""
+        started = watch is not None
+        if watch is None:
+            options = ListOptions(resource_version=self._last_rv, timeout_seconds=self._watch_timeout(),
+                                  allow_watch_bookmarks=True)
+            self.stats.watches += 1
+            try:
+                watch = aiter(self.lw.watch(options))
+            except Exception as exc:
+                return self._watch_open_failed(exc)
+        start = self.clock.now()
+        try:
+            return await self._consume(watch, started, start)
+        finally:
+            await _aclose(watch)
+
+    async def _consume(self, watch: AsyncIterator[WatchEvent], started: bool, start: float) -> int:
+        store = self.store
+        stats = self.stats
+        transform = self.transform
+        count = 0
+        while True:
+            try:
+                event = await anext(watch)
+            except StopAsyncIteration:
+                break
+            except Exception as exc:
+                if count == 0 and not started:
+                    return self._watch_open_failed(exc)
+                stats.watch_errors += 1
+                self._report(exc)
+                if count == 0 and self.clock.now() - start < _SHORT_WATCH:
+                    return _BACKOFF_REWATCH
+                return _REWATCH
+            count += 1
+            kind = event.type
+            obj = event.object
+            if kind == MODIFIED:
+                if transform is not None:
+                    obj = transform(obj)
+                store.update(obj)
+                stats.modified += 1
+            elif kind == ADDED:
+                if transform is not None:
+                    obj = transform(obj)
+                store.add(obj)
+                stats.added += 1
+            elif kind == DELETED:
+                if transform is not None:
+                    obj = transform(obj)
+                store.delete(obj)
+                stats.deleted += 1
+            elif kind == BOOKMARK:
+                stats.bookmarks += 1
+            elif kind == ERROR:
+                stats.error_events += 1
+                return self._error_event(obj)
+            else:
+                log.warning("%s: ignoring watch event of unknown type %r", self.name, kind)
+                continue
+            rv = _resource_version(obj)
+            if rv:
+                self._last_rv = rv
+        if count == 0 and self.clock.now() - start < _SHORT_WATCH:
+            stats.watch_errors += 1
+            self._report(ConnectionError("very short watch: the watch ended within 1s without any event"))
+            return _BACKOFF_REWATCH
+        return _REWATCH
+
+    def _error_event(self, status: Mapping[str, Any]) -> int:
+        exc = from_status(status)
+        self.stats.watch_errors += 1
+        self._report(exc)
+        if is_expired(exc) or is_too_large_resource_version(exc):
+            return _RELIST
+        return _BACKOFF_REWATCH
+
+    def _watch_open_failed(self, exc: Exception) -> int:
+        self.stats.watch_errors += 1
+        self._report(exc)
+        if is_expired(exc) or is_too_large_resource_version(exc):
+            return _RELIST
+        if isinstance(exc, TooManyRequests) or not isinstance(exc, APIError):
+            return _BACKOFF_REWATCH
+        return _RELIST
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name', '')}" if ns else meta.get("name", "")
+
+
+async def _aclose(watch: AsyncIterator[WatchEvent]) -> None:
+    aclose = getattr(watch, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        await aclose()
+    except Exception:
+        log.debug("closing a watch failed", exc_info=True)

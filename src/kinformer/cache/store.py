@@ -1,0 +1,313 @@
+"""The informer's cache: a key -> object map with secondary indices (client-go's Indexer / threadSafeMap).
+
+Objects are the unstructured JSON form (any ``Mapping``); the store never copies or mutates them, and
+callers must treat what it returns as read-only.
+
+Thread-safety: mutations happen on one thread (the informer's event loop) while readers may be any
+thread (synchronous handlers run in worker threads). Every mutation and every compound read takes one
+``threading.Lock``; single-key reads (``get_by_key``, ``in``, ``len``) are single dict operations and
+need no lock under the GIL.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kinformer.cache.tombstone import DeletedFinalStateUnknown
+
+__all__ = [
+    "NAMESPACE_INDEX",
+    "IndexFunc",
+    "Indexer",
+    "KeyFunc",
+    "Store",
+    "meta_namespace_index_func",
+    "meta_namespace_key",
+    "split_meta_namespace_key",
+]
+
+KeyFunc = Callable[[Any], str]
+#: An index function returns the values an object is indexed under (a list; any iterable, or a single str, is
+#: accepted and converted). The returned list must not be mutated afterwards: the store keeps it.
+IndexFunc = Callable[[Any], Iterable[str]]
+
+NAMESPACE_INDEX = "namespace"
+
+
+def meta_namespace_key(obj: Any) -> str:
+    """``namespace/name`` for namespaced objects, ``name`` for cluster-scoped ones.
+
+    A :class:`DeletedFinalStateUnknown` yields its recorded key, and a plain string is taken as a key
+    already (client-go's ExplicitKey). Raise ValueError for an object without ``metadata.name``.
+    """
+    try:
+        meta = obj["metadata"]
+        name = meta["name"]
+    except TypeError:
+        if isinstance(obj, DeletedFinalStateUnknown):
+            return obj.key
+        if isinstance(obj, str):
+            return obj
+        raise ValueError(f"object has no metadata: {type(obj).__name__}") from None
+    except KeyError:
+        raise ValueError("object has no metadata.name") from None
+    namespace = meta.get("namespace")
+    return f"{namespace}/{name}" if namespace else name
+
+
+def split_meta_namespace_key(key: str) -> tuple[str, str]:
+    """Split a key made by :func:`meta_namespace_key` into ``(namespace, name)``; namespace "" if none."""
+    parts = key.split("/")
+    if len(parts) == 1:
+        return "", parts[0]
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    raise ValueError(f"unexpected key format: {key!r}")
+
+
+def meta_namespace_index_func(obj: Any) -> list[str]:
+    """Index by namespace ("" for cluster-scoped objects)."""
+    return [obj["metadata"].get("namespace") or ""]
+
+
+_MISSING: Any = object()
+
+
+def _as_values(values: Iterable[str] | str) -> list[str]:
+    """An index function's result as a list (a bare string counts as one value, not as characters)."""
+    if values.__class__ is list:
+        return values  # type: ignore[return-value]
+    if isinstance(values, str):
+        return [values]
+    return list(values)
+
+
+def _unknown_index(name: str) -> KeyError:
+    return KeyError(f"index with name {name!r} does not exist")
+
+
+class Indexer:
+    """A thread-safe object store keyed by ``key_func`` with named secondary indices.
+
+    Invariants (held under the lock):
+      * ``_items[k]`` is the object stored under key ``k``;
+      * ``_values[k][i]`` is what index function ``i`` returned for ``_items[k]`` when it was stored
+        (so an update compares against, and a delete removes, exactly what was indexed);
+      * for every index ``i`` and value ``v``: ``_indices[name_i][v]`` is the non-empty set of keys whose
+        ``_values[k][i]`` contains ``v`` (empty sets are dropped).
+
+    The namespace index (:data:`NAMESPACE_INDEX`) is always present unless ``indexers`` overrides it.
+    An index function that raises leaves the store unchanged.
+    """
+
+    __slots__ = ("_funcs", "_indexers", "_indices", "_items", "_key_func", "_lock", "_maps", "_values")
+
+    def __init__(self, key_func: KeyFunc = meta_namespace_key,
+                 indexers: Mapping[str, IndexFunc] | None = None) -> None:
+        self._key_func = key_func
+        self._lock = threading.Lock()
+        self._items: dict[str, Any] = {}
+        self._values: dict[str, list[list[str]]] = {}
+        self._indexers: dict[str, IndexFunc] = {NAMESPACE_INDEX: meta_namespace_index_func, **(indexers or {})}
+        self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+        self._refresh_specs()
+
+    def _refresh_specs(self) -> None:
+        # parallel tuples in the order of self._indexers: the hot path iterates these
+        self._funcs: tuple[IndexFunc, ...] = tuple(self._indexers.values())
+        self._maps: tuple[dict[str, set[str]], ...] = tuple(self._indices[name] for name in self._indexers)
+
+    # ------------------------------------------------------------------ keys
+
+    def key_of(self, obj: Any) -> str:
+        """The store key of ``obj`` (a tombstone's recorded key for DeletedFinalStateUnknown)."""
+        if isinstance(obj, DeletedFinalStateUnknown):
+            return obj.key
+        return self._key_func(obj)
+
+    # ------------------------------------------------------------------ mutations
+
+    def add(self, obj: Any) -> Any | None:
+        """Insert or replace ``obj`` under its key; return the object it replaced (None if new)."""
+        key = self._key_func(obj)
+        with self._lock:
+            values = []  # computed before any change: a raising index func leaves the store as it was
+            for f in self._funcs:
+                v = f(obj)
+                values.append(v if v.__class__ is list else _as_values(v))
+            items = self._items
+            old = items.get(key)
+            items[key] = obj
+            stored = self._values
+            old_values = stored.get(key)
+            stored[key] = values
+            if old_values != values:
+                self._reindex(key, old_values, values)
+            return old
+
+    update = add
+
+    def delete(self, obj: Any) -> Any | None:
+        """Remove the object with ``obj``'s key (tombstones accepted); return what was removed, or None."""
+        key = self.key_of(obj)
+        with self._lock:
+            old = self._items.pop(key, _MISSING)
+            if old is _MISSING:
+                return None
+            self._reindex(key, self._values.pop(key), None)
+            return old
+
+    def delete_key(self, key: str) -> Any | None:
+        """Remove the object stored under ``key``; return it, or None if there was none."""
+        with self._lock:
+            old = self._items.pop(key, _MISSING)
+            if old is _MISSING:
+                return None
+            self._reindex(key, self._values.pop(key), None)
+            return old
+
+    def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
+        """Make the store hold exactly ``objs`` (later duplicates of a key win); indices are rebuilt."""
+        key_func = self._key_func
+        with self._lock:
+            funcs = self._funcs
+            items: dict[str, Any] = {}
+            values: dict[str, list[list[str]]] = {}
+            for obj in objs:
+                key = key_func(obj)
+                items[key] = obj
+                values[key] = [_as_values(f(obj)) for f in funcs]
+            indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+            maps = tuple(indices[name] for name in self._indexers)
+            for key, vals in values.items():
+                for i, index in enumerate(maps):
+                    for v in vals[i]:
+                        keys = index.get(v)
+                        if keys is None:
+                            index[v] = {key}
+                        else:
+                            keys.add(key)
+            self._items, self._values, self._indices = items, values, indices
+            self._refresh_specs()
+
+    def resync(self) -> None:
+        """Nothing to do for a plain store; kept so the store and the FIFO share an interface."""
+
+    def _reindex(self, key: str, old: list[list[str]] | None,
+                 new: list[list[str]] | None) -> None:
+        """Move ``key`` from the index entries of ``old`` values to those of ``new`` (lock held)."""
+        for i, index in enumerate(self._maps):
+            old_vals = old[i] if old is not None else ()
+            new_vals = new[i] if new is not None else ()
+            if old_vals == new_vals:
+                continue
+            for v in old_vals:
+                if v in new_vals:
+                    continue
+                keys = index.get(v)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[v]
+            for v in new_vals:
+                keys = index.get(v)
+                if keys is None:
+                    index[v] = {key}
+                else:
+                    keys.add(key)
+
+    # ------------------------------------------------------------------ reads
+
+    def get(self, obj: Any) -> Any | None:
+        """The stored object with ``obj``'s key, or None."""
+        return self._items.get(self.key_of(obj))
+
+    def get_by_key(self, key: str) -> Any | None:
+        """The object stored under ``key``, or None."""
+        return self._items.get(key)
+
+    def list(self) -> list[Any]:
+        """A snapshot of every stored object (no particular order)."""
+        with self._lock:
+            return list(self._items.values())
+
+    def list_keys(self) -> list[str]:
+        """A snapshot of every key."""
+        with self._lock:
+            return list(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    # ------------------------------------------------------------------ indices
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        """Add indices; objects already stored are indexed at once. A name already in use raises ValueError."""
+        with self._lock:
+            conflict = sorted(set(indexers) & set(self._indexers))
+            if conflict:
+                raise ValueError(f"indexer conflict: {conflict}")
+            new_funcs = tuple(indexers.values())
+            extra = {key: [_as_values(f(obj)) for f in new_funcs] for key, obj in self._items.items()}
+            new_maps: list[dict[str, set[str]]] = []
+            for i, name in enumerate(indexers):
+                index: dict[str, set[str]] = {}
+                for key, vals in extra.items():
+                    for v in vals[i]:
+                        index.setdefault(v, set()).add(key)
+                new_maps.append(index)
+                self._indexers[name] = indexers[name]
+                self._indices[name] = index
+            for key, vals in extra.items():
+                self._values[key] = self._values[key] + vals
+            self._refresh_specs()
+
+    def get_indexers(self) -> dict[str, IndexFunc]:
+        """A copy of the index name -> index function mapping."""
+        return dict(self._indexers)
+
+    def _index(self, index_name: str) -> dict[str, set[str]]:
+        index = self._indices.get(index_name)
+        if index is None:
+            raise _unknown_index(index_name)
+        return index
+
+    def index(self, index_name: str, obj: Any) -> list[Any]:
+        """The stored objects that share at least one of ``obj``'s values in index ``index_name``."""
+        func = self._indexers.get(index_name)
+        if func is None:
+            raise _unknown_index(index_name)
+        values = list(func(obj))
+        with self._lock:
+            index = self._index(index_name)
+            if len(values) == 1:
+                keys: Iterable[str] = index.get(values[0], ())
+            else:
+                keys = set().union(*(index.get(v, ()) for v in values))
+            items = self._items
+            return [items[k] for k in keys]
+
+    def index_keys(self, index_name: str, value: str) -> list[str]:
+        """The keys of the objects whose ``index_name`` values include ``value``."""
+        with self._lock:
+            return list(self._index(index_name).get(value, ()))
+
+    def by_index(self, index_name: str, value: str) -> list[Any]:
+        """The objects whose ``index_name`` values include ``value``."""
+        with self._lock:
+            keys = self._index(index_name).get(value, ())
+            items = self._items
+            return [items[k] for k in keys]
+
+    def list_index_func_values(self, index_name: str) -> list[str]:
+        """Every value index ``index_name`` currently holds a non-empty entry for."""
+        with self._lock:
+            return list(self._index(index_name))
+
+
+Store = Indexer

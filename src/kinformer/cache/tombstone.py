@@ -1,0 +1,19 @@
+"""The tombstone a relist leaves for an object whose deletion was never observed.
+
+It lives in its own module so that both the store (whose key function accepts it) and the DeltaFIFO
+(which creates it) can import it without a cycle; :mod:`kinformer.cache.delta_fifo` re-exports it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class DeletedFinalStateUnknown(NamedTuple):
+    """An object deleted while the watch was down: ``key`` is exact, ``obj`` is its last known (maybe stale) state.
+
+    ``obj`` is None when the last state is not known at all.
+    """
+
+    key: str
+    obj: Any

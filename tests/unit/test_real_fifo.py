@@ -1,0 +1,95 @@
+"""RealFIFO (client-go 1.33 the_real_fifo.go): every delta delivered, in order."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from kinformer.cache import DeletedFinalStateUnknown, Delta, DeltaType, FIFOClosed, Indexer
+from kinformer.cache.real_fifo import RealFIFO
+
+ADDED, UPDATED, DELETED, REPLACED, SYNC = (DeltaType.ADDED, DeltaType.UPDATED, DeltaType.DELETED,
+                                          DeltaType.REPLACED, DeltaType.SYNC)
+WAIT = 5.0
+
+
+def obj(name: str, rv: str = "1") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}}
+
+
+async def drain(fifo: RealFIFO) -> list[tuple[DeltaType, str, bool]]:
+    out: list[tuple[DeltaType, str, bool]] = []
+
+    def process(deltas: list[Delta], initial: bool) -> None:
+        assert len(deltas) == 1
+        out.append((deltas[0].type, fifo.key_of(deltas[0].object), initial))
+
+    while len(fifo):
+        await asyncio.wait_for(fifo.pop(process), WAIT)
+    return out
+
+
+async def test_every_delta_in_arrival_order() -> None:
+    fifo = RealFIFO()
+    fifo.add(obj("a"))
+    fifo.add(obj("b"))
+    fifo.update(obj("a", "2"))
+    fifo.delete(obj("a", "2"))
+    fifo.delete(obj("a", "2"))  # not merged
+    assert len(fifo) == 5
+    assert fifo.list_keys() == ["ns/a", "ns/b"]
+    assert [d.type for d in fifo.get_by_key("ns/a")] == [ADDED, UPDATED, DELETED, DELETED]
+    assert [(t, k) for t, k, _ in await drain(fifo)] == [
+        (ADDED, "ns/a"), (ADDED, "ns/b"), (UPDATED, "ns/a"), (DELETED, "ns/a"), (DELETED, "ns/a")]
+    assert fifo.get_by_key("ns/a") is None
+
+
+async def test_replace_tombstones_then_replaced_and_initial_population() -> None:
+    known = Indexer()
+    gone = obj("gone")
+    known.add(gone)
+    known.add(obj("stay"))
+    fifo = RealFIFO(known_objects=known)
+    fifo.replace([obj("stay", "2"), obj("new")], "5")
+    assert fifo.get_by_key("ns/gone") == [Delta(DELETED, DeletedFinalStateUnknown("ns/gone", gone))]
+    assert not fifo.has_synced()
+    seen = await drain(fifo)
+    assert seen == [(DELETED, "ns/gone", True), (REPLACED, "ns/stay", True), (REPLACED, "ns/new", True)]
+    assert fifo.has_synced()
+
+
+def test_replace_skips_keys_already_deleted_in_queue() -> None:
+    fifo = RealFIFO(known_objects=Indexer())
+    queued = obj("q", "3")
+    fifo.add(obj("q"))
+    fifo.update(queued)
+    fifo.add(obj("d"))
+    fifo.delete(obj("d"))
+    fifo.replace([], "9")
+    assert [d.type for d in fifo.get_by_key("ns/q")] == [ADDED, UPDATED, DELETED]
+    assert fifo.get_by_key("ns/q")[-1].object == DeletedFinalStateUnknown("ns/q", queued)
+    assert [d.type for d in fifo.get_by_key("ns/d")] == [ADDED, DELETED]
+
+
+def test_resync_skips_queued_keys() -> None:
+    known = Indexer()
+    known.add(obj("a"))
+    known.add(obj("b"))
+    fifo = RealFIFO(known_objects=known)
+    fifo.update(obj("b", "2"))
+    fifo.resync()
+    assert [d.type for d in fifo.get_by_key("ns/a")] == [SYNC]
+    assert [d.type for d in fifo.get_by_key("ns/b")] == [UPDATED]
+
+
+async def test_close_and_waiting() -> None:
+    fifo = RealFIFO()
+    task = asyncio.create_task(fifo.pop(lambda d, i: None))
+    await asyncio.sleep(0)
+    fifo.add(obj("a"))
+    assert [d.type for d in await asyncio.wait_for(task, WAIT)] == [ADDED]
+    fifo.close()
+    with pytest.raises(FIFOClosed):
+        await asyncio.wait_for(fifo.pop(lambda d, i: None), WAIT)
