@@ -16,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kinformer.clock import REAL_CLOCK, Clock
@@ -41,6 +42,7 @@ class ControllerStats:
     requeues: int = 0
     requeues_after: int = 0
     active: int = 0
+    events: Counter[str] = field(default_factory=Counter)  # informer events seen, by kind
 
 
 class Controller:
@@ -66,7 +68,7 @@ class Controller:
     def watch(self, informer: Any, mapper: MapFunc = request_for_object,
               predicates: Sequence[Predicate] = ()) -> Any:
         """Enqueue ``mapper(obj)`` for the informer's events that pass every predicate."""
-        handler = EnqueueHandler(self.queue, mapper, predicates)
+        handler = EnqueueHandler(self.queue, mapper, predicates, self.stats.events)
         registration = informer.add_event_handler(
             on_add=handler.on_add, on_update=handler.on_update, on_delete=handler.on_delete)
         self._registrations.append(registration)

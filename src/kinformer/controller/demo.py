@@ -62,6 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=1, help="seed of the workload and the faults")
     parser.add_argument("--storage", default=None,
                         help="server storage URL (default: a SQLite file in a temporary directory)")
+    parser.add_argument("--duration", type=float, default=50.0,
+                        help="roughly how long the workload runs, in seconds (default 50)")
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds allowed to converge")
     parser.add_argument("--keep", action="store_true",
                         help="leave the server running at the end (Ctrl-C to stop)")
@@ -69,7 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    # Reconcile failures are part of the show: they are counted in the live view, not logged.
+    logging.getLogger("kinformer.controller.controller").setLevel(logging.CRITICAL)
     try:
         return asyncio.run(Demo(args).run())
     except KeyboardInterrupt:
@@ -202,8 +206,10 @@ class Demo:
 
         self.server = server
         self.say(f"embedded API server at {server.url}")
-        async with FaultProxy.for_url(server.url) as proxy, Client(proxy.url) as client:
-            self.proxy, self.client = proxy, client
+        async with FaultProxy.for_url(server.url) as proxy, Client(proxy.url) as client, \
+                Client(server.url) as direct:
+            # The controllers talk through the fault proxy; the workload and the checks go direct.
+            self.proxy, self.client, self.direct = proxy, client, direct
             await self._install_crd()
             manager, registrations = await self._manager()
             self.manager = manager
@@ -226,9 +232,9 @@ class Demo:
     async def _install_crd(self) -> None:
         from kinformer.errors import NotFound
 
-        await self.client.create("apiextensions.k8s.io/v1/customresourcedefinitions", FOO_CRD)
+        await self.direct.create("apiextensions.k8s.io/v1/customresourcedefinitions", FOO_CRD)
         for ns in NAMESPACES:
-            await self.client.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            await self.direct.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 10
         while True:
@@ -265,6 +271,9 @@ class Demo:
 
     # -- workload ---------------------------------------------------------------------------------
 
+    async def _pause(self, fraction: float) -> None:
+        await asyncio.sleep(self.args.duration * fraction)
+
     async def _workload(self) -> None:
         n = self.args.foos
         keys = [(NAMESPACES[i % len(NAMESPACES)], f"foo-{i:02d}") for i in range(n)]
@@ -276,39 +285,44 @@ class Demo:
             await self._create_foo(ns, name, replicas)
             if i == n // 2:
                 self._drop("mid-create")
-        await asyncio.sleep(1.0)
+            await self._pause(0.1 / n)
+        await self._pause(0.15)
 
         self.phase = "scale"
         for round_ in range(3):
             for ns, name in self.rng.sample(keys, k=max(1, n // 3)):
                 await self._scale(ns, name, self.rng.randint(1, 5))
             self._drop(f"scale round {round_ + 1}")
-            await asyncio.sleep(1.0)
+            await self._pause(0.1)
 
         self.phase = "forced relist"
         await self._forced_relist(keys)
-        await asyncio.sleep(1.0)
+        await self._pause(0.15)
 
         self.phase = "delete"
         live = [k for k in keys if self.expected.get(f"{k[0]}/{k[1]}") is not None]
         for ns, name in self.rng.sample(live, k=max(1, len(live) // 5)):
             await self._delete_foo(ns, name)
         self._drop("during deletes")
+        await self._pause(0.1)
+        self.phase = "steady (resyncs replay the cache)"
+        self.say("steady state: periodic resyncs (every 10 s) reach the reconciler with nothing changed")
+        await self._pause(0.2)
 
     async def _create_foo(self, ns: str, name: str, replicas: int) -> None:
         body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Foo", "metadata": {"name": name, "namespace": ns},
                 "spec": {"deploymentName": f"{name}-deploy", "replicas": replicas}}
-        await self.client.create(FOOS, body, namespace=ns)
+        await self.direct.create(FOOS, body, namespace=ns)
         self.expected[f"{ns}/{name}"] = replicas
 
     async def _scale(self, ns: str, name: str, replicas: int) -> None:
         if self.expected.get(f"{ns}/{name}") is None:
             return
-        await self.client.patch(FOOS, name, {"spec": {"replicas": replicas}}, namespace=ns)
+        await self.direct.patch(FOOS, name, {"spec": {"replicas": replicas}}, namespace=ns)
         self.expected[f"{ns}/{name}"] = replicas
 
     async def _delete_foo(self, ns: str, name: str) -> None:
-        await self.client.delete(FOOS, name, namespace=ns)
+        await self.direct.delete(FOOS, name, namespace=ns)
         self.expected[f"{ns}/{name}"] = None
 
     def _drop(self, why: str) -> None:
@@ -335,24 +349,14 @@ class Demo:
         self.proxy.resume()
 
     async def _direct_write(self, ns: str, name: str, *, delete: bool) -> None:
-        """Writes that bypass the stalled proxy (the informers cannot see them until they relist)."""
-        from kinformer.client import Client
-
-        async with Client(self.server.url) as direct:
-            if delete:
-                await direct.delete(FOOS, name, namespace=ns)
-                self.expected[f"{ns}/{name}"] = None
-            else:
-                replicas = self.rng.randint(1, 5)
-                await direct.patch(FOOS, name, {"spec": {"replicas": replicas}}, namespace=ns)
-                self.expected[f"{ns}/{name}"] = replicas
+        """Writes the stalled informers cannot see until they relist."""
+        if delete:
+            await self._delete_foo(ns, name)
+        else:
+            await self._scale(ns, name, self.rng.randint(1, 5))
 
     async def _direct_annotate(self, ns: str, name: str, i: int) -> None:
-        from kinformer.client import Client
-
-        if not hasattr(self, "_direct"):
-            self._direct = Client(self.server.url)
-        await self._direct.patch(FOOS, name, {"metadata": {"annotations": {"demo/touch": str(i)}}}, namespace=ns)
+        await self.direct.patch(FOOS, name, {"metadata": {"annotations": {"demo/touch": str(i)}}}, namespace=ns)
 
     # -- verification -----------------------------------------------------------------------------
 
@@ -377,14 +381,11 @@ class Demo:
 
     async def _check(self) -> list[str]:
         """Compare the server's state (read through the API, not the cache) with what was asked for."""
-        from kinformer.client import Client
-
         problems = []
-        async with Client(self.server.url) as direct:
-            foos = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o
-                    for o in (await direct.list(FOOS)).items}
-            deps = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o
-                    for o in (await direct.list(DEPLOYMENTS)).items}
+        foos = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o
+                for o in (await self.direct.list(FOOS)).items}
+        deps = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o
+                for o in (await self.direct.list(DEPLOYMENTS)).items}
         for key, replicas in sorted(self.expected.items()):
             ns, name = key.split("/")
             dep = deps.get(f"{ns}/{name}-deploy")
@@ -422,8 +423,8 @@ class Demo:
 
         table = Table(title=f"kinformer demo — phase: {self.phase}", show_lines=False, expand=False)
         table.add_column("what", style="cyan")
-        table.add_column("foos", justify="right")
-        table.add_column("deployments", justify="right")
+        table.add_column("foos informer / foo controller", justify="right")
+        table.add_column("deployments informer / status controller", justify="right")
         rows: dict[str, list[str]] = {}
         for inf in self.informers.values():
             r = inf.stats.reflector
@@ -434,7 +435,6 @@ class Demo:
                 "events DELETED": r.deleted if r else 0,
                 "watch restarts": r.watch_restarts if r else 0,
                 "relists (after 410)": r.relists if r else 0,
-                "resyncs": r.resyncs if r else 0,
             }
             for k, v in vals.items():
                 rows.setdefault(k, []).append(str(v))
@@ -442,6 +442,8 @@ class Demo:
             table.add_row(k, *v)
         ctrls = {c.name: c for c in getattr(self, "manager", None).controllers} if hasattr(self, "manager") else {}
         foo, dep = ctrls.get("foo"), ctrls.get("deployment-status")
+        for kind in ("add", "update", "delete", "resync"):
+            table.add_row(f"handler events: {kind}", *(str(c.stats.events[kind]) if c else "-" for c in (foo, dep)))
         for label, attr in (("reconciles", "reconciles"), ("reconcile errors (retried)", "errors"),
                             ("requeues", "requeues")):
             table.add_row(label, *(str(getattr(c.stats, attr)) if c else "-" for c in (foo, dep)))

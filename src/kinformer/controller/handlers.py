@@ -8,6 +8,7 @@ any update (the change predicates let resyncs through).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -67,10 +68,11 @@ class EnqueueHandler:
     """
 
     def __init__(self, queue: _Queue, mapper: MapFunc = request_for_object,
-                 predicates: Sequence[Predicate] = ()) -> None:
+                 predicates: Sequence[Predicate] = (), events: Counter[str] | None = None) -> None:
         self.queue = queue
         self.mapper = mapper
         self.predicates = tuple(predicates)
+        self.events: Counter[str] = events if events is not None else Counter()  # by kind: add/update/resync/delete
 
     def _enqueue(self, *objs: Obj | None) -> None:
         requests = dict.fromkeys(r for obj in objs if obj is not None for r in self.mapper(obj))
@@ -78,15 +80,18 @@ class EnqueueHandler:
             self.queue.add(request)
 
     async def on_add(self, obj: Obj) -> None:
+        self.events["add"] += 1
         if all(p.create(obj) for p in self.predicates):
             self._enqueue(obj)
 
     async def on_update(self, old: Obj, new: Obj, is_resync: bool = False) -> None:
         is_resync = is_resync or old is new
+        self.events["resync" if is_resync else "update"] += 1
         if all(p.update(old, new, is_resync) for p in self.predicates):
             self._enqueue(old, new)
 
     async def on_delete(self, obj: Any) -> None:
         real = _unwrap(obj)
+        self.events["delete"] += 1
         if real is not None and all(p.delete(real) for p in self.predicates):
             self._enqueue(real)
