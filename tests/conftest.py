@@ -1,0 +1,3 @@
+"""Shared test configuration: the kinformer pytest plugin (embedded server fixtures)."""
+
+pytest_plugins = ["kinformer.testing.plugin"]

@@ -1,0 +1,209 @@
+"""Controllers end to end against the embedded API server (through kinformer.testing's fixtures)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+
+import pytest
+
+from kinformer.controller import (
+    GenerationChanged,
+    LeaderElectionConfig,
+    LeaderElectionLost,
+    Manager,
+    Request,
+    Result,
+    TerminalError,
+)
+from kinformer.errors import NotFound
+
+
+async def wait_until(cond, timeout: float = 15.0, what: str = "condition") -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        assert loop.time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+def cm(name: str, ns: str = "default", **data: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": data}
+
+
+@contextlib.asynccontextmanager
+async def running(mgr: Manager):
+    task = asyncio.create_task(mgr.run())
+    try:
+        await wait_until(lambda: mgr.ready() or task.done(), what="manager ready")
+        if task.done():
+            task.result()
+        yield task
+    finally:
+        mgr.stop()
+        await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 30)
+
+
+async def test_reconcile_outcomes_against_server(kube_client) -> None:
+    calls: Counter[str] = Counter()
+
+    async def reconcile(req: Request) -> Result:
+        calls[req.name] += 1
+        n = calls[req.name]
+        if req.name == "fails-twice" and n <= 2:
+            raise RuntimeError("transient")
+        if req.name == "terminal":
+            raise TerminalError("cannot fix")
+        if req.name == "requeue" and n == 1:
+            return Result(requeue=True)
+        if req.name == "after" and n == 1:
+            return Result(requeue_after=0.3)
+        return Result()
+
+    mgr = Manager(kube_client)
+    builder = mgr.controller(reconcile, name="outcomes").for_("configmaps").workers(2)
+    for name in ("fails-twice", "terminal", "requeue", "after", "plain"):
+        await kube_client.create("configmaps", cm(name), namespace="default")
+    async with running(mgr):
+        await wait_until(lambda: calls["fails-twice"] == 3 and calls["requeue"] == 2 and calls["after"] == 2
+                         and calls["plain"] >= 1 and calls["terminal"] >= 1, what="all outcomes")
+        stats = builder.controller.stats
+        assert stats.errors >= 2 and stats.terminal_errors == 1
+        await asyncio.sleep(0.3)
+        assert calls["terminal"] == 1, "a terminal error must not be retried"
+
+
+async def test_owner_enqueue_and_predicates(kube_client) -> None:
+    seen: list[Request] = []
+    mgr = Manager(kube_client)
+    mgr.controller(lambda req: seen.append(req), name="owners") \
+        .for_("apps/v1/deployments", GenerationChanged()).owns("configmaps")
+    dep = await kube_client.create("apps/v1/deployments", {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}, namespace="default")
+    owned = cm("web-config")
+    owned["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+                                             "uid": dep["metadata"]["uid"], "controller": True}]
+    async with running(mgr):
+        await wait_until(lambda: Request("default", "web") in seen, what="initial reconcile")
+        seen.clear()
+        await kube_client.create("configmaps", owned, namespace="default")
+        await wait_until(lambda: Request("default", "web") in seen, what="owner enqueued by owned object")
+        assert Request("default", "web-config") not in seen
+        seen.clear()
+        # A metadata-only change does not bump generation: filtered by GenerationChanged.
+        await kube_client.patch("apps/v1/deployments", "web", {"metadata": {"labels": {"x": "y"}}},
+                                namespace="default")
+        await kube_client.patch("configmaps", "web-config", {"data": {"k": "v"}}, namespace="default")
+        await wait_until(lambda: seen, what="owned change")
+        await asyncio.sleep(0.2)
+        assert seen.count(Request("default", "web")) == 1
+
+
+async def test_resync_reconciles_unchanged_objects(kube_client) -> None:
+    calls: Counter[str] = Counter()
+    mgr = Manager(kube_client, resync=1.0)
+    mgr.controller(lambda req: calls.update([req.name]), name="resync").for_("configmaps", GenerationChanged())
+    await kube_client.create("configmaps", cm("steady"), namespace="default")
+    async with running(mgr):
+        await wait_until(lambda: calls["steady"] >= 3, timeout=20, what="resyncs reaching the reconciler")
+
+
+async def test_two_managers_leader_election_failover(kube_client) -> None:
+    active: dict[str, int] = {"a": 0, "b": 0}
+    both = []
+
+    def make(identity: str) -> Manager:
+        cfg = LeaderElectionConfig(lease_name="ctrl-lock", lease_namespace="default", identity=identity,
+                                   lease_duration=3.0, renew_deadline=2.0, retry_period=0.5)
+        mgr = Manager(kube_client, leader_election=cfg)
+
+        async def reconcile(req: Request) -> None:
+            active[identity] += 1
+            if sum(1 for m in managers if m.elector is not None and m.elector.leading.is_set()) > 1:
+                both.append((identity, req))
+
+        mgr.controller(reconcile, name=f"le-{identity}").for_("configmaps")
+        return mgr
+
+    managers: list[Manager] = []
+    a = make("a")
+    managers.append(a)
+    await kube_client.create("configmaps", cm("x1"), namespace="default")
+    task_a = asyncio.create_task(a.run())
+    await wait_until(lambda: active["a"] >= 1, what="a leads and reconciles")
+    b = make("b")
+    managers.append(b)
+    task_b = asyncio.create_task(b.run())
+    await asyncio.sleep(1.0)
+    assert active["b"] == 0 and not b.elector.leading.is_set()
+    # Kill a without releasing the lease: b must wait for it to expire, then take over.
+    a.leader_election.release_on_cancel = False
+    task_a.cancel()
+    await asyncio.gather(task_a, return_exceptions=True)
+    loop = asyncio.get_running_loop()
+    killed = loop.time()
+    await kube_client.create("configmaps", cm("x2"), namespace="default")
+    await wait_until(lambda: active["b"] >= 2, timeout=15, what="b takes over")
+    assert loop.time() - killed <= 3.0 + 2.0, "takeover must happen within about one lease duration"
+    assert not both
+    lease = await kube_client.get("coordination.k8s.io/v1/leases", "ctrl-lock", namespace="default")
+    assert lease["spec"]["holderIdentity"] == "b"
+    b.stop()
+    await asyncio.wait_for(asyncio.gather(task_b, return_exceptions=True), 30)
+    lease = await kube_client.get("coordination.k8s.io/v1/leases", "ctrl-lock", namespace="default")
+    assert lease["spec"]["holderIdentity"] == "", "a stopped leader releases its lease"
+
+
+async def test_losing_the_lease_stops_the_manager(kube_client) -> None:
+    cfg = LeaderElectionConfig(lease_name="lost", lease_namespace="default", identity="me",
+                               lease_duration=3.0, renew_deadline=2.0, retry_period=0.5)
+    mgr = Manager(kube_client, leader_election=cfg)
+    mgr.controller(lambda req: None, name="lost").for_("configmaps")
+    task = asyncio.create_task(mgr.run())
+    await wait_until(lambda: mgr.elector is not None and mgr.elector.leading.is_set(), what="leading")
+    # Another party takes the lease by force (as if our renewals had stopped reaching the server).
+    lease = await kube_client.get("coordination.k8s.io/v1/leases", "lost", namespace="default")
+    body = lease.to_dict() if hasattr(lease, "to_dict") else dict(lease)
+    body["spec"]["holderIdentity"] = "intruder"
+    body["spec"]["leaseDurationSeconds"] = 3600
+    await kube_client.replace("coordination.k8s.io/v1/leases", body, namespace="default")
+    with pytest.raises(LeaderElectionLost):
+        await asyncio.wait_for(task, 15)
+
+
+async def test_manager_serves_health_and_metrics(kube_client) -> None:
+    import aiohttp
+
+    mgr = Manager(kube_client, health_bind="127.0.0.1:0")
+    mgr.controller(lambda req: None, name="metrics-demo").for_("configmaps")
+    await kube_client.create("configmaps", cm("m1"), namespace="default")
+    async with running(mgr), aiohttp.ClientSession() as s:
+        async with s.get(mgr.health_url + "/readyz") as r:
+            assert r.status == 200
+        await wait_until(lambda: mgr.controllers[0].stats.reconciles >= 1, what="a reconcile")
+        async with s.get(mgr.health_url + "/metrics") as r:
+            text = await r.text()
+    assert 'controller_runtime_reconcile_total{controller="metrics-demo",result="success"}' in text
+    assert "workqueue_adds_total" in text and "controller_runtime_max_concurrent_reconciles" in text
+
+
+async def test_deleted_object_reaches_reconciler(kube_client) -> None:
+    gone: list[str] = []
+    mgr = Manager(kube_client)
+    informer = mgr.informer("configmaps")
+
+    async def reconcile(req: Request) -> None:
+        if informer.indexer.get_by_key(req.key) is None:
+            gone.append(req.name)
+
+    mgr.controller(reconcile, name="deletes").for_("configmaps")
+    await kube_client.create("configmaps", cm("doomed"), namespace="default")
+    async with running(mgr):
+        await kube_client.delete("configmaps", "doomed", namespace="default")
+        await wait_until(lambda: "doomed" in gone, what="delete reconciled")
+    with pytest.raises(NotFound):
+        await kube_client.get("configmaps", "doomed", namespace="default")
