@@ -16,5 +16,6 @@ def test_demo_converges_under_faults() -> None:
     assert proc.returncode == 0, out[-4000:]
     assert "every Foo converged" in out
     assert "forced relist" in out and "dropped" in out
-    relists = re.search(r"relists \(after 410\)\s*│\s*(\d+)", out)
+    final_table = out[out.rindex("phase: converged"):]
+    relists = re.search(r"relists \(after 410\)\s*│\s*(\d+)", final_table)
     assert relists and int(relists.group(1)) >= 1, "the forced 410 must make the foos informer relist"
