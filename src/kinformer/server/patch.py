@@ -1,0 +1,596 @@
+"""Patch formats accepted by the API server: JSON merge patch, JSON patch and strategic merge patch.
+
+Every function here is pure: inputs are never mutated and the result shares no mutable containers with the
+inputs. Errors are :class:`PatchError` carrying the HTTP code the server answers with (400 malformed patch,
+415 unsupported format for the kind, 422 a JSON-patch operation that does not apply).
+
+The list-merge table (:func:`list_strategy`) is shared with server-side apply: built-in kinds use the merge
+keys of their Go types (``patchMergeKey``/``patchStrategy``), custom resources use ``x-kubernetes-list-type``
+and ``x-kubernetes-list-map-keys`` from their structural schema.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol
+
+__all__ = [
+    "ListStrategy",
+    "PatchError",
+    "ResourceInfoLike",
+    "json_merge_patch",
+    "json_patch",
+    "list_strategy",
+    "strategic_merge_patch",
+]
+
+
+class ResourceInfoLike(Protocol):
+    """The attributes of ``registry.ResourceInfo`` that the patch, apply and validation modules read."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    schema: Mapping[str, Any] | None
+    builtin: bool
+
+
+class PatchError(Exception):
+    """A patch that cannot be applied; ``code`` is the HTTP status the server answers with.
+
+    ``message`` is the Status message; ``causes`` (possibly empty) are Status causes for 422 answers.
+    """
+
+    _REASONS = {400: "BadRequest", 409: "Conflict", 413: "RequestEntityTooLarge", 415: "UnsupportedMediaType",
+                422: "Invalid"}
+
+    def __init__(self, message: str, code: int = 400, causes: list[dict[str, str]] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.causes = causes or []
+
+    @property
+    def reason(self) -> str:
+        """The Status reason matching :attr:`code`."""
+        return self._REASONS.get(self.code, "BadRequest")
+
+
+def _unprocessable(detail: str) -> PatchError:
+    # kube-apiserver wraps JSON-patch operation failures in a generic 422 whose cause carries the detail.
+    return PatchError("the server rejected our request due to an error in our request", 422,
+                      [{"reason": "UnexpectedServerResponse", "message": detail, "field": ""}])
+
+
+# --------------------------------------------------------------------------------------------- merge patch
+
+def json_merge_patch(original: Any, patch: Any) -> Any:
+    """Apply an RFC 7386 JSON merge patch; a non-object patch replaces the document."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(original) if isinstance(original, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, dict):
+            result[key] = json_merge_patch(result.get(key), value)
+        else:
+            result[key] = copy.deepcopy(value)
+    # Untouched values are still shared with the original: copy them so the result is independent.
+    for key in result.keys() - patch.keys():
+        result[key] = copy.deepcopy(result[key])
+    return result
+
+
+# ---------------------------------------------------------------------------------------------- JSON patch
+
+_MISSING = object()
+_INDEX_RE = re.compile(r"0|[1-9][0-9]*")
+MAX_JSON_PATCH_OPERATIONS = 10000
+
+
+def _parse_pointer(pointer: Any) -> list[str]:
+    if not isinstance(pointer, str):
+        raise PatchError(f"invalid JSON pointer {pointer!r}: must be a string", 400)
+    if pointer == "":
+        return []
+    if not pointer.startswith("/"):
+        raise PatchError(f'JSON pointer must be empty or start with a "/": {pointer!r}', 400)
+    return [part.replace("~1", "/").replace("~0", "~") for part in pointer[1:].split("/")]
+
+
+def _list_index(token: str, length: int, path: str, *, allow_end: bool) -> int:
+    if token == "-" and allow_end:
+        return length
+    if not _INDEX_RE.fullmatch(token):
+        raise _unprocessable(f"invalid array index {token!r} in {path}")
+    index = int(token)
+    if index > length or (index == length and not allow_end):
+        raise _unprocessable(f"array index {index} out of bounds in {path}")
+    return index
+
+
+def _resolve_parent(doc: Any, parts: list[str], path: str, op: str) -> Any:
+    node = doc
+    for token in parts[:-1]:
+        if isinstance(node, dict):
+            node = node.get(token, _MISSING)
+        elif isinstance(node, list):
+            node = node[_list_index(token, len(node), path, allow_end=False)]
+        else:
+            node = _MISSING
+        if node is _MISSING:
+            raise _unprocessable(f'{op} operation does not apply: doc is missing path: "{path}": missing value')
+    return node
+
+
+def _get(doc: Any, path: str, op: str) -> Any:
+    parts = _parse_pointer(path)
+    if not parts:
+        return doc
+    parent = _resolve_parent(doc, parts, path, op)
+    last = parts[-1]
+    if isinstance(parent, dict) and last in parent:
+        return parent[last]
+    if isinstance(parent, list):
+        return parent[_list_index(last, len(parent), path, allow_end=False)]
+    raise _unprocessable(f'{op} operation does not apply: doc is missing path: "{path}": missing value')
+
+
+def _add(doc: Any, path: str, value: Any, op: str = "add") -> Any:
+    parts = _parse_pointer(path)
+    if not parts:
+        return value
+    parent = _resolve_parent(doc, parts, path, op)
+    last = parts[-1]
+    if isinstance(parent, dict):
+        parent[last] = value
+    elif isinstance(parent, list):
+        parent.insert(_list_index(last, len(parent), path, allow_end=True), value)
+    else:
+        raise _unprocessable(f'{op} operation does not apply: doc is missing path: "{path}": missing value')
+    return doc
+
+
+def _remove(doc: Any, path: str, op: str = "remove") -> tuple[Any, Any]:
+    parts = _parse_pointer(path)
+    if not parts:
+        raise _unprocessable(f"{op} operation does not apply: cannot remove the document root")
+    parent = _resolve_parent(doc, parts, path, op)
+    last = parts[-1]
+    if isinstance(parent, dict) and last in parent:
+        return doc, parent.pop(last)
+    if isinstance(parent, list):
+        return doc, parent.pop(_list_index(last, len(parent), path, allow_end=False))
+    raise _unprocessable(f'{op} operation does not apply: doc is missing path: "{path}": missing value')
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    # JSON numbers compare by value, but booleans are not numbers.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return a == b and (type(a) is type(b) or (isinstance(a, int | float) and isinstance(b, int | float)))
+
+
+def _field(op: Mapping[str, Any], name: str, kind: str) -> Any:
+    if name not in op:
+        raise PatchError(f'{kind} operation missing required field "{name}"', 400)
+    value = op[name]
+    if name in ("path", "from") and not isinstance(value, str):
+        raise PatchError(f'{kind} operation has a non-string "{name}": {value!r}', 400)
+    return value
+
+
+def _apply_op(doc: Any, op: Mapping[str, Any]) -> Any:
+    kind = op.get("op")
+    path = _field(op, "path", str(kind))
+    if kind == "add":
+        return _add(doc, path, copy.deepcopy(_field(op, "value", kind)))
+    if kind == "remove":
+        return _remove(doc, path)[0]
+    if kind == "replace":
+        value = copy.deepcopy(_field(op, "value", kind))
+        _get(doc, path, kind)
+        if not _parse_pointer(path):
+            return value
+        doc, _ = _remove(doc, path, kind)
+        return _add(doc, path, value, kind)
+    if kind == "move":
+        source = _field(op, "from", kind)
+        if path != source and path.startswith(source + "/"):
+            raise _unprocessable(f'move operation does not apply: cannot move "{source}" into its own child "{path}"')
+        doc, value = _remove(doc, source, kind)
+        return _add(doc, path, value, kind)
+    if kind == "copy":
+        value = copy.deepcopy(_get(doc, _field(op, "from", kind), kind))
+        return _add(doc, path, value, kind)
+    if kind == "test":
+        expected = _field(op, "value", kind)
+        try:
+            actual = _get(doc, path, kind)
+        except PatchError:
+            actual = _MISSING
+        if actual is _MISSING or not _json_equal(actual, expected):
+            raise _unprocessable(f"testing value {path} failed: test failed")
+        return doc
+    raise PatchError(f"Unexpected kind: {kind}", 400)
+
+
+def json_patch(original: Any, ops: Any) -> Any:
+    """Apply an RFC 6902 JSON patch (a list of operations) atomically; the original is not modified."""
+    if not isinstance(ops, list):
+        raise PatchError("json: cannot unmarshal object into Go value of type jsonpatch.Patch", 400)
+    if len(ops) > MAX_JSON_PATCH_OPERATIONS:
+        raise PatchError(f"The allowed count of patch operations is {MAX_JSON_PATCH_OPERATIONS}", 413)
+    doc = copy.deepcopy(original)
+    for op in ops:
+        if not isinstance(op, dict):
+            raise PatchError("json: cannot unmarshal into Go value of type jsonpatch.Operation", 400)
+        doc = _apply_op(doc, op)
+    return doc
+
+
+# ------------------------------------------------------------------------------------- list merge strategies
+
+ListKind = Literal["map", "set", "atomic"]
+
+
+class ListStrategy:
+    """How a list field merges: ``map`` (associative, by ``keys``), ``set`` (primitive union) or ``atomic``."""
+
+    __slots__ = ("keys", "kind")
+
+    def __init__(self, kind: ListKind, keys: tuple[str, ...] = ()) -> None:
+        self.kind = kind
+        self.keys = keys
+
+    def __repr__(self) -> str:
+        return f"ListStrategy({self.kind!r}, {self.keys!r})"
+
+
+ATOMIC = ListStrategy("atomic")
+SET = ListStrategy("set")
+
+# Paths are field names from the object root with list items elided; "{pod}" marks a PodSpec.
+_POD_SPEC_LISTS: dict[tuple[str, ...], ListStrategy] = {
+    ("containers",): ListStrategy("map", ("name",)),
+    ("initContainers",): ListStrategy("map", ("name",)),
+    ("ephemeralContainers",): ListStrategy("map", ("name",)),
+    ("volumes",): ListStrategy("map", ("name",)),
+    ("imagePullSecrets",): ListStrategy("map", ("name",)),
+    ("hostAliases",): ListStrategy("map", ("ip",)),
+    ("topologySpreadConstraints",): ListStrategy("map", ("topologyKey",)),
+    ("resourceClaims",): ListStrategy("map", ("name",)),
+    ("schedulingGates",): ListStrategy("map", ("name",)),
+}
+for _containers in ("containers", "initContainers", "ephemeralContainers"):
+    _POD_SPEC_LISTS[(_containers, "env")] = ListStrategy("map", ("name",))
+    _POD_SPEC_LISTS[(_containers, "ports")] = ListStrategy("map", ("containerPort",))
+    _POD_SPEC_LISTS[(_containers, "volumeMounts")] = ListStrategy("map", ("mountPath",))
+    _POD_SPEC_LISTS[(_containers, "volumeDevices")] = ListStrategy("map", ("devicePath",))
+    _POD_SPEC_LISTS[(_containers, "resizePolicy")] = ListStrategy("map", ("resourceName",))
+
+_META_LISTS: dict[tuple[str, ...], ListStrategy] = {
+    ("finalizers",): SET,
+    ("ownerReferences",): ListStrategy("map", ("uid",)),
+}
+
+_CONDITIONS = ListStrategy("map", ("type",))
+
+# Where each built-in kind embeds a PodSpec and an ObjectMeta (beyond the root metadata).
+_POD_SPEC_AT: dict[str, tuple[tuple[str, ...], ...]] = {
+    "Pod": (("spec",),),
+    "PodTemplate": (("template", "spec"),),
+    "Deployment": (("spec", "template", "spec"),),
+    "ReplicaSet": (("spec", "template", "spec"),),
+    "StatefulSet": (("spec", "template", "spec"),),
+    "DaemonSet": (("spec", "template", "spec"),),
+    "ReplicationController": (("spec", "template", "spec"),),
+    "Job": (("spec", "template", "spec"),),
+    "CronJob": (("spec", "jobTemplate", "spec", "template", "spec"),),
+}
+
+_KIND_LISTS: dict[str, dict[tuple[str, ...], ListStrategy]] = {
+    "Pod": {
+        ("status", "conditions"): _CONDITIONS,
+        ("status", "podIPs"): ListStrategy("map", ("ip",)),
+        ("status", "hostIPs"): ListStrategy("map", ("ip",)),
+    },
+    "Service": {("spec", "ports"): ListStrategy("map", ("port",))},
+    "ServiceAccount": {("secrets",): ListStrategy("map", ("name",))},
+    "Node": {
+        ("status", "conditions"): _CONDITIONS,
+        ("status", "addresses"): _CONDITIONS,
+    },
+    "Namespace": {("status", "conditions"): _CONDITIONS},
+    "Deployment": {("status", "conditions"): _CONDITIONS},
+    "ReplicaSet": {("status", "conditions"): _CONDITIONS},
+    "StatefulSet": {("status", "conditions"): _CONDITIONS},
+    "DaemonSet": {("status", "conditions"): _CONDITIONS},
+    "ReplicationController": {("status", "conditions"): _CONDITIONS},
+    "Job": {("status", "conditions"): _CONDITIONS},
+    "PersistentVolumeClaim": {("status", "conditions"): _CONDITIONS},
+}
+
+
+def _build_builtin_table(kind: str) -> dict[tuple[str, ...], ListStrategy]:
+    table = {("metadata", *path): strategy for path, strategy in _META_LISTS.items()}
+    table.update(_KIND_LISTS.get(kind, {}))
+    for spec_path in _POD_SPEC_AT.get(kind, ()):
+        table.update({spec_path + path: strategy for path, strategy in _POD_SPEC_LISTS.items()})
+        template_meta = (*spec_path[:-1], "metadata")
+        table.update({template_meta + path: strategy for path, strategy in _META_LISTS.items()})
+    return table
+
+
+_BUILTIN_TABLES: dict[str, dict[tuple[str, ...], ListStrategy]] = {}
+
+
+def _builtin_table(kind: str) -> dict[tuple[str, ...], ListStrategy]:
+    table = _BUILTIN_TABLES.get(kind)
+    if table is None:
+        table = _BUILTIN_TABLES[kind] = _build_builtin_table(kind)
+    return table
+
+
+def _schema_at(schema: Mapping[str, Any] | None, path: Sequence[str]) -> Mapping[str, Any] | None:
+    node = schema
+    for name in path:
+        if node is None:
+            return None
+        while node.get("type") == "array" and isinstance(node.get("items"), Mapping):
+            node = node["items"]
+        props = node.get("properties")
+        if isinstance(props, Mapping) and name in props:
+            node = props[name]
+        elif isinstance(node.get("additionalProperties"), Mapping):
+            node = node["additionalProperties"]
+        else:
+            return None
+    return node
+
+
+def list_strategy(info: ResourceInfoLike | None, path: Sequence[str]) -> ListStrategy:
+    """How the list at ``path`` (field names from the root, list items elided) merges for this kind.
+
+    Root metadata lists follow ObjectMeta for every kind. Unknown lists are atomic (replaced whole).
+    """
+    if info is None:
+        return ATOMIC
+    path = tuple(path)
+    if not getattr(info, "builtin", True):
+        if path[:1] == ("metadata",) and len(path) == 2:
+            return _META_LISTS.get(path[1:], ATOMIC)
+        node = _schema_at(getattr(info, "schema", None), path)
+        if node is None:
+            return ATOMIC
+        list_type = node.get("x-kubernetes-list-type")
+        if list_type == "map":
+            return ListStrategy("map", tuple(node.get("x-kubernetes-list-map-keys") or ()))
+        if list_type == "set":
+            return SET
+        return ATOMIC
+    return _builtin_table(info.kind).get(path, ATOMIC)
+
+
+# ------------------------------------------------------------------------------------ strategic merge patch
+
+_DIRECTIVE = "$patch"
+_RETAIN_KEYS = "$retainKeys"
+_SET_ORDER = "$setElementOrder/"
+_DELETE_PRIMITIVE = "$deleteFromPrimitiveList/"
+
+
+def strategic_merge_patch(original: Mapping[str, Any], patch: Any, info: ResourceInfoLike) -> dict[str, Any]:
+    """Apply a strategic merge patch to a built-in object.
+
+    Lists merge by the kind's merge keys (:func:`list_strategy`); lists without one are replaced. Supports
+    ``$patch: replace|merge|delete``, ``$retainKeys``, ``$setElementOrder/<list>``,
+    ``$deleteFromPrimitiveList/<list>`` and ``null`` (delete the key). Custom resources answer 415.
+    """
+    if not getattr(info, "builtin", False):
+        raise PatchError("the body of the request was in an unknown format - accepted media types include: "
+                         "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+                         415)
+    if not isinstance(patch, dict):
+        raise PatchError("json: cannot unmarshal into Go value of type map[string]interface {}", 400)
+    merger = _StrategicMerger(info)
+    return merger.merge_map(copy.deepcopy(dict(original)), patch, ())
+
+
+class _StrategicMerger:
+    """Strategic merge of one patch; lists merge by :func:`list_strategy`, ordered as kube-apiserver orders them.
+
+    Merged associative and primitive lists follow the patch's order (or its ``$setElementOrder``), with items
+    only the server has interleaved by their position in the original list.
+    """
+
+    __slots__ = ("info",)
+
+    def __init__(self, info: ResourceInfoLike) -> None:
+        self.info = info
+
+    def merge_map(self, original: dict[str, Any], patch: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+        """Merge ``patch`` into ``original`` (owned by the caller, mutated and returned)."""
+        directive = patch.get(_DIRECTIVE)
+        if directive is not None:
+            if directive == "replace":
+                return self.merge_map({}, {k: v for k, v in patch.items() if k != _DIRECTIVE}, path)
+            if directive == "delete":
+                return {}
+            if directive != "merge":
+                raise PatchError(f"Unknown patch type: {directive!r} in map: {dict(patch)!r}", 400)
+        self._retain_keys(original, patch)
+        handled: set[str] = set()
+        for key, value in patch.items():
+            if key.startswith(_SET_ORDER):
+                field = key[len(_SET_ORDER):]
+                self._merge_ordered(original, patch, field, value, (*path, field))
+                handled.add(field)
+        for key, value in patch.items():
+            if key in handled or key in (_DIRECTIVE, _RETAIN_KEYS) or key.startswith(_SET_ORDER):
+                continue
+            if key.startswith(_DELETE_PRIMITIVE):
+                self._delete_primitives(original, key[len(_DELETE_PRIMITIVE):], value)
+            elif value is None:
+                original.pop(key, None)
+            else:
+                original[key] = self.merge_value(original.get(key, _MISSING), value, (*path, key))
+        return original
+
+    def _retain_keys(self, original: dict[str, Any], patch: Mapping[str, Any]) -> None:
+        retain = patch.get(_RETAIN_KEYS)
+        if retain is None:
+            return
+        if not isinstance(retain, list) or not all(isinstance(k, str) for k in retain):
+            raise PatchError("invalid patch format of retainKeys", 400)
+        allowed = set(retain)
+        for key, value in patch.items():
+            if value is None or key in (_DIRECTIVE, _RETAIN_KEYS) or key.startswith((_SET_ORDER, _DELETE_PRIMITIVE)):
+                continue
+            if key not in allowed:
+                raise PatchError("invalid patch format of retainKeys", 400)
+        for key in [k for k in original if k not in allowed]:
+            del original[key]
+
+    def _merge_ordered(self, original: dict[str, Any], patch: Mapping[str, Any], field: str, order: Any,
+                       path: tuple[str, ...]) -> None:
+        if not isinstance(order, list):
+            raise PatchError(f"invalid {_SET_ORDER}{field}: {order!r}: must be a list", 400)
+        current, incoming = original.get(field), patch.get(field)
+        if incoming is not None and not isinstance(incoming, list):
+            raise PatchError(f"invalid patch: {field} must be a list alongside {_SET_ORDER}{field}", 400)
+        if not isinstance(current, list):
+            if incoming is not None:
+                original[field] = self.merge_value(_MISSING, incoming, path)
+            return
+        strategy = list_strategy(self.info, path)
+        merged = self.merge_list(current, incoming or [], strategy, path, order=order)
+        original[field] = merged
+
+    def merge_value(self, original: Any, patch: Any, path: tuple[str, ...]) -> Any:
+        if isinstance(patch, dict):
+            base = original if isinstance(original, dict) else {}
+            return self.merge_map(base, patch, path)
+        if isinstance(patch, list):
+            strategy = list_strategy(self.info, path)
+            if not isinstance(original, list):
+                return self.merge_list([], patch, strategy, path)
+            return self.merge_list(original, patch, strategy, path)
+        return copy.deepcopy(patch)
+
+    def merge_list(self, original: list[Any], patch: list[Any], strategy: ListStrategy, path: tuple[str, ...], *,
+                   order: list[Any] | None = None) -> list[Any]:
+        if strategy.kind == "set":
+            merged = list(original)
+            for item in patch:
+                if item not in merged:
+                    merged.append(copy.deepcopy(item))
+            return _normalize_order(merged, patch if order is None else order, original, _identity)
+        if strategy.kind != "map" or not strategy.keys:
+            plain = [item for item in patch if not (isinstance(item, dict) and _DIRECTIVE in item)]
+            return [self._strip(item, path) for item in plain]
+        key = strategy.keys[0]
+        original, patch = self._special_elements(original, patch, key)
+        merged = self._merge_keyed(original, patch, key, path)
+
+        def by_key(item: Any) -> Any:
+            return _hashable(item.get(key)) if isinstance(item, dict) else _MISSING
+        return _normalize_order(merged, patch if order is None else order, original, by_key)
+
+    def _special_elements(self, original: list[Any], patch: list[Any], key: str) -> tuple[list[Any], list[Any]]:
+        """Apply ``$patch: delete`` items; ``$patch: replace`` makes the rest of the patch the new list."""
+        plain, replace = [], False
+        for item in patch:
+            if not isinstance(item, dict):
+                raise PatchError(f"expected a map with merge key {key!r}, got {item!r}", 400)
+            directive = item.get(_DIRECTIVE)
+            if directive is None:
+                plain.append(item)
+            elif directive == "delete":
+                if key not in item:
+                    raise PatchError(f"map: {item!r} does not contain declared merge key: {key}", 400)
+                original = [o for o in original if not (isinstance(o, dict) and o.get(key) == item[key])]
+            elif directive == "replace":
+                replace = True
+            elif directive == "merge":
+                raise PatchError("merging lists cannot yet be specified in the patch", 400)
+            else:
+                raise PatchError(f"Unknown patch type: {directive!r} in map: {item!r}", 400)
+        if replace:
+            return [self._strip(item, ()) for item in plain], []
+        return original, plain
+
+    def _merge_keyed(self, original: list[Any], patch: list[Any], key: str, path: tuple[str, ...]) -> list[Any]:
+        result = list(original)
+        for item in patch:
+            if key not in item:
+                raise PatchError(f"map: {item!r} does not contain declared merge key: {key}", 400)
+            for i, existing in enumerate(result):
+                if isinstance(existing, dict) and existing.get(key) == item[key]:
+                    result[i] = self.merge_map(existing, item, path)
+                    break
+            else:
+                result.append(self.merge_map({}, item, path))
+        return result
+
+    def _strip(self, value: Any, path: tuple[str, ...]) -> Any:
+        """A patch value placed where nothing merges with it: copy it without directives."""
+        if isinstance(value, dict):
+            return self.merge_map({}, value, path)
+        return copy.deepcopy(value)
+
+    def _delete_primitives(self, original: dict[str, Any], key: str, values: Any) -> None:
+        if not isinstance(values, list):
+            raise PatchError(f"invalid {_DELETE_PRIMITIVE}{key}: {values!r}: must be a list", 400)
+        current = original.get(key)
+        if isinstance(current, list):
+            original[key] = [item for item in current if item not in values]
+
+
+def _identity(item: Any) -> Any:
+    return _hashable(item)
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, dict | list):
+        return repr(value)
+    return value
+
+
+def _normalize_order(merged: list[Any], order: list[Any], original: list[Any], ident: Any) -> list[Any]:
+    """Order ``merged`` like kube: items named in ``order`` follow it; server-only items keep their place.
+
+    Server-only items (in their original order) are interleaved with the ordered items, an item going first
+    when both appear in ``original`` and it came earlier there.
+    """
+    wanted: dict[Any, int] = {}
+    for i, entry in enumerate(order):
+        wanted.setdefault(ident(entry), i)
+    server_rank: dict[Any, int] = {}
+    for i, entry in enumerate(original):
+        server_rank.setdefault(ident(entry), i)
+    named = sorted((x for x in merged if ident(x) in wanted), key=lambda x: wanted[ident(x)])
+    server_only = sorted((x for x in merged if ident(x) not in wanted),
+                         key=lambda x: server_rank.get(ident(x), len(original)))
+    result: list[Any] = []
+    i = j = 0
+    while i < len(server_only) and j < len(named):
+        left, right = server_rank.get(ident(server_only[i])), server_rank.get(ident(named[j]))
+        if left is not None and right is not None and left < right:
+            result.append(server_only[i])
+            i += 1
+        else:
+            result.append(named[j])
+            j += 1
+    result.extend(server_only[i:])
+    result.extend(named[j:])
+    return result

@@ -1,0 +1,229 @@
+"""Server-side apply and managedFields bookkeeping."""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from kinformer.server.apply import (
+    ApplyConflict,
+    fields_to_set,
+    server_side_apply,
+    set_to_fields,
+    update_managed_fields,
+)
+from kinformer.server.patch import PatchError
+
+NOW = "2026-01-01T00:00:00Z"
+
+
+def _info(kind: str, *, builtin: bool = True, schema: dict[str, Any] | None = None,
+          subresources: tuple[str, ...] = ()) -> SimpleNamespace:
+    return SimpleNamespace(group="", version="v1", kind=kind, plural=kind.lower() + "s", singular=kind.lower(),
+                           namespaced=True, short_names=[], categories=[], verbs=[], subresources=list(subresources),
+                           schema=schema, builtin=builtin, selectable_fields=[])
+
+
+CONFIGMAP = _info("ConfigMap")
+DEPLOYMENT = _info("Deployment", subresources=("status", "scale"))
+
+
+def _cm(data: dict[str, str], **meta: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default", **meta},
+            "data": data}
+
+
+def _apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str = "kubectl", *, force: bool = False,
+           info: Any = CONFIGMAP) -> dict[str, Any]:
+    before = copy.deepcopy((live, applied))
+    result = server_side_apply(live, applied, manager=manager, force=force, info=info, now=NOW)
+    assert (live, applied) == before, "inputs must not be mutated"
+    return result
+
+
+def _managers(obj: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(e["manager"], e["operation"]): e["fieldsV1"] for e in obj["metadata"].get("managedFields", [])}
+
+
+def test_create_records_apply_entry() -> None:
+    obj = _apply(None, _cm({"a": "1"}, labels={"app": "x"}))
+    assert obj["data"] == {"a": "1"}
+    assert obj["metadata"]["managedFields"] == [{
+        "manager": "kubectl", "operation": "Apply", "apiVersion": "v1", "time": NOW, "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:data": {"f:a": {}}, "f:metadata": {"f:labels": {"f:app": {}}}},
+    }]
+
+
+def test_reapply_is_idempotent() -> None:
+    first = _apply(None, _cm({"a": "1"}))
+    again = server_side_apply(first, _cm({"a": "1"}), manager="kubectl", force=False, info=CONFIGMAP,
+                              now="2030-01-01T00:00:00Z")
+    assert again == first
+
+
+def test_removed_field_is_deleted_when_nobody_else_owns_it() -> None:
+    first = _apply(None, _cm({"a": "1", "b": "2"}, labels={"x": "y"}))
+    second = _apply(first, _cm({"a": "1"}))
+    assert second["data"] == {"a": "1"}
+    assert "labels" not in second["metadata"]
+    assert _managers(second) == {("kubectl", "Apply"): {"f:data": {"f:a": {}}}}
+
+
+def test_removed_field_survives_when_another_manager_owns_it() -> None:
+    first = _apply(None, _cm({"a": "1", "b": "2"}))
+    shared = _apply(first, _cm({"b": "2"}), manager="other")
+    second = _apply(shared, _cm({"a": "1"}))
+    assert second["data"] == {"a": "1", "b": "2"}
+    assert _managers(second) == {("kubectl", "Apply"): {"f:data": {"f:a": {}}},
+                                 ("other", "Apply"): {"f:data": {"f:b": {}}}}
+
+
+def test_conflict_with_another_manager() -> None:
+    created = update_managed_fields(None, _cm({"x": "1"}), manager="kubectl-client-side-apply", now=NOW)
+    with pytest.raises(ApplyConflict) as err:
+        _apply(created, _cm({"x": "2"}), manager="kubectl")
+    assert err.value.code == 409
+    assert str(err.value) == ('Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: '
+                              ".data.x")
+    assert err.value.causes == [{"reason": "FieldManagerConflict", "field": ".data.x",
+                                 "message": 'conflict with "kubectl-client-side-apply" using v1: .data.x'}]
+
+
+def test_same_value_is_shared_not_a_conflict() -> None:
+    created = update_managed_fields(None, _cm({"x": "1"}), manager="editor", now=NOW)
+    applied = _apply(created, _cm({"x": "1"}))
+    assert _managers(applied) == {("editor", "Update"): {"f:data": {"f:x": {}}},
+                                  ("kubectl", "Apply"): {"f:data": {"f:x": {}}}}
+
+
+def test_force_takes_ownership() -> None:
+    first = _apply(None, _cm({"x": "1", "y": "1"}), manager="one")
+    forced = _apply(first, _cm({"x": "2"}), manager="two", force=True)
+    assert forced["data"] == {"x": "2", "y": "1"}
+    assert _managers(forced) == {("one", "Apply"): {"f:data": {"f:y": {}}},
+                                 ("two", "Apply"): {"f:data": {"f:x": {}}}}
+
+
+def test_multiple_conflicts_message() -> None:
+    first = _apply(None, _cm({"a": "1", "b": "1"}), manager="one")
+    with pytest.raises(ApplyConflict) as err:
+        _apply(first, _cm({"a": "2", "b": "2"}), manager="two")
+    assert str(err.value) == 'Apply failed with 2 conflicts: conflicts with "one":\n- .data.a\n- .data.b'
+    assert [c["field"] for c in err.value.causes] == [".data.a", ".data.b"]
+
+
+def _deployment(*containers: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"app": "d"}},
+                     "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": list(containers)}}}}
+
+
+def test_associative_lists_use_merge_keys() -> None:
+    obj = _apply(None, _deployment({"name": "app", "image": "a:1"}, {"name": "side", "image": "s:1"}),
+                 info=DEPLOYMENT)
+    containers = _managers(obj)[("kubectl", "Apply")]["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    assert containers == {'k:{"name":"app"}': {".": {}, "f:image": {}, "f:name": {}},
+                          'k:{"name":"side"}': {".": {}, "f:image": {}, "f:name": {}}}
+    # Another manager adds a container; the applier's re-apply keeps it and drops only its own.
+    edited = copy.deepcopy(obj)
+    edited["spec"]["template"]["spec"]["containers"].append({"name": "debug", "image": "busybox"})
+    edited = update_managed_fields(obj, edited, manager="kubectl-edit", info=DEPLOYMENT, now=NOW)
+    reapplied = _apply(edited, _deployment({"name": "app", "image": "a:2"}), info=DEPLOYMENT)
+    assert reapplied["spec"]["template"]["spec"]["containers"] == [{"name": "app", "image": "a:2"},
+                                                                   {"name": "debug", "image": "busybox"}]
+
+
+def test_status_is_not_owned_through_the_main_resource() -> None:
+    applied = _deployment({"name": "app", "image": "a"})
+    applied["status"] = {"replicas": 3}
+    obj = _apply(None, applied, info=DEPLOYMENT)
+    assert "f:status" not in _managers(obj)[("kubectl", "Apply")]
+
+
+def test_custom_resource_list_map_keys_and_sets() -> None:
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port", "proto"],
+                  "items": {"type": "object"}},
+        "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+        "args": {"type": "array", "items": {"type": "string"}}}}}}
+    info = _info("Widget", builtin=False, schema=schema)
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "finalizers": ["f"]},
+              "spec": {"ports": [{"port": 80, "proto": "TCP"}], "tags": ["a", "b"], "args": ["x"]}}
+    fields = _managers(_apply(None, widget, info=info))[("kubectl", "Apply")]
+    assert fields == {
+        "f:metadata": {"f:finalizers": {'v:"f"': {}}},
+        "f:spec": {"f:args": {}, "f:ports": {'k:{"port":80,"proto":"TCP"}': {".": {}, "f:port": {}, "f:proto": {}}},
+                   "f:tags": {'v:"a"': {}, 'v:"b"': {}}},
+    }
+
+
+def test_first_apply_on_untracked_object_conflicts_with_before_first_apply() -> None:
+    with pytest.raises(ApplyConflict, match="before-first-apply"):
+        _apply(_cm({"a": "1"}), _cm({"a": "2"}))
+
+
+def test_apply_requires_manager_and_rejects_managed_fields() -> None:
+    with pytest.raises(PatchError):
+        _apply(None, _cm({"a": "1"}), manager="")
+    with pytest.raises(PatchError) as err:
+        _apply(None, _cm({"a": "1"}, managedFields=[{"manager": "x"}]))
+    assert err.value.code == 400
+
+
+def test_update_transfers_ownership_and_drops_removed_fields() -> None:
+    applied = _apply(None, _cm({"a": "1", "b": "1"}))
+    updated = update_managed_fields(applied, {**applied, "data": {"a": "2"}}, manager="editor", now=NOW)
+    assert updated["data"] == {"a": "2"}
+    assert _managers(updated) == {("editor", "Update"): {"f:data": {"f:a": {}}}}
+    # The editor took .data.a from the applier, so applying the old value again conflicts with the editor.
+    with pytest.raises(ApplyConflict, match=r'conflict with "editor" using v1: \.data\.a'):
+        _apply(updated, _cm({"a": "1"}))
+
+
+def test_update_on_create_owns_everything_and_unchanged_update_adds_nothing() -> None:
+    created = update_managed_fields(None, _cm({"a": "1"}, labels={"l": "v"}), manager="kubectl-create", now=NOW)
+    assert _managers(created) == {("kubectl-create", "Update"): {"f:data": {"f:a": {}},
+                                                                 "f:metadata": {"f:labels": {"f:l": {}}}}}
+    same = update_managed_fields(created, copy.deepcopy(created), manager="controller", now=NOW)
+    assert _managers(same) == _managers(created)
+
+
+def test_user_can_clear_managed_fields() -> None:
+    created = update_managed_fields(None, _cm({"a": "1"}), manager="one", now=NOW)
+    cleared = copy.deepcopy(created)
+    cleared["metadata"]["managedFields"] = [{}]
+    assert "managedFields" not in update_managed_fields(created, cleared, manager="two", now=NOW)["metadata"]
+
+
+def test_fields_v1_round_trip() -> None:
+    fields = {"f:data": {".": {}, "f:a": {}}, "f:spec": {"f:c": {'k:{"name":"x"}': {".": {}, "f:name": {}}}}}
+    assert set_to_fields(fields_to_set(fields)) == fields
+
+
+def test_registry_infos_are_accepted() -> None:
+    from kinformer.server.registry import BUILTINS
+
+    deployment = next(info for info in BUILTINS if info.kind == "Deployment")
+    applied = _deployment({"name": "app", "image": "a"})
+    applied["status"] = {"replicas": 1}
+    obj = server_side_apply(None, applied, manager="m", force=False, info=deployment, now=NOW)
+    fields = obj["metadata"]["managedFields"][0]["fieldsV1"]
+    assert "f:status" not in fields
+    assert 'k:{"name":"app"}' in fields["f:spec"]["f:template"]["f:spec"]["f:containers"]
+
+
+def test_changing_a_shared_list_item_conflicts_only_on_its_fields() -> None:
+    created = update_managed_fields(None, _deployment({"name": "nginx", "image": "nginx", "ports": [
+        {"containerPort": 80}]}), manager="kubectl-create", info=DEPLOYMENT, now=NOW)
+    with pytest.raises(ApplyConflict) as err:
+        _apply(created, _deployment({"name": "nginx", "image": "nginx:2"}), info=DEPLOYMENT)
+    assert [c["field"] for c in err.value.causes] == ['.spec.template.spec.containers[name="nginx"].image']
+    forced = _apply(created, _deployment({"name": "nginx", "image": "nginx:2"}), force=True, info=DEPLOYMENT)
+    assert forced["spec"]["template"]["spec"]["containers"] == [
+        {"name": "nginx", "image": "nginx:2", "ports": [{"containerPort": 80}]}]
+    owners = _managers(forced)
+    create_fields = owners[("kubectl-create", "Update")]["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    assert "f:image" not in create_fields['k:{"name":"nginx"}']

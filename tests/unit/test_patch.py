@@ -1,0 +1,383 @@
+"""JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch."""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kinformer.server.patch import PatchError, json_merge_patch, json_patch, list_strategy, strategic_merge_patch
+
+
+def _info(kind: str, *, builtin: bool = True, schema: dict[str, Any] | None = None) -> SimpleNamespace:
+    return SimpleNamespace(group="", version="v1", kind=kind, plural=kind.lower() + "s", singular=kind.lower(),
+                           namespaced=True, short_names=[], categories=[], verbs=[], subresources=[],
+                           schema=schema, builtin=builtin, selectable_fields=[])
+
+
+DEPLOYMENT = _info("Deployment")
+POD = _info("Pod")
+
+# ------------------------------------------------------------------------------------------ RFC 7386
+
+RFC7386_CASES = [
+    ({"a": "b"}, {"a": "c"}, {"a": "c"}),
+    ({"a": "b"}, {"b": "c"}, {"a": "b", "b": "c"}),
+    ({"a": "b"}, {"a": None}, {}),
+    ({"a": "b", "b": "c"}, {"a": None}, {"b": "c"}),
+    ({"a": ["b"]}, {"a": "c"}, {"a": "c"}),
+    ({"a": "c"}, {"a": ["b"]}, {"a": ["b"]}),
+    ({"a": {"b": "c"}}, {"a": {"b": "d", "c": None}}, {"a": {"b": "d"}}),
+    ({"a": [{"b": "c"}]}, {"a": [1]}, {"a": [1]}),
+    (["a", "b"], ["c", "d"], ["c", "d"]),
+    ({"a": "b"}, ["c"], ["c"]),
+    ({"a": "foo"}, None, None),
+    ({"a": "foo"}, "bar", "bar"),
+    ({"e": None}, {"a": 1}, {"e": None, "a": 1}),
+    ([1, 2], {"a": "b", "c": None}, {"a": "b"}),
+    ({}, {"a": {"bb": {"ccc": None}}}, {"a": {"bb": {}}}),
+]
+
+
+@pytest.mark.parametrize(("original", "patch", "expected"), RFC7386_CASES)
+def test_rfc7386_examples(original: Any, patch: Any, expected: Any) -> None:
+    before = copy.deepcopy(original)
+    assert json_merge_patch(original, patch) == expected
+    assert original == before
+
+
+def test_merge_patch_result_shares_nothing_with_inputs() -> None:
+    original = {"keep": {"deep": [1]}, "change": {"x": 1}}
+    patch = {"change": {"y": [2]}}
+    result = json_merge_patch(original, patch)
+    result["keep"]["deep"].append(9)
+    result["change"]["y"].append(9)
+    assert original == {"keep": {"deep": [1]}, "change": {"x": 1}}
+    assert patch == {"change": {"y": [2]}}
+
+
+_json_scalars = st.one_of(st.booleans(), st.integers(-5, 5), st.text(max_size=3))
+_json_values = st.recursive(_json_scalars, lambda children: st.one_of(
+    st.lists(children, max_size=3), st.dictionaries(st.text(max_size=2), children, max_size=3)), max_leaves=8)
+_json_objects = st.dictionaries(st.text(max_size=2), _json_values, max_size=4)
+
+
+def _merge_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    diff: dict[str, Any] = {key: None for key in a if key not in b}
+    for key, value in b.items():
+        if key in a and isinstance(a[key], dict) and isinstance(value, dict):
+            sub = _merge_diff(a[key], value)
+            if sub:
+                diff[key] = sub
+        elif key not in a or a[key] != value or type(a[key]) is not type(value):
+            diff[key] = value
+    return diff
+
+
+@settings(max_examples=100, deadline=None)
+@given(_json_objects, _json_objects)
+def test_merge_patch_applies_generated_diff(a: dict[str, Any], b: dict[str, Any]) -> None:
+    assert json_merge_patch(a, _merge_diff(a, b)) == b
+
+
+@settings(max_examples=50, deadline=None)
+@given(_json_objects)
+def test_merge_patch_empty_patch_is_identity(a: dict[str, Any]) -> None:
+    assert json_merge_patch(a, {}) == a
+
+
+# ------------------------------------------------------------------------------------------ RFC 6902
+
+RFC6902_CASES = [
+    ({"foo": "bar"}, [{"op": "add", "path": "/baz", "value": "qux"}], {"baz": "qux", "foo": "bar"}),
+    ({"foo": ["bar", "baz"]}, [{"op": "add", "path": "/foo/1", "value": "qux"}], {"foo": ["bar", "qux", "baz"]}),
+    ({"baz": "qux", "foo": "bar"}, [{"op": "remove", "path": "/baz"}], {"foo": "bar"}),
+    ({"foo": ["bar", "qux", "baz"]}, [{"op": "remove", "path": "/foo/1"}], {"foo": ["bar", "baz"]}),
+    ({"baz": "qux", "foo": "bar"}, [{"op": "replace", "path": "/baz", "value": "boo"}], {"baz": "boo", "foo": "bar"}),
+    ({"foo": {"bar": "baz", "waldo": "fred"}, "qux": {"corge": "grault"}},
+     [{"op": "move", "from": "/foo/waldo", "path": "/qux/thud"}],
+     {"foo": {"bar": "baz"}, "qux": {"corge": "grault", "thud": "fred"}}),
+    ({"foo": ["all", "grass", "cows", "eat"]}, [{"op": "move", "from": "/foo/1", "path": "/foo/3"}],
+     {"foo": ["all", "cows", "eat", "grass"]}),
+    ({"baz": "qux", "foo": ["a", 2, "c"]},
+     [{"op": "test", "path": "/baz", "value": "qux"}, {"op": "test", "path": "/foo/1", "value": 2}],
+     {"baz": "qux", "foo": ["a", 2, "c"]}),
+    ({"foo": "bar"}, [{"op": "add", "path": "/child", "value": {"grandchild": {}}}],
+     {"foo": "bar", "child": {"grandchild": {}}}),
+    ({"foo": "bar"}, [{"op": "add", "path": "/baz", "value": "qux", "xyz": 123}], {"foo": "bar", "baz": "qux"}),
+    ({"/": 9, "~1": 10}, [{"op": "test", "path": "/~01", "value": 10}], {"/": 9, "~1": 10}),
+    ({"foo": ["bar"]}, [{"op": "add", "path": "/foo/-", "value": ["abc", "def"]}], {"foo": ["bar", ["abc", "def"]]}),
+    ({"a": {"b": 1}}, [{"op": "copy", "from": "/a", "path": "/c"}], {"a": {"b": 1}, "c": {"b": 1}}),
+    ({"a/b": 1, "m~n": 2}, [{"op": "replace", "path": "/a~1b", "value": 3}, {"op": "remove", "path": "/m~0n"}],
+     {"a/b": 3}),
+    ({"a": 1}, [{"op": "replace", "path": "", "value": [1]}], [1]),
+]
+
+
+@pytest.mark.parametrize(("original", "ops", "expected"), RFC6902_CASES)
+def test_rfc6902_examples(original: Any, ops: list[dict[str, Any]], expected: Any) -> None:
+    before = copy.deepcopy(original)
+    assert json_patch(original, ops) == expected
+    assert original == before
+
+
+@pytest.mark.parametrize(("original", "ops"), [
+    ({"baz": "qux"}, [{"op": "test", "path": "/baz", "value": "bar"}]),
+    ({"foo": "bar"}, [{"op": "add", "path": "/baz/bat", "value": "qux"}]),
+    ({"/": 9, "~1": 10}, [{"op": "test", "path": "/~01", "value": "10"}]),
+    ({"a": [1]}, [{"op": "remove", "path": "/a/5"}]),
+    ({"a": 1}, [{"op": "remove", "path": "/b"}]),
+    ({"a": 1}, [{"op": "replace", "path": "/b", "value": 2}]),
+    ({"a": True}, [{"op": "test", "path": "/a", "value": 1}]),
+    ({"a": {"b": 1}}, [{"op": "move", "from": "/a", "path": "/a/b/c"}]),
+    ({"a": [1, 2]}, [{"op": "remove", "path": "/a/01"}]),
+    ({"a": [1, 2]}, [{"op": "remove", "path": "/a/\u00b2"}]),
+    ({"a": [1, 2]}, [{"op": "add", "path": "/a/-1", "value": 0}]),
+])
+def test_rfc6902_failures_are_422(original: Any, ops: list[dict[str, Any]]) -> None:
+    with pytest.raises(PatchError) as err:
+        json_patch(original, ops)
+    assert err.value.code == 422
+    assert err.value.reason == "Invalid"
+
+
+def test_failed_test_op_message_is_kube_like() -> None:
+    obj = {"metadata": {"resourceVersion": "5"}}
+    with pytest.raises(PatchError) as err:
+        json_patch(obj, [{"op": "test", "path": "/metadata/resourceVersion", "value": "4"},
+                         {"op": "replace", "path": "/metadata/resourceVersion", "value": "x"}])
+    assert err.value.message == "the server rejected our request due to an error in our request"
+    assert err.value.causes[0]["message"] == "testing value /metadata/resourceVersion failed: test failed"
+    assert obj == {"metadata": {"resourceVersion": "5"}}
+
+
+@pytest.mark.parametrize("ops", [
+    {"op": "add"},
+    [{"op": "frobnicate", "path": "/a"}],
+    [{"op": "add", "value": 1}],
+    [{"op": "add", "path": "a", "value": 1}],
+    ["not-an-op"],
+])
+def test_malformed_json_patch_is_400(ops: Any) -> None:
+    with pytest.raises(PatchError) as err:
+        json_patch({"a": 1}, ops)
+    assert err.value.code == 400
+
+
+def test_json_patch_operation_limit() -> None:
+    with pytest.raises(PatchError) as err:
+        json_patch({}, [{"op": "test", "path": "", "value": {}}] * 10001)
+    assert err.value.code == 413
+
+
+@settings(max_examples=100, deadline=None)
+@given(_json_objects, st.text(max_size=4), _json_values)
+def test_json_patch_add_then_remove_restores(doc: dict[str, Any], key: str, value: Any) -> None:
+    pointer = "/" + key.replace("~", "~0").replace("/", "~1")
+    if key in doc:
+        return
+    added = json_patch(doc, [{"op": "add", "path": pointer, "value": value}])
+    assert added[key] == value
+    assert json_patch(added, [{"op": "remove", "path": pointer}]) == doc
+
+
+# ------------------------------------------------------------------------------------- strategic merge
+
+
+def _deployment() -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "finalizers": ["a", "b"], "labels": {"app": "web"},
+                     "ownerReferences": [{"uid": "u1", "name": "o1", "kind": "X", "apiVersion": "v1"}]},
+        "spec": {
+            "replicas": 1,
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}},
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [
+                        {"name": "app", "image": "app:1",
+                         "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+                         "ports": [{"containerPort": 80}]},
+                        {"name": "sidecar", "image": "side:1"},
+                    ],
+                    "tolerations": [{"key": "k1", "operator": "Exists"}],
+                    "volumes": [{"name": "v1", "emptyDir": {}}],
+                },
+            },
+        },
+    }
+
+
+def _smp(patch: dict[str, Any], obj: dict[str, Any] | None = None, info: Any = DEPLOYMENT) -> dict[str, Any]:
+    original = obj if obj is not None else _deployment()
+    before = copy.deepcopy(original)
+    result = strategic_merge_patch(original, patch, info)
+    assert original == before, "the original must not be mutated"
+    return result
+
+
+def _containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    return obj["spec"]["template"]["spec"]["containers"]
+
+
+def test_smp_merges_containers_by_name() -> None:
+    result = _smp({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "app:2"},
+                                                                 {"name": "new", "image": "n:1"}]}}}})
+    # Like kube-apiserver: patch items keep the patch's order; server-only items keep their original slots
+    # relative to items they preceded, and items new to the list go before them.
+    assert [(c["name"], c["image"]) for c in _containers(result)] == [
+        ("app", "app:2"), ("new", "n:1"), ("sidecar", "side:1")]
+    assert _containers(result)[0]["env"] == [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]
+
+
+def test_smp_merges_env_by_name_and_null_deletes_keys() -> None:
+    result = _smp({"spec": {"replicas": None, "template": {"spec": {"containers": [
+        {"name": "app", "env": [{"name": "B", "value": "20"}, {"name": "C", "value": "3"}]}]}}}})
+    assert "replicas" not in result["spec"]
+    assert _containers(result)[0]["env"] == [{"name": "A", "value": "1"}, {"name": "B", "value": "20"},
+                                             {"name": "C", "value": "3"}]
+
+
+def test_smp_delete_directive_removes_list_item() -> None:
+    result = _smp({"spec": {"template": {"spec": {"containers": [{"name": "sidecar", "$patch": "delete"}]}}}})
+    assert [c["name"] for c in _containers(result)] == ["app"]
+
+
+def test_smp_replace_directive_on_list_and_map() -> None:
+    containers = [{"$patch": "replace"}, {"name": "only", "image": "o"}]
+    result = _smp({"spec": {"template": {"spec": {"containers": containers}},
+                            "selector": {"$patch": "replace", "matchExpressions": []}}})
+    assert _containers(result) == [{"name": "only", "image": "o"}]
+    assert result["spec"]["selector"] == {"matchExpressions": []}
+
+
+def test_smp_retain_keys_clears_other_fields() -> None:
+    result = _smp({"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}})
+    assert result["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_smp_set_element_order() -> None:
+    result = _smp({"spec": {"template": {"spec": {
+        "$setElementOrder/containers": [{"name": "sidecar"}, {"name": "app"}],
+        "containers": [{"name": "app", "image": "app:3"}]}}}})
+    assert [(c["name"], c["image"]) for c in _containers(result)] == [("sidecar", "side:1"), ("app", "app:3")]
+
+
+def test_smp_primitive_list_merge_and_delete_from_primitive_list() -> None:
+    result = _smp({"metadata": {"finalizers": ["c", "a"], "$deleteFromPrimitiveList/finalizers": ["b"]}})
+    assert result["metadata"]["finalizers"] == ["c", "a"]
+    ordered = _smp({"metadata": {"$setElementOrder/finalizers": ["b", "a"]}})
+    assert ordered["metadata"]["finalizers"] == ["b", "a"]
+
+
+def test_smp_set_element_order_interleaves_server_only_items() -> None:
+    # Cases from apimachinery's strategic merge patch suite (three-way patch applied to the live object).
+    info = _info("Deployment")
+    live = {"spec": {"template": {"spec": {"containers": [{"name": "1", "image": "a"}, {"name": "3", "image": "c"}]}}}}
+    patch = {"spec": {"template": {"spec": {"$setElementOrder/containers": [{"name": "1"}, {"name": "2"}],
+                                            "containers": [{"name": "2", "image": "b"}]}}}}
+    assert [c["name"] for c in _containers(_smp(patch, live, info))] == ["1", "2", "3"]
+    pod = {"metadata": {"finalizers": ["1", "2", "3", "4"]}}
+    patch = {"metadata": {"$setElementOrder/finalizers": ["1", "2", "4"], "$deleteFromPrimitiveList/finalizers": ["3"]}}
+    assert _smp(patch, pod, POD)["metadata"]["finalizers"] == ["1", "2", "4"]
+
+
+def test_smp_retain_keys_rejects_patch_keys_outside_the_list() -> None:
+    with pytest.raises(PatchError, match="retainKeys"):
+        _smp({"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate", "rollingUpdate": {}}}})
+
+
+def test_smp_lists_without_merge_key_are_replaced() -> None:
+    result = _smp({"spec": {"template": {"spec": {"tolerations": [{"key": "k2", "operator": "Exists"}]}}}})
+    assert result["spec"]["template"]["spec"]["tolerations"] == [{"key": "k2", "operator": "Exists"}]
+
+
+def test_smp_owner_references_merge_by_uid() -> None:
+    result = _smp({"metadata": {"ownerReferences": [{"uid": "u2", "name": "o2", "kind": "X", "apiVersion": "v1"},
+                                                    {"uid": "u1", "name": "renamed"}]}})
+    assert [(o["uid"], o["name"]) for o in result["metadata"]["ownerReferences"]] == [("u2", "o2"), ("u1", "renamed")]
+
+
+def test_smp_pod_spec_paths_and_new_subtree_has_no_directives() -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "i", "volumeMounts": [{"mountPath": "/a", "name": "v"}]}]}}
+    result = _smp({"spec": {"containers": [{"name": "c", "volumeMounts": [{"mountPath": "/b", "name": "w"}]}],
+                            "nodeSelector": {"$patch": "merge", "disk": "ssd"}}}, pod, POD)
+    assert result["spec"]["containers"][0]["volumeMounts"] == [{"mountPath": "/b", "name": "w"},
+                                                               {"mountPath": "/a", "name": "v"}]
+    assert result["spec"]["nodeSelector"] == {"disk": "ssd"}
+
+
+def test_smp_service_ports_merge_by_port() -> None:
+    service = {"kind": "Service", "spec": {"ports": [{"port": 80, "name": "http"}, {"port": 443, "name": "https"}]}}
+    result = _smp({"spec": {"ports": [{"port": 443, "targetPort": 8443}]}}, service, _info("Service"))
+    assert result["spec"]["ports"] == [{"port": 80, "name": "http"}, {"port": 443, "name": "https", "targetPort": 8443}]
+
+
+def test_smp_missing_merge_key_is_400() -> None:
+    with pytest.raises(PatchError) as err:
+        _smp({"spec": {"template": {"spec": {"containers": [{"image": "x"}]}}}})
+    assert err.value.code == 400
+    assert "merge key" in err.value.message
+
+
+def test_smp_unknown_directive_is_400() -> None:
+    with pytest.raises(PatchError) as err:
+        _smp({"spec": {"$patch": "explode"}})
+    assert err.value.code == 400
+
+
+def test_smp_on_custom_resource_is_415() -> None:
+    with pytest.raises(PatchError) as err:
+        strategic_merge_patch({"spec": {}}, {"spec": {"a": 1}}, _info("Widget", builtin=False))
+    assert err.value.code == 415
+    assert err.value.reason == "UnsupportedMediaType"
+
+
+def test_list_strategy_for_custom_resources_reads_schema() -> None:
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "items": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["id"],
+                  "items": {"type": "object", "properties": {"tags": {
+                      "type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}}}},
+        "plain": {"type": "array", "items": {"type": "string"}}}}}}
+    info = _info("Widget", builtin=False, schema=schema)
+    assert list_strategy(info, ("spec", "items")).keys == ("id",)
+    assert list_strategy(info, ("spec", "items", "tags")).kind == "set"
+    assert list_strategy(info, ("spec", "plain")).kind == "atomic"
+    assert list_strategy(info, ("metadata", "finalizers")).kind == "set"
+    assert list_strategy(DEPLOYMENT, ("spec", "template", "spec", "containers", "env")).keys == ("name",)
+
+
+def test_registry_infos_drive_merge_keys() -> None:
+    from kinformer.server.registry import BUILTINS
+
+    infos = {info.kind: info for info in BUILTINS}
+    pod = {"spec": {"containers": [{"name": "a", "image": "1"}]}}
+    merged = strategic_merge_patch(pod, {"spec": {"containers": [{"name": "a", "image": "2"}]}}, infos["Pod"])
+    assert merged["spec"]["containers"] == [{"name": "a", "image": "2"}]
+    assert list_strategy(infos["ReplicaSet"], ("spec", "template", "spec", "volumes")).keys == ("name",)
+
+
+_smp_keys = st.sampled_from(["spec", "template", "containers", "name", "image", "$patch", "$retainKeys",
+                             "$setElementOrder/containers", "$deleteFromPrimitiveList/finalizers", "metadata",
+                             "finalizers", "replace", "delete"])
+_smp_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from(["a", "replace", "delete", "merge"])),
+    lambda c: st.one_of(st.lists(c, max_size=3), st.dictionaries(_smp_keys, c, max_size=3)), max_leaves=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_smp_keys, _smp_values, max_size=3), st.dictionaries(_smp_keys, _smp_values, max_size=3))
+def test_strategic_merge_patch_only_raises_patch_errors(original: dict[str, Any], patch: dict[str, Any]) -> None:
+    before = copy.deepcopy(original)
+    try:
+        strategic_merge_patch(original, patch, DEPLOYMENT)
+    except PatchError as err:
+        assert err.code == 400
+    assert original == before
