@@ -434,7 +434,7 @@ async def test_open_storage_urls(tmp_path: Path) -> None:
     assert isinstance(absolute, SQLiteStorage) and absolute.path == f"{tmp_path}/a.db"
     relative = open_storage("sqlite://data/b.db")
     assert isinstance(relative, SQLiteStorage) and relative.path == "data/b.db"
-    for bad in ("etcd://127.0.0.1:2379", "postgres://x", "sqlite://", ""):
+    for bad in ("etcd://", "postgres://x", "sqlite://", ""):
         with pytest.raises(ValueError, match="unsupported storage URL"):
             open_storage(bad)
 

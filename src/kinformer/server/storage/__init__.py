@@ -1,7 +1,8 @@
 """MVCC storage backends for the embedded API server, and ``open_storage(url)`` to pick one.
 
 URLs: ``memory`` / ``memory://`` (process memory), ``sqlite:///abs/path.db`` (absolute path),
-``sqlite://relative.db`` (relative to the working directory), ``sqlite://:memory:`` (in-memory SQLite).
+``sqlite://relative.db`` (relative to the working directory), ``sqlite://:memory:`` (in-memory SQLite),
+``etcd://HOST:PORT[,HOST:PORT...][/PREFIX]`` (an etcd v3 cluster; keys are stored under ``/PREFIX``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .memory import MemoryStorage
 
 __all__ = [
     "Compacted",
+    "EtcdStorage",
     "Event",
     "FutureRevision",
     "KeyExists",
@@ -50,6 +52,14 @@ def open_storage(url: str) -> Storage:
         from .sqlite import SQLiteStorage
 
         return SQLiteStorage(path)
+    if url.startswith("etcd://"):
+        hosts, slash, path = url[len("etcd://") :].partition("/")
+        endpoints = [h for h in hosts.split(",") if h]
+        if not endpoints:
+            raise ValueError(f"unsupported storage URL {url!r}; use etcd://HOST:PORT[,HOST:PORT...][/PREFIX]")
+        from .etcd import EtcdStorage
+
+        return EtcdStorage(endpoints, prefix=slash + path.rstrip("/") if path.strip("/") else "")
     raise ValueError(f"unsupported storage URL {url!r}; use memory or sqlite:///PATH")
 
 
@@ -58,4 +68,8 @@ def __getattr__(name: str) -> object:
         from .sqlite import SQLiteStorage
 
         return SQLiteStorage
+    if name == "EtcdStorage":
+        from .etcd import EtcdStorage
+
+        return EtcdStorage
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
