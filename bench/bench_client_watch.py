@@ -1,0 +1,320 @@
+"""Watch throughput side by side: kinformer vs the official ``kubernetes`` client vs ``kubectl get -w``.
+
+A small aiohttp server (its own process) streams realistic ~7.7 KB pods (../shared/fixtures/pod-realistic.json,
+names and resourceVersions varied) as chunked MODIFIED watch events from pre-encoded bytes. Each consumer
+reads the whole stream in this one run:
+
+  kinformer-watch      Client.watch -> LazyObject events
+  kinformer-informer   SharedInformerFactory(client): list, watch, decode, DeltaFIFO, indexer, handler
+  official-dict        kubernetes 37 Watch().stream(CustomObjectsApi...) -> dicts (its default dict path:
+                       each line parsed, re-dumped and parsed again)
+  official-raw         kubernetes 37 Watch().stream(..., deserialize=False) -> dicts (one json.loads per line)
+  official-models      kubernetes 37 Watch().stream(CoreV1Api.list_namespaced_pod) -> V1Pod models
+  kubectl              kubectl get pods -w -o json (stdout counted)
+
+    python bench/bench_client_watch.py [--events 50000] [--slow-events 10000] [--models-events 5000]
+
+The event count is encoded in the namespace (``n<count>``) so each consumer gets its own stream length.
+Prints events/s per consumer, the ratios of the kinformer informer to each peer, and memory per cached pod.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+FIXTURE = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "pod-realistic.json"
+if not FIXTURE.exists():
+    FIXTURE = Path("/work/shared/fixtures/pod-realistic.json")
+BASE_RV = 100000
+CHUNK = 64 * 1024
+
+
+# ---------------------------------------------------------------------------------------------------- server
+
+def _announce(port_file: str, port: int) -> None:
+    tmp = f"{port_file}.tmp"
+    Path(tmp).write_text(str(port))
+    os.replace(tmp, port_file)  # atomic: the parent never reads a partial port
+
+
+def _serve(port_file: str) -> None:
+    import orjson
+    from aiohttp import web
+
+    pod = json.loads(FIXTURE.read_text())
+    name = pod["metadata"]["name"]
+    pod["metadata"]["name"] = "@@NAME@@"
+    pod["metadata"]["resourceVersion"] = "@@RV@@"
+    pod["metadata"]["namespace"] = "@@NS@@"
+    template = orjson.dumps({"type": "MODIFIED", "object": pod})
+    a, rest = template.split(b"@@NAME@@", 1)
+    b, rest = rest.split(b"@@NS@@", 1) if b"@@NS@@" in rest else (rest, b"")
+    c, d = rest.split(b"@@RV@@", 1)
+    streams: dict[str, list[bytes]] = {}
+
+    def chunks(ns: str) -> list[bytes]:
+        if ns not in streams:
+            count = int(ns[1:])
+            nsb = ns.encode()
+            out, buf, size = [], [], 0
+            for i in range(count):
+                line = b"".join((a, f"{name}-{i}".encode(), b, nsb, c, str(BASE_RV + 1 + i).encode(), d, b"\n"))
+                buf.append(line)
+                size += len(line)
+                if size >= CHUNK:
+                    out.append(b"".join(buf))
+                    buf, size = [], 0
+            if buf:
+                out.append(b"".join(buf))
+            streams[ns] = out
+        return streams[ns]
+
+    def js(doc: Any) -> web.Response:
+        return web.Response(body=orjson.dumps(doc), content_type="application/json")
+
+    async def version(_: web.Request) -> web.Response:
+        return js({"major": "1", "minor": "32", "gitVersion": "v1.32.0-bench", "platform": "linux/amd64"})
+
+    async def api(_: web.Request) -> web.Response:
+        return js({"kind": "APIVersions", "versions": ["v1"],
+                   "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]})
+
+    async def apis(_: web.Request) -> web.Response:
+        return js({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})
+
+    async def api_v1(_: web.Request) -> web.Response:
+        return js({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+            {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod", "shortNames": ["po"],
+             "verbs": ["get", "list", "watch"]}]})
+
+    async def pods(request: web.Request) -> web.StreamResponse:
+        ns = request.match_info["ns"]
+        q = request.query
+        if q.get("watch", "false") in ("", "0", "false", "False"):
+            return js({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": str(BASE_RV)},
+                       "items": []})
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        rv = q.get("resourceVersion") or ""
+        count = int(ns[1:])
+        if rv in ("", "0") or int(rv) < BASE_RV + count:
+            for chunk in chunks(ns):
+                await resp.write(chunk)
+            await resp.write_eof()
+            return resp
+        await asyncio.sleep(float(q.get("timeoutSeconds") or 600))  # caught up: hold the watch open
+        await resp.write_eof()
+        return resp
+
+    async def main() -> None:
+        app = web.Application()
+        app.router.add_get("/version", version)
+        app.router.add_get("/api", api)
+        app.router.add_get("/apis", apis)
+        app.router.add_get("/api/v1", api_v1)
+        app.router.add_get("/api/v1/namespaces/{ns}/pods", pods)
+        app.router.add_get("/apis/bench.example/v1/namespaces/{ns}/pods", pods)  # for CustomObjectsApi
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        for ns in sys.argv[3:]:
+            chunks(ns)  # pre-encode before announcing readiness
+        _announce(port_file, port)
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+# ---------------------------------------------------------------------------------------------------- peers
+
+def rss_kb() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+async def kinformer_watch(url: str, count: int) -> float:
+    from kinformer.client import Client, Resource
+
+    pods = Resource("", "v1", "pods", "Pod")
+    n = 0
+    async with Client(url) as client:
+        t0 = time.perf_counter()
+        async for ev in client.watch(pods, f"n{count}", resource_version=str(BASE_RV)):
+            if ev.object.resource_version:
+                n += 1
+        dt = time.perf_counter() - t0
+    assert n == count, n
+    return count / dt
+
+
+async def kinformer_informer(url: str, count: int) -> tuple[float, float]:
+    """Events/s end to end (list + watch + FIFO + indexer + handler) and RSS KB per cached pod."""
+    from kinformer.cache.factory import SharedInformerFactory
+    from kinformer.client import Client
+
+    gc.collect()
+    before = rss_kb()
+    seen = 0
+    done = asyncio.Event()
+
+    def on_event(*args: Any, **kwargs: Any) -> None:
+        nonlocal seen
+        seen += 1
+        if seen >= count:
+            done.set()
+
+    async with Client(url) as client:
+        factory = SharedInformerFactory(client)
+        informer = factory.informer("pods", namespace=f"n{count}")
+        informer.add_event_handler(on_add=on_event, on_update=on_event)
+        t0 = time.perf_counter()
+        factory.start()
+        await asyncio.wait_for(done.wait(), 600)
+        dt = time.perf_counter() - t0
+        cached = len(informer.indexer.list())
+        gc.collect()
+        per_pod = (rss_kb() - before) / max(cached, 1)
+        await factory.shutdown()
+    assert cached == count, cached
+    return count / dt, per_pod
+
+
+def official(url: str, count: int, mode: str) -> float:
+    """kubernetes 37 watch. ``mode``: "raw" (deserialize=False: one json.loads per line), "dict" (the
+    CustomObjectsApi path that hands out dicts by default) or "models" (CoreV1Api -> V1Pod)."""
+    from kubernetes import client as kclient
+    from kubernetes import watch as kwatch
+
+    cfg = kclient.Configuration()
+    cfg.host = url
+    api_client = kclient.ApiClient(cfg)
+    w = kwatch.Watch()
+    n = 0
+    kwargs: dict[str, Any] = {"resource_version": str(BASE_RV), "_request_timeout": 600}
+    ns = f"n{count}"
+    if mode == "dict":
+        func, args = kclient.CustomObjectsApi(api_client).list_namespaced_custom_object, (
+            "bench.example", "v1", ns, "pods")
+    else:
+        func, args = kclient.CoreV1Api(api_client).list_namespaced_pod, (ns,)
+        if mode == "raw":
+            kwargs["deserialize"] = False
+    t0 = time.perf_counter()
+    for ev in w.stream(func, *args, **kwargs):
+        obj = ev["object"]
+        rv = obj.metadata.resource_version if mode == "models" else obj["metadata"]["resourceVersion"]
+        if rv:
+            n += 1
+        if n >= count:
+            w.stop()
+            break
+    dt = time.perf_counter() - t0
+    assert n == count, n
+    return count / dt
+
+
+def kubectl(url: str, count: int) -> float | None:
+    binary = shutil.which("kubectl")
+    if binary is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        kc = Path(tmp) / "kubeconfig"
+        kc.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "bench",
+            "clusters": [{"name": "bench", "cluster": {"server": url}}],
+            "users": [{"name": "bench", "user": {}}],
+            "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "bench"}}]}))
+        env = {**os.environ, "KUBECONFIG": str(kc), "HOME": tmp}
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([binary, "get", "pods", "-n", f"n{count}", "-w", "-o", "json"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdout is not None
+        n, tail = 0, b""
+        while n < count:
+            data = proc.stdout.read1(1 << 20)
+            if not data:
+                break
+            window = tail + data
+            n += window.count(b"\n}\n")
+            tail = window[-2:]
+        dt = time.perf_counter() - t0
+        proc.kill()
+        proc.wait()
+    if n < count:
+        raise RuntimeError(f"kubectl printed {n} of {count} objects: {proc.stderr.read().decode()[:500]}")
+    return count / dt
+
+
+# ---------------------------------------------------------------------------------------------------- main
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--serve":
+        _serve(sys.argv[2])
+        return
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--events", type=int, default=50000, help="events for kinformer and official-dict")
+    p.add_argument("--slow-events", type=int, default=10000, help="events for kubectl")
+    p.add_argument("--models-events", type=int, default=5000, help="events for official-models")
+    p.add_argument("--skip", default="", help="comma-separated consumers to skip")
+    args = p.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    with tempfile.TemporaryDirectory() as tmp:
+        port_file = Path(tmp) / "port"
+        namespaces = sorted({f"n{args.events}", f"n{args.slow_events}", f"n{args.models_events}"})
+        server = subprocess.Popen([sys.executable, __file__, "--serve", str(port_file), *namespaces])
+        try:
+            deadline = time.monotonic() + 120
+            while not port_file.exists() or not port_file.read_text():
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("bench server did not start")
+                time.sleep(0.1)
+            url = f"http://127.0.0.1:{port_file.read_text()}"
+            results: dict[str, float] = {}
+            pod_size = len(json.dumps(json.loads(FIXTURE.read_text()), separators=(",", ":")))
+            print(f"server {url}; pod JSON {pod_size} bytes; load average {os.getloadavg()[0]:.2f}")
+            per_pod = None
+            if "kinformer-informer" not in skip:
+                results["kinformer-informer"], per_pod = asyncio.run(kinformer_informer(url, args.events))
+            if "kinformer-watch" not in skip:
+                results["kinformer-watch"] = asyncio.run(kinformer_watch(url, args.events))
+            if "official-dict" not in skip:
+                results["official-dict"] = official(url, args.events, "dict")
+            if "official-raw" not in skip:
+                results["official-raw"] = official(url, args.events, "raw")
+            if "official-models" not in skip:
+                results["official-models"] = official(url, args.models_events, "models")
+            if "kubectl" not in skip:
+                rate = kubectl(url, args.slow_events)
+                if rate is not None:
+                    results["kubectl"] = rate
+        finally:
+            server.kill()
+            server.wait()
+    print(f"{'consumer':22s} {'events/s':>10s}")
+    for name, rate in results.items():
+        print(f"{name:22s} {rate:10.0f}")
+    base = results.get("kinformer-informer")
+    if base:
+        for peer in ("official-dict", "official-raw", "official-models", "kubectl"):
+            if peer in results:
+                print(f"kinformer-informer / {peer}: {base / results[peer]:.1f}x")
+    if per_pod is not None:
+        print(f"informer RSS per cached pod (default transform): {per_pod:.2f} KB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,486 @@
+"""The asyncio Kubernetes API client: transport, retries, errors and the REST verbs.
+
+One aiohttp session per :class:`Client` (created lazily inside the running loop, so a Client can be built
+anywhere); connections are pooled and kept alive. Non-2xx answers become typed exceptions from
+:mod:`kinformer.errors` carrying the server's ``Status``.
+
+Retries follow client-go: any verb is retried (up to ``max_retries``) when the server answers 429 or 5xx
+*with* a ``Retry-After`` header, after waiting that many seconds; GETs are also retried after a connection
+reset. A 401 makes a refreshable credential (token file, exec plugin) refresh once and the request repeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import os
+import ssl
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import orjson
+
+from kinformer.cache.listwatch import ListOptions, ListResult, WatchEvent
+from kinformer.client.config import AuthProvider, ClientConfig, StaticTokenAuth, TokenFileAuth, build_ssl_context
+from kinformer.client.discovery import Discovery, Resource
+from kinformer.client.objects import LazyObject, decode_list, decode_object, encode
+from kinformer.client.watch import iter_events
+from kinformer.clock import REAL_CLOCK, Clock
+from kinformer.errors import APIError, from_status
+
+if TYPE_CHECKING:
+    from kinformer.client.listwatch import ClientListerWatcher
+    from kinformer.client.resource import ResourceClient
+
+__all__ = ["PATCH_CONTENT_TYPES", "Client"]
+
+log = logging.getLogger(__name__)
+
+PATCH_CONTENT_TYPES = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+
+_JSON = "application/json"
+_USER_AGENT = "kinformer/0.1"
+
+
+def _is_pem(value: str | bytes) -> bool:
+    return (b"-----BEGIN" if isinstance(value, bytes) else "-----BEGIN") in value
+
+
+def _retry_after(resp: aiohttp.ClientResponse) -> float | None:
+    value = resp.headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        seconds = int(value.strip())
+    except ValueError:
+        return None
+    return float(max(seconds, 0))
+
+
+def _connection_reset(exc: BaseException) -> bool:
+    if isinstance(exc, aiohttp.ServerDisconnectedError | ConnectionResetError):
+        return True
+    return isinstance(exc, aiohttp.ClientOSError) and exc.errno in (errno.ECONNRESET, errno.EPIPE)
+
+
+class _TokenBucket:
+    """qps/burst throttle (client-go's default rate limiter when configured)."""
+
+    def __init__(self, qps: float, burst: int, clock: Clock) -> None:
+        self.qps, self.burst, self.clock = qps, max(1, burst), clock
+        self.tokens = float(self.burst)
+        self.last = clock.now()
+
+    async def wait(self) -> None:
+        now = self.clock.now()
+        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.qps)
+        self.last = now
+        self.tokens -= 1.0
+        if self.tokens < 0:
+            await self.clock.sleep(-self.tokens / self.qps)
+
+
+class Client:
+    """An asyncio client for one Kubernetes API server (embedded or real).
+
+    ``Client(url, token=..., ca=..., ...)`` or ``await Client.from_kubeconfig()`` / ``Client.in_cluster()`` /
+    ``await Client.auto()``. ``ca``, ``client_cert`` and ``client_key`` take a file path or PEM text. Use it as
+    an async context manager, or call :meth:`close`.
+
+    ``timeout`` bounds each ordinary request (seconds, None: unbounded); watches have no total timeout and
+    end by the server's ``timeoutSeconds`` (their reads time out after ``watch_idle_timeout``, by default
+    ``timeoutSeconds + 60`` when set). ``pool_size`` caps pooled connections (0: no cap, so long watches never
+    starve other requests). ``qps``/``burst`` enable client-side throttling as client-go's rate limiter.
+
+    Objects come back as :class:`~kinformer.client.objects.LazyObject` (read-only Mappings; ``to_dict()`` for a
+    mutable copy). Namespaced single-object verbs default ``namespace`` to the body's namespace, then to
+    :attr:`default_namespace`; list and watch without a namespace cover all namespaces.
+    """
+
+    def __init__(self, url: str | None = None, token: str | None = None, ca: str | bytes | None = None,
+                 verify: bool = True, client_cert: str | bytes | None = None, client_key: str | bytes | None = None,
+                 token_file: str | None = None, headers: Mapping[str, str] | None = None, *,
+                 timeout: float | None = 60.0, connect_timeout: float = 10.0, max_retries: int = 10,
+                 qps: float | None = None, burst: int = 10, watch_idle_timeout: float | None = None,
+                 default_namespace: str | None = None, auth: AuthProvider | None = None,
+                 config: ClientConfig | None = None, clock: Clock = REAL_CLOCK, pool_size: int = 0) -> None:
+        if config is None:
+            if not url:
+                raise ValueError("Client needs a server URL (or use from_kubeconfig/in_cluster/auto)")
+            config = ClientConfig(server=url.rstrip("/"), verify=verify)
+            if ca is not None:
+                if _is_pem(ca):
+                    config.ca_data = ca
+                else:
+                    config.ca_file = os.fspath(ca)
+            for value, data_attr, file_attr in ((client_cert, "client_cert_data", "client_cert_file"),
+                                                (client_key, "client_key_data", "client_key_file")):
+                if value is not None:
+                    setattr(config, data_attr if _is_pem(value) else file_attr, value)
+            if auth is not None:
+                config.auth = auth
+            elif token is not None:
+                config.auth = StaticTokenAuth(token)
+            elif token_file is not None:
+                config.auth = TokenFileAuth(token_file)
+        if headers:
+            config.headers.update(headers)
+        if default_namespace:
+            config.default_namespace = default_namespace
+        self.config = config
+        self.url = config.server
+        self.default_namespace = config.default_namespace
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.max_retries = max_retries
+        self.watch_idle_timeout = watch_idle_timeout
+        self.clock = clock
+        self._pool_size = pool_size
+        self._throttle = _TokenBucket(qps, burst, clock) if qps else None
+        self._session: aiohttp.ClientSession | None = None
+        self._ssl: ssl.SSLContext | bool = True
+        self._discovery = Discovery(self.get_json)
+        self._base_headers = {"Accept": _JSON, "User-Agent": _USER_AGENT, **config.headers}
+
+    # -- construction -------------------------------------------------------------------------------------
+
+    @classmethod
+    async def from_kubeconfig(cls, path: str | list[str] | None = None, context: str | None = None,
+                              **kwargs: Any) -> Client:
+        """A client for ``context`` (default: current-context) of the kubeconfig at ``path`` (default:
+        ``$KUBECONFIG`` merged, else ``~/.kube/config``)."""
+        from kinformer.client.kubeconfig import load_kubeconfig
+
+        config = await asyncio.to_thread(load_kubeconfig, path, context)
+        return cls(config=config, **kwargs)
+
+    @classmethod
+    def in_cluster(cls, env: Mapping[str, str] | None = None, sa_dir: str | None = None, **kwargs: Any) -> Client:
+        """A client for the pod's service account (token re-read when it rotates)."""
+        from kinformer.client.incluster import SERVICE_ACCOUNT_DIR, in_cluster_config
+
+        return cls(config=in_cluster_config(env, sa_dir or SERVICE_ACCOUNT_DIR), **kwargs)
+
+    @classmethod
+    async def auto(cls, **kwargs: Any) -> Client:
+        """In-cluster configuration when running in a pod, else the kubeconfig."""
+        from kinformer.client.incluster import is_in_cluster
+
+        if is_in_cluster():
+            return cls.in_cluster(**kwargs)
+        return await cls.from_kubeconfig(**kwargs)
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close pooled connections. The client may be used again afterwards (a new session is made)."""
+        session, self._session = self._session, None
+        if session is not None and not session.closed:
+            await session.close()
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        session = self._session
+        if session is None or session.closed:
+            self._ssl = build_ssl_context(self.config)
+            connector = aiohttp.TCPConnector(ssl=self._ssl, limit=self._pool_size, ttl_dns_cache=300)
+            timeout = aiohttp.ClientTimeout(total=self.timeout, sock_connect=self.connect_timeout)
+            session = self._session = aiohttp.ClientSession(connector=connector, timeout=timeout,
+                                                            skip_auto_headers=("User-Agent",))
+        return session
+
+    # -- transport ----------------------------------------------------------------------------------------
+
+    async def _headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        headers = dict(self._base_headers)
+        auth = self.config.auth
+        if auth is not None:
+            headers.update(await auth.headers())
+        if extra:
+            headers.update(extra)
+        return headers
+
+    async def request(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
+                      data: bytes | None = None, headers: Mapping[str, str] | None = None,
+                      timeout: aiohttp.ClientTimeout | None = None) -> aiohttp.ClientResponse:
+        """Send one request with retries; return the (unread) 2xx response or raise a typed APIError.
+
+        The caller must read and release the response (or use :meth:`request_bytes`).
+        """
+        session = self._get_session()
+        url = self.url + path
+        attempt = 0
+        refreshed = False
+        kwargs: dict[str, Any] = {}
+        if self.config.tls_server_name:
+            kwargs["server_hostname"] = self.config.tls_server_name
+        if self.config.proxy_url:
+            kwargs["proxy"] = self.config.proxy_url
+        if timeout is not None:
+            kwargs["timeout"] = timeout
+        while True:
+            if self._throttle is not None:
+                await self._throttle.wait()
+            hdrs = await self._headers(headers)
+            try:
+                resp = await session.request(method, url, params=params, data=data, headers=hdrs, **kwargs)
+            except (aiohttp.ClientError, OSError) as exc:
+                if method == "GET" and attempt < self.max_retries and _connection_reset(exc):
+                    attempt += 1
+                    delay = min(0.1 * 2 ** (attempt - 1), 5.0)
+                    log.debug("%s %s: %s; retry %d in %.1fs", method, path, exc, attempt, delay)
+                    await self.clock.sleep(delay)
+                    continue
+                raise
+            status = resp.status
+            if status < 400:
+                return resp
+            body = await resp.read()
+            resp.release()
+            if status == 401 and not refreshed and self.config.auth is not None and await self.config.auth.refresh():
+                refreshed = True
+                continue
+            retry_after = _retry_after(resp)
+            if retry_after is not None and (status == 429 or status >= 500) and attempt < self.max_retries:
+                attempt += 1
+                log.debug("%s %s: %d, Retry-After %.0fs (retry %d)", method, path, status, retry_after, attempt)
+                await self.clock.sleep(retry_after)
+                continue
+            raise self._error(status, body, retry_after)
+
+    @staticmethod
+    def _error(status: int, body: bytes, retry_after: float | None) -> APIError:
+        doc: Any = None
+        if body:
+            try:
+                doc = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                doc = None
+        if not isinstance(doc, dict) or doc.get("kind") != "Status":
+            text = body.decode("utf-8", errors="replace").strip() if body else ""
+            doc = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": status,
+                   "message": text[:2000] or f"HTTP {status}"}
+        return from_status(doc, status, retry_after)
+
+    async def request_bytes(self, method: str, path: str, **kwargs: Any) -> bytes:
+        """:meth:`request` and read the whole body."""
+        resp = await self.request(method, path, **kwargs)
+        try:
+            return await resp.read()
+        finally:
+            resp.release()
+
+    async def get_json(self, path: str, params: Mapping[str, str] | None = None) -> Any:
+        """GET ``path`` and decode the JSON body into plain Python objects."""
+        return orjson.loads(await self.request_bytes("GET", path, params=params))
+
+    # -- resources ----------------------------------------------------------------------------------------
+
+    async def resolve(self, resource: str | Resource) -> Resource:
+        """Resolve a resource name (``"cm"``, ``"apps/v1/deployments"``, ``"deployments.apps"``...) by discovery."""
+        return await self._discovery.resolve(resource)
+
+    def invalidate_discovery(self) -> None:
+        """Forget cached discovery documents (e.g. after installing a CRD)."""
+        self._discovery.invalidate()
+
+    async def resource(self, resource: str | Resource, namespace: str | None = None) -> ResourceClient:
+        """A :class:`~kinformer.client.resource.ResourceClient` bound to one resource (and namespace)."""
+        from kinformer.client.resource import ResourceClient
+
+        return ResourceClient(self, await self.resolve(resource), namespace)
+
+    def lister_watcher(self, resource: str | Resource, *, namespace: str | None = None,
+                       label_selector: str | None = None, field_selector: str | None = None) -> ClientListerWatcher:
+        """A :class:`~kinformer.cache.listwatch.ListerWatcher` over this client (resolves lazily)."""
+        from kinformer.client.listwatch import ClientListerWatcher
+
+        return ClientListerWatcher(self, resource, namespace=namespace, label_selector=label_selector,
+                                   field_selector=field_selector)
+
+    def _object_namespace(self, res: Resource, namespace: str | None, body: Any = None) -> str | None:
+        if not res.namespaced:
+            return None
+        if namespace:
+            return namespace
+        if isinstance(body, Mapping):
+            meta = body.get("metadata")
+            if isinstance(meta, Mapping) and meta.get("namespace"):
+                return meta["namespace"]
+        return self.default_namespace
+
+    # -- verbs --------------------------------------------------------------------------------------------
+
+    async def get(self, resource: str | Resource, name: str, namespace: str | None = None, *,
+                  subresource: str | None = None) -> LazyObject:
+        """GET one object (raises :class:`~kinformer.errors.NotFound`)."""
+        res = await self.resolve(resource)
+        path = res.path(self._object_namespace(res, namespace), name, subresource)
+        return decode_object(await self.request_bytes("GET", path))
+
+    async def list_page(self, resource: str | Resource, options: ListOptions | None = None,
+                        namespace: str | None = None) -> ListResult:
+        """One page of a list with exactly ``options`` (no auto-pagination)."""
+        res = await self.resolve(resource)
+        options = options or ListOptions()
+        body = await self.request_bytes("GET", res.path(namespace if res.namespaced else None),
+                                        params=options.to_query())
+        items, rv, cont, remaining = decode_list(body)
+        return ListResult(items, rv, cont, remaining)
+
+    async def iter_list(self, resource: str | Resource, namespace: str | None = None, *,
+                        label_selector: str | None = None, field_selector: str | None = None,
+                        limit: int | None = 500, resource_version: str | None = None) -> AsyncIterator[LazyObject]:
+        """Every matching object, page by page (``limit`` per page), following continue tokens."""
+        options = ListOptions(resource_version=resource_version, limit=limit, label_selector=label_selector,
+                              field_selector=field_selector)
+        while True:
+            page = await self.list_page(resource, options, namespace)
+            for item in page.items:
+                yield item
+            if not page.continue_:
+                return
+            options = options.copy(continue_=page.continue_, resource_version=None)
+
+    async def list(self, resource: str | Resource, namespace: str | None = None, *,
+                   label_selector: str | None = None, field_selector: str | None = None,
+                   limit: int | None = None, resource_version: str | None = None) -> ListResult:
+        """All matching objects. ``limit`` is the page size: pages are fetched until the end and returned as one
+        :class:`ListResult` whose ``resource_version`` is the first page's (the list is consistent at it)."""
+        options = ListOptions(resource_version=resource_version, limit=limit, label_selector=label_selector,
+                              field_selector=field_selector)
+        first = await self.list_page(resource, options, namespace)
+        items = first.items
+        page = first
+        while page.continue_:
+            options = options.copy(continue_=page.continue_, resource_version=None)
+            page = await self.list_page(resource, options, namespace)
+            items.extend(page.items)
+        return ListResult(items, first.resource_version, None, None)
+
+    async def watch(self, resource: str | Resource, namespace: str | None = None, *,
+                    resource_version: str | None = None, label_selector: str | None = None,
+                    field_selector: str | None = None, timeout_seconds: int | None = None,
+                    allow_watch_bookmarks: bool = False, send_initial_events: bool | None = None,
+                    resource_version_match: str | None = None) -> AsyncIterator[WatchEvent]:
+        """Watch changes: an async iterator of :class:`WatchEvent` (``ERROR`` events carry the Status; they are
+        yielded, not raised). Ends when the server closes the stream; ``aclose()`` it to stop early."""
+        options = ListOptions(resource_version=resource_version, resource_version_match=resource_version_match,
+                              label_selector=label_selector, field_selector=field_selector,
+                              timeout_seconds=timeout_seconds, allow_watch_bookmarks=allow_watch_bookmarks,
+                              send_initial_events=send_initial_events)
+        async for event in self.watch_stream(resource, options, namespace):
+            yield event
+
+    async def watch_stream(self, resource: str | Resource, options: ListOptions,
+                           namespace: str | None = None) -> AsyncIterator[WatchEvent]:
+        """Open a watch with exactly ``options`` and decode its events as they arrive."""
+        res = await self.resolve(resource)
+        params = options.to_query()
+        params["watch"] = "true"
+        idle = self.watch_idle_timeout
+        if idle is None and options.timeout_seconds:
+            idle = options.timeout_seconds + 60.0
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout, sock_read=idle)
+        resp = await self.request("GET", res.path(namespace if res.namespaced else None), params=params,
+                                  timeout=timeout)
+        clean = False
+        try:
+            async for event in iter_events(resp.content.iter_any()):
+                yield event
+            clean = True
+        finally:
+            if clean:
+                resp.release()
+            else:
+                resp.close()
+
+    async def create(self, resource: str | Resource, body: Mapping[str, Any], namespace: str | None = None, *,
+                     field_manager: str | None = None, dry_run: bool = False) -> LazyObject:
+        """POST a new object (raises :class:`~kinformer.errors.AlreadyExists`)."""
+        res = await self.resolve(resource)
+        path = res.path(self._object_namespace(res, namespace, body))
+        return await self._write("POST", path, body, _JSON, field_manager, dry_run)
+
+    async def replace(self, resource: str | Resource, body: Mapping[str, Any], name: str | None = None,
+                      namespace: str | None = None, *, subresource: str | None = None,
+                      field_manager: str | None = None, dry_run: bool = False) -> LazyObject:
+        """PUT the whole object; a stale ``metadata.resourceVersion`` raises :class:`~kinformer.errors.Conflict`."""
+        res = await self.resolve(resource)
+        name = name or body["metadata"]["name"]
+        path = res.path(self._object_namespace(res, namespace, body), name, subresource)
+        return await self._write("PUT", path, body, _JSON, field_manager, dry_run)
+
+    async def patch(self, resource: str | Resource, name: str, body: Any, patch_type: str = "merge",
+                    namespace: str | None = None, *, field_manager: str | None = None, force: bool | None = None,
+                    subresource: str | None = None, dry_run: bool = False) -> LazyObject:
+        """PATCH with ``patch_type`` ``"merge"``, ``"json"`` (a list of operations), ``"strategic"`` or
+        ``"apply"`` (server-side apply: ``field_manager`` required, ``force`` takes over conflicting fields)."""
+        content_type = PATCH_CONTENT_TYPES.get(patch_type)
+        if content_type is None:
+            raise ValueError(f"unknown patch type {patch_type!r}; use one of {sorted(PATCH_CONTENT_TYPES)}")
+        if patch_type == "apply" and not field_manager:
+            raise ValueError("server-side apply needs a field_manager")
+        res = await self.resolve(resource)
+        path = res.path(self._object_namespace(res, namespace, body), name, subresource)
+        params = {"force": "true" if force else "false"} if force is not None and patch_type == "apply" else None
+        return await self._write("PATCH", path, body, content_type, field_manager, dry_run, params)
+
+    async def delete(self, resource: str | Resource, name: str, namespace: str | None = None, *,
+                     propagation_policy: str | None = None, preconditions: Mapping[str, str] | None = None,
+                     grace_period_seconds: int | None = None, dry_run: bool = False) -> LazyObject:
+        """DELETE one object. Returns the server's answer: the object (when it lingers, e.g. finalizers or
+        pods) or a Success ``Status``."""
+        res = await self.resolve(resource)
+        opts: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation_policy:
+            opts["propagationPolicy"] = propagation_policy
+        if preconditions:
+            opts["preconditions"] = dict(preconditions)
+        if grace_period_seconds is not None:
+            opts["gracePeriodSeconds"] = grace_period_seconds
+        path = res.path(self._object_namespace(res, namespace), name)
+        return await self._write("DELETE", path, opts, _JSON, None, dry_run)
+
+    async def _write(self, method: str, path: str, body: Any, content_type: str, field_manager: str | None,
+                     dry_run: bool, params: dict[str, str] | None = None) -> LazyObject:
+        params = dict(params or {})
+        if field_manager:
+            params["fieldManager"] = field_manager
+        if dry_run:
+            params["dryRun"] = "All"
+        data = await self.request_bytes(method, path, params=params or None, data=encode(body),
+                                        headers={"Content-Type": content_type})
+        return decode_object(data)
+
+    # -- status subresource -------------------------------------------------------------------------------
+
+    async def get_status(self, resource: str | Resource, name: str, namespace: str | None = None) -> LazyObject:
+        return await self.get(resource, name, namespace, subresource="status")
+
+    async def replace_status(self, resource: str | Resource, body: Mapping[str, Any], name: str | None = None,
+                             namespace: str | None = None, **kwargs: Any) -> LazyObject:
+        return await self.replace(resource, body, name, namespace, subresource="status", **kwargs)
+
+    async def patch_status(self, resource: str | Resource, name: str, body: Any, patch_type: str = "merge",
+                           namespace: str | None = None, **kwargs: Any) -> LazyObject:
+        return await self.patch(resource, name, body, patch_type, namespace, subresource="status", **kwargs)
+
+    async def version(self) -> dict[str, Any]:
+        """The server's ``/version`` document."""
+        return await self.get_json("/version")
+
+    def __repr__(self) -> str:
+        return f"<kinformer.Client {self.url}>"

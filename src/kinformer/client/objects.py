@@ -1,0 +1,393 @@
+"""Lazily decoded Kubernetes objects.
+
+A :class:`LazyObject` is built from the JSON bytes of one object in a single msgspec pass that splits the
+object into its top-level members (kept as raw JSON slices) and decodes only ``metadata`` into a small
+struct. Everything else (``spec``, ``status``, ``data``...) is decoded on first access, member by member,
+with orjson. ``managedFields`` stays raw until someone reads it, and
+:meth:`LazyObject.without_managed_fields` drops it and compacts the raw members so a cached object costs
+roughly its JSON size.
+
+Invariants: a LazyObject is read-only (the values it hands out are plain dicts and lists, which callers
+must not mutate, as with any informer cache object); it compares equal to the plain dict of the same
+JSON; :meth:`LazyObject.to_dict` always returns a fresh deep copy the caller owns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import msgspec
+import orjson
+from msgspec import UNSET, Raw, Struct, UnsetType
+
+__all__ = [
+    "LazyObject",
+    "MetadataView",
+    "decode_list",
+    "decode_object",
+    "encode",
+    "to_plain",
+]
+
+
+class _Meta(Struct, gc=False):
+    """The metadata fields needed on hot paths (keys, resourceVersion checks); ``managedFields`` raw."""
+
+    name: str | UnsetType = UNSET
+    namespace: str | UnsetType = UNSET
+    resourceVersion: str | UnsetType = UNSET
+    managedFields: Raw | UnsetType = UNSET
+
+
+class _Head(Struct, gc=False):
+    kind: str | UnsetType = UNSET
+    apiVersion: str | UnsetType = UNSET
+    metadata: _Meta | UnsetType = UNSET
+
+
+class _MetadataOnly(Struct):
+    metadata: dict[str, Any] | None = None
+
+
+class _Envelope(Struct):
+    type: str
+    object: Raw
+
+
+class _ListMeta(Struct):
+    resourceVersion: str = ""
+    continue_: str | None = msgspec.field(default=None, name="continue")
+    remainingItemCount: int | None = None
+
+
+class _List(Struct):
+    kind: str = ""
+    apiVersion: str = ""
+    metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
+    items: list[Raw] | None = None
+
+
+_decode_head = msgspec.json.Decoder(_Head).decode
+_decode_metadata = msgspec.json.Decoder(_MetadataOnly).decode
+_decode_keys = msgspec.json.Decoder(dict[str, Raw]).decode
+_decode_envelope = msgspec.json.Decoder(_Envelope).decode
+_decode_list = msgspec.json.Decoder(_List).decode
+_loads = orjson.loads
+_MF_KEY = b'"managedFields":'
+_FAST_META = ("name", "namespace", "resourceVersion")
+
+
+class LazyObject(Mapping[str, Any]):
+    """A read-only Mapping over one object's JSON bytes.
+
+    Invariants: ``_raw`` (bytes, or a msgspec Raw slice of a larger buffer) is the object's JSON and the single
+    source of truth; ``_meta`` holds name/namespace/resourceVersion decoded from it (None when the metadata
+    did not fit the fast form); ``_data`` is the full decode, made on first access to any member but
+    ``metadata``; ``_md`` the decoded metadata dict, made on first access to a metadata field other than
+    name/namespace/resourceVersion.
+    """
+
+    __slots__ = ("_data", "_md", "_meta", "_raw")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, raw: bytes | Raw, meta: _Meta | UnsetType | None = UNSET) -> None:
+        """``raw`` is one object's JSON; ``meta`` its decoded fast metadata when the caller has it."""
+        self._raw = raw
+        self._data: dict[str, Any] | None = None
+        self._md: dict[str, Any] | None = None
+        if meta is UNSET:
+            try:
+                head = _decode_head(raw)
+            except msgspec.ValidationError:
+                meta = None
+            else:
+                meta = head.metadata if head.metadata is not UNSET else None
+        self._meta = meta
+
+    @classmethod
+    def from_json(cls, data: bytes | bytearray | memoryview | str) -> LazyObject:
+        """A LazyObject over (a copy of) ``data``."""
+        if isinstance(data, str):
+            data = data.encode()
+        return cls(bytes(data))
+
+    # -- fast accessors (no decoding) ---------------------------------------------------------------------
+
+    def _meta_str(self, field: str) -> str:
+        meta = self._meta
+        if meta is not None:
+            value = getattr(meta, field)
+            return "" if value is UNSET else value
+        md = self._metadata()
+        value = md.get(field) if md is not None else None
+        return value if isinstance(value, str) else ""
+
+    @property
+    def name(self) -> str:
+        return self._meta_str("name")
+
+    @property
+    def namespace(self) -> str:
+        return self._meta_str("namespace")
+
+    @property
+    def resource_version(self) -> str:
+        return self._meta_str("resourceVersion")
+
+    @property
+    def key(self) -> str:
+        """``namespace/name`` (or ``name`` for cluster-scoped objects), as client-go's MetaNamespaceKeyFunc."""
+        name = self._meta_str("name")
+        ns = self._meta_str("namespace")
+        return f"{ns}/{name}" if ns and name else name
+
+    # -- decoding -----------------------------------------------------------------------------------------
+
+    def _decoded(self) -> dict[str, Any]:
+        data = self._data
+        if data is None:
+            raw = self._raw
+            data = self._data = _loads(raw if type(raw) is bytes else memoryview(raw))
+            self._md = None  # the full decode holds the metadata now
+        return data
+
+    def _metadata(self) -> dict[str, Any] | None:
+        data = self._data
+        if data is not None:
+            md = data.get("metadata")
+            return md if isinstance(md, dict) else None
+        md = self._md
+        if md is None:
+            md = self._md = _decode_metadata(self._raw).metadata
+        return md
+
+    # -- Mapping ------------------------------------------------------------------------------------------
+
+    def __getitem__(self, key: str) -> Any:
+        data = self._data
+        if data is not None:
+            return data[key]
+        if key == "metadata":
+            if self._meta is not None:
+                return MetadataView(self)
+            md = self._metadata()
+            if md is None:
+                return self._decoded()[key]
+            return md
+        return self._decoded()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        data = self._data
+        if data is not None:
+            return key in data
+        if key == "metadata" and self._meta is not None:
+            return True
+        return key in _decode_keys(self._raw)
+
+    def __iter__(self) -> Iterator[str]:
+        data = self._data
+        return iter(data if data is not None else list(_decode_keys(self._raw)))
+
+    def __len__(self) -> int:
+        data = self._data
+        return len(data if data is not None else _decode_keys(self._raw))
+
+    def __repr__(self) -> str:
+        kind = _decode_head(self._raw).kind if self._meta is not None else self.get("kind")
+        return f"<LazyObject {kind or '?'} {self.key or '?'} rv={self.resource_version or '?'}>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (LazyObject.from_json, (self.to_json(),))
+
+    def __copy__(self) -> LazyObject:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LazyObject:
+        return self
+
+    # -- conversions --------------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A fresh plain deep dict of the object (the caller may mutate it)."""
+        raw = self._raw
+        return _loads(raw if type(raw) is bytes else memoryview(raw))
+
+    def to_json(self) -> bytes:
+        """The object's compact JSON bytes."""
+        return bytes(self._raw)
+
+    @property
+    def has_managed_fields(self) -> bool:
+        meta = self._meta
+        if meta is not None:
+            return meta.managedFields is not UNSET
+        md = self._metadata()
+        return md is not None and "managedFields" in md
+
+    def without_managed_fields(self) -> LazyObject:
+        """The same object without ``metadata.managedFields``, as compact bytes of its own.
+
+        The result references no larger buffer (a watch line or a list body), so caching it costs about the
+        object's JSON size. managedFields is cut out of the bytes directly when it can be located exactly;
+        otherwise the object is decoded and re-encoded.
+        """
+        meta = self._meta
+        raw = self._raw
+        if meta is None:
+            return self._strip_by_decoding()
+        mf = meta.managedFields
+        if mf is UNSET:
+            return self if type(raw) is bytes else LazyObject(bytes(raw), meta)
+        data = bytes(raw)  # no copy when raw is bytes already
+        value = mf  # compared in place (bytes.startswith takes any buffer)
+        found = -1
+        at = data.find(_MF_KEY)
+        while at >= 0:
+            if data.startswith(value, at + len(_MF_KEY)):
+                if found >= 0:
+                    return self._strip_by_decoding()  # ambiguous: never guess
+                found = at
+            at = data.find(_MF_KEY, at + len(_MF_KEY))
+        if found < 0:
+            return self._strip_by_decoding()
+        start, end = found, found + len(_MF_KEY) + len(value)
+        if data[start - 1:start] == b",":
+            start -= 1
+        elif data[end:end + 1] == b",":
+            end += 1
+        view = memoryview(data)  # slices without copies: the result is the only new buffer
+        return LazyObject(b"".join((view[:start], view[end:])), msgspec.structs.replace(meta, managedFields=UNSET))
+
+    def _strip_by_decoding(self) -> LazyObject:
+        data = self.to_dict()
+        md = data.get("metadata")
+        if isinstance(md, dict):
+            md.pop("managedFields", None)
+        return LazyObject(orjson.dumps(data))
+
+
+class MetadataView(Mapping[str, Any]):
+    """``obj["metadata"]`` of a :class:`LazyObject`: name, namespace and resourceVersion come without decoding;
+    any other field decodes the metadata once (cached on the object)."""
+
+    __slots__ = ("_obj",)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, obj: LazyObject) -> None:
+        self._obj = obj
+
+    def __getitem__(self, key: str) -> Any:
+        if key in _FAST_META:
+            meta = self._obj._meta
+            if meta is not None:
+                value = getattr(meta, key)
+                if value is UNSET:
+                    raise KeyError(key)
+                return value
+        md = self._obj._metadata()
+        if md is None:
+            raise KeyError(key)
+        return md[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        md = self._obj._metadata()
+        return md is not None and key in md
+
+    def __iter__(self) -> Iterator[str]:
+        md = self._obj._metadata()
+        return iter(md if md is not None else ())
+
+    def __len__(self) -> int:
+        md = self._obj._metadata()
+        return len(md) if md is not None else 0
+
+    def __bool__(self) -> bool:
+        # ``meta or {}`` is common: answer from the fast fields when they say the metadata is not empty.
+        meta = self._obj._meta
+        if meta is not None and (meta.name is not UNSET or meta.namespace is not UNSET
+                                 or meta.resourceVersion is not UNSET):
+            return True
+        return len(self) > 0
+
+    def __repr__(self) -> str:
+        return repr(self._obj._metadata())
+
+
+def decode_object(data: bytes | bytearray | memoryview | str) -> LazyObject:
+    """Decode one object's JSON into a :class:`LazyObject`."""
+    return LazyObject.from_json(data)
+
+
+def decode_list(data: bytes | bytearray | memoryview | str) -> tuple[list[LazyObject], str, str | None, int | None]:
+    """Decode a ``<Kind>List`` body: (items, resourceVersion, continue, remainingItemCount).
+
+    Items without ``kind``/``apiVersion`` (the API server leaves them out of lists) get them from the list.
+    """
+    lst = _decode_list(data)
+    kind = lst.kind[:-4] if lst.kind.endswith("List") else ""
+    kind_json = orjson.dumps(kind) if kind else b""
+    api = orjson.dumps(lst.apiVersion) if lst.apiVersion else b""
+    items = []
+    append = items.append
+    for raw in lst.items or ():
+        try:
+            head = _decode_head(raw)
+        except msgspec.ValidationError:
+            append(LazyObject(bytes(raw), None))
+            continue
+        meta = head.metadata if head.metadata is not UNSET else None
+        add = []
+        if head.kind is UNSET and kind:
+            add.append(b'"kind":' + kind_json)
+        if head.apiVersion is UNSET and api:
+            add.append(b'"apiVersion":' + api)
+        if add:
+            body = bytes(raw)
+            sep = b"," if body.strip() != b"{}" else b""
+            body = b"{" + b",".join(add) + sep + body.lstrip()[1:]
+            append(LazyObject(body, meta))
+        else:
+            append(LazyObject(raw, meta))
+    meta = lst.metadata
+    return items, meta.resourceVersion, meta.continue_ or None, meta.remainingItemCount
+
+
+def to_plain(obj: Any) -> Any:
+    """A plain JSON-compatible deep copy of ``obj`` (LazyObjects and other Mappings become dicts)."""
+    if isinstance(obj, LazyObject):
+        return obj.to_dict()
+    if isinstance(obj, Mapping):
+        return {k: to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_plain(v) for v in obj]
+    return obj
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, LazyObject):
+        return orjson.Fragment(obj.to_json())
+    if isinstance(obj, MetadataView):
+        return obj._obj._metadata()
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    raise TypeError(f"cannot encode {type(obj).__name__} as JSON")
+
+
+def encode(obj: Any) -> bytes:
+    """Compact JSON bytes for a request body (dicts, LazyObjects, any Mapping)."""
+    if isinstance(obj, bytes | bytearray):
+        return bytes(obj)
+    return orjson.dumps(obj, default=_default)

@@ -1,0 +1,103 @@
+"""Incremental decoding of a watch stream: newline-delimited JSON events over chunked HTTP.
+
+The stream is read with ``iter_any`` (whatever bytes arrived) and split on ``\\n`` here, so lines of any size
+work (aiohttp's ``readline`` refuses lines over its 128 KiB buffer limit). Each line is parsed once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any
+
+import msgspec
+import orjson
+
+from kinformer.cache.listwatch import WatchEvent
+from kinformer.client.objects import LazyObject, _decode_envelope
+
+__all__ = ["LineSplitter", "decode_watch_line", "iter_events", "iter_lines"]
+
+
+class LineSplitter:
+    """Splits a byte stream into lines (``\\n``-terminated; the terminator is dropped).
+
+    Invariant: ``feed`` returns every complete line exactly once, in order; bytes after the last newline
+    are held (in pieces, so a line spread over many chunks is joined once, not re-copied per chunk) until a
+    later chunk completes them. Empty lines are skipped.
+    """
+
+    __slots__ = ("_pending",)
+
+    def __init__(self) -> None:
+        self._pending: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        pending = self._pending
+        if b"\n" not in chunk:
+            if chunk:
+                pending.append(chunk)
+            return []
+        lines = chunk.split(b"\n")
+        if pending:
+            pending.append(lines[0])
+            lines[0] = b"".join(pending)
+            pending.clear()
+        tail = lines.pop()
+        if tail:
+            pending.append(tail)
+        if b"" in lines:
+            lines = [line for line in lines if line]
+        return lines
+
+    def flush(self) -> bytes:
+        """The unterminated rest of the stream (empty when the stream ended on a newline)."""
+        rest = b"".join(self._pending)
+        self._pending.clear()
+        return rest if rest.strip() else b""
+
+
+async def iter_lines(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
+    """Yield each complete line of ``chunks``; a final unterminated line is yielded too."""
+    splitter = LineSplitter()
+    feed = splitter.feed
+    async for chunk in chunks:
+        for line in feed(chunk):
+            yield line
+    rest = splitter.flush()
+    if rest:
+        yield rest
+
+
+def decode_watch_line(line: bytes) -> WatchEvent:
+    """One watch line -> :class:`WatchEvent`; ERROR events carry the ``Status`` as a plain dict."""
+    try:
+        env = _decode_envelope(line)
+    except msgspec.DecodeError as exc:
+        raise ValueError(f"undecodable watch event ({exc}): {line[:200]!r}") from exc
+    if env.type == "ERROR":
+        obj: Any = orjson.loads(memoryview(env.object))
+        return WatchEvent("ERROR", obj)
+    return WatchEvent(env.type, LazyObject(env.object))
+
+
+async def iter_events(chunks: AsyncIterable[bytes]) -> AsyncIterator[WatchEvent]:
+    """Decode a watch stream into :class:`WatchEvent` objects as the bytes arrive."""
+    splitter = LineSplitter()
+    feed = splitter.feed
+    decode = _decode_envelope
+    lazy = LazyObject
+    event = WatchEvent
+    async for chunk in chunks:
+        for line in feed(chunk):
+            try:
+                env = decode(line)
+            except msgspec.DecodeError:
+                yield decode_watch_line(line)  # raises a ValueError naming the line
+                continue
+            if env.type == "ERROR":
+                yield decode_watch_line(line)
+            else:
+                yield event(env.type, lazy(env.object))
+    rest = splitter.flush()
+    if rest:
+        yield decode_watch_line(rest)

@@ -1,0 +1,197 @@
+"""LazyObject: reads like the dict it was decoded from, decodes lazily, strips managedFields cheaply."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+from collections.abc import Mapping
+from pathlib import Path
+
+import orjson
+import pytest
+
+from kinformer.client.objects import LazyObject, decode_list, decode_object, encode, to_plain
+from kinformer.client.watch import decode_watch_line
+
+FIXTURE = Path("/work/shared/fixtures/pod-realistic.json")
+
+
+@pytest.fixture
+def pod() -> dict:
+    if FIXTURE.exists():
+        return json.loads(FIXTURE.read_text())
+    return {"kind": "Pod", "apiVersion": "v1",
+            "metadata": {"name": "p", "namespace": "default", "resourceVersion": "7", "labels": {"a": "b"},
+                         "managedFields": [{"manager": "kubectl", "operation": "Update"}]},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Running"}}
+
+
+def stripped(d: dict) -> dict:
+    d = copy.deepcopy(d)
+    d["metadata"].pop("managedFields", None)
+    return d
+
+
+def test_reads_like_the_dict(pod: dict) -> None:
+    obj = decode_object(orjson.dumps(pod))
+    assert isinstance(obj, Mapping)
+    assert obj == pod and pod == obj
+    assert list(obj) == list(pod) and len(obj) == len(pod)
+    assert obj["metadata"]["name"] == pod["metadata"]["name"]
+    assert obj["spec"] == pod["spec"]
+    assert obj.get("nope") is None and obj.get("nope", 3) == 3
+    assert "spec" in obj and "nope" not in obj
+    assert dict(obj.items()) == pod
+    assert list(obj.keys()) == list(pod.keys())
+    assert list(obj.values()) == list(pod.values())
+    with pytest.raises(KeyError):
+        obj["nope"]
+    assert obj.name == pod["metadata"]["name"]
+    assert obj.namespace == pod["metadata"]["namespace"]
+    assert obj.resource_version == pod["metadata"]["resourceVersion"]
+    assert obj.key == f"{obj.namespace}/{obj.name}"
+    assert obj.name in repr(obj)
+
+
+def test_members_are_decoded_once_and_cached(pod: dict) -> None:
+    obj = decode_object(orjson.dumps(pod))
+    assert obj["spec"] is obj["spec"]
+    assert obj["metadata"] is obj["metadata"]
+
+
+def test_to_dict_is_a_fresh_deep_copy(pod: dict) -> None:
+    obj = decode_object(orjson.dumps(pod))
+    d = obj.to_dict()
+    assert type(d) is dict and d == pod
+    d["metadata"]["labels"] = {"changed": "yes"}
+    d["spec"]["x"] = 1
+    assert obj == pod
+    assert obj.to_dict() is not obj.to_dict()
+
+
+def test_without_managed_fields(pod: dict) -> None:
+    obj = decode_object(orjson.dumps(pod))
+    assert obj.has_managed_fields == ("managedFields" in pod["metadata"])
+    _ = obj["spec"]  # a decoded member survives stripping
+    s = obj.without_managed_fields()
+    assert s == stripped(pod)
+    assert "managedFields" not in s["metadata"]
+    assert not s.has_managed_fields
+    assert s.without_managed_fields() is s
+    assert orjson.loads(s.to_json()) == stripped(pod)
+    assert s.to_dict() == stripped(pod)
+    # the original is untouched
+    assert obj == pod
+
+
+def test_unknown_metadata_fields_fall_back_to_plain_dict(pod: dict) -> None:
+    pod["metadata"]["futureField"] = {"x": 1}
+    pod["metadata"]["managedFields"] = [{"manager": "m"}]
+    obj = decode_object(orjson.dumps(pod))
+    assert obj == pod
+    assert obj.name == pod["metadata"]["name"]
+    s = obj.without_managed_fields()
+    assert s == stripped(pod)
+    assert s["metadata"]["futureField"] == {"x": 1}
+
+
+def test_object_without_metadata() -> None:
+    obj = decode_object(b'{"kind":"Status","code":404}')
+    assert obj == {"kind": "Status", "code": 404}
+    assert obj.key == "" and obj.name == ""
+    assert obj.without_managed_fields() == obj
+
+
+def test_null_and_cluster_scoped_metadata() -> None:
+    body = {"kind": "Namespace", "apiVersion": "v1",
+            "metadata": {"name": "ns1", "creationTimestamp": None, "labels": None}}
+    obj = decode_object(orjson.dumps(body))
+    assert obj == body
+    assert obj.key == "ns1"
+
+
+def test_pickle_copy_encode(pod: dict) -> None:
+    obj = decode_object(orjson.dumps(pod)).without_managed_fields()
+    assert pickle.loads(pickle.dumps(obj)) == stripped(pod)
+    assert copy.copy(obj) is obj and copy.deepcopy(obj) is obj
+    assert orjson.loads(encode(obj)) == stripped(pod)
+    assert orjson.loads(encode({"items": [obj]})) == {"items": [stripped(pod)]}
+    assert to_plain({"a": [obj]}) == {"a": [stripped(pod)]}
+    assert type(to_plain(obj)) is dict
+    assert not hasattr(obj, "__dict__")
+    with pytest.raises(TypeError):
+        hash(obj)
+
+
+def test_decode_list_adds_kind_and_api_version(pod: dict) -> None:
+    item = {k: v for k, v in pod.items() if k not in ("kind", "apiVersion")}
+    body = {"kind": "PodList", "apiVersion": "v1",
+            "metadata": {"resourceVersion": "42", "continue": "tok", "remainingItemCount": 3}, "items": [item, pod]}
+    items, rv, cont, remaining = decode_list(orjson.dumps(body))
+    assert (rv, cont, remaining) == ("42", "tok", 3)
+    assert items[0]["kind"] == "Pod" and items[0]["apiVersion"] == "v1"
+    assert items[0]["spec"] == pod["spec"]
+    assert items[1] == pod
+    items, rv, cont, remaining = decode_list(b'{"kind":"PodList","apiVersion":"v1","metadata":{},"items":null}')
+    assert items == [] and rv == "" and cont is None and remaining is None
+
+
+def test_decode_watch_line(pod: dict) -> None:
+    ev = decode_watch_line(orjson.dumps({"type": "MODIFIED", "object": pod}))
+    assert ev.type == "MODIFIED" and isinstance(ev.object, LazyObject) and ev.object == pod
+    err = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Expired", "code": 410,
+           "metadata": {}, "message": "too old resource version: 1 (100)"}
+    ev = decode_watch_line(orjson.dumps({"type": "ERROR", "object": err}))
+    assert ev.type == "ERROR" and type(ev.object) is dict and ev.object == err
+    with pytest.raises(ValueError):
+        decode_watch_line(b'{"type": "ADDED", "object": ')
+
+
+def test_metadata_view_fast_fields_and_full_access(pod: dict) -> None:
+    obj = decode_object(orjson.dumps(pod))
+    meta = obj["metadata"]
+    assert isinstance(meta, Mapping) and bool(meta)
+    assert meta["name"] == pod["metadata"]["name"] and meta.get("namespace") == pod["metadata"]["namespace"]
+    assert obj._md is None  # fast fields decode nothing
+    assert meta.get("labels") == pod["metadata"].get("labels")
+    assert dict(meta) == pod["metadata"] and len(meta) == len(pod["metadata"]) and "uid" in meta
+    assert meta.get("nope", 1) == 1
+    with pytest.raises(KeyError):
+        meta["nope"]
+    assert orjson.loads(encode({"m": meta})) == {"m": pod["metadata"]}
+    ns = decode_object(b'{"kind":"Namespace","metadata":{"name":"n"}}')
+    assert ns["metadata"].get("namespace") is None and ns.key == "n"
+    with pytest.raises(KeyError):
+        ns["metadata"]["namespace"]
+
+
+def test_strip_fallbacks_are_exact(pod: dict) -> None:
+    pod["metadata"]["managedFields"] = [{"manager": "m", "fieldsV1": {"f:data": {}}}]
+    # pretty-printed JSON: managedFields cannot be cut out byte-wise, the object is re-encoded
+    pretty = json.dumps(pod, indent=2).encode()
+    assert decode_object(pretty).without_managed_fields() == stripped(pod)
+    # the same member bytes twice (a nested "managedFields" in spec): never guess
+    twin = copy.deepcopy(pod)
+    twin["spec"] = {"managedFields": pod["metadata"]["managedFields"]}
+    s = decode_object(orjson.dumps(twin)).without_managed_fields()
+    assert s == stripped(twin) and s["spec"]["managedFields"] == pod["metadata"]["managedFields"]
+    # managedFields first or only member of metadata
+    for meta in ({"managedFields": [{"manager": "m"}], "name": "x"}, {"managedFields": [{"manager": "m"}]}):
+        s = decode_object(orjson.dumps({"kind": "K", "metadata": meta})).without_managed_fields()
+        assert s.to_dict() == {"kind": "K", "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    # odd metadata types fall back to plain decoding
+    odd = decode_object(b'{"metadata":{"name":5,"managedFields":[]},"x":1}')
+    assert odd["metadata"] == {"name": 5, "managedFields": []} and odd.name == ""
+    assert odd.without_managed_fields() == {"metadata": {"name": 5}, "x": 1}
+
+
+def test_list_items_without_kind_and_empty_items() -> None:
+    body = b'{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[{},' \
+           b'{"metadata":{"name":"a"}}, {"kind":"Other","apiVersion":"x/v1","metadata":{"name":"b"}}]}'
+    items, rv, _, _ = decode_list(body)
+    assert rv == "9"
+    assert items[0] == {"kind": "ConfigMap", "apiVersion": "v1"}
+    assert items[1] == {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "a"}}
+    assert items[2]["kind"] == "Other" and items[2].key == "b"
+    assert all(type(i.to_json()) is bytes for i in items)
