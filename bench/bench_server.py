@@ -1,0 +1,155 @@
+"""Benchmark of the embedded API server over loopback HTTP.
+
+Measures: sequential and concurrent create writes/s; watch fan-out to N watchers with create->event
+latency percentiles at a fixed write rate; list of many objects served from the watch cache vs storage.
+
+    python bench/bench_server.py --storage sqlite --objects 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+
+from kinformer.server import APIServer
+
+CM = "/api/v1/namespaces/default/configmaps"
+
+
+def body(name: str, stamp: float | None = None) -> bytes:
+    meta: dict[str, object] = {"name": name, "labels": {"bench": "1"}}
+    if stamp is not None:
+        meta["annotations"] = {"sent": repr(stamp)}
+    return json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+                       "data": {"payload": "x" * 200}}).encode()
+
+
+async def create(http: aiohttp.ClientSession, name: str, stamp: float | None = None) -> None:
+    async with http.post(CM, data=body(name, stamp), headers={"Content-Type": "application/json"}) as r:
+        if r.status != 201:
+            raise RuntimeError(f"create {name}: {r.status} {await r.text()}")
+        await r.read()
+
+
+async def sequential(http: aiohttp.ClientSession, n: int, prefix: str) -> float:
+    t0 = time.perf_counter()
+    for i in range(n):
+        await create(http, f"{prefix}-{i}")
+    return n / (time.perf_counter() - t0)
+
+
+async def concurrent(http: aiohttp.ClientSession, n: int, workers: int, prefix: str) -> float:
+    queue = iter(range(n))
+
+    async def worker() -> None:
+        for i in queue:
+            await create(http, f"{prefix}-{i}")
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(workers)))
+    return n / (time.perf_counter() - t0)
+
+
+async def fanout(http: aiohttp.ClientSession, watchers: int, rate: float, seconds: float) -> list[float]:
+    """Create->event latencies (ms) seen by ``watchers`` watchers while writing at ``rate``/s."""
+    async with http.get(CM, params={"limit": "1"}) as r:
+        rv = (await r.json())["metadata"]["resourceVersion"]
+    total = int(rate * seconds)
+    latencies: list[float] = []
+    ready = asyncio.Event()
+    opened = 0
+
+    async def watcher() -> None:
+        nonlocal opened
+        async with http.get(CM, params={"watch": "1", "resourceVersion": rv}, timeout=aiohttp.ClientTimeout(None)) \
+                as resp:
+            opened += 1
+            if opened == watchers:
+                ready.set()
+            seen = 0
+            buf = b""
+            async for chunk in resp.content.iter_any():
+                now = time.perf_counter()
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                for line in lines:
+                    ev = json.loads(line)
+                    sent = ev["object"]["metadata"].get("annotations", {}).get("sent")
+                    if sent is not None and ev["object"]["metadata"]["name"].startswith("fan-"):
+                        latencies.append((now - float(sent)) * 1000)
+                        seen += 1
+                if seen >= total:
+                    return
+
+    tasks = [asyncio.create_task(watcher()) for _ in range(watchers)]
+    await asyncio.wait_for(ready.wait(), 30)
+    await asyncio.sleep(0.2)
+    t0 = time.perf_counter()
+    for i in range(total):
+        target = t0 + i / rate
+        delay = target - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        await create(http, f"fan-{i}", time.perf_counter())
+    await asyncio.wait_for(asyncio.gather(*tasks), 60)
+    return latencies
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * p / 100))]
+
+
+async def list_timing(http: aiohttp.ClientSession, params: dict[str, str], repeat: int = 3) -> tuple[float, int]:
+    best = float("inf")
+    count = 0
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        async with http.get(CM, params=params) as r:
+            data = await r.read()
+        best = min(best, time.perf_counter() - t0)
+        count = len(json.loads(data)["items"])
+    return best * 1000, count
+
+
+async def run(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        storage = "memory" if args.storage == "memory" else f"sqlite:///{Path(tmp) / 'bench.db'}"
+        async with APIServer(storage, compaction_interval=0) as server, \
+                aiohttp.ClientSession(base_url=server.url, connector=aiohttp.TCPConnector(limit=0)) as http:
+            print(f"storage: {args.storage}")
+            print(f"sequential creates: {await sequential(http, args.writes, 'seq'):,.0f} writes/s")
+            print(f"concurrent creates ({args.workers} clients): "
+                  f"{await concurrent(http, args.writes, args.workers, 'con'):,.0f} writes/s")
+            lat = await fanout(http, args.watchers, args.rate, args.seconds)
+            print(f"watch fan-out: {args.watchers} watchers at {args.rate:.0f} writes/s, {len(lat)} events: "
+                  f"p50 {statistics.median(lat):.1f} ms, p99 {pct(lat, 99):.1f} ms, max {max(lat):.1f} ms")
+            have = 2 * args.writes + int(args.rate * args.seconds)
+            if args.objects > have:
+                await concurrent(http, args.objects - have, args.workers, "fill")
+            cache_ms, n = await list_timing(http, {"resourceVersion": "0"})
+            storage_ms, n2 = await list_timing(http, {"limit": str(10 * args.objects)})
+            print(f"list {n} objects: watch cache {cache_ms:.0f} ms, storage {storage_ms:.0f} ms ({n2} items)")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--storage", choices=("memory", "sqlite"), default="sqlite")
+    p.add_argument("--writes", type=int, default=2000)
+    p.add_argument("--workers", type=int, default=16)
+    p.add_argument("--watchers", type=int, default=100)
+    p.add_argument("--rate", type=float, default=200.0)
+    p.add_argument("--seconds", type=float, default=5.0)
+    p.add_argument("--objects", type=int, default=10_000)
+    asyncio.run(run(p.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""``APIServer``: the embedded Kubernetes-compatible API server, run inside the current event loop.
+
+    async with APIServer(storage="memory") as server:
+        ...  # talk to server.url
+
+Startup order (each step depends on the previous): storage -> watch cache (loads everything) ->
+system namespaces and served CRDs -> garbage collector -> HTTP listener. ``stop()`` reverses it and
+closes every open watch cleanly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from aiohttp import web
+
+from ..clock import REAL_CLOCK, Clock
+from .app import build_app
+from .gc import CRD_PREFIX, GarbageCollector
+from .handlers import ResourceAPI
+from .objects import ObjectStore
+from .registry import Registry
+from .storage import Storage, open_storage
+from .watchcache import WatchCache
+
+log = logging.getLogger(__name__)
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class APIServer:
+    """An API server over ``storage`` ("memory", "sqlite:///path" or a :class:`Storage`), on ``host:port``.
+
+    ``port=0`` picks a free port; :attr:`url` is known once started. A non-loopback ``host`` requires
+    both ``tls`` and ``tokens``. ``tls`` is True (certificates generated under ``data_dir``/pki or a
+    temporary directory) or a :class:`kinformer.server.tls.CertPaths`.
+    """
+
+    def __init__(self, storage: str | Storage = "memory", *, host: str = "127.0.0.1", port: int = 0,
+                 watch_cache_size: int = 1000, compaction_interval: float = 300.0, compaction_keep: int = 1000,
+                 bookmark_interval: float = 60.0, tls: Any = False,
+                 tokens: Mapping[str, Any] | Iterable[str] | None = None, data_dir: str | None = None,
+                 clock: Clock = REAL_CLOCK, max_inflight: int = 1000) -> None:
+        if not is_loopback(host) and not (tls and tokens):
+            raise ValueError(f"refusing to bind non-loopback address {host!r} without TLS and token authentication")
+        self.storage: Storage = open_storage(storage) if isinstance(storage, str) else storage
+        self.host = host
+        self.port = port
+        self.watch_cache_size = watch_cache_size
+        self.compaction_interval = compaction_interval
+        self.compaction_keep = compaction_keep
+        self.bookmark_interval = bookmark_interval
+        self.tls = tls
+        self.tokens = tokens
+        self.data_dir = data_dir
+        self.clock = clock
+        self.max_inflight = max_inflight
+        self.registry = Registry()
+        self.cache = WatchCache(self.storage, watch_cache_size)
+        self.store = ObjectStore(self.storage, self.registry, clock, self.cache)
+        self.api = ResourceAPI(self.storage, self.registry, self.cache, self.store, clock,
+                               bookmark_interval=bookmark_interval)
+        self.gc = GarbageCollector(self.cache, self.store, self.registry)
+        self.url = ""
+        self.ca_cert: str | None = None
+        self._runner: web.AppRunner | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
+        self._started = False
+
+    async def __aenter__(self) -> APIServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Open storage, load the cache, ensure system state and start listening."""
+        await self.storage.start()
+        try:
+            await self.cache.start()
+            for co in self.cache.bucket(CRD_PREFIX).snapshot():
+                try:
+                    self.registry.add_crd(co.obj)
+                except (KeyError, TypeError):
+                    log.warning("ignoring malformed stored CRD %s", co.key)
+            await self.store.ensure_namespaces()
+            self.gc.start()
+            await self._listen()
+        except BaseException:
+            await self._shutdown()
+            raise
+        if self.compaction_interval > 0:
+            self._tasks.append(asyncio.create_task(self._compactor(), name="kinformer-compactor"))
+        self._started = True
+
+    async def _listen(self) -> None:
+        middlewares = []
+        if self.tokens:
+            from .auth import token_auth_middleware
+
+            middlewares.append(token_auth_middleware(self.tokens))
+        app = build_app(self.api, self.registry, middlewares=middlewares, max_inflight=self.max_inflight)
+        ssl_ctx = self._ssl_context()
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_ctx)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or ()
+        port = sockets[0].getsockname()[1] if sockets else self.port
+        self.port = port
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self.url = f"{'https' if ssl_ctx else 'http'}://{host}:{port}"
+
+    def _ssl_context(self) -> Any:
+        if not self.tls:
+            return None
+        from .tls import CertPaths, ensure_certs, server_ssl_context
+
+        if isinstance(self.tls, CertPaths):
+            paths = self.tls
+        else:
+            if self.data_dir:
+                base = os.path.join(self.data_dir, "pki")
+            else:
+                self._tmpdir = tempfile.TemporaryDirectory(prefix="kinformer-pki-")
+                base = self._tmpdir.name
+            hosts = list(dict.fromkeys([self.host, "127.0.0.1", "localhost"]))
+            paths = ensure_certs(base, hosts=hosts)
+        self.ca_cert = str(paths.ca_cert)
+        return server_ssl_context(paths)
+
+    async def _compactor(self) -> None:
+        while True:
+            await self.clock.sleep(self.compaction_interval)
+            try:
+                await self.compact()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("compaction failed")
+
+    async def compact(self) -> int:
+        """Compact storage history to ``current - compaction_keep``; returns the compaction revision."""
+        current = await self.storage.current_revision()
+        target = current - self.compaction_keep
+        if target > await self.storage.compacted_revision():
+            await self.storage.compact(target)
+            return target
+        return await self.storage.compacted_revision()
+
+    async def stop(self) -> None:
+        """Close watches, stop listening and background tasks, close storage. Idempotent."""
+        if not self._started and self._runner is None:
+            return
+        self._started = False
+        await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        self.api.closing.set()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        await self.gc.stop()
+        await self.cache.stop()
+        await self.storage.close()
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+            self._tmpdir = None

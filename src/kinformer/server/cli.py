@@ -1,0 +1,219 @@
+"""``kinformer serve``: run the embedded API server until SIGTERM/SIGINT.
+
+Safety rules: the server binds loopback by default; binding any other address requires TLS and
+bearer tokens (exit status 2 otherwise). With TLS (the default) a CA, a serving certificate and an
+admin bearer token are generated into ``--data`` once and reused across restarts, and a kubeconfig
+using them is written, because kubectl never sends credentials to an ``http://`` server. With
+``--no-tls`` on loopback the server speaks plain HTTP without authentication (unless a
+``--token-file`` is given).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import ipaddress
+import os
+import secrets
+import signal
+import socket
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+__all__ = ["add_arguments", "ensure_admin_token", "is_loopback", "main", "write_kubeconfig"]
+
+ADMIN_USER = "kinformer-admin"
+ADMIN_GROUPS = ("system:masters", "system:authenticated")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``kinformer serve`` options."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=6443, help="port to bind, 0 for any free port (default: 6443)")
+    parser.add_argument("--data", default=".kinformer",
+                        help="directory for the database, certificates, token and kubeconfig (default: ./.kinformer)")
+    parser.add_argument("--storage", default=None,
+                        help='storage URL: "memory", "sqlite:///path.db", "etcd://host:port" '
+                             "(default: sqlite in --data)")
+    parser.add_argument("--kubeconfig", default=None, help="where to write the kubeconfig (default: DATA/kubeconfig)")
+    parser.add_argument("--watch-cache-size", type=int, default=None, metavar="N",
+                        help="events kept per resource in the watch cache")
+    parser.add_argument("--token-file", default=None, metavar="F",
+                        help='static token CSV (token,user,uid[,"group1,group2"]) accepted as bearer tokens')
+    parser.add_argument("--tls", action=argparse.BooleanOptionalAction, default=True,
+                        help="serve HTTPS with a generated CA and require bearer tokens (default: on)")
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` names only the local machine (``localhost``, 127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _write_private(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Atomically replace ``path`` with ``data``, created with ``mode``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def ensure_admin_token(data_dir: str | os.PathLike[str]) -> str:
+    """The admin bearer token kept in ``DATA/token`` (mode 0600), generated on first use."""
+    path = Path(data_dir) / "token"
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        token = ""
+    if not token:
+        token = secrets.token_urlsafe(32)
+        _write_private(path, token.encode() + b"\n")
+    return token
+
+
+def write_kubeconfig(path: str | os.PathLike[str], server_url: str, ca_path: str | os.PathLike[str] | None,
+                     token: str | None, context_name: str = "kinformer") -> Path:
+    """Write a kubeconfig with one cluster, user and context named ``context_name``, and select it.
+
+    The CA certificate is embedded (``certificate-authority-data``) so the file stays valid when copied;
+    the file is written atomically with mode 0600 as it may hold a token. Returns the path written.
+    """
+    cluster: dict[str, Any] = {"server": server_url}
+    if ca_path is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(Path(ca_path).read_bytes()).decode()
+    user: dict[str, Any] = {"token": token} if token else {}
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": context_name, "cluster": cluster}],
+        "users": [{"name": context_name, "user": user}],
+        "contexts": [{"name": context_name, "context": {"cluster": context_name, "user": context_name}}],
+        "current-context": context_name,
+        "preferences": {},
+    }
+    out = Path(path)
+    _write_private(out, yaml.safe_dump(config, sort_keys=False).encode())
+    return out
+
+
+def _cert_hosts(host: str) -> list[str]:
+    hosts = ["127.0.0.1", "localhost", "::1"]
+    if host in {"0.0.0.0", "::", ""}:
+        hosts.append(socket.gethostname())
+        try:
+            hosts.extend(info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None))
+        except OSError:
+            pass
+    else:
+        hosts.insert(0, host.strip("[]"))
+    return list(dict.fromkeys(hosts))
+
+
+def _client_host(host: str) -> str:
+    """The address clients on this machine use to reach a server bound to ``host``."""
+    if host in {"0.0.0.0", ""}:
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _tokens(args: argparse.Namespace, data: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(accepted tokens or None for no auth, the token written to the kubeconfig)."""
+    from kinformer.server.auth import UserInfo, load_token_file
+
+    tokens: dict[str, Any] = {}
+    if args.token_file:
+        tokens.update(load_token_file(args.token_file))
+    admin = None
+    if args.tls:
+        admin = ensure_admin_token(data)
+        tokens[admin] = UserInfo(name=ADMIN_USER, uid=ADMIN_USER, groups=ADMIN_GROUPS)
+    return (tokens or None), admin
+
+
+async def _serve(args: argparse.Namespace, data: Path, storage: str, tokens: Mapping[str, Any] | None,
+                 admin_token: str | None) -> int:
+    from kinformer.server import APIServer
+    from kinformer.server.tls import ensure_certs
+
+    certs = ensure_certs(data / "pki", hosts=_cert_hosts(args.host)) if args.tls else None
+    kwargs: dict[str, Any] = {"storage": storage, "host": args.host, "port": args.port, "tls": certs,
+                              "tokens": tokens, "data_dir": str(data)}
+    if args.watch_cache_size is not None:
+        kwargs["watch_cache_size"] = args.watch_cache_size
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        async with APIServer(**kwargs) as server:
+            port = urlsplit(server.url).port or args.port
+            url = f"{'https' if args.tls else 'http'}://{_client_host(args.host)}:{port}"
+            kubeconfig = Path(args.kubeconfig) if args.kubeconfig else data / "kubeconfig"
+            write_kubeconfig(kubeconfig, url, certs.ca_cert if certs else None, admin_token)
+            shown = server.url if server.url == url else f"{server.url} (clients: {url})"
+            print(f"kinformer API server listening on {shown}", flush=True)
+            print(f"storage: {storage}", flush=True)
+            print(f"kubeconfig: {kubeconfig}", flush=True)
+            print(f"try: kubectl --kubeconfig {kubeconfig} get ns", flush=True)
+            await stop.wait()
+            print("shutting down", flush=True)
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``kinformer serve``; returns the exit status (2 for unsafe or invalid options)."""
+    if not (0 <= args.port <= 65535):
+        print(f"kinformer serve: invalid --port {args.port}", file=sys.stderr)
+        return 2
+    if args.watch_cache_size is not None and args.watch_cache_size < 0:
+        print("kinformer serve: --watch-cache-size must be >= 0", file=sys.stderr)
+        return 2
+    if not is_loopback(args.host) and not args.tls:
+        print(f"kinformer serve: refusing to bind non-loopback address {args.host!r} without TLS and token "
+              "authentication; drop --no-tls (TLS generates a token) or bind 127.0.0.1", file=sys.stderr)
+        return 2
+    data = Path(args.data).resolve()
+    data.mkdir(parents=True, exist_ok=True)
+    storage = args.storage or f"sqlite:///{data / 'kinformer.db'}"
+    try:
+        tokens, admin = _tokens(args, data)
+    except (OSError, ValueError) as exc:
+        print(f"kinformer serve: --token-file: {exc}", file=sys.stderr)
+        return 2
+    if tokens and not args.tls:
+        print("kinformer serve: warning: tokens are required but kubectl never sends credentials over plain "
+              "http; use --tls for kubectl", file=sys.stderr)
+    try:
+        return asyncio.run(_serve(args, data, storage, tokens, admin))
+    except KeyboardInterrupt:
+        return 130
+    except ValueError as exc:  # a bad --storage URL or option the server refuses
+        print(f"kinformer serve: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. the port is in use
+        print(f"kinformer serve: {exc}", file=sys.stderr)
+        return 1

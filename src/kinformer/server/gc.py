@@ -1,0 +1,326 @@
+"""The server's own controllers: ownerReference garbage collection, namespace and CRD cleanup.
+
+Driven by the watch cache's event stream (a listener, no polling). Each event queues the keys that
+need another look; one worker task re-reads them from the cache and acts through the ObjectStore, so
+every action is an ordinary compare-and-swap write and is idempotent.
+
+* Background: once every owner of a dependent is gone the dependent is deleted; references to owners
+  that are gone are dropped while another owner lives.
+* Foreground: an owner with the ``foregroundDeletion`` finalizer deletes its dependents (foreground
+  too) and loses the finalizer once no dependent with ``blockOwnerDeletion: true`` remains.
+* Orphan: an owner with the ``orphan`` finalizer removes its reference from every dependent, then
+  loses the finalizer.
+* A terminating namespace deletes everything in it, then drops its ``kubernetes`` finalizer.
+* A CRD being deleted deletes its custom resources, then drops ``customresourcecleanup``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from . import status as st
+from .objects import CRD_FINALIZER, FOREGROUND, NAMESPACE_FINALIZER, ORPHAN, ObjectStore
+from .registry import Registry, ResourceInfo
+from .watchcache import CachedEvent, WatchCache, split_key
+
+log = logging.getLogger(__name__)
+
+NS_PREFIX = "/registry/core/namespaces/"
+CRD_PREFIX = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
+
+
+def _owner_uids(obj: Mapping[str, Any]) -> set[str]:
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return {r["uid"] for r in refs if isinstance(r, Mapping) and r.get("uid")}
+
+
+class GarbageCollector:
+    """Owner/dependent bookkeeping from the cache's events plus one worker that finishes deletions."""
+
+    def __init__(self, cache: WatchCache, store: ObjectStore, registry: Registry) -> None:
+        self.cache = cache
+        self.store = store
+        self.registry = registry
+        self.uid_to_key: dict[str, str] = {}
+        self.dependents: dict[str, set[str]] = {}
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._pending: set[str] = set()
+        self._task: asyncio.Task[None] | None = None
+        self.idle = asyncio.Event()
+        self.idle.set()
+
+    # ------------------------------------------------------------------------------ bookkeeping
+
+    def start(self) -> None:
+        self.rebuild()
+        self.cache.listeners.append(self.on_event)
+        self.cache.reset_listeners.append(self.rebuild)
+        self._task = asyncio.create_task(self._run(), name="kinformer-gc")
+
+    def rebuild(self) -> None:
+        """Re-derive the owner indexes from the cache and queue everything that may need work."""
+        self.uid_to_key.clear()
+        self.dependents.clear()
+        for bucket in self.cache.buckets.values():
+            for key, co in bucket.objects.items():
+                self._index(key, None, co.obj)
+        for bucket in self.cache.buckets.values():
+            for key, co in bucket.objects.items():
+                meta = co.obj.get("metadata") or {}
+                if meta.get("deletionTimestamp") or meta.get("ownerReferences"):
+                    self.enqueue(key)
+
+    async def stop(self) -> None:
+        with contextlib.suppress(ValueError):
+            self.cache.listeners.remove(self.on_event)
+        with contextlib.suppress(ValueError):
+            self.cache.reset_listeners.remove(self.rebuild)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def _index(self, key: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        if old is not None:
+            uid = (old.get("metadata") or {}).get("uid")
+            if uid and self.uid_to_key.get(uid) == key and new is None:
+                del self.uid_to_key[uid]
+            for owner in _owner_uids(old) - (_owner_uids(new) if new is not None else set()):
+                deps = self.dependents.get(owner)
+                if deps is not None:
+                    deps.discard(key)
+                    if not deps:
+                        del self.dependents[owner]
+        if new is not None:
+            uid = (new.get("metadata") or {}).get("uid")
+            if uid:
+                self.uid_to_key[uid] = key
+            for owner in _owner_uids(new):
+                self.dependents.setdefault(owner, set()).add(key)
+
+    def enqueue(self, key: str) -> None:
+        if key not in self._pending:
+            self._pending.add(key)
+            self.idle.clear()
+            self._queue.put_nowait(key)
+
+    def on_event(self, prefix: str, ev: CachedEvent) -> None:
+        """Cache listener: update the indexes and queue whatever this change may unblock."""
+        key = ev.cur.key
+        obj = ev.cur.obj
+        meta = obj.get("metadata") or {}
+        if ev.type == "DELETED":
+            self._index(key, obj, None)
+            uid = meta.get("uid")
+            for dep in self.dependents.get(uid, ()) if uid else ():
+                self.enqueue(dep)
+            for owner in _owner_uids(obj):
+                owner_key = self.uid_to_key.get(owner)
+                if owner_key is not None:
+                    self.enqueue(owner_key)
+            ns = ev.cur.namespace
+            if ns:
+                self.enqueue(NS_PREFIX + ns)
+            self._crd_contents_changed(prefix)
+            return
+        self._index(key, ev.prev.obj if ev.prev is not None else None, obj)
+        if meta.get("deletionTimestamp") or meta.get("ownerReferences"):
+            self.enqueue(key)
+        if ev.prev is not None and _owner_uids(ev.prev.obj) != _owner_uids(obj):
+            for owner in _owner_uids(ev.prev.obj):
+                owner_key = self.uid_to_key.get(owner)
+                if owner_key is not None:
+                    self.enqueue(owner_key)
+
+    def _crd_contents_changed(self, prefix: str) -> None:
+        group, plural = prefix.split("/")[2:4]
+        info = self.registry.by_storage_prefix(group, plural)
+        if info is not None and not info.builtin and info.crd_name:
+            self.enqueue(CRD_PREFIX + info.crd_name)
+
+    # ------------------------------------------------------------------------------ worker
+
+    async def _run(self) -> None:
+        while True:
+            key = await self._queue.get()
+            self._pending.discard(key)
+            try:
+                await self._sync(key)
+            except asyncio.CancelledError:
+                raise
+            except st.StatusError as e:
+                if e.code not in (404, 409):
+                    log.warning("garbage collector: %s: %s", key, e.message)
+                if e.code == 409:
+                    self.enqueue(key)
+            except Exception:
+                log.exception("garbage collector failed on %s", key)
+            if self._queue.empty():
+                self.idle.set()
+
+    def _lookup(self, key: str) -> tuple[ResourceInfo, dict[str, Any], str, str] | None:
+        prefix, ns, name = split_key(key)
+        bucket = self.cache.buckets.get(prefix)
+        co = bucket.objects.get(key) if bucket is not None else None
+        if co is None:
+            return None
+        group, plural = prefix.split("/")[2:4]
+        info = self.registry.by_storage_prefix(group, plural)
+        if info is None:
+            return None
+        return info, co.obj, ns, name
+
+    async def _sync(self, key: str) -> None:
+        found = self._lookup(key)
+        if found is None:
+            return
+        info, obj, ns, name = found
+        meta = obj.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            fins = meta.get("finalizers") or ()
+            if ORPHAN in fins:
+                await self._orphan(info, obj, ns, name)
+            elif FOREGROUND in fins:
+                await self._foreground(info, obj, ns, name)
+            if key.startswith(NS_PREFIX):
+                await self._namespace(info, obj, name)
+            elif key.startswith(CRD_PREFIX) and CRD_FINALIZER in fins:
+                await self._crd(info, obj, name)
+            return
+        await self._check_owners(info, obj, ns, name)
+
+    async def _check_owners(self, info: ResourceInfo, obj: Mapping[str, Any], ns: str, name: str) -> None:
+        owners = _owner_uids(obj)
+        if not owners:
+            return
+        alive = {u for u in owners if u in self.uid_to_key}
+        if alive == owners:
+            return
+        if not alive:
+            await self.store.delete(info, ns, name, {"propagationPolicy": "Background"})
+            return
+        uid = (obj.get("metadata") or {}).get("uid")
+        await self._drop_refs(info, ns, name, owners - alive, uid)
+
+    async def _drop_refs(self, info: ResourceInfo, ns: str, name: str, owners: set[str], uid: str | None) -> None:
+        def fn(cur: dict[str, Any]) -> dict[str, Any] | None:
+            meta = cur["metadata"]
+            if uid and meta.get("uid") != uid:
+                return None
+            refs = meta.get("ownerReferences") or []
+            kept = [r for r in refs if r.get("uid") not in owners]
+            if len(kept) == len(refs):
+                return None
+            if kept:
+                meta["ownerReferences"] = kept
+            else:
+                meta.pop("ownerReferences", None)
+            return cur
+
+        await self.store.mutate(info, ns, name, fn, raw=True)
+
+    async def _remove_finalizer(self, info: ResourceInfo, ns: str, name: str, finalizer: str) -> None:
+        def fn(cur: dict[str, Any]) -> dict[str, Any] | None:
+            fins = cur["metadata"].get("finalizers") or []
+            if finalizer not in fins:
+                return None
+            rest = [f for f in fins if f != finalizer]
+            if rest:
+                cur["metadata"]["finalizers"] = rest
+            else:
+                cur["metadata"].pop("finalizers", None)
+            return cur
+
+        await self.store.mutate(info, ns, name, fn, raw=True)
+
+    def _dependents_of(self, uid: str) -> list[tuple[ResourceInfo, dict[str, Any], str, str]]:
+        out = []
+        for dep in sorted(self.dependents.get(uid, ())):
+            found = self._lookup(dep)
+            if found is not None:
+                out.append(found)
+        return out
+
+    async def _orphan(self, info: ResourceInfo, obj: Mapping[str, Any], ns: str, name: str) -> None:
+        uid = obj["metadata"].get("uid", "")
+        for dinfo, dobj, dns, dname in self._dependents_of(uid):
+            await self._drop_refs(dinfo, dns, dname, {uid}, dobj["metadata"].get("uid"))
+        await self._remove_finalizer(info, ns, name, ORPHAN)
+
+    async def _foreground(self, info: ResourceInfo, obj: Mapping[str, Any], ns: str, name: str) -> None:
+        uid = obj["metadata"].get("uid", "")
+        blocking = False
+        for dinfo, dobj, dns, dname in self._dependents_of(uid):
+            refs = dobj["metadata"].get("ownerReferences") or ()
+            if any(r.get("uid") == uid and r.get("blockOwnerDeletion") for r in refs):
+                blocking = True
+            if not dobj["metadata"].get("deletionTimestamp"):
+                try:
+                    await self.store.delete(dinfo, dns, dname, {"propagationPolicy": "Foreground"})
+                except st.StatusError as e:
+                    if e.code != 404:
+                        raise
+        if not blocking:
+            await self._remove_finalizer(info, ns, name, FOREGROUND)
+
+    async def _delete_all(self, prefixes: list[tuple[ResourceInfo, str]]) -> bool:
+        """Delete every object under the given (info, key prefix) pairs; True when none is left."""
+        empty = True
+        for info, prefix in prefixes:
+            bucket = self.cache.buckets.get(info.storage_prefix)
+            if bucket is None:
+                continue
+            for key in [k for k in bucket.objects if k.startswith(prefix)]:
+                empty = False
+                co = bucket.objects.get(key)
+                if co is None or (co.obj.get("metadata") or {}).get("deletionTimestamp"):
+                    continue
+                try:
+                    await self.store.delete(info, co.namespace, co.name, {"propagationPolicy": "Background"})
+                except st.StatusError as e:
+                    if e.code != 404:
+                        raise
+        return empty
+
+    async def _namespace(self, info: ResourceInfo, obj: Mapping[str, Any], name: str) -> None:
+        if NAMESPACE_FINALIZER not in ((obj.get("spec") or {}).get("finalizers") or ()):
+            return
+        seen: set[str] = set()
+        targets = []
+        for res in self.registry.resources():
+            if res.namespaced and res.storage_prefix not in seen:
+                seen.add(res.storage_prefix)
+                targets.append((res, f"{res.storage_prefix}{name}/"))
+        if not await self._delete_all(targets):
+            return
+
+        def fn(cur: dict[str, Any]) -> dict[str, Any] | None:
+            spec = cur.get("spec") or {}
+            fins = spec.get("finalizers") or []
+            if NAMESPACE_FINALIZER not in fins:
+                return None
+            spec["finalizers"] = [f for f in fins if f != NAMESPACE_FINALIZER]
+            cur["spec"] = spec
+            return cur
+
+        await self.store.mutate(info, "", name, fn, raw=True)
+
+    async def _crd(self, info: ResourceInfo, obj: Mapping[str, Any], name: str) -> None:
+        spec = obj.get("spec") or {}
+        try:
+            group, plural = spec["group"], spec["names"]["plural"]
+        except (KeyError, TypeError):
+            group = plural = ""
+        target = self.registry.by_storage_prefix(group, plural) if group else None
+        if target is not None and not await self._delete_all([(target, target.storage_prefix)]):
+            return
+        await self._remove_finalizer(info, "", name, CRD_FINALIZER)
+
+    async def wait_idle(self, timeout: float = 5.0) -> None:
+        """Wait until the worker has nothing queued (for tests and orderly shutdown)."""
+        await asyncio.wait_for(self.idle.wait(), timeout)

@@ -1,0 +1,486 @@
+"""Object lifecycle rules shared by the HTTP handlers and the server's own controllers.
+
+:class:`ObjectStore` turns create/update/delete of API objects into compare-and-swap writes on the
+MVCC storage, applying the kube-apiserver rules on the way: server-set metadata (uid,
+creationTimestamp, generation), status-subresource separation, finalizers and graceful deletion,
+deletion propagation finalizers, namespace existence. It raises :class:`StatusError` only.
+
+Invariants:
+
+* Stored values never contain ``metadata.resourceVersion``; every object returned carries
+  ``metadata.resourceVersion == str(mod_revision)`` of the write (or read) it came from.
+* Every write is a compare-and-swap on the revision the rules were applied to, so a concurrent
+  change is either a 409 (the client sent a resourceVersion) or a transparent retry (it did not).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import orjson
+
+from ..clock import REAL_CLOCK, Clock
+from . import status as st
+from .registry import Registry, ResourceInfo
+from .storage.base import KeyExists, KeyNotFound, KeyValue, RevisionMismatch, Storage
+from .validation import generate_name, validate_object
+from .watchcache import WatchCache
+
+log = logging.getLogger(__name__)
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
+NAMESPACE_FINALIZER = "kubernetes"
+FOREGROUND = "foregroundDeletion"
+ORPHAN = "orphan"
+CRD_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+NS_INFO_KEY = "/registry/core/namespaces/"
+
+MAX_RETRIES = 16
+
+
+def timestamp(clock: Clock) -> str:
+    """RFC 3339 UTC timestamp with second precision, as Kubernetes writes them."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock.wall()))
+
+
+def encode(obj: Mapping[str, Any]) -> bytes:
+    """The stored form: compact JSON without ``metadata.resourceVersion``."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "resourceVersion" in meta:
+        rv = meta.pop("resourceVersion")
+        try:
+            return orjson.dumps(obj)
+        finally:
+            meta["resourceVersion"] = rv
+    return orjson.dumps(obj)
+
+
+def served(kv: KeyValue) -> dict[str, Any]:
+    """Decode a stored value into the served form (with resourceVersion)."""
+    obj = orjson.loads(kv.value)
+    obj.setdefault("metadata", {})["resourceVersion"] = str(kv.mod_revision)
+    return obj
+
+
+def parse_rv(value: Any, *, what: str = "resourceVersion") -> int:
+    """A resourceVersion string as an int; 400 when it is not one."""
+    try:
+        rv = int(value)
+    except (TypeError, ValueError):
+        raise st.bad_request(f'invalid {what}: "{value}"') from None
+    if rv < 0:
+        raise st.bad_request(f'invalid {what}: "{value}"')
+    return rv
+
+
+def validate(info: ResourceInfo, obj: dict[str, Any], old: Mapping[str, Any] | None = None) -> None:
+    """Raise 422 Invalid with causes when ``obj`` is not acceptable."""
+    causes = validate_object(info, obj, old) + _owner_ref_causes(obj)
+    name = (obj.get("metadata") or {}).get("name")
+    if (not isinstance(name, str) or not name) and not any(c.get("field") == "metadata.name" for c in causes):
+        causes.append({"reason": "FieldValueRequired", "field": "metadata.name",
+                       "message": "Required value: name or generateName is required"})
+    for part in ("spec", "status"):
+        if part in obj and obj[part] is not None and not isinstance(obj[part], dict) and info.builtin:
+            causes.append({"reason": "FieldValueInvalid", "field": part, "message": "Invalid value: must be an object"})
+    if causes:
+        meta = obj.get("metadata") or {}
+        raise st.invalid(info, meta.get("name", "") or meta.get("generateName", ""), causes)
+
+
+def _owner_ref_causes(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Causes for malformed ``metadata.ownerReferences`` (each needs apiVersion, kind, name and uid strings)."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences")
+    if refs is None:
+        return []
+    if not isinstance(refs, list):
+        return [{"reason": "FieldValueInvalid", "field": "metadata.ownerReferences",
+                 "message": "Invalid value: must be a list of owner references"}]
+    causes = []
+    for i, ref in enumerate(refs):
+        for field in ("apiVersion", "kind", "name", "uid"):
+            if not isinstance(ref, Mapping) or not isinstance(ref.get(field), str) or not ref[field]:
+                causes.append({"reason": "FieldValueRequired", "field": f"metadata.ownerReferences[{i}].{field}",
+                               "message": "Required value"})
+    return causes
+
+
+def _set_type(obj: dict[str, Any], info: ResourceInfo) -> None:
+    """Set kind and apiVersion, placing them first as kube-apiserver serialises them."""
+    if obj.get("kind") == info.kind and obj.get("apiVersion") == info.api_version and \
+            next(iter(obj), None) in ("kind", "apiVersion"):
+        return
+    rest = {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+    obj.clear()
+    obj["kind"] = info.kind
+    obj["apiVersion"] = info.api_version
+    obj.update(rest)
+
+
+def _spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
+
+
+class ObjectStore:
+    """CRUD of API objects on top of the MVCC storage (see the module invariants)."""
+
+    def __init__(self, storage: Storage, registry: Registry, clock: Clock = REAL_CLOCK,
+                 cache: WatchCache | None = None) -> None:
+        self.storage = storage
+        self.registry = registry
+        self.clock = clock
+        self.cache = cache
+        # Hooks run after a successful (non-dry-run) write: (info, object or None when deleted).
+        self.after_write: list[Callable[[ResourceInfo, dict[str, Any], bool], None]] = []
+
+    @staticmethod
+    def key(info: ResourceInfo, namespace: str, name: str) -> str:
+        if info.namespaced:
+            return f"{info.storage_prefix}{namespace}/{name}"
+        return f"{info.storage_prefix}{name}"
+
+    async def read(self, info: ResourceInfo, namespace: str, name: str, *, cached: bool = False,
+                   want_rv: int = 0) -> tuple[dict[str, Any], KeyValue]:
+        """The object (a private copy) and its stored key-value, for a read-modify-write.
+
+        With ``cached`` the watch cache answers when it holds the object (at ``want_rv`` when given): a
+        stale answer only costs a failed compare-and-swap, after which callers re-read from storage.
+        """
+        key = self.key(info, namespace, name)
+        if cached and self.cache is not None:
+            bucket = self.cache.buckets.get(info.storage_prefix)
+            co = bucket.objects.get(key) if bucket is not None else None
+            if co is not None and (not want_rv or want_rv == co.rev):
+                obj = orjson.loads(co.raw)
+                return obj, KeyValue(key, encode(obj), co.rev, 0)
+        kv = await self.storage.get(key)
+        if kv is None:
+            raise st.not_found(info, name)
+        return served(kv), kv
+
+    async def check_namespace(self, namespace: str) -> None:
+        """404 when ``namespace`` does not exist; 403 when it is being deleted.
+
+        Like kube-apiserver's namespace lifecycle admission, this reads the cache and falls back to
+        storage only when the cache does not know the namespace (it may have been created just now).
+        """
+        bucket = self.cache.buckets.get(NS_INFO_KEY) if self.cache is not None else None
+        cached = bucket.objects.get(NS_INFO_KEY + namespace) if bucket is not None else None
+        if cached is not None:
+            ns = cached.obj
+        else:
+            kv = await self.storage.get(NS_INFO_KEY + namespace)
+            if kv is None:
+                raise st.namespace_not_found(namespace)
+            ns = orjson.loads(kv.value)
+        if (ns.get("metadata") or {}).get("deletionTimestamp"):
+            raise st.StatusError(403, "Forbidden", f"unable to create new content in namespace {namespace} "
+                                 "because it is being terminated",
+                                 details={"name": namespace, "kind": "namespaces",
+                                          "causes": [{"reason": "NamespaceTerminating",
+                                                      "message": f"namespace {namespace} is being terminated",
+                                                      "field": "metadata.namespace"}]})
+
+    # ---------------------------------------------------------------------------------- create
+
+    def prepare_create(self, info: ResourceInfo, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Apply the server-set fields of a new object (mutates and returns ``obj``)."""
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict):
+            meta = obj["metadata"] = {}
+        _set_type(obj, info)
+        if info.namespaced:
+            if meta.get("namespace") and meta["namespace"] != namespace:
+                raise st.bad_request("the namespace of the provided object does not match the namespace sent "
+                                     "on the request")
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        if meta.get("resourceVersion"):
+            raise st.invalid(info, meta.get("name", ""), [{
+                "reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
+                "message": "Invalid value: 0x0: resourceVersion should not be set on objects to be created"}])
+        meta.pop("resourceVersion", None)
+        if not meta.get("name") and isinstance(meta.get("generateName"), str) and meta["generateName"]:
+            meta["name"] = generate_name(meta["generateName"])
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = timestamp(self.clock)
+        meta["generation"] = 1
+        for k in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+            meta.pop(k, None)
+        if info.has_status and not (info.builtin and info.plural in ("pods", "namespaces", "nodes")):
+            obj.pop("status", None)
+        if not info.group and info.plural == "namespaces":
+            spec = obj["spec"] = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
+            fins = spec["finalizers"] = [f for f in spec.get("finalizers") or () if isinstance(f, str)]
+            if NAMESPACE_FINALIZER not in fins:
+                fins.append(NAMESPACE_FINALIZER)
+            obj["status"] = {"phase": "Active"}
+            meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta.get("name", "")
+        elif not info.group and info.plural == "pods":
+            obj["status"] = {"phase": "Pending", **(obj.get("status") or {})}
+        elif not info.group and info.plural == "secrets":
+            obj.setdefault("type", "Opaque")
+        elif not info.group and info.plural == "services" and isinstance(obj.get("spec"), dict):
+            obj["spec"].setdefault("type", "ClusterIP")
+        return obj
+
+    async def create(self, info: ResourceInfo, namespace: str, obj: dict[str, Any], *,
+                     dry_run: bool = False) -> dict[str, Any]:
+        """Create ``obj`` (already prepared); 404 on a missing namespace, 409 when the name is taken."""
+        name = obj["metadata"].get("name", "")
+        if info.namespaced:
+            await self.check_namespace(namespace)
+        key = self.key(info, namespace, name)
+        if dry_run:
+            if await self.storage.get(key) is not None:
+                raise st.already_exists(info, name)
+            return obj
+        try:
+            kv = await self.storage.create(key, encode(obj))
+        except KeyExists:
+            raise st.already_exists(info, name) from None
+        obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
+        self._after(info, obj, False)
+        return obj
+
+    # ---------------------------------------------------------------------------------- update
+
+    def prepare_update(self, info: ResourceInfo, old: dict[str, Any], new: dict[str, Any], *,
+                       subresource: str = "") -> dict[str, Any]:
+        """Merge a client's replacement ``new`` onto ``old`` following the update rules; returns the result."""
+        if not isinstance(new.get("metadata"), dict):
+            new["metadata"] = {}
+        ometa = old["metadata"]
+        name = ometa["name"]
+        if subresource == "status":
+            result = copy.deepcopy(old)
+            if "status" in new:
+                result["status"] = new["status"]
+            else:
+                result.pop("status", None)
+            nmeta = result["metadata"]
+        elif subresource == "finalize":
+            result = copy.deepcopy(old)
+            result.setdefault("spec", {})["finalizers"] = list((new.get("spec") or {}).get("finalizers") or ())
+            nmeta = result["metadata"]
+        else:
+            result = new
+            nmeta = new["metadata"]
+            if nmeta.get("name") and nmeta["name"] != name:
+                raise st.bad_request(f'the name of the object ({nmeta["name"]}) does not match the name on the URL '
+                                     f"({name})")
+            if info.namespaced and nmeta.get("namespace") and nmeta["namespace"] != ometa.get("namespace"):
+                raise st.bad_request("the namespace of the provided object does not match the namespace sent on "
+                                     "the request")
+            for k in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
+                      "deletionGracePeriodSeconds"):
+                if k in ometa:
+                    nmeta[k] = ometa[k]
+                else:
+                    nmeta.pop(k, None)
+            if info.has_status:
+                if "status" in old:
+                    new["status"] = old["status"]
+                else:
+                    new.pop("status", None)
+            if not info.group and info.plural == "namespaces":
+                new["spec"] = old.get("spec", {})
+        _set_type(result, info)
+        gen = ometa.get("generation", 1)
+        if not subresource and _spec_part(old) != _spec_part(result):
+            gen += 1
+        nmeta["generation"] = gen
+        if ometa.get("deletionTimestamp"):
+            added = set(nmeta.get("finalizers") or ()) - set(ometa.get("finalizers") or ())
+            if added:
+                raise st.invalid(info, name, [{"reason": "FieldValueForbidden", "field": "metadata.finalizers",
+                                               "message": "Forbidden: no new finalizers can be added if the object "
+                                                          "is being deleted, found new finalizers "
+                                                          f"{sorted(added)!r}"}])
+        if not nmeta.get("finalizers"):
+            nmeta.pop("finalizers", None)
+        return result
+
+    async def write_update(self, info: ResourceInfo, old_kv: KeyValue, obj: dict[str, Any], *,
+                           dry_run: bool = False) -> dict[str, Any]:
+        """CAS-write an updated object; deletes it when it is being deleted and has no finalizers left.
+
+        Raises :class:`RevisionMismatch` / :class:`KeyNotFound` for the caller to map or retry.
+        """
+        meta = obj["metadata"]
+        data = encode(obj)
+        if data == old_kv.value:
+            meta["resourceVersion"] = str(old_kv.mod_revision)
+            return obj
+        if dry_run:
+            meta["resourceVersion"] = str(old_kv.mod_revision)
+            return obj
+        kv = await self.storage.update(old_kv.key, data, old_kv.mod_revision)
+        meta["resourceVersion"] = str(kv.mod_revision)
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not self._finalizes_elsewhere(info, obj):
+            try:
+                await self.storage.delete(kv.key, kv.mod_revision)
+            except (RevisionMismatch, KeyNotFound):
+                pass
+            else:
+                self._after(info, obj, True)
+                return obj
+        self._after(info, obj, False)
+        return obj
+
+    @staticmethod
+    def _finalizes_elsewhere(info: ResourceInfo, obj: Mapping[str, Any]) -> bool:
+        """Namespaces also wait for ``spec.finalizers`` (emptied by the namespace controller)."""
+        if not info.group and info.plural == "namespaces":
+            return bool((obj.get("spec") or {}).get("finalizers"))
+        return False
+
+    async def update(self, info: ResourceInfo, namespace: str, name: str, new: dict[str, Any], *,
+                     subresource: str = "", dry_run: bool = False) -> dict[str, Any]:
+        """PUT semantics: 409 on a stale ``metadata.resourceVersion``; unconditional without one."""
+        meta = new.get("metadata") if isinstance(new.get("metadata"), dict) else {}
+        want = meta.get("resourceVersion") or ""
+        want_rv = parse_rv(want) if want else 0
+        for attempt in range(MAX_RETRIES):
+            old, kv = await self.read(info, namespace, name, cached=attempt == 0, want_rv=want_rv)
+            if want_rv and want_rv != kv.mod_revision:
+                raise st.conflict(info, name)
+            candidate = copy.deepcopy(new) if not want_rv else new
+            result = self.prepare_update(info, old, candidate, subresource=subresource)
+            validate(info, result, old)
+            try:
+                return await self.write_update(info, kv, result, dry_run=dry_run)
+            except RevisionMismatch:
+                if want_rv:
+                    raise st.conflict(info, name) from None
+            except KeyNotFound:
+                raise st.not_found(info, name) from None
+        raise st.conflict(info, name)
+
+    async def mutate(self, info: ResourceInfo, namespace: str, name: str,
+                     fn: Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None] | dict[str, Any] | None], *,
+                     precondition_rv: int = 0, dry_run: bool = False, raw: bool = False) -> dict[str, Any] | None:
+        """Read-modify-write with retries: ``fn(current)`` returns the new object (or None for no change).
+
+        With ``raw`` the result is written as is (server-internal changes such as finalizer removal);
+        otherwise it goes through :meth:`prepare_update` like a client update of the main resource.
+        """
+        for attempt in range(MAX_RETRIES):
+            old, kv = await self.read(info, namespace, name, cached=attempt == 0, want_rv=precondition_rv)
+            if precondition_rv and precondition_rv != kv.mod_revision:
+                raise st.conflict(info, name)
+            res = fn(copy.deepcopy(old))
+            if hasattr(res, "__await__"):
+                res = await res  # type: ignore[misc]
+            if res is None:
+                return old
+            result = res if raw else self.prepare_update(info, old, res)  # type: ignore[arg-type]
+            if not raw:
+                validate(info, result, old)
+            try:
+                return await self.write_update(info, kv, result, dry_run=dry_run)
+            except RevisionMismatch:
+                if precondition_rv:
+                    raise st.conflict(info, name) from None
+            except KeyNotFound:
+                raise st.not_found(info, name) from None
+        raise st.conflict(info, name)
+
+    # ---------------------------------------------------------------------------------- delete
+
+    async def delete(self, info: ResourceInfo, namespace: str, name: str, options: Mapping[str, Any] | None = None,
+                     *, dry_run: bool = False) -> tuple[dict[str, Any], bool]:
+        """Delete per DeleteOptions; returns (object, deleted_now). Finalizers make it a graceful delete."""
+        options = options or {}
+        policy = options.get("propagationPolicy")
+        if policy is None and options.get("orphanDependents") is not None:
+            policy = "Orphan" if options["orphanDependents"] else "Background"
+        if policy not in (None, "Background", "Foreground", "Orphan"):
+            raise st.invalid(info, name, [{"reason": "FieldValueNotSupported", "field": "propagationPolicy",
+                                           "message": f'Unsupported value: "{policy}": supported values: '
+                                                      '"Foreground", "Background", "Orphan", "nil"'}])
+        pre = options.get("preconditions") or {}
+        if not info.group and info.plural == "namespaces" and name in PROTECTED_NAMESPACES:
+            raise st.StatusError(403, "Forbidden", f'namespaces "{name}" is forbidden: this namespace may not be '
+                                 "deleted", details={"name": name, "kind": "namespaces"})
+        for attempt in range(MAX_RETRIES):
+            obj, kv = await self.read(info, namespace, name, cached=attempt == 0)
+            meta = obj["metadata"]
+            if attempt == 0 and (pre.get("resourceVersion") or pre.get("uid")):
+                continue  # judge preconditions against storage, never a possibly stale cached copy
+            if pre.get("uid") and pre["uid"] != meta.get("uid"):
+                raise st.conflict(info, name, f"Precondition failed: UID in precondition: {pre['uid']}, "
+                                  f"UID in object meta: {meta.get('uid')}")
+            if pre.get("resourceVersion") and str(pre["resourceVersion"]) != meta["resourceVersion"]:
+                raise st.conflict(info, name, "Precondition failed: ResourceVersion in precondition: "
+                                  f"{pre['resourceVersion']}, ResourceVersion in object meta: "
+                                  f"{meta['resourceVersion']}")
+            finalizers = list(meta.get("finalizers") or ())
+            extra = None
+            if policy == "Orphan":
+                extra = ORPHAN
+            elif policy == "Foreground":
+                extra = FOREGROUND
+            elif not info.group and info.plural == "namespaces":
+                extra = None
+            elif info.group == "apiextensions.k8s.io" and info.plural == "customresourcedefinitions":
+                extra = CRD_FINALIZER
+            if extra and extra not in finalizers and not meta.get("deletionTimestamp"):
+                finalizers.append(extra)
+            graceful = bool(finalizers) or self._finalizes_elsewhere(info, obj)
+            if graceful:
+                if meta.get("deletionTimestamp"):
+                    return obj, False
+                meta["finalizers"] = finalizers
+                meta["deletionTimestamp"] = timestamp(self.clock)
+                meta["deletionGracePeriodSeconds"] = 0
+                meta["generation"] = meta.get("generation", 1) + 1
+                if not info.group and info.plural == "namespaces":
+                    obj.setdefault("status", {})["phase"] = "Terminating"
+                if not finalizers:
+                    meta.pop("finalizers", None)
+                try:
+                    return await self.write_update(info, kv, obj, dry_run=dry_run), False
+                except RevisionMismatch:
+                    continue
+                except KeyNotFound:
+                    raise st.not_found(info, name) from None
+            if dry_run:
+                return obj, True
+            try:
+                dkv = await self.storage.delete(kv.key, kv.mod_revision)
+            except RevisionMismatch:
+                continue
+            except KeyNotFound:
+                raise st.not_found(info, name) from None
+            obj["metadata"]["resourceVersion"] = str(dkv.mod_revision)
+            self._after(info, obj, True)
+            return obj, True
+        raise st.conflict(info, name)
+
+    def _after(self, info: ResourceInfo, obj: dict[str, Any], deleted: bool) -> None:
+        for hook in self.after_write:
+            try:
+                hook(info, obj, deleted)
+            except Exception:
+                log.exception("after-write hook failed")
+
+    async def ensure_namespaces(self) -> None:
+        """Create the system namespaces that do not exist yet."""
+        info = self.registry.get("", "v1", "namespaces")
+        assert info is not None
+        for ns in SYSTEM_NAMESPACES:
+            if await self.storage.get(NS_INFO_KEY + ns) is None:
+                obj = self.prepare_create(info, "", {"metadata": {"name": ns}})
+                try:
+                    await self.create(info, "", obj)
+                except st.StatusError as e:
+                    if e.code != 409:
+                        raise

@@ -1,0 +1,195 @@
+"""The resource registry: which kinds the embedded API server serves, and where they live in storage.
+
+Invariants:
+
+* Built-in kinds are registered at construction and never removed.
+* A CRD contributes one :class:`ResourceInfo` per *served* version; all versions of one CRD share
+  one storage prefix (``/registry/<group>/<plural>/``), as kube-apiserver stores one version.
+* :attr:`Registry.revision` increases on every change, so discovery and OpenAPI caches can key on it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+ALL_VERBS: tuple[str, ...] = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceInfo:
+    """One served resource (group, version, plural) and how the server treats it."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    singular: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS
+    subresources: tuple[str, ...] = ()
+    schema: Mapping[str, Any] | None = None
+    builtin: bool = True
+    selectable_fields: tuple[str, ...] = ()
+    crd_name: str = field(default="", compare=False)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_version(self) -> str:
+        return self.api_version
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    @property
+    def storage_prefix(self) -> str:
+        """Key prefix of every object of this resource, ending with ``/``."""
+        return f"/registry/{self.group or 'core'}/{self.plural}/"
+
+    @property
+    def has_status(self) -> bool:
+        return "status" in self.subresources
+
+
+def _info(group: str, version: str, kind: str, plural: str, *, namespaced: bool = True,
+          short: tuple[str, ...] = (), categories: tuple[str, ...] = (),
+          subresources: tuple[str, ...] = ()) -> ResourceInfo:
+    return ResourceInfo(group=group, version=version, kind=kind, plural=plural, singular=kind.lower(),
+                        namespaced=namespaced, short_names=short, categories=categories,
+                        subresources=subresources)
+
+
+_ALL = ("all",)
+
+BUILTINS: tuple[ResourceInfo, ...] = (
+    _info("", "v1", "Namespace", "namespaces", namespaced=False, short=("ns",), subresources=("status", "finalize")),
+    _info("", "v1", "ConfigMap", "configmaps", short=("cm",)),
+    _info("", "v1", "Secret", "secrets"),
+    _info("", "v1", "Pod", "pods", short=("po",), categories=_ALL, subresources=("status",)),
+    _info("", "v1", "Service", "services", short=("svc",), categories=_ALL, subresources=("status",)),
+    _info("", "v1", "Event", "events", short=("ev",)),
+    _info("", "v1", "ServiceAccount", "serviceaccounts", short=("sa",)),
+    _info("", "v1", "Endpoints", "endpoints", short=("ep",)),
+    _info("", "v1", "Node", "nodes", namespaced=False, short=("no",), subresources=("status",)),
+    _info("apps", "v1", "Deployment", "deployments", short=("deploy",), categories=_ALL,
+          subresources=("status", "scale")),
+    _info("apps", "v1", "ReplicaSet", "replicasets", short=("rs",), categories=_ALL,
+          subresources=("status", "scale")),
+    _info("apps", "v1", "StatefulSet", "statefulsets", short=("sts",), categories=_ALL,
+          subresources=("status", "scale")),
+    _info("apps", "v1", "DaemonSet", "daemonsets", short=("ds",), categories=_ALL, subresources=("status",)),
+    _info("coordination.k8s.io", "v1", "Lease", "leases"),
+    _info("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
+          namespaced=False, short=("crd", "crds"), categories=("api-extensions",), subresources=("status",)),
+    _info("events.k8s.io", "v1", "Event", "events", short=("ev",)),
+)
+
+_VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """Sort key putting versions in Kubernetes order: GA > beta > alpha (higher numbers first), then others."""
+    m = _VERSION_RE.match(version)
+    if not m:
+        return (3, 0, 0, version)
+    major = int(m.group(1))
+    stage = {None: 0, "beta": 1, "alpha": 2}[m.group(2)]
+    minor = int(m.group(3) or 0)
+    return (stage, -major, -minor, version)
+
+
+def crd_resources(crd: Mapping[str, Any]) -> list[ResourceInfo]:
+    """The :class:`ResourceInfo` of every served version of an apiextensions.k8s.io/v1 CRD object."""
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    group = spec["group"]
+    plural = names["plural"]
+    kind = names["kind"]
+    namespaced = spec.get("scope", "Namespaced") == "Namespaced"
+    crd_name = (crd.get("metadata") or {}).get("name") or f"{plural}.{group}"
+    infos: list[ResourceInfo] = []
+    for ver in spec.get("versions") or ():
+        if not ver.get("served", True):
+            continue
+        subs = ver.get("subresources") or {}
+        subresources = tuple(s for s in ("status", "scale") if s in subs)
+        schema = (ver.get("schema") or {}).get("openAPIV3Schema")
+        selectable = tuple(f.get("jsonPath", "") for f in ver.get("selectableFields") or () if f.get("jsonPath"))
+        infos.append(ResourceInfo(
+            group=group, version=ver["name"], kind=kind, plural=plural,
+            singular=names.get("singular") or kind.lower(), namespaced=namespaced,
+            short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
+            subresources=subresources, schema=schema, builtin=False, selectable_fields=selectable,
+            crd_name=crd_name,
+        ))
+    return infos
+
+
+class Registry:
+    """Every resource the server serves, by (group, version, plural) and by (group, kind)."""
+
+    def __init__(self) -> None:
+        self._by_gvr: dict[tuple[str, str, str], ResourceInfo] = {}
+        self._crds: dict[str, list[ResourceInfo]] = {}
+        self.revision = 0
+        for info in BUILTINS:
+            self._by_gvr[(info.group, info.version, info.plural)] = info
+
+    def get(self, group: str, version: str, plural: str) -> ResourceInfo | None:
+        return self._by_gvr.get((group, version, plural))
+
+    def by_kind(self, group: str, kind: str) -> ResourceInfo | None:
+        """The preferred-version resource of ``kind`` in ``group``."""
+        found = [i for i in self._by_gvr.values() if i.group == group and i.kind == kind]
+        if not found:
+            return None
+        return min(found, key=lambda i: version_priority(i.version))
+
+    def by_storage_prefix(self, group: str, plural: str) -> ResourceInfo | None:
+        """Any served version of the resource stored under ``/registry/<group>/<plural>/``."""
+        found = [i for i in self._by_gvr.values() if (i.group or "core") == group and i.plural == plural]
+        return min(found, key=lambda i: version_priority(i.version)) if found else None
+
+    def resources(self) -> list[ResourceInfo]:
+        return list(self._by_gvr.values())
+
+    def group_versions(self) -> dict[str, list[str]]:
+        """Group -> served versions, preferred first; the core group is ``""`` and comes first."""
+        groups: dict[str, set[str]] = {}
+        for info in self._by_gvr.values():
+            groups.setdefault(info.group, set()).add(info.version)
+        ordered = sorted(groups, key=lambda g: (g != "", g))
+        return {g: sorted(groups[g], key=version_priority) for g in ordered}
+
+    def add_crd(self, crd: Mapping[str, Any]) -> list[ResourceInfo]:
+        """Serve (or re-serve, after an update) the versions of ``crd``; returns what is now served."""
+        infos = crd_resources(crd)
+        name = infos[0].crd_name if infos else (crd.get("metadata") or {}).get("name", "")
+        self._drop(name)
+        for info in infos:
+            self._by_gvr[(info.group, info.version, info.plural)] = info
+        self._crds[name] = infos
+        self.revision += 1
+        return infos
+
+    def remove_crd(self, crd_name: str) -> None:
+        if self._drop(crd_name):
+            self.revision += 1
+
+    def _drop(self, crd_name: str) -> bool:
+        old = self._crds.pop(crd_name, None)
+        if not old:
+            return False
+        for info in old:
+            key = (info.group, info.version, info.plural)
+            if self._by_gvr.get(key) is info:
+                del self._by_gvr[key]
+        return True

@@ -1,0 +1,295 @@
+"""The watch cache: the current object set and a bounded window of recent events, per resource.
+
+One storage watch on ``/registry/`` feeds every resource (the kube-apiserver watch cache, with one
+source stream). Because every revision of the store is one write under ``/registry/``, the cache
+knows it has applied *every* revision up to :attr:`WatchCache.revision` — a progress notification for
+free, which makes consistent reads and bookmarks exact.
+
+Invariants:
+
+* ``bucket.objects`` is the state of the bucket's keys at :attr:`WatchCache.revision`.
+* ``bucket.ring`` holds, in revision order, every event of the bucket with revision
+  ``> bucket.ring_start`` (up to ``size`` events); older ones must come from storage history.
+* Each object version is serialised once (:attr:`CachedEvent.raw`); every watcher writes those bytes.
+* Subscribing (ring replay + live registration) is synchronous, so a watcher sees no gap and no duplicate.
+* A watcher whose buffer overflows is closed (it re-watches from its last RV) instead of blocking others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from .storage.base import Compacted, Event, Storage, WatcherTooSlow
+
+log = logging.getLogger(__name__)
+
+ROOT = "/registry/"
+
+
+def split_key(key: str) -> tuple[str, str, str]:
+    """``/registry/g/plural/ns/name`` -> (bucket prefix ``/registry/g/plural/``, namespace, name)."""
+    i = key.index("/", 10)
+    j = key.index("/", i + 1)
+    prefix = key[: j + 1]
+    rest = key[j + 1:]
+    ns, sep, name = rest.partition("/")
+    return (prefix, ns, name) if sep else (prefix, "", rest)
+
+
+class CachedObject:
+    """One object version as served: the decoded dict (read-only by contract) and its JSON bytes."""
+
+    __slots__ = ("key", "name", "namespace", "obj", "raw", "rev")
+
+    def __init__(self, key: str, namespace: str, name: str, obj: dict[str, Any], raw: bytes, rev: int) -> None:
+        self.key = key
+        self.namespace = namespace
+        self.name = name
+        self.obj = obj
+        self.raw = raw
+        self.rev = rev
+
+
+class CachedEvent:
+    """A watch event: ``type`` is ADDED, MODIFIED or DELETED; ``prev`` the version it replaced."""
+
+    __slots__ = ("cur", "line", "prev", "rev", "type")
+
+    def __init__(self, type_: str, cur: CachedObject, prev: CachedObject | None) -> None:
+        self.type = type_
+        self.cur = cur
+        self.prev = prev
+        self.rev = cur.rev
+        self.line = b'{"type":"' + type_.encode() + b'","object":' + cur.raw + b"}\n"
+
+
+class Watcher:
+    """A live subscriber with a bounded buffer, woken whenever events arrive or it is closed."""
+
+    __slots__ = ("buf", "closed", "limit", "namespace", "overflowed", "wake")
+
+    def __init__(self, namespace: str, limit: int) -> None:
+        self.buf: deque[CachedEvent] = deque()
+        self.wake = asyncio.Event()
+        self.closed = False
+        self.overflowed = False
+        self.namespace = namespace
+        self.limit = limit
+
+    def push(self, ev: CachedEvent) -> bool:
+        """Queue ``ev``; returns False (and closes) when the buffer is full."""
+        if len(self.buf) >= self.limit:
+            self.overflowed = True
+            self.close()
+            return False
+        self.buf.append(ev)
+        self.wake.set()
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+        self.wake.set()
+
+
+class Bucket:
+    """Cache of one resource (all versions share one storage prefix)."""
+
+    __slots__ = ("objects", "prefix", "ring", "ring_start", "watchers")
+
+    def __init__(self, prefix: str, size: int, ring_start: int) -> None:
+        self.prefix = prefix
+        self.objects: dict[str, CachedObject] = {}
+        self.ring: deque[CachedEvent] = deque()
+        self.ring_start = ring_start
+        self.watchers: set[Watcher] = set()
+
+    def snapshot(self, namespace: str = "") -> list[CachedObject]:
+        """Current objects (of ``namespace`` when given), in key order."""
+        objs = self.objects
+        if namespace:
+            start = f"{self.prefix}{namespace}/"
+            keys = sorted(k for k in objs if k.startswith(start))
+        else:
+            keys = sorted(objs)
+        return [objs[k] for k in keys]
+
+
+Listener = Callable[[str, CachedEvent], None]
+
+
+def decode(key: str, value: bytes, rev: int) -> CachedObject:
+    """Decode a stored value and stamp ``metadata.resourceVersion``."""
+    obj = orjson.loads(value)
+    obj.setdefault("metadata", {})["resourceVersion"] = str(rev)
+    _, ns, name = split_key(key)
+    return CachedObject(key, ns, name, obj, orjson.dumps(obj), rev)
+
+
+class WatchCache:
+    """The cache of every resource under ``/registry/``, fed by one storage watch."""
+
+    def __init__(self, storage: Storage, size: int = 1000, watcher_buffer: int = 10_000) -> None:
+        self.storage = storage
+        self.size = max(1, size)
+        self.watcher_buffer = watcher_buffer
+        self.revision = 0
+        self.start_revision = 0
+        self.buckets: dict[str, Bucket] = {}
+        self.listeners: list[Listener] = []
+        # Called after the cache had to reload everything (its event stream had a gap): rebuild derived state.
+        self.reset_listeners: list[Callable[[], None]] = []
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+
+    async def start(self) -> None:
+        """Load the current state and start following the store."""
+        await self._load()
+        self._task = asyncio.create_task(self._run(), name="kinformer-watchcache")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        for bucket in self.buckets.values():
+            for w in list(bucket.watchers):
+                w.close()
+            bucket.watchers.clear()
+        for _, _, fut in self._waiters:
+            if not fut.done():
+                fut.cancel()
+        self._waiters.clear()
+
+    async def _load(self) -> None:
+        result = await self.storage.list(ROOT)
+        self.revision = self.start_revision = result.revision
+        for bucket in self.buckets.values():
+            for w in list(bucket.watchers):
+                w.close()
+        self.buckets = {}
+        for kv in result.kvs:
+            co = decode(kv.key, kv.value, kv.mod_revision)
+            self.bucket(split_key(kv.key)[0]).objects[kv.key] = co
+
+    def bucket(self, prefix: str) -> Bucket:
+        b = self.buckets.get(prefix)
+        if b is None:
+            b = self.buckets[prefix] = Bucket(prefix, self.size, self.start_revision)
+        return b
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                async for ev in self.storage.watch(ROOT, self.revision + 1):
+                    self._apply(ev)
+            except asyncio.CancelledError:
+                raise
+            except WatcherTooSlow:
+                log.warning("watch cache fell behind the store; re-watching from %d", self.revision)
+            except Compacted:
+                log.error("watch cache history compacted at %d; reloading", self.revision)
+                await self._load()
+                for reset in self.reset_listeners:
+                    try:
+                        reset()
+                    except Exception:
+                        log.exception("watch cache reset listener failed")
+            except Exception:
+                log.exception("watch cache source failed; re-watching from %d", self.revision)
+                await asyncio.sleep(0.1)
+            else:
+                return
+
+    def _apply(self, ev: Event) -> None:
+        kv = ev.kv
+        key = kv.key
+        rev = kv.mod_revision
+        prefix = split_key(key)[0]
+        bucket = self.bucket(prefix)
+        prev = bucket.objects.get(key)
+        cur = decode(key, kv.value, rev)
+        if ev.type == "DELETE":
+            bucket.objects.pop(key, None)
+            cev = CachedEvent("DELETED", cur, prev)
+        else:
+            bucket.objects[key] = cur
+            cev = CachedEvent("MODIFIED" if prev is not None else "ADDED", cur, prev)
+        ring = bucket.ring
+        ring.append(cev)
+        if len(ring) > self.size:
+            bucket.ring_start = ring.popleft().rev
+        self.revision = rev
+        if bucket.watchers:
+            ns = cur.namespace
+            for w in list(bucket.watchers):
+                if w.namespace and w.namespace != ns:
+                    continue
+                if not w.push(cev):
+                    bucket.watchers.discard(w)
+        for listener in self.listeners:
+            try:
+                listener(prefix, cev)
+            except Exception:
+                log.exception("watch cache listener failed")
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= rev:
+            fut = heapq.heappop(waiters)[2]
+            if not fut.done():
+                fut.set_result(None)
+
+    async def wait_for(self, revision: int, timeout: float) -> bool:
+        """Wait until the cache has applied ``revision``; False on timeout."""
+        if self.revision >= revision:
+            return True
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (revision, next(self._seq), fut))
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def sync(self, timeout: float = 10.0) -> int:
+        """Wait until the cache reflects the store's current revision (a consistent read point)."""
+        rev = await self.storage.current_revision()
+        if not await self.wait_for(rev, timeout):
+            raise TimeoutError(f"watch cache did not reach revision {rev}")
+        return rev
+
+    def subscribe(self, prefix: str, after: int, namespace: str = "") -> tuple[Watcher, list[CachedEvent]] | None:
+        """Register a live watcher for events after ``after``; returns it with the ring events to replay first.
+
+        None when ``after`` is older than the ring window (the caller falls back to storage history).
+        """
+        bucket = self.bucket(prefix)
+        if after < bucket.ring_start:
+            return None
+        replay = [ev for ev in bucket.ring if ev.rev > after and (not namespace or ev.cur.namespace == namespace)]
+        w = Watcher(namespace, self.watcher_buffer)
+        bucket.watchers.add(w)
+        return w, replay
+
+    def subscribe_snapshot(self, prefix: str, namespace: str = "") -> tuple[Watcher, list[CachedObject], int]:
+        """Register a live watcher and return the current objects it starts from, atomically."""
+        bucket = self.bucket(prefix)
+        w = Watcher(namespace, self.watcher_buffer)
+        bucket.watchers.add(w)
+        return w, bucket.snapshot(namespace), self.revision
+
+    def unsubscribe(self, prefix: str, w: Watcher) -> None:
+        w.closed = True
+        b = self.buckets.get(prefix)
+        if b is not None:
+            b.watchers.discard(w)

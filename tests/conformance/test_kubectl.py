@@ -1,0 +1,470 @@
+"""The real kubectl against the embedded API server.
+
+Most tests share one ``kinformer serve`` subprocess (HTTPS with its generated CA, a generated bearer
+token and the kubeconfig it writes), so the CLI, TLS and token authentication are exercised exactly
+as a user meets them. One test runs an in-process ``APIServer`` over plain HTTP without auth.
+Every kubectl call has a timeout; waits poll a condition until a deadline, never a fixed sleep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+KUBECTL = shutil.which("kubectl")
+pytestmark = [
+    pytest.mark.kubectl,
+    pytest.mark.skipif(KUBECTL is None, reason="kubectl binary not found on PATH (install Debian's kubectl)"),
+]
+
+CALL_TIMEOUT = 30.0
+START_TIMEOUT = 30.0
+
+
+@dataclass
+class Kubectl:
+    """Runs kubectl with one kubeconfig and a private HOME (so its discovery cache is private too)."""
+
+    kubeconfig: Path
+    home: Path
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
+        env.update({"HOME": str(self.home), "KUBECONFIG": str(self.kubeconfig)})
+        return env
+
+    def run(self, *args: str, input: str | None = None, check: bool = True,
+            timeout: float = CALL_TIMEOUT) -> subprocess.CompletedProcess[str]:
+        assert KUBECTL is not None
+        proc = subprocess.run([KUBECTL, *args], input=input, capture_output=True, text=True, env=self.env(),
+                              timeout=timeout, check=False)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}{proc.stdout}")
+        return proc
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.run(*args, "-o", "json").stdout)
+
+    def apply_yaml(self, doc: dict[str, Any] | str, *args: str) -> subprocess.CompletedProcess[str]:
+        text = doc if isinstance(doc, str) else yaml.safe_dump(doc)
+        return self.run("apply", "-f", "-", *args, input=text)
+
+    def exists(self, *args: str) -> bool:
+        proc = self.run("get", *args, "-o", "name", "--ignore-not-found", check=True)
+        return bool(proc.stdout.strip())
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kubectl, Path]]:
+    """``kinformer serve --port 0`` with TLS + token; yields kubectl bound to its kubeconfig, and the data dir."""
+    data = tmp_path_factory.mktemp("serve")
+    home = tmp_path_factory.mktemp("home")
+    log = (data / "serve.log").open("w+")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kinformer.cli", "serve", "--port", "0", "--data", str(data), "--storage", "memory"],
+        stdout=subprocess.PIPE, stderr=log, text=True)
+    kubeconfig = None
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        assert proc.stdout is not None
+        while kubeconfig is None:
+            line = proc.stdout.readline()
+            if not line:
+                log.seek(0)
+                raise AssertionError(f"kinformer serve exited {proc.wait(5)} before it was ready:\n{log.read()}")
+            if line.startswith("kubeconfig:"):
+                kubeconfig = Path(line.split(":", 1)[1].strip())
+            if time.monotonic() > deadline:
+                raise AssertionError("kinformer serve did not print its kubeconfig in time")
+        yield Kubectl(kubeconfig=kubeconfig, home=home), data
+    finally:
+        proc.terminate()
+        try:
+            code = proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait(5)
+        log.close()
+        assert code == 0, f"kinformer serve did not stop cleanly on SIGTERM (exit {code})"
+
+
+@pytest.fixture
+def kubectl(served: tuple[Kubectl, Path]) -> Kubectl:
+    return served[0]
+
+
+@pytest.fixture
+def ns(kubectl: Kubectl, request: pytest.FixtureRequest) -> str:
+    """A fresh namespace per test (created with ``kubectl create namespace``)."""
+    name = "t-" + request.node.name.removeprefix("test_").replace("_", "-")[:40].rstrip("-")
+    kubectl.run("create", "namespace", name)
+    return name
+
+
+# -- the served kubeconfig ------------------------------------------------------------------------
+
+
+def test_kubeconfig_is_https_with_token(served: tuple[Kubectl, Path]) -> None:
+    kubectl, data = served
+    cfg = yaml.safe_load(kubectl.kubeconfig.read_text())
+    assert cfg["clusters"][0]["cluster"]["server"].startswith("https://127.0.0.1:")
+    assert cfg["users"][0]["user"]["token"] == (data / "token").read_text().strip()
+
+
+def test_wrong_token_is_unauthorized(served: tuple[Kubectl, Path], tmp_path: Path) -> None:
+    kubectl, _ = served
+    cfg = yaml.safe_load(kubectl.kubeconfig.read_text())
+    cfg["users"][0]["user"]["token"] = "not-the-token"
+    bad = tmp_path / "bad-kubeconfig"
+    bad.write_text(yaml.safe_dump(cfg))
+    proc = Kubectl(bad, kubectl.home).run("get", "configmaps", "-n", "default", check=False)
+    assert proc.returncode != 0
+    assert "Unauthorized" in proc.stderr or "must be logged in" in proc.stderr
+
+
+# -- discovery and reads ---------------------------------------------------------------------------
+
+
+def test_version(kubectl: Kubectl) -> None:
+    out = kubectl.run("version", "-o", "json").stdout
+    server = json.loads(out)["serverVersion"]
+    assert server["major"] == "1" and server["minor"] == "32"
+
+
+def test_get_namespaces(kubectl: Kubectl) -> None:
+    out = kubectl.run("get", "ns").stdout
+    for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
+        assert name in out
+
+
+def test_api_resources(kubectl: Kubectl) -> None:
+    out = kubectl.run("api-resources").stdout
+    rows = {tuple(line.split()[:2]) for line in out.splitlines()[1:]}
+    assert ("configmaps", "cm") in rows and ("deployments", "deploy") in rows and ("namespaces", "ns") in rows
+    assert "customresourcedefinitions" in out and "leases" in out
+
+
+def test_create_file_and_get_json_yaml(kubectl: Kubectl, ns: str) -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": ns},
+          "data": {"color": "blue"}}
+    out = kubectl.run("create", "-f", "-", input=yaml.safe_dump(cm)).stdout
+    assert "configmap/settings created" in out
+    got = kubectl.json("get", "configmap", "settings", "-n", ns)
+    assert got["data"] == {"color": "blue"} and got["metadata"]["uid"] and got["metadata"]["resourceVersion"]
+    as_yaml = yaml.safe_load(kubectl.run("get", "cm", "settings", "-n", ns, "-o", "yaml").stdout)
+    assert as_yaml["data"] == {"color": "blue"}
+    listed = kubectl.json("get", "configmaps", "-n", ns)
+    assert listed["kind"] == "List" and [i["metadata"]["name"] for i in listed["items"]] == ["settings"]
+    dup = kubectl.run("create", "-f", "-", input=yaml.safe_dump(cm), check=False)
+    assert dup.returncode != 0 and "AlreadyExists" in dup.stderr
+
+
+def test_create_with_unknown_field_is_rejected(kubectl: Kubectl, ns: str) -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bad", "namespace": ns}, "dataa": {}}
+    proc = kubectl.run("create", "-f", "-", input=yaml.safe_dump(cm), check=False)
+    assert proc.returncode != 0
+    assert 'unknown field "dataa"' in proc.stderr
+
+
+# -- imperative creates (protobuf bodies) -----------------------------------------------------------
+
+
+def test_create_configmap_secret_namespace(kubectl: Kubectl, ns: str) -> None:
+    kubectl.run("create", "configmap", "lit", "-n", ns, "--from-literal=a=1", "--from-literal=b=two")
+    assert kubectl.json("get", "cm", "lit", "-n", ns)["data"] == {"a": "1", "b": "two"}
+    kubectl.run("create", "secret", "generic", "pw", "-n", ns, "--from-literal=password=hunter2")
+    secret = kubectl.json("get", "secret", "pw", "-n", ns)
+    assert secret["type"] == "Opaque" and secret["data"] == {"password": "aHVudGVyMg=="}
+    kubectl.run("create", "namespace", f"{ns}-extra")
+    assert kubectl.json("get", "namespace", f"{ns}-extra")["status"]["phase"] == "Active"
+
+
+# -- apply -----------------------------------------------------------------------------------------
+
+
+def test_apply_client_side_twice_with_change(kubectl: Kubectl, ns: str) -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied", "namespace": ns},
+          "data": {"a": "1", "b": "2"}}
+    assert "created" in kubectl.apply_yaml(cm).stdout
+    assert "unchanged" in kubectl.apply_yaml(cm).stdout
+    cm["data"] = {"a": "10", "c": "3"}
+    assert "configured" in kubectl.apply_yaml(cm).stdout
+    got = kubectl.json("get", "cm", "applied", "-n", ns)
+    assert got["data"] == {"a": "10", "c": "3"}
+    last = json.loads(got["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"])
+    assert last["data"] == {"a": "10", "c": "3"}
+
+
+def test_apply_list_file(kubectl: Kubectl, ns: str) -> None:
+    """``kind: List`` files (what ``get -o yaml`` prints for many objects) apply, and stay strictly validated."""
+    items = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"l{i}", "namespace": ns},
+              "data": {"i": str(i)}} for i in range(2)]
+    out = kubectl.run("apply", "-f", "-", input=yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    assert "configmap/l0 created" in out.stdout and "configmap/l1 created" in out.stdout
+    exported = kubectl.run("get", "configmaps", "-n", ns, "-o", "yaml").stdout
+    assert yaml.safe_load(exported)["kind"] == "List"
+    reapplied = kubectl.run("apply", "-f", "-", input=exported).stdout
+    assert "configmap/l0" in reapplied and "configmap/l1" in reapplied
+    bad = {"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lbad", "namespace": ns}, "dataa": {}}]}
+    rejected = kubectl.run("apply", "-f", "-", input=yaml.safe_dump(bad), check=False)
+    assert rejected.returncode != 0 and 'unknown field "dataa"' in rejected.stderr
+
+
+def _deployment(ns: str, image: str, env: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "app", "image": image}
+    if env is not None:
+        container["env"] = env
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": ns},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [container, {"name": "sidecar", "image": "busybox"}]}}},
+    }
+
+
+def test_apply_deployment_strategic(kubectl: Kubectl, ns: str) -> None:
+    kubectl.apply_yaml(_deployment(ns, "nginx:1", [{"name": "A", "value": "1"}]))
+    assert "configured" in kubectl.apply_yaml(_deployment(ns, "nginx:2", [{"name": "B", "value": "2"}])).stdout
+    got = kubectl.json("get", "deploy", "web", "-n", ns)
+    containers = {c["name"]: c for c in got["spec"]["template"]["spec"]["containers"]}
+    assert containers["app"]["image"] == "nginx:2"
+    assert containers["app"]["env"] == [{"name": "B", "value": "2"}]
+    assert containers["sidecar"]["image"] == "busybox"
+    assert got["metadata"]["generation"] == 2
+
+
+def test_apply_server_side(kubectl: Kubectl, ns: str) -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa", "namespace": ns}, "data": {"k": "v"}}
+    assert "serverside-applied" in kubectl.apply_yaml(cm, "--server-side").stdout
+    cm["data"] = {"k": "v2"}
+    kubectl.apply_yaml(cm, "--server-side")
+    got = kubectl.json("get", "cm", "ssa", "-n", ns, "--show-managed-fields")
+    assert got["data"] == {"k": "v2"}
+    managers = {(m["manager"], m["operation"]) for m in got["metadata"]["managedFields"]}
+    assert ("kubectl", "Apply") in managers
+    cm["data"] = {"k": "mine"}
+    other = kubectl.run("apply", "--server-side", "--field-manager", "other", "-f", "-",
+                        input=yaml.safe_dump(cm), check=False)
+    assert other.returncode != 0 and "conflict" in other.stderr.lower()
+    kubectl.run("apply", "--server-side", "--field-manager", "other", "--force-conflicts", "-f", "-",
+                input=yaml.safe_dump(cm))
+    assert kubectl.json("get", "cm", "ssa", "-n", ns)["data"] == {"k": "mine"}
+
+
+# -- patch, label, annotate ------------------------------------------------------------------------
+
+
+def test_patch_merge_json_strategic(kubectl: Kubectl, ns: str) -> None:
+    kubectl.run("create", "configmap", "p", "-n", ns, "--from-literal=a=1")
+    kubectl.run("patch", "cm", "p", "-n", ns, "--type", "merge", "-p", '{"data":{"b":"2","a":null}}')
+    assert kubectl.json("get", "cm", "p", "-n", ns)["data"] == {"b": "2"}
+    kubectl.run("patch", "cm", "p", "-n", ns, "--type", "json",
+                "-p", '[{"op":"test","path":"/data/b","value":"2"},{"op":"add","path":"/data/c","value":"3"}]')
+    assert kubectl.json("get", "cm", "p", "-n", ns)["data"] == {"b": "2", "c": "3"}
+    failed = kubectl.run("patch", "cm", "p", "-n", ns, "--type", "json",
+                         "-p", '[{"op":"test","path":"/data/b","value":"nope"}]', check=False)
+    assert failed.returncode != 0
+
+    kubectl.apply_yaml(_deployment(ns, "nginx:1"))
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "nginx:3"}]}}}}
+    kubectl.run("patch", "deploy", "web", "-n", ns, "--type", "strategic", "-p", json.dumps(patch))
+    containers = {c["name"]: c["image"] for c in
+                  kubectl.json("get", "deploy", "web", "-n", ns)["spec"]["template"]["spec"]["containers"]}
+    assert containers == {"app": "nginx:3", "sidecar": "busybox"}
+
+
+def test_label_and_annotate(kubectl: Kubectl, ns: str) -> None:
+    kubectl.run("create", "configmap", "l", "-n", ns)
+    kubectl.run("label", "cm", "l", "-n", ns, "app=web", "tier=front")
+    kubectl.run("label", "cm", "l", "-n", ns, "app=api", "--overwrite")
+    kubectl.run("label", "cm", "l", "-n", ns, "tier-")
+    kubectl.run("annotate", "cm", "l", "-n", ns, "note=hello")
+    meta = kubectl.json("get", "cm", "l", "-n", ns)["metadata"]
+    assert meta["labels"] == {"app": "api"}
+    assert meta["annotations"]["note"] == "hello"
+    refused = kubectl.run("label", "cm", "l", "-n", ns, "app=again", check=False)
+    assert refused.returncode != 0
+    names = kubectl.run("get", "cm", "-n", ns, "-l", "app=api", "-o", "name").stdout.split()
+    assert names == ["configmap/l"]
+
+
+def test_edit_status_subresource_and_dry_run(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    editor = tmp_path / "editor.py"
+    editor.write_text("import sys\np = sys.argv[1]\ns = open(p).read().replace('nginx:1', 'nginx:edited')\n"
+                      "open(p, 'w').write(s)\n")
+    kubectl.apply_yaml(_deployment(ns, "nginx:1"))
+    env_editor = f"{sys.executable} {editor}"
+    proc = subprocess.run([KUBECTL or "kubectl", "edit", "deploy", "web", "-n", ns], capture_output=True, text=True,
+                          env={**kubectl.env(), "KUBE_EDITOR": env_editor}, timeout=CALL_TIMEOUT, check=False)
+    assert proc.returncode == 0, proc.stderr
+    images = [c["image"] for c in kubectl.json("get", "deploy", "web", "-n", ns)["spec"]["template"]["spec"]
+              ["containers"]]
+    assert images == ["nginx:edited", "busybox"]
+
+    kubectl.run("run", "pod1", "-n", ns, "--image=nginx")
+    kubectl.run("patch", "pod", "pod1", "-n", ns, "--subresource=status", "--type=merge",
+                "-p", '{"status":{"phase":"Running"}}')
+    assert kubectl.json("get", "pod", "pod1", "-n", ns)["status"]["phase"] == "Running"
+
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dry", "namespace": ns}}
+    assert "server dry run" in kubectl.apply_yaml(cm, "--dry-run=server").stdout
+    assert not kubectl.exists("cm", "dry", "-n", ns)
+    kubectl.run("delete", "deploy", "web", "-n", ns, "--dry-run=server")
+    assert kubectl.exists("deploy", "web", "-n", ns)
+
+
+# -- delete, cascade, finalizers -------------------------------------------------------------------
+
+
+def _owner_and_dependent(kubectl: Kubectl, ns: str, owner: str) -> dict[str, Any]:
+    kubectl.run("create", "configmap", owner, "-n", ns)
+    uid = kubectl.json("get", "cm", owner, "-n", ns)["metadata"]["uid"]
+    dep = {"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": f"{owner}-child", "namespace": ns,
+                        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": uid,
+                                             "blockOwnerDeletion": True}]}}
+    kubectl.run("create", "-f", "-", input=yaml.safe_dump(dep))
+    return dep
+
+
+def test_delete_cascade_background(kubectl: Kubectl, ns: str) -> None:
+    _owner_and_dependent(kubectl, ns, "bg")
+    kubectl.run("delete", "cm", "bg", "-n", ns, "--cascade=background")
+    assert not kubectl.exists("cm", "bg", "-n", ns)
+    wait_until(lambda: not kubectl.exists("cm", "bg-child", "-n", ns), what="the dependent to be collected")
+
+
+def test_delete_cascade_foreground(kubectl: Kubectl, ns: str) -> None:
+    _owner_and_dependent(kubectl, ns, "fg")
+    kubectl.run("delete", "cm", "fg", "-n", ns, "--cascade=foreground", "--timeout=20s")
+    wait_until(lambda: not kubectl.exists("cm", "fg", "-n", ns), what="the owner to go")
+    assert not kubectl.exists("cm", "fg-child", "-n", ns)
+
+
+def test_delete_cascade_orphan(kubectl: Kubectl, ns: str) -> None:
+    _owner_and_dependent(kubectl, ns, "or")
+    kubectl.run("delete", "cm", "or", "-n", ns, "--cascade=orphan", "--timeout=20s")
+    wait_until(lambda: not kubectl.exists("cm", "or", "-n", ns), what="the owner to go")
+    child = kubectl.json("get", "cm", "or-child", "-n", ns)
+    assert not child["metadata"].get("ownerReferences")
+
+
+def test_finalizers_hold_deletion(kubectl: Kubectl, ns: str) -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap",
+          "metadata": {"name": "held", "namespace": ns, "finalizers": ["example.com/hold"]}}
+    kubectl.run("create", "-f", "-", input=yaml.safe_dump(cm))
+    kubectl.run("delete", "cm", "held", "-n", ns, "--wait=false")
+    got = kubectl.json("get", "cm", "held", "-n", ns)
+    assert got["metadata"]["deletionTimestamp"]
+    kubectl.run("patch", "cm", "held", "-n", ns, "--type", "merge", "-p", '{"metadata":{"finalizers":null}}')
+    wait_until(lambda: not kubectl.exists("cm", "held", "-n", ns), what="the finalized object to go")
+
+
+# -- custom resources ------------------------------------------------------------------------------
+
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com", "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {"color": {"type": "string"}, "size": {"type": "integer"}}},
+                "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}}}},
+        }],
+    },
+}
+
+
+def test_crd_and_custom_resource_crud(kubectl: Kubectl, ns: str) -> None:
+    kubectl.apply_yaml(CRD)
+    kubectl.run("wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=15s")
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1", "namespace": ns},
+              "spec": {"color": "red", "size": 1}}
+    kubectl.run("create", "-f", "-", input=yaml.safe_dump(widget))
+    assert kubectl.json("get", "widgets", "w1", "-n", ns)["spec"] == {"color": "red", "size": 1}
+    assert kubectl.run("get", "wd", "-n", ns, "-o", "name").stdout.split() == ["widget.example.com/w1"]
+    widget["spec"]["color"] = "green"
+    assert "configured" in kubectl.apply_yaml(widget).stdout
+    kubectl.run("patch", "widget", "w1", "-n", ns, "--type", "merge", "-p", '{"spec":{"size":5}}')
+    assert kubectl.json("get", "widget", "w1", "-n", ns)["spec"] == {"color": "green", "size": 5}
+    bad = dict(widget, spec={"colour": "x"})
+    rejected = kubectl.run("apply", "-f", "-", input=yaml.safe_dump(bad), check=False)
+    assert rejected.returncode != 0 and "colour" in rejected.stderr
+    kubectl.run("delete", "widget", "w1", "-n", ns)
+    assert not kubectl.exists("widgets", "-n", ns)
+
+
+# -- watch -----------------------------------------------------------------------------------------
+
+
+def test_get_watch(kubectl: Kubectl, ns: str) -> None:
+    """``get -w`` lists, then streams changes, and exits cleanly when its request timeout ends the watch."""
+    assert KUBECTL is not None
+    kubectl.run("create", "configmap", "before", "-n", ns)
+    watcher = subprocess.Popen([KUBECTL, "get", "configmaps", "-n", ns, "-w", "-o", "name", "--request-timeout=6s"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=kubectl.env())
+    try:
+        assert watcher.stdout is not None
+        assert watcher.stdout.readline().strip() == "configmap/before"
+        kubectl.run("create", "configmap", "during", "-n", ns)
+        assert watcher.stdout.readline().strip() == "configmap/during"
+        rest, err = watcher.communicate(timeout=20)
+        assert watcher.returncode == 0, err
+        assert rest.strip() == ""
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+            watcher.wait(10)
+
+
+# -- plain HTTP, in-process server -----------------------------------------------------------------
+
+
+async def test_plain_http_without_auth(tmp_path: Path) -> None:
+    from kinformer.server import APIServer
+    from kinformer.server.cli import write_kubeconfig
+
+    assert KUBECTL is not None
+    async with APIServer(storage="memory", host="127.0.0.1", port=0) as server:
+        assert server.url.startswith("http://127.0.0.1:")
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url, None, None)
+
+        async def kubectl(*args: str) -> tuple[int, str, str]:
+            proc = await asyncio.create_subprocess_exec(
+                KUBECTL, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                env={**os.environ, "HOME": str(tmp_path), "KUBECONFIG": str(kubeconfig)})
+            out, err = await asyncio.wait_for(proc.communicate(), CALL_TIMEOUT)
+            return proc.returncode or 0, out.decode(), err.decode()
+
+        code, out, err = await kubectl("get", "ns")
+        assert code == 0, err
+        assert "default" in out
+        code, out, err = await kubectl("create", "configmap", "plain", "--from-literal=x=y")
+        assert code == 0, err
+        code, out, err = await kubectl("get", "cm", "plain", "-o", "json")
+        assert code == 0, err
+        assert json.loads(out)["data"] == {"x": "y"}

@@ -1,0 +1,436 @@
+"""CRUD, patch, status-subresource, dryRun, fieldValidation and body-handling behaviour of the embedded API server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import aiohttp
+import pytest
+
+from kinformer.server import APIServer
+
+CM = "/api/v1/namespaces/default/configmaps"
+DEPLOY = "/apis/apps/v1/namespaces/default/deployments"
+
+
+@pytest.fixture
+async def server():
+    async with APIServer(compaction_interval=0) as s:
+        yield s
+
+
+@pytest.fixture
+async def http(server):
+    async with aiohttp.ClientSession(base_url=server.url) as c:
+        yield c
+
+
+async def call(http: aiohttp.ClientSession, method: str, path: str, body: Any = None, *,
+               ctype: str | None = "application/json", params: dict[str, str] | None = None,
+               raw: bytes | None = None) -> tuple[int, Any, aiohttp.ClientResponse]:
+    headers = {"Content-Type": ctype} if ctype else {}
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    async with http.request(method, path, data=data, headers=headers, params=params) as r:
+        text = await r.read()
+        return r.status, (json.loads(text) if text else None), r
+
+
+def cm(name: str, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+
+
+def deployment(name: str, image: str = "nginx:1", replicas: int = 1) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": {"app": name}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "main", "image": image}]}}},
+            "status": {"replicas": 99}}
+
+
+def assert_status(body: dict[str, Any], code: int, reason: str) -> None:
+    assert body["kind"] == "Status" and body["apiVersion"] == "v1" and body["status"] == "Failure"
+    assert body["code"] == code and body["reason"] == reason, body
+
+
+async def test_create_get_update_delete(http):
+    code, obj, _ = await call(http, "POST", CM, cm("a", k="v"))
+    assert code == 201
+    meta = obj["metadata"]
+    assert obj["kind"] == "ConfigMap" and obj["apiVersion"] == "v1"
+    assert meta["namespace"] == "default" and meta["uid"] and meta["creationTimestamp"].endswith("Z")
+    assert meta["generation"] == 1 and int(meta["resourceVersion"]) > 0
+    code, got, _ = await call(http, "GET", f"{CM}/a")
+    assert code == 200 and got["data"] == {"k": "v"} and got["metadata"]["resourceVersion"] == meta["resourceVersion"]
+
+    code, body, _ = await call(http, "POST", CM, cm("a"))
+    assert code == 409
+    assert_status(body, 409, "AlreadyExists")
+    assert body["details"] == {"name": "a", "kind": "configmaps"}
+
+    got["data"]["k"] = "v2"
+    code, upd, _ = await call(http, "PUT", f"{CM}/a", got)
+    assert code == 200 and upd["data"]["k"] == "v2"
+    assert int(upd["metadata"]["resourceVersion"]) > int(meta["resourceVersion"])
+    assert upd["metadata"]["uid"] == meta["uid"]
+
+    code, body, _ = await call(http, "PUT", f"{CM}/a", got)  # stale resourceVersion
+    assert code == 409
+    assert_status(body, 409, "Conflict")
+    assert "the object has been modified" in body["message"]
+
+    unconditional = cm("a", k="v3")
+    code, upd2, _ = await call(http, "PUT", f"{CM}/a", unconditional)
+    assert code == 200 and upd2["data"] == {"k": "v3"}
+
+    code, body, _ = await call(http, "DELETE", f"{CM}/a")
+    assert code == 200 and body["kind"] == "Status" and body["status"] == "Success"
+    assert body["details"]["name"] == "a" and body["details"]["uid"] == meta["uid"]
+    code, body, _ = await call(http, "GET", f"{CM}/a")
+    assert code == 404
+    assert_status(body, 404, "NotFound")
+    assert body["message"] == 'configmaps "a" not found'
+    code, body, _ = await call(http, "DELETE", f"{CM}/a")
+    assert code == 404
+
+
+async def test_missing_content_type_yaml_and_generate_name(http):
+    code, obj, _ = await call(http, "POST", CM, {"metadata": {"generateName": "gen-"}}, ctype=None)
+    assert code == 201
+    name = obj["metadata"]["name"]
+    assert name.startswith("gen-") and len(name) == 9
+    assert all(c in "bcdfghjklmnpqrstvwxz2456789" for c in name[4:])
+    yaml_body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  a: b\n"
+    code, obj, _ = await call(http, "POST", CM, raw=yaml_body, ctype="application/yaml")
+    assert code == 201 and obj["data"] == {"a": "b"}
+
+
+async def test_validation_and_namespace_errors(http):
+    code, body, _ = await call(http, "POST", CM, cm("Bad_Name"))
+    assert code == 422
+    assert_status(body, 422, "Invalid")
+    assert body["details"]["causes"][0]["field"] == "metadata.name"
+    code, body, _ = await call(http, "POST", "/api/v1/namespaces/nope/configmaps", cm("a"))
+    assert code == 404 and body["message"] == 'namespaces "nope" not found'
+    code, body, _ = await call(http, "GET", "/api/v1/namespaces/default/widgets")
+    assert code == 404
+    assert_status(body, 404, "NotFound")
+    code, body, _ = await call(http, "POST", "/api/v1/configmaps", cm("x"))
+    assert code == 405
+    assert_status(body, 405, "MethodNotAllowed")
+    code, body, _ = await call(http, "POST", CM, {"kind": "Secret", "apiVersion": "v1", "metadata": {"name": "x"}})
+    assert code == 400
+
+
+async def test_malformed_and_oversized_bodies_leave_data_intact(http):
+    code, obj, _ = await call(http, "POST", CM, cm("keep", k="v"))
+    assert code == 201
+    rv = obj["metadata"]["resourceVersion"]
+    for raw in (b"{not json", b"[1, 2]", b"\"str\"", b"", b'{"metadata": 5}'):
+        code, body, _ = await call(http, "PUT", f"{CM}/keep", raw=raw)
+        assert code == 400, raw
+        assert_status(body, 400, "BadRequest")
+    big = json.dumps(cm("keep", k="x" * (3 * 1024 * 1024 + 10))).encode()
+    code, body, _ = await call(http, "PUT", f"{CM}/keep", raw=big)
+    assert code == 413 and body["reason"] == "RequestEntityTooLarge"
+    code, body, _ = await call(http, "PATCH", f"{CM}/keep", raw=b"{oops", ctype="application/merge-patch+json")
+    assert code == 400
+    code, got, _ = await call(http, "GET", f"{CM}/keep")
+    assert code == 200 and got["data"] == {"k": "v"} and got["metadata"]["resourceVersion"] == rv
+
+
+def _pb_len(field: int, payload: bytes) -> bytes:
+    out = bytes([(field << 3) | 2])
+    n = len(payload)
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b]) + payload
+
+
+async def test_protobuf_create_configmap(http):
+    meta = _pb_len(1, b"from-proto")
+    entry = _pb_len(1, b"key") + _pb_len(2, b"value")
+    configmap = _pb_len(1, meta) + _pb_len(2, entry)
+    type_meta = _pb_len(1, b"v1") + _pb_len(2, b"ConfigMap")
+    unknown = _pb_len(1, type_meta) + _pb_len(2, configmap) + _pb_len(3, b"") + _pb_len(4, b"")
+    body = b"k8s\x00" + unknown
+    code, obj, _ = await call(http, "POST", CM, raw=body, ctype="application/vnd.kubernetes.protobuf")
+    assert code == 201, obj
+    assert obj["metadata"]["name"] == "from-proto" and obj["data"] == {"key": "value"}
+
+
+async def test_status_subresource_and_generation(http):
+    code, d, _ = await call(http, "POST", DEPLOY, deployment("web"))
+    assert code == 201
+    assert "status" not in d or d["status"] != {"replicas": 99}
+    assert d["metadata"]["generation"] == 1
+    d["metadata"]["labels"]["extra"] = "1"
+    d["status"] = {"replicas": 5}
+    code, d2, _ = await call(http, "PUT", f"{DEPLOY}/web", d)
+    assert code == 200
+    assert d2["metadata"]["generation"] == 1  # metadata-only change
+    assert d2.get("status", {}).get("replicas") != 5  # main endpoint ignores status
+    d2["spec"]["replicas"] = 3
+    code, d3, _ = await call(http, "PUT", f"{DEPLOY}/web", d2)
+    assert code == 200 and d3["metadata"]["generation"] == 2
+    d3["status"] = {"replicas": 3, "readyReplicas": 3}
+    d3["spec"]["replicas"] = 10
+    code, d4, _ = await call(http, "PUT", f"{DEPLOY}/web/status", d3)
+    assert code == 200
+    assert d4["status"] == {"replicas": 3, "readyReplicas": 3}
+    assert d4["spec"]["replicas"] == 3 and d4["metadata"]["generation"] == 2
+    code, d5, _ = await call(http, "PATCH", f"{DEPLOY}/web/status", {"status": {"observedGeneration": 2}},
+                             ctype="application/merge-patch+json")
+    assert code == 200 and d5["status"]["observedGeneration"] == 2 and d5["metadata"]["generation"] == 2
+
+
+async def test_patch_types(http):
+    await call(http, "POST", CM, cm("p", a="1"))
+    code, obj, _ = await call(http, "PATCH", f"{CM}/p", {"metadata": {"labels": {"x": "y"}}, "data": {"b": "2"}},
+                              ctype="application/merge-patch+json")
+    assert code == 200 and obj["data"] == {"a": "1", "b": "2"} and obj["metadata"]["labels"] == {"x": "y"}
+    rv = obj["metadata"]["resourceVersion"]
+    ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+           {"op": "replace", "path": "/data/a", "value": "9"}]
+    code, obj, _ = await call(http, "PATCH", f"{CM}/p", ops, ctype="application/json-patch+json")
+    assert code == 200 and obj["data"]["a"] == "9"
+    code, body, _ = await call(http, "PATCH", f"{CM}/p", ops, ctype="application/json-patch+json")
+    assert code == 422  # the test op fails: the RV moved on
+    assert body["reason"] == "Invalid"
+    code, body, _ = await call(http, "PATCH", f"{CM}/p", {"metadata": {"resourceVersion": rv}, "data": {"c": "3"}},
+                               ctype="application/merge-patch+json")
+    assert code == 409 and body["reason"] == "Conflict"
+    code, body, _ = await call(http, "PATCH", f"{CM}/p", {"data": {}}, ctype="application/xml")
+    assert code == 415
+    code, body, _ = await call(http, "PATCH", f"{CM}/missing", {"data": {}}, ctype="application/merge-patch+json")
+    assert code == 404
+
+    await call(http, "POST", DEPLOY, deployment("sm"))
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "side", "image": "busybox"}]}}}}
+    code, d, _ = await call(http, "PATCH", f"{DEPLOY}/sm", patch, ctype="application/strategic-merge-patch+json")
+    assert code == 200
+    assert sorted(c["name"] for c in d["spec"]["template"]["spec"]["containers"]) == ["main", "side"]
+    assert d["metadata"]["generation"] == 2
+
+
+async def test_server_side_apply(http):
+    body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: '1'\n"
+    code, err, _ = await call(http, "PATCH", f"{CM}/ssa", raw=body, ctype="application/apply-patch+yaml")
+    assert code in (400, 422)  # fieldManager is required
+    code, obj, _ = await call(http, "PATCH", f"{CM}/ssa", raw=body, ctype="application/apply-patch+yaml",
+                              params={"fieldManager": "alice"})
+    assert code == 201 and obj["data"] == {"a": "1"}
+    assert obj["metadata"]["managedFields"][0]["manager"] == "alice"
+    body2 = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: '2'\n"
+    code, err, _ = await call(http, "PATCH", f"{CM}/ssa", raw=body2, ctype="application/apply-patch+yaml",
+                              params={"fieldManager": "bob"})
+    assert code == 409 and err["reason"] == "Conflict" and err["details"]["causes"]
+    code, obj, _ = await call(http, "PATCH", f"{CM}/ssa", raw=body2, ctype="application/apply-patch+yaml",
+                              params={"fieldManager": "bob", "force": "true"})
+    assert code == 200 and obj["data"] == {"a": "2"}
+
+
+async def test_dry_run_persists_nothing(http):
+    code, obj, _ = await call(http, "POST", CM, cm("dry"), params={"dryRun": "All"})
+    assert code == 201 and obj["metadata"]["name"] == "dry"
+    assert (await call(http, "GET", f"{CM}/dry"))[0] == 404
+    await call(http, "POST", CM, cm("real", k="v"))
+    code, obj, _ = await call(http, "PUT", f"{CM}/real", cm("real", k="changed"), params={"dryRun": "All"})
+    assert code == 200 and obj["data"] == {"k": "changed"}
+    code, obj, _ = await call(http, "PATCH", f"{CM}/real", {"data": {"k": "p"}}, params={"dryRun": "All"},
+                              ctype="application/merge-patch+json")
+    assert code == 200 and obj["data"] == {"k": "p"}
+    code, _, _ = await call(http, "DELETE", f"{CM}/real", params={"dryRun": "All"})
+    assert code == 200
+    code, got, _ = await call(http, "GET", f"{CM}/real")
+    assert code == 200 and got["data"] == {"k": "v"}
+    code, _, _ = await call(http, "POST", CM, cm("x"), params={"dryRun": "Bogus"})
+    assert code == 400
+
+
+async def test_field_validation(http):
+    body = cm("fv", k="v")
+    body["bogus"] = 1
+    code, err, _ = await call(http, "POST", CM, body, params={"fieldValidation": "Strict"})
+    assert code == 400 and 'strict decoding error: unknown field "bogus"' in err["message"]
+    code, _, resp = await call(http, "POST", CM, body, params={"fieldValidation": "Warn"})
+    assert code == 201 and resp.headers["Warning"].startswith("299 - ")
+    assert "bogus" in resp.headers["Warning"]
+    body["metadata"]["name"] = "fv2"
+    code, _obj, resp = await call(http, "POST", CM, body, params={"fieldValidation": "Ignore"})
+    assert code == 201 and "Warning" not in resp.headers
+
+
+async def test_delete_pod_returns_object_and_deletecollection(http):
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    code, _, _ = await call(http, "POST", "/api/v1/namespaces/default/pods", pod)
+    assert code == 201
+    code, obj, _ = await call(http, "DELETE", "/api/v1/namespaces/default/pods/p1")
+    assert code == 200 and obj["kind"] == "Pod" and obj["metadata"]["name"] == "p1"
+    for i in range(4):
+        body = cm(f"dc{i}")
+        body["metadata"]["labels"] = {"grp": "a" if i < 3 else "b"}
+        await call(http, "POST", CM, body)
+    code, body, _ = await call(http, "DELETE", CM, params={"labelSelector": "grp=a"})
+    assert code == 200 and len(body["items"]) == 3
+    code, lst, _ = await call(http, "GET", CM)
+    assert [o["metadata"]["name"] for o in lst["items"]] == ["dc3"]
+
+
+async def test_delete_preconditions(http):
+    _, obj, _ = await call(http, "POST", CM, cm("pre"))
+    code, err, _ = await call(http, "DELETE", f"{CM}/pre", {"preconditions": {"uid": "other"}})
+    assert code == 409 and err["reason"] == "Conflict"
+    code, err, _ = await call(http, "DELETE", f"{CM}/pre", {"preconditions": {"resourceVersion": "1"}})
+    assert code == 409
+    code, _, _ = await call(http, "DELETE", f"{CM}/pre", {"preconditions": {"uid": obj["metadata"]["uid"]}})
+    assert code == 200
+
+
+async def test_system_namespaces_and_health(http):
+    _code, lst, _ = await call(http, "GET", "/api/v1/namespaces")
+    names = {o["metadata"]["name"] for o in lst["items"]}
+    assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= names
+    for path in ("/healthz", "/livez", "/readyz"):
+        async with http.get(path) as r:
+            assert r.status == 200 and await r.text() == "ok"
+
+
+async def test_non_loopback_refused():
+    with pytest.raises(ValueError):
+        APIServer(host="0.0.0.0")
+
+
+async def test_system_namespaces_cannot_be_deleted(http):
+    code, body, _ = await call(http, "DELETE", "/api/v1/namespaces/default")
+    assert code == 403 and body["reason"] == "Forbidden"
+    assert (await call(http, "GET", "/api/v1/namespaces/default"))[0] == 200
+
+
+async def test_overload_gives_429_with_retry_after():
+    async with APIServer(compaction_interval=0, max_inflight=0) as server, \
+            aiohttp.ClientSession(base_url=server.url) as http:
+        code, body, resp = await call(http, "GET", CM)
+        assert code == 429 and resp.headers["Retry-After"] == "1"
+        assert_status(body, 429, "TooManyRequests")
+
+
+async def test_unexpected_exception_is_a_500_status(server, http, monkeypatch):
+    await call(http, "POST", CM, cm("safe", k="v"))
+
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(server.storage, "get", broken)
+    code, body, _ = await call(http, "GET", f"{CM}/safe")
+    assert code == 500
+    assert_status(body, 500, "InternalError")
+    monkeypatch.undo()
+    code, got, _ = await call(http, "GET", f"{CM}/safe")
+    assert code == 200 and got["data"] == {"k": "v"}
+
+
+async def test_slow_watcher_is_dropped_without_blocking_others(server, http):
+    prefix = "/registry/core/configmaps/"
+    server.cache.watcher_buffer = 3
+    slow, _ = server.cache.subscribe(prefix, server.cache.revision)
+    server.cache.watcher_buffer = 1000
+    fast, _ = server.cache.subscribe(prefix, server.cache.revision)
+    for i in range(5):
+        code, _, _ = await call(http, "POST", CM, cm(f"s{i}"))
+        assert code == 201
+    await server.cache.sync()
+    assert slow.closed and slow.overflowed and not fast.closed
+    assert [ev.cur.name for ev in fast.buf] == [f"s{i}" for i in range(5)]
+    assert slow not in server.cache.bucket(prefix).watchers
+
+
+async def test_scale_subresource(http):
+    code, _, _ = await call(http, "POST", DEPLOY, deployment("sc", replicas=2))
+    assert code == 201
+    code, scale, _ = await call(http, "GET", f"{DEPLOY}/sc/scale")
+    assert code == 200 and scale["kind"] == "Scale" and scale["apiVersion"] == "autoscaling/v1"
+    assert scale["spec"] == {"replicas": 2} and scale["status"]["selector"] == "app=sc"
+    code, scale, _ = await call(http, "PATCH", f"{DEPLOY}/sc/scale", {"spec": {"replicas": 5}},
+                                ctype="application/merge-patch+json")
+    assert code == 200 and scale["spec"]["replicas"] == 5
+    code, got, _ = await call(http, "GET", f"{DEPLOY}/sc")
+    assert got["spec"]["replicas"] == 5 and got["metadata"]["generation"] == 2
+    scale["spec"]["replicas"] = -1
+    code, _, _ = await call(http, "PUT", f"{DEPLOY}/sc/scale", scale)
+    assert code == 422
+
+
+async def test_tls_and_token_auth(tmp_path):
+    import ssl
+
+    async with APIServer(compaction_interval=0, tls=True, tokens={"s3cret": "admin"}, data_dir=str(tmp_path)) as s:
+        assert s.url.startswith("https://") and s.ca_cert
+        ctx = ssl.create_default_context(cafile=s.ca_cert)
+        async with aiohttp.ClientSession(base_url=s.url, connector=aiohttp.TCPConnector(ssl=ctx)) as http:
+            async with http.get(CM) as r:
+                assert r.status == 401
+            async with http.get(CM, headers={"Authorization": "Bearer s3cret"}) as r:
+                assert r.status == 200 and (await r.json())["kind"] == "ConfigMapList"
+
+
+async def test_concurrent_patches_lose_no_update(http):
+    await call(http, "POST", CM, cm("counter", n="0"))
+
+    async def label(i: int) -> None:
+        code, _, _ = await call(http, "PATCH", f"{CM}/counter", {"metadata": {"labels": {f"l{i}": "x"}}},
+                                ctype="application/merge-patch+json")
+        assert code == 200
+
+    await asyncio.gather(*(label(i) for i in range(20)))
+
+    async def increment() -> None:
+        while True:  # kopf-style optimistic lock: test the resourceVersion, then replace
+            _, cur, _ = await call(http, "GET", f"{CM}/counter")
+            ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": cur["metadata"]["resourceVersion"]},
+                   {"op": "replace", "path": "/data/n", "value": str(int(cur["data"]["n"]) + 1)}]
+            code, _, _ = await call(http, "PATCH", f"{CM}/counter", ops, ctype="application/json-patch+json")
+            if code == 200:
+                return
+            assert code in (409, 422)
+
+    await asyncio.gather(*(increment() for _ in range(10)))
+    _, final, _ = await call(http, "GET", f"{CM}/counter")
+    assert len(final["metadata"]["labels"]) == 20 and final["data"]["n"] == "10"
+
+
+@pytest.mark.parametrize("path, body", [
+    (CM, {"metadata": {"name": 5}}),
+    (CM, {"metadata": {"name": "l", "labels": "x"}}),
+    (CM, {"metadata": {"name": "l", "labels": {"bad key!": "v"}}}),
+    (CM, {"metadata": {"name": "o", "ownerReferences": "x"}}),
+    (CM, {"metadata": {"name": "o", "ownerReferences": [{"uid": 1}]}}),
+    (CM, {"metadata": {"name": "f", "finalizers": "x"}}),
+    (CM, {"metadata": {"generateName": 7}}),
+    (CM, {"metadata": {"name": "d"}, "data": {"k": 1}}),
+    (CM, {"metadata": {"name": "n", "namespace": "other"}}),
+    ("/api/v1/namespaces", {"metadata": {"name": "sp"}, "spec": [1]}),
+    ("/api/v1/namespaces", {"metadata": {"name": "Not_A_Label"}}),
+])
+async def test_garbage_objects_are_rejected_not_crashed(http, path, body):
+    code, resp, _ = await call(http, "POST", path, body)
+    assert 400 <= code < 500, resp
+    assert resp["kind"] == "Status"
+    code, _, _ = await call(http, "GET", "/api/v1/namespaces/default")
+    assert code == 200
+
+
+async def test_metrics_endpoint(http):
+    await call(http, "POST", CM, cm("m"))
+    await call(http, "GET", f"{CM}/missing")
+    async with http.get("/metrics") as r:
+        text = await r.text()
+    assert r.status == 200
+    assert 'apiserver_request_total{code="201",resource="configmaps",verb="POST"} 1.0' in text
+    assert 'apiserver_request_total{code="404",resource="configmaps",verb="GET"} 1.0' in text

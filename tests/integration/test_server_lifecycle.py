@@ -1,0 +1,251 @@
+"""Finalizers, graceful deletion, ownerReference garbage collection, namespace deletion and CRDs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import pytest
+
+from kinformer.server import APIServer
+
+CM = "/api/v1/namespaces/default/configmaps"
+RS = "/apis/apps/v1/namespaces/default/replicasets"
+CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+@pytest.fixture
+async def server():
+    async with APIServer(compaction_interval=0) as s:
+        yield s
+
+
+@pytest.fixture
+async def http(server):
+    async with aiohttp.ClientSession(base_url=server.url) as c:
+        yield c
+
+
+async def call(http: aiohttp.ClientSession, method: str, path: str, body: Any = None,
+               params: dict[str, str] | None = None, ctype: str = "application/json") -> tuple[int, Any]:
+    data = json.dumps(body).encode() if body is not None else None
+    async with http.request(method, path, data=data, params=params, headers={"Content-Type": ctype}) as r:
+        return r.status, await r.json()
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 5.0) -> None:
+    """Wait (bounded) until ``check()`` holds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await check():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.02)
+
+
+def gone(http: aiohttp.ClientSession, path: str) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return (await call(http, "GET", path))[0] == 404
+    return check
+
+
+def rs(name: str) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+
+
+async def owner_and_dependents(http: aiohttp.ClientSession, name: str, n: int = 2,
+                               block: bool = False) -> tuple[dict[str, Any], list[str]]:
+    code, owner = await call(http, "POST", RS, rs(name))
+    assert code == 201
+    ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name, "uid": owner["metadata"]["uid"],
+           "blockOwnerDeletion": block}
+    deps = []
+    for i in range(n):
+        dep = f"{name}-dep{i}"
+        code, _ = await call(http, "POST", CM, {"metadata": {"name": dep, "ownerReferences": [ref]}})
+        assert code == 201
+        deps.append(dep)
+    return owner, deps
+
+
+async def test_finalizers_and_graceful_deletion(http):
+    code, obj = await call(http, "POST", CM, {"metadata": {"name": "f", "finalizers": ["example.com/hold"]}})
+    assert code == 201
+    code, obj = await call(http, "DELETE", f"{CM}/f")
+    assert code == 200 and obj["kind"] == "ConfigMap"
+    meta = obj["metadata"]
+    assert meta["deletionTimestamp"] and meta["deletionGracePeriodSeconds"] == 0 and meta["generation"] == 2
+    code, obj = await call(http, "GET", f"{CM}/f")
+    assert code == 200 and obj["metadata"]["deletionTimestamp"]
+    code, err = await call(http, "PATCH", f"{CM}/f", {"metadata": {"finalizers": ["example.com/hold", "new"]}},
+                           ctype="application/merge-patch+json")
+    assert code == 422 and err["reason"] == "Invalid"
+    code, obj = await call(http, "PATCH", f"{CM}/f", {"metadata": {"finalizers": None}},
+                           ctype="application/merge-patch+json")
+    assert code == 200
+    assert (await call(http, "GET", f"{CM}/f"))[0] == 404
+
+
+async def test_gc_background(http):
+    _owner, deps = await owner_and_dependents(http, "bg")
+    code, body = await call(http, "DELETE", f"{RS}/bg")
+    assert code == 200 and body["status"] == "Success"
+    for dep in deps:
+        await eventually(gone(http, f"{CM}/{dep}"))
+
+
+async def test_gc_foreground(http):
+    _owner, deps = await owner_and_dependents(http, "fg", block=True)
+    code, body = await call(http, "DELETE", f"{RS}/fg", {"propagationPolicy": "Foreground"})
+    assert code == 200 and "foregroundDeletion" in body["metadata"]["finalizers"]
+    assert body["metadata"]["deletionTimestamp"]
+    for dep in deps:
+        await eventually(gone(http, f"{CM}/{dep}"))
+    await eventually(gone(http, f"{RS}/fg"))
+
+
+async def test_gc_orphan(http):
+    _owner, deps = await owner_and_dependents(http, "or")
+    code, body = await call(http, "DELETE", f"{RS}/or", params={"propagationPolicy": "Orphan"})
+    assert code == 200 and "orphan" in body["metadata"]["finalizers"]
+    await eventually(gone(http, f"{RS}/or"))
+    for dep in deps:
+        code, obj = await call(http, "GET", f"{CM}/{dep}")
+        assert code == 200 and "ownerReferences" not in obj["metadata"]
+
+
+async def test_dependent_of_missing_owner_is_collected(http):
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost", "uid": "no-such-uid"}
+    code, _ = await call(http, "POST", CM, {"metadata": {"name": "orphaned", "ownerReferences": [ref]}})
+    assert code == 201
+    await eventually(gone(http, f"{CM}/orphaned"))
+
+
+async def test_namespace_deletion_removes_contents(http):
+    code, ns = await call(http, "POST", "/api/v1/namespaces", {"metadata": {"name": "team"}})
+    assert code == 201 and ns["status"]["phase"] == "Active" and ns["spec"]["finalizers"] == ["kubernetes"]
+    for i in range(3):
+        code, _ = await call(http, "POST", "/api/v1/namespaces/team/configmaps", {"metadata": {"name": f"c{i}"}})
+        assert code == 201
+    code, _ = await call(http, "POST", "/api/v1/namespaces/team/secrets", {"metadata": {"name": "s"}})
+    assert code == 201
+    code, ns = await call(http, "DELETE", "/api/v1/namespaces/team")
+    assert code == 200 and ns["kind"] == "Namespace"
+    await eventually(gone(http, "/api/v1/namespaces/team"))
+    code, lst = await call(http, "GET", "/api/v1/namespaces/team/configmaps")
+    assert code == 200 and lst["items"] == []
+    code, _err = await call(http, "POST", "/api/v1/namespaces/team/configmaps", {"metadata": {"name": "late"}})
+    assert code == 404
+
+
+def crd_body(scope: str = "Namespaced") -> dict[str, Any]:
+    schema = {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"color": {"type": "string"}, "size": {"type": "integer"}}},
+        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": scope,
+                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": schema},
+                                   "subresources": {"status": {}},
+                                   "selectableFields": [{"jsonPath": ".spec.color"}]}]}}
+
+
+async def test_crd_registration_and_custom_resource_crud(server, http):
+    wd = "/apis/example.com/v1/namespaces/default/widgets"
+    assert (await call(http, "GET", wd))[0] == 404
+    code, crd = await call(http, "POST", CRD, crd_body())
+    assert code == 201
+    conds = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+    assert conds == {"NamesAccepted": "True", "Established": "True"}
+    assert crd["status"]["acceptedNames"]["kind"] == "Widget"
+    code, lst = await call(http, "GET", wd)
+    assert code == 200 and lst["kind"] == "WidgetList" and lst["items"] == []
+    async with http.get("/apis/example.com/v1") as r:
+        assert r.status == 200
+        doc = await r.json()
+        assert any(res["name"] == "widgets" for res in doc["resources"])
+
+    w = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"},
+         "spec": {"color": "red", "size": 3, "junk": 1}}
+    code, obj = await call(http, "POST", wd, w)
+    assert code == 201 and obj["spec"] == {"color": "red", "size": 3}  # pruned
+    code, _ = await call(http, "POST", wd, {**w, "metadata": {"name": "w2"}, "spec": {"size": "big"}})
+    assert code == 422
+    await call(http, "POST", wd, {**w, "metadata": {"name": "w3"}, "spec": {"color": "blue"}})
+    code, lst = await call(http, "GET", wd, params={"fieldSelector": "spec.color=blue"})
+    assert code == 200 and [o["metadata"]["name"] for o in lst["items"]] == ["w3"]
+    code, _err = await call(http, "PATCH", f"{wd}/w1", {"spec": {"size": 4}},
+                           ctype="application/strategic-merge-patch+json")
+    assert code == 415
+    code, obj = await call(http, "PATCH", f"{wd}/w1", {"spec": {"size": 4}}, ctype="application/merge-patch+json")
+    assert code == 200 and obj["spec"]["size"] == 4 and obj["metadata"]["generation"] == 2
+    code, obj = await call(http, "PUT", f"{wd}/w1/status", {**obj, "status": {"ok": True}})
+    assert code == 200 and obj["status"] == {"ok": True} and obj["metadata"]["generation"] == 2
+
+    code, _body = await call(http, "DELETE", f"{CRD}/widgets.example.com")
+    assert code == 200
+    await eventually(gone(http, f"{CRD}/widgets.example.com"))
+    assert (await call(http, "GET", wd))[0] == 404
+    assert server.registry.get("example.com", "v1", "widgets") is None
+    code, _ = await call(http, "POST", CRD, crd_body())
+    assert code == 201
+    code, lst = await call(http, "GET", wd)
+    assert code == 200 and lst["items"] == []  # the old custom resources were deleted with the CRD
+
+
+async def test_crds_survive_restart_of_the_cache(tmp_path):
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    try:
+        async with APIServer(url, compaction_interval=0) as s, aiohttp.ClientSession(base_url=s.url) as http:
+            assert (await call(http, "POST", CRD, crd_body("Cluster")))[0] == 201
+            code, _ = await call(http, "POST", "/apis/example.com/v1/widgets", {"metadata": {"name": "c1"}})
+            assert code == 201
+    except ModuleNotFoundError:
+        pytest.skip("sqlite storage not available")
+    async with APIServer(url, compaction_interval=0) as s, aiohttp.ClientSession(base_url=s.url) as http:
+        code, obj = await call(http, "GET", "/apis/example.com/v1/widgets/c1")
+        assert code == 200 and obj["kind"] == "Widget"
+
+
+async def test_namespace_finalize_subresource(http):
+    code, _ = await call(http, "POST", "/api/v1/namespaces", {"metadata": {"name": "stuck"}})
+    assert code == 201
+    code, _ = await call(http, "POST", "/api/v1/namespaces/stuck/configmaps",
+                         {"metadata": {"name": "held", "finalizers": ["example.com/never"]}})
+    assert code == 201
+    code, ns = await call(http, "DELETE", "/api/v1/namespaces/stuck")
+    assert code == 200 and ns["status"]["phase"] == "Terminating"
+    code, ns = await call(http, "GET", "/api/v1/namespaces/stuck")
+    assert code == 200 and ns["spec"]["finalizers"] == ["kubernetes"]  # blocked by the held object
+    ns["spec"]["finalizers"] = []
+    code, _ = await call(http, "PUT", "/api/v1/namespaces/stuck/finalize", ns)
+    assert code == 200
+    await eventually(gone(http, "/api/v1/namespaces/stuck"))
+
+
+async def test_crd_with_two_served_versions(http):
+    body = crd_body()
+    v1 = body["spec"]["versions"][0]
+    body["spec"]["versions"] = [v1, {**v1, "name": "v2", "storage": False}]
+    code, _ = await call(http, "POST", CRD, body)
+    assert code == 201
+    code, obj = await call(http, "POST", "/apis/example.com/v1/namespaces/default/widgets",
+                           {"metadata": {"name": "multi"}, "spec": {"color": "red"}})
+    assert code == 201 and obj["apiVersion"] == "example.com/v1"
+    code, obj = await call(http, "GET", "/apis/example.com/v2/namespaces/default/widgets/multi")
+    assert code == 200 and obj["apiVersion"] == "example.com/v2"
+    code, lst = await call(http, "GET", "/apis/example.com/v2/namespaces/default/widgets",
+                           params={"resourceVersion": "0"})
+    assert lst["apiVersion"] == "example.com/v2" and lst["items"][0]["apiVersion"] == "example.com/v2"
+    async with http.get("/apis/example.com/v2/namespaces/default/widgets",
+                        params={"watch": "1", "resourceVersion": "0"}) as resp:
+        line = await asyncio.wait_for(resp.content.readline(), 5)
+        assert json.loads(line)["object"]["apiVersion"] == "example.com/v2"

@@ -1,0 +1,329 @@
+"""List (pagination, resourceVersion rules, selectors) and watch (resume, initial events, bookmarks, 410) semantics."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import aiohttp
+import pytest
+
+from kinformer.clock import FakeClock
+from kinformer.server import APIServer
+
+CM = "/api/v1/namespaces/default/configmaps"
+
+
+@pytest.fixture
+async def server():
+    async with APIServer(compaction_interval=0, compaction_keep=0) as s:
+        s.api.rv_wait = 0.3
+        yield s
+
+
+@pytest.fixture
+async def http(server):
+    async with aiohttp.ClientSession(base_url=server.url) as c:
+        yield c
+
+
+async def call(http: aiohttp.ClientSession, method: str, path: str, body: Any = None,
+               params: dict[str, str] | None = None, ctype: str = "application/json") -> tuple[int, Any]:
+    data = json.dumps(body).encode() if body is not None else None
+    async with http.request(method, path, data=data, params=params, headers={"Content-Type": ctype}) as r:
+        return r.status, await r.json()
+
+
+async def make(http: aiohttp.ClientSession, name: str, ns: str = "default", **labels: str) -> dict[str, Any]:
+    code, obj = await call(http, "POST", f"/api/v1/namespaces/{ns}/configmaps",
+                           {"metadata": {"name": name, "labels": labels}, "data": {"v": name}})
+    assert code == 201, obj
+    return obj
+
+
+async def read_events(resp: aiohttp.ClientResponse, n: int, timeout: float = 5.0) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    async with asyncio.timeout(timeout):
+        while len(events) < n:
+            line = await resp.content.readline()
+            if not line:
+                break
+            events.append(json.loads(line))
+    return events
+
+
+async def read_to_end(resp: aiohttp.ClientResponse, timeout: float = 5.0) -> list[dict[str, Any]]:
+    async with asyncio.timeout(timeout):
+        data = await resp.read()
+    return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+
+def names(lst: dict[str, Any]) -> list[str]:
+    return [o["metadata"]["name"] for o in lst["items"]]
+
+
+async def test_pagination_is_a_consistent_snapshot(http):
+    for i in range(7):
+        await make(http, f"cm{i}")
+    code, page = await call(http, "GET", CM, params={"limit": "3"})
+    assert code == 200 and names(page) == ["cm0", "cm1", "cm2"]
+    assert page["metadata"]["remainingItemCount"] == 4
+    rv = page["metadata"]["resourceVersion"]
+    await make(http, "cm05")  # sorts inside the remaining range but is newer than the snapshot
+    seen = names(page)
+    token = page["metadata"]["continue"]
+    while token:
+        code, page = await call(http, "GET", CM, params={"limit": "3", "continue": token})
+        assert code == 200 and page["metadata"]["resourceVersion"] == rv
+        seen += names(page)
+        token = page["metadata"].get("continue")
+    assert seen == [f"cm{i}" for i in range(7)]
+    code, full = await call(http, "GET", CM)
+    assert "cm05" in names(full) and "continue" not in full["metadata"]
+
+
+async def test_expired_continue_token_gives_410_with_fresh_token(server, http):
+    for i in range(5):
+        await make(http, f"e{i}")
+    code, page = await call(http, "GET", CM, params={"limit": "2"})
+    token = page["metadata"]["continue"]
+    await make(http, "e9")
+    await server.compact()
+    code, err = await call(http, "GET", CM, params={"limit": "2", "continue": token})
+    assert code == 410 and err["reason"] == "Expired" and "continue parameter is too old" in err["message"]
+    fresh = err["metadata"]["continue"]
+    code, page = await call(http, "GET", CM, params={"limit": "10", "continue": fresh})
+    assert code == 200 and names(page) == ["e2", "e3", "e4", "e9"]
+    code, err = await call(http, "GET", CM, params={"continue": "garbage!"})
+    assert code == 400
+
+
+async def test_resource_version_rules(server, http):
+    a = await make(http, "a")
+    rv_a = a["metadata"]["resourceVersion"]
+    await make(http, "b")
+    code, lst = await call(http, "GET", CM, params={"resourceVersion": "0"})
+    assert code == 200 and names(lst) == ["a", "b"]
+    code, lst = await call(http, "GET", CM, params={"resourceVersion": rv_a, "resourceVersionMatch": "NotOlderThan"})
+    assert code == 200 and names(lst) == ["a", "b"]
+    code, lst = await call(http, "GET", CM, params={"resourceVersion": rv_a, "resourceVersionMatch": "Exact"})
+    assert code == 200 and names(lst) == ["a"] and lst["metadata"]["resourceVersion"] == rv_a
+    code, lst = await call(http, "GET", CM, params={"resourceVersion": rv_a, "limit": "10"})
+    assert code == 200 and names(lst) == ["a"]  # N with a limit is an exact read
+    code, err = await call(http, "GET", CM, params={"resourceVersion": rv_a, "resourceVersionMatch": "Bogus"})
+    assert code == 422 and err["reason"] == "Invalid"
+    code, err = await call(http, "GET", CM, params={"resourceVersionMatch": "NotOlderThan"})
+    assert code == 422
+    async with http.get(CM, params={"resourceVersion": "999999"}) as r:
+        err = await r.json()
+        assert r.status == 504 and r.headers["Retry-After"] == "1"
+        assert err["reason"] == "Timeout" and err["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
+    await server.compact()
+    code, err = await call(http, "GET", CM, params={"resourceVersion": rv_a, "resourceVersionMatch": "Exact"})
+    assert code == 410 and err["reason"] == "Expired"
+    code, got = await call(http, "GET", f"{CM}/a", params={"resourceVersion": "0"})
+    assert code == 200 and got["metadata"]["name"] == "a"
+
+
+async def test_selectors(http):
+    await make(http, "web1", app="web", tier="front")
+    await make(http, "web2", app="web", tier="back")
+    await make(http, "db", app="db")
+    await make(http, "other", "kube-system", app="web")
+    cases = {"app=web": ["web1", "web2"], "app==web,tier!=back": ["web1"], "app in (db, x)": ["db"],
+             "app notin (web)": ["db"], "tier": ["web1", "web2"], "!tier": ["db"]}
+    for sel, want in cases.items():
+        code, lst = await call(http, "GET", CM, params={"labelSelector": sel})
+        assert code == 200 and names(lst) == want, sel
+        assert "remainingItemCount" not in lst["metadata"]
+    code, lst = await call(http, "GET", "/api/v1/configmaps", params={"labelSelector": "app=web"})
+    assert sorted(names(lst)) == ["other", "web1", "web2"]
+    code, lst = await call(http, "GET", "/api/v1/configmaps",
+                           params={"fieldSelector": "metadata.namespace=kube-system"})
+    assert names(lst) == ["other"]
+    code, lst = await call(http, "GET", CM, params={"fieldSelector": "metadata.name!=db", "labelSelector": "app"})
+    assert names(lst) == ["web1", "web2"]
+    code, lst = await call(http, "GET", CM, params={"labelSelector": "app=web", "limit": "1"})
+    assert names(lst) == ["web1"] and lst["metadata"]["continue"] and "remainingItemCount" not in lst["metadata"]
+    code, err = await call(http, "GET", CM, params={"labelSelector": "app in (web"})
+    assert code == 400 and err["reason"] == "BadRequest"
+    code, err = await call(http, "GET", CM, params={"fieldSelector": "spec.x=1"})
+    assert code == 400 and err["message"] == "field label not supported: spec.x"
+    code, err = await call(http, "GET", f"{CM}?watch=1", params={"labelSelector": "=="})
+    assert code == 400
+
+
+async def test_watch_from_resource_version_has_no_gaps(http):
+    a = await make(http, "a")
+    await make(http, "b")
+    rv = a["metadata"]["resourceVersion"]
+    async with http.get(CM, params={"watch": "true", "resourceVersion": rv}) as resp:
+        assert resp.status == 200 and resp.headers["Content-Type"].startswith("application/json")
+        await call(http, "PATCH", f"{CM}/a", {"data": {"v": "2"}}, ctype="application/merge-patch+json")
+        await call(http, "DELETE", f"{CM}/b")
+        events = await read_events(resp, 3)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
+    rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+    assert rvs == sorted(rvs) and rvs[0] > int(rv)
+    assert all(e["object"]["kind"] == "ConfigMap" and e["object"]["apiVersion"] == "v1" for e in events)
+
+
+async def test_watch_initial_events_and_selector_transitions(http):
+    await make(http, "x", app="web")
+    await make(http, "y", app="db")
+    for rv in (None, "0"):
+        params = {"watch": "1", "labelSelector": "app=web"}
+        if rv is not None:
+            params["resourceVersion"] = rv
+        async with http.get(CM, params=params) as resp:
+            first = await read_events(resp, 1)
+            assert [(e["type"], e["object"]["metadata"]["name"]) for e in first] == [("ADDED", "x")]
+    async with http.get(CM, params={"watch": "True", "labelSelector": "app=web"}) as resp:
+        await read_events(resp, 1)
+        await call(http, "PATCH", f"{CM}/y", {"metadata": {"labels": {"app": "web"}}},
+                   ctype="application/merge-patch+json")
+        await call(http, "PATCH", f"{CM}/x", {"metadata": {"labels": {"app": "gone"}}},
+                   ctype="application/merge-patch+json")
+        events = await read_events(resp, 2)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "y"), ("DELETED", "x")]
+
+
+async def test_send_initial_events_ends_with_bookmark(http):
+    await make(http, "s1")
+    await make(http, "s2")
+    code, _err = await call(http, "GET", CM, params={"watch": "1", "sendInitialEvents": "true",
+                                                    "resourceVersionMatch": "NotOlderThan", "resourceVersion": ""})
+    assert code in (400, 422)
+    params = {"watch": "1", "sendInitialEvents": "true", "allowWatchBookmarks": "true",
+              "resourceVersionMatch": "NotOlderThan"}
+    async with http.get(CM, params=params) as resp:
+        events = await read_events(resp, 3)
+        assert [e["type"] for e in events] == ["ADDED", "ADDED", "BOOKMARK"]
+        mark = events[2]["object"]
+        assert mark["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+        assert mark["kind"] == "ConfigMap" and mark["apiVersion"] == "v1"
+        await make(http, "s3")
+        live = await read_events(resp, 1)
+        assert live[0]["type"] == "ADDED" and live[0]["object"]["metadata"]["name"] == "s3"
+        assert int(live[0]["object"]["metadata"]["resourceVersion"]) > int(mark["metadata"]["resourceVersion"])
+
+
+async def test_bookmarks_only_on_request():
+    clock = FakeClock()
+    async with APIServer(compaction_interval=0, bookmark_interval=60.0, clock=clock) as server, \
+            aiohttp.ClientSession(base_url=server.url) as http:
+        await make(http, "bm")
+        async with http.get(CM, params={"watch": "1", "resourceVersion": "0", "allowWatchBookmarks": "true"}) as r1, \
+                http.get(CM, params={"watch": "1", "resourceVersion": "0"}) as r2:
+            assert (await read_events(r1, 1))[0]["type"] == "ADDED"
+            assert (await read_events(r2, 1))[0]["type"] == "ADDED"
+            await clock.wait_for_waiters(3)  # r1: deadline + ticker; r2: deadline
+            clock.step(61)
+            mark = (await read_events(r1, 1))[0]
+            assert mark["type"] == "BOOKMARK" and int(mark["object"]["metadata"]["resourceVersion"]) >= 1
+            assert set(mark["object"]["metadata"]) == {"resourceVersion"}
+            await make(http, "bm2")
+            assert [e["type"] for e in await read_events(r2, 1)] == ["ADDED"]  # r2 got no bookmark
+
+
+async def test_watch_timeout_closes_cleanly():
+    clock = FakeClock()
+    async with APIServer(compaction_interval=0, clock=clock) as server, \
+            aiohttp.ClientSession(base_url=server.url) as http:
+        async with http.get(CM, params={"watch": "1", "timeoutSeconds": "30"}) as resp:
+            await clock.wait_for_waiters(1)
+            clock.step(31)
+            assert await read_to_end(resp) == []
+
+
+async def test_watch_too_old_resource_version_gets_410_error():
+    async with APIServer(compaction_interval=0, compaction_keep=2, watch_cache_size=2) as server, \
+            aiohttp.ClientSession(base_url=server.url) as http:
+        objs = [await make(http, f"o{i}") for i in range(8)]
+        # Outside the 2-event ring but still in storage history: served from history, no gap.
+        rv = objs[3]["metadata"]["resourceVersion"]
+        async with http.get(CM, params={"watch": "1", "resourceVersion": rv}) as resp:
+            events = await read_events(resp, 4)
+            assert [e["object"]["metadata"]["name"] for e in events] == ["o4", "o5", "o6", "o7"]
+        await server.compact()
+        async with http.get(CM, params={"watch": "1", "resourceVersion": objs[0]["metadata"]["resourceVersion"]}) as r:
+            assert r.status == 200
+            events = await read_to_end(r)
+        assert len(events) == 1 and events[0]["type"] == "ERROR"
+        status = events[0]["object"]
+        assert status["kind"] == "Status" and status["code"] == 410 and status["reason"] == "Expired"
+        assert status["message"].startswith("too old resource version: ")
+
+
+async def test_watch_single_object_and_cluster_scoped(http):
+    await make(http, "one")
+    await make(http, "two")
+    async with http.get(CM, params={"watch": "1", "fieldSelector": "metadata.name=two"}) as resp:
+        events = await read_events(resp, 1)
+        assert events[0]["object"]["metadata"]["name"] == "two"
+    async with http.get("/api/v1/namespaces", params={"watch": "1", "resourceVersion": "0"}) as resp:
+        events = await read_events(resp, 4)
+        assert {e["object"]["metadata"]["name"] for e in events} >= {"default", "kube-system"}
+
+
+async def test_disconnected_idle_watch_is_released(server):
+    bucket = server.cache.bucket("/registry/core/configmaps/")
+    async with aiohttp.ClientSession(base_url=server.url) as http:
+        resp = await http.get(CM, params={"watch": "1", "resourceVersion": "0"})
+        assert resp.status == 200
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 5
+        while not bucket.watchers:
+            assert loop.time() < deadline
+            await asyncio.sleep(0.01)
+        resp.close()
+    deadline = loop.time() + 5
+    while bucket.watchers:
+        assert loop.time() < deadline, "watch handler still subscribed after its client left"
+        await asyncio.sleep(0.05)
+
+
+async def test_stop_ends_open_watches():
+    server = APIServer(compaction_interval=0)
+    await server.start()
+    async with aiohttp.ClientSession(base_url=server.url) as http:
+        resp = await http.get(CM, params={"watch": "1", "resourceVersion": "0"})
+        assert resp.status == 200
+        await asyncio.wait_for(server.stop(), 5)
+        assert await read_to_end(resp) == []  # the stream ends cleanly
+        resp.close()
+
+
+async def test_watch_under_concurrent_writes_sees_every_change_once(http):
+    _, lst = await call(http, "GET", CM)
+    rv = lst["metadata"]["resourceVersion"]
+    async with http.get(CM, params={"watch": "1", "resourceVersion": rv}) as resp:
+        async def writer(w: int) -> None:
+            for i in range(15):
+                await make(http, f"w{w}-{i}")
+
+        await asyncio.gather(*(writer(w) for w in range(8)))
+        events = await read_events(resp, 120, timeout=10)
+    assert len(events) == 120 and all(e["type"] == "ADDED" for e in events)
+    assert sorted(e["object"]["metadata"]["name"] for e in events) == sorted(
+        f"w{w}-{i}" for w in range(8) for i in range(15))
+    rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+    assert rvs == sorted(set(rvs))
+
+
+async def test_history_served_watch_sends_requested_bookmarks():
+    clock = FakeClock()
+    async with APIServer(compaction_interval=0, watch_cache_size=1, bookmark_interval=60.0, clock=clock) as server, \
+            aiohttp.ClientSession(base_url=server.url) as http:
+        objs = [await make(http, f"h{i}") for i in range(4)]
+        rv = objs[0]["metadata"]["resourceVersion"]  # older than the 1-event ring: served from storage history
+        async with http.get(CM, params={"watch": "1", "resourceVersion": rv, "allowWatchBookmarks": "1"}) as resp:
+            events = await read_events(resp, 3)
+            assert [e["object"]["metadata"]["name"] for e in events] == ["h1", "h2", "h3"]
+            await clock.wait_for_waiters(2)
+            clock.step(61)
+            mark = (await read_events(resp, 1))[0]
+            assert mark["type"] == "BOOKMARK"
+            assert mark["object"]["metadata"]["resourceVersion"] == objs[3]["metadata"]["resourceVersion"]
