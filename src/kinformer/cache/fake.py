@@ -414,7 +414,6 @@ class FakeSource:
                 yield WatchEvent(ADDED, obj)
             if end_bookmark is not None:
                 yield WatchEvent(BOOKMARK, end_bookmark)
-            log = self._log
             while True:
                 if w.broken:
                     raise ConnectionError("watch stream broken (injected)")
@@ -424,10 +423,10 @@ class FakeSource:
                     message = f"too old resource version: {self._compacted} was compacted"
                     yield WatchEvent(ERROR, _status(410, "Expired", message))
                     return
-                log = self._log
+                entries = self._log
                 index = pos - self._log_start
-                if index < len(log):
-                    entry = log[index]
+                if index < len(entries):
+                    entry = entries[index]
                     pos += 1
                     if matcher is None:
                         yield WatchEvent(entry.type, entry.obj)

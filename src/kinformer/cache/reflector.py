@@ -452,7 +452,10 @@ class Reflector:
             else:
                 log.warning("%s: ignoring watch event of unknown type %r", self.name, kind)
                 continue
-            rv = _resource_version(obj)
+            try:
+                rv = obj["metadata"]["resourceVersion"]
+            except (KeyError, TypeError):
+                continue
             if rv:
                 self._last_rv = rv
         if count == 0 and self.clock.now() - start < _SHORT_WATCH:

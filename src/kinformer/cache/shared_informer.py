@@ -78,9 +78,11 @@ def strip_managed_fields(obj: Any) -> Any:
         return without()
     try:
         meta = obj["metadata"]
+        if "managedFields" not in meta:
+            return obj
     except (KeyError, TypeError, IndexError):
         return obj
-    if not isinstance(meta, Mapping) or "managedFields" not in meta:
+    if not isinstance(meta, Mapping):
         return obj
     new = dict(obj)
     new["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}

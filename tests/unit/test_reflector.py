@@ -1,0 +1,404 @@
+"""Reflector resourceVersion state machine, failures and backoff, against FakeSource and FakeClock."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from kinformer import errors
+from kinformer.cache.fake import FakeSource
+from kinformer.cache.listwatch import ListOptions, ListResult, TweakedListerWatcher, WatchEvent
+from kinformer.cache.reflector import Backoff, Reflector
+from kinformer.clock import FakeClock
+
+
+class RecordingStore:
+    """Records what the reflector does to its store."""
+
+    def __init__(self) -> None:
+        self.ops: list[tuple[str, Any]] = []
+        self.replaced: list[tuple[list[Any], str]] = []
+        self.resyncs = 0
+
+    def add(self, obj: Any) -> None:
+        self.ops.append(("add", obj["metadata"]["name"]))
+
+    def update(self, obj: Any) -> None:
+        self.ops.append(("update", obj["metadata"]["name"]))
+
+    def delete(self, obj: Any) -> None:
+        self.ops.append(("delete", obj["metadata"]["name"]))
+
+    def replace(self, objs: list[Any], resource_version: str) -> None:
+        self.replaced.append((list(objs), resource_version))
+
+    def resync(self) -> None:
+        self.resyncs += 1
+
+
+async def wait_until(pred: Callable[[], bool], timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not pred():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached before the deadline")
+        await asyncio.sleep(0.001)
+
+
+def cm(name: str, ns: str = "default", **labels: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": ns, "labels": labels}, "data": {"v": "1"}}
+
+
+class Env:
+    def __init__(self, src: FakeSource | None = None, **kwargs: Any) -> None:
+        self.src = src if src is not None else FakeSource()
+        self.clock = FakeClock()
+        self.store = RecordingStore()
+        self.errors: list[BaseException] = []
+        lw = kwargs.pop("lw", self.src)
+        self.reflector = Reflector(lw, self.store, clock=self.clock, rng=random.Random(7),
+                                   watch_error_handler=lambda r, e: self.errors.append(e), **kwargs)
+        self.task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Env:
+        self.task = asyncio.create_task(self.reflector.run())
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.reflector.stop()
+        assert self.task is not None
+        await asyncio.wait_for(self.task, 5)
+
+    async def synced(self, lists: int = 1) -> None:
+        await wait_until(lambda: len(self.store.replaced) >= lists and self.src.open_watches > 0)
+
+    async def step_backoff(self, seconds: float = 70.0) -> None:
+        await self.clock.wait_for_waiters(1)
+        self.clock.step(seconds)
+
+
+async def test_first_list_is_paginated_at_rv_0_and_watch_starts_from_it() -> None:
+    src = FakeSource()
+    for i in range(1200):
+        src.create(cm(f"o{i:04d}"))
+    async with Env(src) as env:
+        await env.synced()
+        reqs = src.list_requests
+        assert [(r.resource_version, r.limit, bool(r.continue_)) for r in reqs] == [
+            ("0", 500, False), (None, 500, True), (None, 500, True)]
+        items, rv = env.store.replaced[0]
+        assert rv == "1200" and len(items) == 1200
+        assert len({o["metadata"]["name"] for o in items}) == 1200
+        watch = src.watch_requests[0]
+        assert watch.resource_version == "1200" and watch.allow_watch_bookmarks
+        assert 300 <= watch.timeout_seconds < 600
+        assert env.reflector.last_sync_resource_version == "1200"
+
+
+async def test_server_ignoring_limit_is_fine() -> None:
+    src = FakeSource(watch_cache=True)
+    for i in range(700):
+        src.create(cm(f"o{i}"))
+    async with Env(src) as env:
+        await env.synced()
+        assert len(src.list_requests) == 1 and len(env.store.replaced[0][0]) == 700
+
+
+async def test_dropped_watch_resumes_from_last_rv_without_relist_or_loss() -> None:
+    async with Env() as env:
+        await env.synced()
+        for i in range(3):
+            env.src.create(cm(f"a{i}"))
+        await wait_until(lambda: len(env.store.ops) == 3)
+        last = env.reflector.last_sync_resource_version
+        env.src.break_watches()
+        env.src.update(cm("a1"))
+        env.src.delete("a0", "default")
+        await wait_until(lambda: len(env.store.ops) == 5)
+        assert env.store.ops == [("add", "a0"), ("add", "a1"), ("add", "a2"), ("update", "a1"), ("delete", "a0")]
+        assert env.src.watch_requests[-1].resource_version == last
+        assert len(env.src.list_requests) == 1 and env.reflector.stats.relists == 0
+        assert isinstance(env.errors[0], ConnectionError)
+        assert env.reflector.last_sync_resource_version == env.src.resource_version
+
+
+async def test_clean_close_rewatches_immediately_without_relist() -> None:
+    async with Env() as env:
+        await env.synced()
+        env.src.create(cm("x"))
+        await wait_until(lambda: len(env.store.ops) == 1)
+        env.src.close_watches()
+        env.src.create(cm("y"))
+        await wait_until(lambda: len(env.store.ops) == 2)
+        assert len(env.src.watch_requests) == 2 and env.src.watch_requests[1].resource_version == "1"
+        assert len(env.src.list_requests) == 1 and env.errors == []
+        assert env.reflector.stats.watch_restarts == 1
+
+
+async def test_very_short_watch_backs_off_then_rewatches() -> None:
+    async with Env() as env:
+        await env.synced()
+        env.src.close_watches()  # no event, no time passed: counts as a failure
+        await env.clock.wait_for_waiters(1)
+        assert len(env.src.watch_requests) == 1 and "very short watch" in str(env.errors[-1])
+        env.clock.step(1.6)
+        await wait_until(lambda: len(env.src.watch_requests) == 2 and env.src.open_watches == 1)
+        assert len(env.src.list_requests) == 1
+
+
+async def test_expired_watch_relists_at_last_rv_then_consistently() -> None:
+    async with Env() as env:
+        await env.synced()
+        env.src.create(cm("keep"))
+        env.src.create(cm("gone"))
+        await wait_until(lambda: len(env.store.ops) == 2)
+        last = env.reflector.last_sync_resource_version
+        env.src.close_watches()  # events seen: rewatch at once
+        await wait_until(lambda: len(env.src.watch_requests) == 2 and env.src.open_watches == 1)
+        env.src.break_watches()  # no events on this one: back off
+        await env.clock.wait_for_waiters(1)
+        env.src.delete("gone", "default")
+        env.src.create(cm("new"))
+        env.src.compact()
+        env.clock.step(5)  # rewatch from `last` -> ERROR 410 -> relist (after a backoff)
+        await env.step_backoff()
+        await env.synced(lists=2)
+        rvs = [r.resource_version for r in env.src.list_requests]
+        assert rvs == ["0", last, ""]
+        assert not env.reflector.is_last_sync_resource_version_unavailable
+        items, rv = env.store.replaced[-1]
+        assert sorted(o["metadata"]["name"] for o in items) == ["keep", "new"]
+        assert rv == env.src.resource_version == env.reflector.last_sync_resource_version
+        assert any(errors.is_expired(e) for e in env.errors)
+        assert env.reflector.stats.relists == 1
+
+
+async def test_bookmarks_only_advance_the_resource_version() -> None:
+    src = FakeSource()
+    lw = src.lister_watcher("configmaps", namespace="mine")
+    async with Env(src, lw=lw) as env:
+        await env.synced()
+        src.create(cm("other", ns="theirs"))
+        src.create(cm("other2", ns="theirs"))
+        src.bookmark()
+        await wait_until(lambda: env.reflector.stats.bookmarks == 1)
+        assert env.reflector.last_sync_resource_version == "2"
+        assert env.store.ops == [] and len(env.store.replaced) == 1
+
+
+async def test_watch_open_failures_back_off_and_rewatch_without_relist() -> None:
+    async with Env() as env:
+        await env.synced()
+        env.src.fail_next_watch(ConnectionRefusedError("refused"))
+        env.src.fail_next_watch(errors.TooManyRequests("slow down"))
+        env.src.create(cm("a"))
+        await wait_until(lambda: len(env.store.ops) == 1)
+        env.src.close_watches()
+        await wait_until(lambda: len(env.src.watch_requests) == 2)
+        await env.step_backoff(1.6)
+        await wait_until(lambda: len(env.src.watch_requests) == 3)
+        await env.step_backoff(3.2)
+        await wait_until(lambda: len(env.src.watch_requests) == 4 and env.src.open_watches == 1)
+        assert [type(e) for e in env.errors] == [ConnectionRefusedError, errors.TooManyRequests]
+        assert len(env.src.list_requests) == 1
+        assert {r.resource_version for r in env.src.watch_requests[1:]} == {"1"}
+
+
+async def test_error_event_other_than_expired_backs_off_and_rewatches() -> None:
+    class ErrorOnce:
+        def __init__(self, src: FakeSource) -> None:
+            self.src, self.sent = src, False
+
+        async def list(self, options: ListOptions) -> ListResult:
+            return await self.src.list(options)
+
+        def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+            if self.sent:
+                return self.src.watch(options)
+            self.sent = True
+
+            async def gen() -> AsyncIterator[WatchEvent]:
+                yield WatchEvent("ERROR", {"kind": "Status", "code": 500, "reason": "InternalError",
+                                           "message": "boom"})
+            return gen()
+
+    src = FakeSource()
+    async with Env(src, lw=ErrorOnce(src)) as env:
+        await wait_until(lambda: len(env.store.replaced) == 1)
+        await env.step_backoff(1.6)
+        await wait_until(lambda: src.open_watches == 1)
+        assert isinstance(env.errors[0], errors.ServerError)
+        assert len(src.list_requests) == 1
+
+
+async def test_list_failure_backs_off_and_relists() -> None:
+    async with Env() as env:
+        env.src.fail_next_list(errors.ServerError("down"))
+        env.src.fail_next_list(ConnectionRefusedError("refused"))
+        await env.step_backoff(1.6)
+        await env.step_backoff(3.2)
+        await env.synced()
+        assert len(env.src.list_requests) == 3 and env.reflector.stats.list_errors == 2
+        assert [type(e) for e in env.errors] == [errors.ServerError, ConnectionRefusedError]
+
+
+async def test_expired_continue_token_falls_back_to_full_list() -> None:
+    src = FakeSource()
+    for i in range(800):
+        src.create(cm(f"o{i:03d}"))
+
+    class CompactAfterFirstPage:
+        async def list(self, options: ListOptions) -> ListResult:
+            result = await src.list(options)
+            if options.continue_ is None and options.limit:
+                src.create(cm("late"))
+                src.compact()
+            return result
+
+        def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+            return src.watch(options)
+
+    async with Env(src, lw=CompactAfterFirstPage()) as env:
+        await env.synced()
+        reqs = [(r.resource_version, r.limit, bool(r.continue_)) for r in src.list_requests]
+        assert reqs == [("0", 500, False), (None, 500, True), ("0", None, False)]
+        items, rv = env.store.replaced[0]
+        assert len(items) == 801 and rv == "801"
+
+
+async def test_too_large_rv_on_relist_switches_to_consistent_list() -> None:
+    async with Env() as env:
+        await env.synced()
+        env.src.create(cm("a"))
+        await wait_until(lambda: len(env.store.ops) == 1)
+        env.src.fail_next_watch(errors.Expired("gone"))
+        env.src.fail_next_list(errors.ServerTimeout("Too large resource version: 99, current: 1"))
+        env.src.close_watches()
+        await env.step_backoff()
+        await env.synced(lists=2)
+        assert [r.resource_version for r in env.src.list_requests] == ["0", "1", ""]
+
+
+async def test_backoff_schedule_jitter_cap_and_reset() -> None:
+    clock = FakeClock()
+    backoff = Backoff(clock=clock, rng=random.Random(3))
+    delays = [backoff.next_delay() for _ in range(9)]
+    bases = [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0, 30.0]
+    for delay, base in zip(delays, bases, strict=True):
+        assert base <= delay < 2 * base
+    clock.step(119)
+    assert backoff.next_delay() >= 30.0
+    clock.step(121)
+    assert 0.8 <= backoff.next_delay() < 1.6
+    no_jitter = Backoff(clock=clock, jitter=0.0)
+    assert [no_jitter.next_delay() for _ in range(3)] == [0.8, 1.6, 3.2]
+
+
+async def test_resync_calls_store_when_should_resync_allows() -> None:
+    allow = [False]
+    async with Env(resync_period=10.0, should_resync=lambda: allow[0]) as env:
+        await env.synced()
+        await env.clock.wait_for_waiters(1)
+        env.clock.step(10)
+        await env.clock.wait_for_waiters(1)
+        assert env.store.resyncs == 0
+        allow[0] = True
+        env.clock.step(10)
+        await wait_until(lambda: env.store.resyncs == 1)
+
+
+async def test_streaming_list_replaces_then_continues_on_the_same_watch() -> None:
+    src = FakeSource()
+    for i in range(5):
+        src.create(cm(f"o{i}"))
+    async with Env(src, use_streaming_list=True) as env:
+        await env.synced()
+        assert src.list_requests == []
+        first = src.watch_requests[0]
+        assert first.send_initial_events and first.resource_version_match == "NotOlderThan"
+        assert first.resource_version == ""
+        items, rv = env.store.replaced[0]
+        assert len(items) == 5 and rv == "5"
+        src.create(cm("later"))
+        await wait_until(lambda: env.store.ops == [("add", "later")])
+        assert len(src.watch_requests) == 1
+
+
+async def test_streaming_list_falls_back_to_list() -> None:
+    src = FakeSource()
+    src.create(cm("a"))
+    src.fail_next_watch(errors.MethodNotAllowed("no watch-list"))
+    async with Env(src, use_streaming_list=True) as env:
+        await env.synced()
+        assert len(src.list_requests) == 1 and env.store.replaced[0][1] == "1"
+
+
+async def test_tweaked_lister_watcher_applies_selectors_to_copies() -> None:
+    src = FakeSource()
+    src.create(cm("web", app="web"))
+    src.create(cm("db", app="db"))
+
+    def tweak(o: ListOptions) -> None:
+        o.label_selector = "app=web"
+
+    lw = TweakedListerWatcher(src, tweak)
+    opts = ListOptions(resource_version="0")
+    result = await lw.list(opts)
+    assert [o["metadata"]["name"] for o in result.items] == ["web"] and opts.label_selector is None
+    assert src.list_requests[-1].label_selector == "app=web"
+
+
+def test_list_options_to_query() -> None:
+    opts = ListOptions(resource_version="0", limit=500, allow_watch_bookmarks=True, timeout_seconds=300,
+                       send_initial_events=True, resource_version_match="NotOlderThan", label_selector="a=b",
+                       field_selector="metadata.name=x", continue_="tok")
+    assert opts.to_query() == {
+        "resourceVersion": "0", "resourceVersionMatch": "NotOlderThan", "limit": "500", "continue": "tok",
+        "labelSelector": "a=b", "fieldSelector": "metadata.name=x", "timeoutSeconds": "300",
+        "allowWatchBookmarks": "true", "sendInitialEvents": "true"}
+    assert ListOptions().to_query() == {}
+
+
+@pytest.mark.parametrize("watch_cache", [False, True])
+async def test_fake_source_selectors_and_transitions(watch_cache: bool) -> None:
+    src = FakeSource(watch_cache=watch_cache)
+    lw = src.lister_watcher("configmaps", label_selector="app=web")
+    watch = lw.watch(ListOptions(resource_version="0"))
+    src.create(cm("a", app="web"))
+    src.update(cm("a", app="db"))
+    src.update(cm("a", app="web"))
+    src.create(cm("b", app="db"))
+    got = [(await anext(watch)) for _ in range(3)]
+    await watch.aclose()
+    assert [e.type for e in got] == ["ADDED", "DELETED", "ADDED"]
+    listed = await lw.list(ListOptions())
+    assert [o["metadata"]["name"] for o in listed.items] == ["a"]
+    with pytest.raises(errors.ServerTimeout):
+        await src.list(ListOptions(resource_version="99"))
+
+
+async def test_fake_source_pagination_compaction_and_exact_reads() -> None:
+    src = FakeSource()
+    for i in range(5):
+        src.create(cm(f"o{i}"))
+    page = await src.list(ListOptions(limit=2))
+    assert [o["metadata"]["name"] for o in page.items] == ["o0", "o1"] and page.remaining_item_count == 3
+    src.delete("o2", "default")
+    page2 = await src.list(ListOptions(limit=2, continue_=page.continue_))
+    assert [o["metadata"]["name"] for o in page2.items] == ["o2", "o3"]  # the snapshot of the first page
+    exact = await src.list(ListOptions(resource_version="3", resource_version_match="Exact"))
+    assert [o["metadata"]["name"] for o in exact.items] == ["o0", "o1", "o2"] and exact.resource_version == "3"
+    src.compact()
+    with pytest.raises(errors.Expired):
+        await src.list(ListOptions(limit=2, continue_=page2.continue_))
+    with pytest.raises(errors.Expired):
+        await src.list(ListOptions(resource_version="3"))
+    watch = src.watch(ListOptions(resource_version="3"))
+    event = await anext(watch)
+    assert event.type == "ERROR" and errors.is_expired(errors.from_status(event.object))
+    with pytest.raises(StopAsyncIteration):
+        await anext(watch)

@@ -1,0 +1,476 @@
+"""SharedIndexInformer: cache-first delta handling, handlers (isolation, resync, late join, removal), transform,
+mutation detection, against FakeSource and FakeClock."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kinformer.cache.delta_fifo import DeletedFinalStateUnknown
+from kinformer.cache.fake import FakeSource
+from kinformer.cache.shared_informer import (
+    CacheMutationError,
+    ResourceEventHandler,
+    SharedIndexInformer,
+    strip_managed_fields,
+)
+from kinformer.clock import FakeClock
+
+
+async def wait_until(pred: Callable[[], bool], timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not pred():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached before the deadline")
+        await asyncio.sleep(0.001)
+
+
+def cm(name: str, ns: str = "default", value: str = "1", **labels: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": ns, "labels": labels}, "data": {"v": value}}
+
+
+class Recorder:
+    """Records notifications as tuples; plain (sync) callbacks by default."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[Any, ...]] = []
+
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        self.events.append(("add", obj["metadata"]["name"], is_in_initial_list))
+
+    def on_update(self, old: Any, new: Any, is_resync: bool = False) -> None:
+        self.events.append(("update", new["metadata"]["name"], new["data"]["v"], is_resync, old is new))
+
+    def on_delete(self, obj: Any) -> None:
+        if isinstance(obj, DeletedFinalStateUnknown):
+            self.events.append(("tombstone", obj.key))
+        else:
+            self.events.append(("delete", obj["metadata"]["name"]))
+
+    def of(self, kind: str) -> list[tuple[Any, ...]]:
+        return [e for e in self.events if e[0] == kind]
+
+
+def make_informer(src: FakeSource, clock: FakeClock | None = None, **kwargs: Any) -> SharedIndexInformer:
+    return SharedIndexInformer(src, clock=clock or FakeClock(), rng=random.Random(5), name="cms", **kwargs)
+
+
+async def test_cache_is_updated_before_handlers_and_decides_add_vs_update() -> None:
+    src = FakeSource()
+    src.create(cm("a"))
+    inf = make_informer(src)
+    seen: list[tuple[str, bool, Any]] = []
+
+    def on_add(obj: Any) -> None:
+        seen.append(("add", inf.indexer.get_by_key("default/" + obj["metadata"]["name"]) is obj, None))
+
+    def on_update(old: Any, new: Any) -> None:
+        seen.append(("update", inf.indexer.get_by_key("default/a") is new, old["data"]["v"]))
+
+    inf.add_event_handler(on_add=on_add, on_update=on_update)
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(5)
+        src.update(cm("a", value="2"))
+        src.create(cm("b"))
+        await wait_until(lambda: len(seen) == 3)
+        assert seen == [("add", True, None), ("update", True, "1"), ("add", True, None)]
+        assert inf.lister().get("default", "b")["metadata"]["name"] == "b"
+        assert [o["metadata"]["name"] for o in inf.lister().list(namespace="default")] != []
+    finally:
+        await inf.stop()
+    assert inf.is_stopped
+
+
+async def test_relist_after_410_sends_tombstones_for_objects_deleted_meanwhile() -> None:
+    src = FakeSource()
+    for name in ("keep", "gone", "changed"):
+        src.create(cm(name))
+    clock = FakeClock()
+    inf = make_informer(src, clock)
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    inf.start()
+    try:
+        await inf.wait_for_sync(5)
+        src.close_watches()  # no events: a very short watch -> backoff
+        await clock.wait_for_waiters(1)
+        src.delete("gone", "default")
+        src.update(cm("changed", value="2"))
+        src.compact()
+        clock.step(5)  # rewatch from the old RV: 410 -> relist after another backoff
+        await clock.wait_for_waiters(1)
+        clock.step(10)
+        await wait_until(lambda: len(rec.events) == 5)
+        assert rec.events[3:] == [("update", "changed", "2", False, False), ("tombstone", "default/gone")]
+        assert sorted(inf.indexer.list_keys()) == ["default/changed", "default/keep"]
+        assert inf.stats.reflector.relists == 1
+    finally:
+        await inf.stop()
+
+
+async def test_default_transform_strips_managed_fields_and_can_be_replaced() -> None:
+    src = FakeSource()
+    obj = cm("a")
+    obj["metadata"]["managedFields"] = [{"manager": "kubectl"}]
+    src.create(obj)
+    inf = make_informer(src)
+    inf.start()
+    try:
+        await inf.wait_for_sync(5)
+        cached = inf.indexer.get_by_key("default/a")
+        assert "managedFields" not in cached["metadata"] and cached["metadata"]["name"] == "a"
+        with pytest.raises(RuntimeError):
+            inf.set_transform(None)
+    finally:
+        await inf.stop()
+    raw = make_informer(src)
+    raw.set_transform(None)
+    raw.start()
+    try:
+        await raw.wait_for_sync(5)
+        assert "managedFields" in raw.indexer.get_by_key("default/a")["metadata"]
+    finally:
+        await raw.stop()
+    plain = {"metadata": {"name": "x"}}
+    assert strip_managed_fields(plain) is plain
+
+
+def manual(inf: SharedIndexInformer) -> Callable[[], Any]:
+    """Drive an informer by hand (no reflector): start its listeners; return an async drain()."""
+    inf._started = True
+    for listener in inf._listeners:
+        listener.start()
+
+    async def drain() -> None:
+        while len(inf._fifo):
+            await inf._fifo.pop(inf._handle_deltas)
+
+    return drain
+
+
+async def test_resync_reaches_only_due_handlers_and_skips_pending_keys() -> None:
+    clock = FakeClock()
+    inf = SharedIndexInformer(FakeSource(), clock=clock, resync=0.0)
+    fast, slow, never = Recorder(), Recorder(), Recorder()
+    fast_reg = inf.add_event_handler(fast, resync=10.0)
+    inf.add_event_handler(slow, resync=30.0)
+    inf.add_event_handler(never)
+    assert inf._check_period == 10.0 and fast_reg.resync_period == 10.0
+    drain = manual(inf)
+    fifo = inf._fifo
+    a1, b1 = {**cm("a"), "metadata": {"name": "a", "namespace": "default", "resourceVersion": "1"}}, \
+        {**cm("b"), "metadata": {"name": "b", "namespace": "default", "resourceVersion": "2"}}
+    fifo.replace([a1, b1], "2")
+    await drain()
+    a2 = {**a1, "metadata": {**a1["metadata"], "resourceVersion": "3"}, "data": {"v": "2"}}
+    fifo.update(a2)  # pending when the resync happens
+    clock.step(10)
+    assert inf._should_resync()
+    fifo.resync()
+    await drain()
+    await wait_until(lambda: len(fast.events) == 4 and len(never.events) == 3 and len(slow.events) == 3)
+    assert fast.events[2:] == [("update", "a", "2", False, False), ("update", "b", "1", True, True)]
+    assert slow.events[2:] == never.events[2:] == [("update", "a", "2", False, False)]
+    clock.step(20)
+    assert inf._should_resync()
+    fifo.resync()
+    await drain()
+    await wait_until(lambda: len(slow.events) == 5 and len(fast.events) == 6)
+    assert never.events[3:] == []
+    for listener in inf._listeners:
+        listener.stop()
+
+
+async def test_replaced_with_unchanged_rv_is_a_resync() -> None:
+    inf = SharedIndexInformer(FakeSource(), clock=FakeClock())
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    drain = manual(inf)
+    a1 = {"metadata": {"name": "a", "namespace": "d", "resourceVersion": "1"}, "data": {"v": "1"}}
+    inf._fifo.replace([a1], "1")
+    await drain()
+    inf._fifo.replace([dict(a1)], "1")  # relist, nothing changed: no handler is due
+    await drain()
+    a2 = {**a1, "metadata": {**a1["metadata"], "resourceVersion": "2"}, "data": {"v": "2"}}
+    inf._fifo.replace([a2], "2")
+    await drain()
+    await wait_until(lambda: len(rec.events) == 2)
+    assert rec.events == [("add", "a", True), ("update", "a", "2", False, False)]
+    for listener in inf._listeners:
+        listener.stop()
+
+
+async def test_slow_and_raising_handlers_block_nobody() -> None:
+    src = FakeSource()
+    clock = FakeClock()
+    inf = make_informer(src, clock)
+    release_async = asyncio.Event()
+    release_thread = threading.Event()
+    stuck_async: list[str] = []
+
+    async def slow_async(obj: Any) -> None:
+        await release_async.wait()
+        stuck_async.append(obj["metadata"]["name"])
+
+    def slow_sync(obj: Any) -> None:
+        release_thread.wait(10)
+
+    def boom(obj: Any) -> None:
+        raise ValueError("handler bug")
+
+    fast = Recorder()
+    slow_reg = inf.add_event_handler(on_add=slow_async)
+    thread_reg = inf.add_event_handler(on_add=slow_sync)
+    boom_reg = inf.add_event_handler(on_add=boom)
+    inf.add_event_handler(fast)
+    inf.start()
+    try:
+        await inf.wait_for_sync(5)
+        for i in range(50):
+            src.create(cm(f"o{i}"))
+        await wait_until(lambda: len(fast.events) == 50 and boom_reg.errors == 50 and boom_reg.pending == 0)
+        assert len(inf.indexer) == 50
+        assert slow_reg.pending == 50 and thread_reg.pending == 50
+        clock.step(7)
+        assert slow_reg.lag_seconds == 7.0 and boom_reg.lag_seconds == 0.0
+        release_async.set()
+        release_thread.set()
+        await wait_until(lambda: slow_reg.pending == 0 and thread_reg.pending == 0)
+        assert stuck_async == [f"o{i}" for i in range(50)]
+        src.create(cm("late"))
+        await wait_until(lambda: boom_reg.errors == 51 and len(fast.events) == 51)
+    finally:
+        release_thread.set()
+        await inf.stop()
+
+
+async def test_late_handler_gets_every_cached_object_once_and_own_has_synced() -> None:
+    src = FakeSource()
+    for i in range(20):
+        src.create(cm(f"o{i}"))
+    inf = make_informer(src)
+    inf.start()
+    try:
+        await inf.wait_for_sync(5)
+        gate = threading.Event()
+        late = Recorder()
+
+        def on_add(obj: Any, is_in_initial_list: bool = False) -> None:
+            gate.wait(10)
+            late.on_add(obj, is_in_initial_list)
+
+        reg = inf.add_event_handler(on_add=on_add, on_update=late.on_update)
+        assert inf.has_synced() and not reg.has_synced()
+        src.update(cm("o3", value="2"))
+        gate.set()
+        await wait_until(lambda: len(late.events) == 21 and reg.has_synced())
+        adds = late.of("add")
+        assert sorted(e[1] for e in adds) == sorted(f"o{i}" for i in range(20))
+        assert all(e[2] for e in adds)
+        assert late.events[-1] == ("update", "o3", "2", False, False)
+    finally:
+        await inf.stop()
+
+
+async def test_per_registration_has_synced_waits_for_initial_notifications() -> None:
+    src = FakeSource()
+    for i in range(5):
+        src.create(cm(f"o{i}"))
+    inf = make_informer(src)
+    gate = asyncio.Event()
+
+    async def slow(obj: Any) -> None:
+        await gate.wait()
+
+    slow_reg = inf.add_event_handler(on_add=slow)
+    fast_reg = inf.add_event_handler(on_add=lambda obj: None)
+    assert not fast_reg.has_synced()
+    inf.start()
+    try:
+        await inf.wait_for_sync(5)
+        await wait_until(fast_reg.has_synced)
+        assert not slow_reg.has_synced()
+        gate.set()
+        await wait_until(slow_reg.has_synced)
+    finally:
+        await inf.stop()
+
+
+async def test_remove_stops_delivery() -> None:
+    src = FakeSource()
+    inf = make_informer(src)
+    kept, removed = Recorder(), Recorder()
+    inf.add_event_handler(kept)
+    reg = inf.add_event_handler(removed)
+    inf.start()
+    try:
+        await inf.wait_for_sync(5)
+        src.create(cm("a"))
+        await wait_until(lambda: len(kept.events) == 1 and len(removed.events) == 1)
+        reg.remove()
+        reg.remove()
+        assert not reg.active and inf.registrations == 1
+        src.create(cm("b"))
+        await wait_until(lambda: len(kept.events) == 2)
+        assert len(removed.events) == 1
+    finally:
+        await inf.stop()
+
+
+async def test_handler_object_with_async_methods_and_flags() -> None:
+    src = FakeSource()
+    src.create(cm("a"))
+    got: list[tuple[Any, ...]] = []
+
+    class Handler(ResourceEventHandler):
+        async def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+            got.append(("add", is_in_initial_list))
+
+        async def on_update(self, old: Any, new: Any, *, is_resync: bool) -> None:
+            got.append(("update", is_resync))
+
+    inf = make_informer(src)
+    inf.add_event_handler(Handler())
+    inf.start()
+    try:
+        await inf.wait_for_sync(5)
+        src.update(cm("a", value="2"))
+        src.delete("a", "default")  # base-class no-op: never called, never fails
+        await wait_until(lambda: len(got) == 2 and len(inf.indexer) == 0)
+        assert got == [("add", True), ("update", False)]
+    finally:
+        await inf.stop()
+
+
+async def test_add_indexers_before_and_after_start() -> None:
+    src = FakeSource()
+    src.create(cm("a", app="web"))
+    src.create(cm("b", app="db"))
+    inf = make_informer(src, indexers={"by_name": lambda o: [o["metadata"]["name"]]})
+    inf.start()
+    try:
+        await inf.wait_for_sync(5)
+        inf.add_indexers({"by_app": lambda o: [o["metadata"]["labels"].get("app", "")]})
+        assert [o["metadata"]["name"] for o in inf.indexer.by_index("by_app", "web")] == ["a"]
+        src.update(cm("b", app="web"))
+        await wait_until(lambda: len(inf.indexer.by_index("by_app", "web")) == 2)
+        assert inf.indexer.by_index("by_name", "b")[0]["metadata"]["labels"]["app"] == "web"
+    finally:
+        await inf.stop()
+
+
+async def test_mutation_detector() -> None:
+    src = FakeSource()
+    src.create(cm("a"))
+    src.create(cm("b"))
+    inf = make_informer(src)
+    inf.enable_mutation_detector(interval=0, raise_on_mutation=True)
+    inf.start()
+    try:
+        await inf.wait_for_sync(5)
+        assert inf.check_mutations() == []
+        inf.indexer.get_by_key("default/b")["data"]["v"] = "mutated"
+        with pytest.raises(CacheMutationError, match="default/b"):
+            inf.check_mutations()
+    finally:
+        await inf.stop()
+
+
+async def test_stop_is_idempotent_and_run_returns() -> None:
+    inf = make_informer(FakeSource())
+    task = inf.start()
+    await inf.wait_for_sync(5)
+    await inf.stop()
+    await inf.stop()
+    assert task.done() and not task.cancelled() and inf.is_stopped
+    with pytest.raises(RuntimeError):
+        await inf.run()
+
+
+async def test_watch_error_handler_hook() -> None:
+    src = FakeSource()
+    seen: list[BaseException] = []
+    inf = make_informer(src)
+    inf.set_watch_error_handler(lambda reflector, exc: seen.append(exc))
+    src.fail_next_list(ConnectionResetError("reset"))
+    clock = inf.clock
+    inf.start()
+    try:
+        assert isinstance(clock, FakeClock)
+        await clock.wait_for_waiters(1)
+        clock.step(2)
+        assert await inf.wait_for_sync(5)
+        assert [type(e) for e in seen] == [ConnectionResetError]
+    finally:
+        await inf.stop()
+
+
+async def test_periodic_resync_end_to_end() -> None:
+    src = FakeSource()
+    src.create(cm("a"))
+    clock = FakeClock()
+    inf = make_informer(src, clock, resync=10.0)
+    due, never = Recorder(), Recorder()
+    inf.add_event_handler(due)
+    inf.add_event_handler(never, resync=0)
+    inf.start()
+    try:
+        await inf.wait_for_sync(5)
+        await wait_until(lambda: len(due.events) == 1 and len(never.events) == 1)
+        await clock.wait_for_waiters(1)  # the reflector's resync timer
+        clock.step(10)
+        await wait_until(lambda: len(due.events) == 2)
+        assert due.events[1] == ("update", "a", "1", True, True)
+        assert inf.stats.reflector.resyncs == 1
+        clock.step(10)
+        await wait_until(lambda: len(due.events) == 3)
+        assert never.events == [("add", "a", True)]
+    finally:
+        await inf.stop()
+
+
+async def test_deleted_event_for_unknown_key_is_ignored() -> None:
+    src = FakeSource()
+    src.create(cm("known"))
+
+    class WithGhost:
+        def __init__(self) -> None:
+            self.first = True
+
+        async def list(self, options: Any) -> Any:
+            return await src.list(options)
+
+        def watch(self, options: Any) -> Any:
+            inner = src.watch(options)
+            if not self.first:
+                return inner
+            self.first = False
+
+            async def gen() -> Any:
+                from kinformer.cache.listwatch import WatchEvent
+
+                ghost = {"metadata": {"name": "ghost", "namespace": "default", "resourceVersion": "1"}}
+                yield WatchEvent("DELETED", ghost)
+                async for event in inner:
+                    yield event
+            return gen()
+
+    rec = Recorder()
+    inf = SharedIndexInformer(WithGhost(), clock=FakeClock(), rng=random.Random(1))
+    inf.add_event_handler(rec)
+    inf.start()
+    try:
+        await inf.wait_for_sync(5)
+        src.delete("known", "default")
+        await wait_until(lambda: len(rec.events) == 2)
+        assert rec.events == [("add", "known", True), ("delete", "known")]
+        assert inf.stats.reflector.deleted == 2 and len(inf.indexer) == 0
+    finally:
+        await inf.stop()
