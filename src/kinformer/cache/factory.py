@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from kinformer.cache.listwatch import ListerWatcher, ListOptions, TweakedListerWatcher
+from kinformer.cache.reflector import Backoff
 from kinformer.cache.shared_informer import DEFAULT_TRANSFORM, SharedIndexInformer, Transform
 from kinformer.clock import REAL_CLOCK, Clock
 
@@ -41,17 +42,24 @@ def _informer_name(key: InformerKey) -> str:
 
 class SharedInformerFactory:
     """Creates and owns shared informers. Use from one event loop; ``async with`` starts nothing but
-    guarantees :meth:`shutdown` on exit."""
+    guarantees :meth:`shutdown` on exit.
+
+    ``backoff`` (a zero-argument callable returning a :class:`~kinformer.cache.reflector.Backoff`) and
+    ``use_streaming_list`` are passed to every informer's reflector.
+    """
 
     def __init__(self, client: ListerWatcherSource, resync: float = 0.0, namespace: str | None = None,
                  tweak_list_options: Callable[[ListOptions], None] | None = None,
-                 transform: Transform | None = DEFAULT_TRANSFORM, clock: Clock = REAL_CLOCK) -> None:
+                 transform: Transform | None = DEFAULT_TRANSFORM, clock: Clock = REAL_CLOCK,
+                 backoff: Callable[[], Backoff] | None = None, use_streaming_list: bool = False) -> None:
         self.client = client
         self.resync = resync
         self.namespace = namespace
         self.tweak_list_options = tweak_list_options
         self.transform = transform
         self.clock = clock
+        self.backoff = backoff
+        self.use_streaming_list = use_streaming_list
         self._informers: dict[InformerKey, SharedIndexInformer] = {}
         self._started: set[InformerKey] = set()
         self._shutting_down = False
@@ -73,7 +81,8 @@ class SharedInformerFactory:
         if self.tweak_list_options is not None:
             lw = TweakedListerWatcher(lw, self.tweak_list_options)
         informer = SharedIndexInformer(lw, resync=self.resync if resync is None else resync, clock=self.clock,
-                                       transform=self.transform, name=_informer_name(key), resource=resource)
+                                       transform=self.transform, name=_informer_name(key), resource=resource,
+                                       backoff=self.backoff, use_streaming_list=self.use_streaming_list)
         self._informers[key] = informer
         return informer
 

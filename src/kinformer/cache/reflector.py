@@ -163,7 +163,7 @@ class Reflector:
                  clock: Clock = REAL_CLOCK, page_size: int = 500, watch_error_handler: WatchErrorHandler | None = None,
                  use_streaming_list: bool = False, rng: random.Random | None = None,
                  should_resync: Callable[[], bool] | None = None, transform: Transform | None = None,
-                 min_watch_timeout: float = 300.0) -> None:
+                 min_watch_timeout: float = 300.0, backoff: Backoff | None = None) -> None:
         self.lw = lw
         self.store = store
         self.name = name
@@ -176,7 +176,7 @@ class Reflector:
         self.transform = transform
         self.min_watch_timeout = min_watch_timeout
         self._rng = rng or random.Random()
-        self.backoff = Backoff(clock=clock, rng=self._rng)
+        self.backoff = backoff or Backoff(clock=clock, rng=self._rng)
         self.stats = ReflectorStats()
         self._last_rv = ""
         self._rv_unavailable = False

@@ -40,7 +40,7 @@ from typing import Any
 
 from kinformer.cache.delta_fifo import Delta, DeltaFIFO, DeltaType, FIFOClosed
 from kinformer.cache.listwatch import ListerWatcher
-from kinformer.cache.reflector import Reflector, ReflectorStats, WatchErrorHandler
+from kinformer.cache.reflector import Backoff, Reflector, ReflectorStats, WatchErrorHandler
 from kinformer.cache.store import Indexer, IndexFunc, meta_namespace_key
 from kinformer.cache.tombstone import DeletedFinalStateUnknown
 from kinformer.clock import REAL_CLOCK, Clock
@@ -418,19 +418,21 @@ class SharedIndexInformer:
 
     ``resync`` is the default handler resync period in seconds (0: never; otherwise at least 1 s).
     ``transform`` is applied to every object before it is cached (default: drop ``metadata.managedFields``).
+    ``backoff`` makes the reflector's error backoff (default: client-go's 0.8 s doubling to 30 s).
     Use it from one event loop: ``start()`` / ``await run()``, then ``await stop()``.
     """
 
     def __init__(self, lw: ListerWatcher, *, resync: float = 0.0, indexers: Mapping[str, IndexFunc] | None = None,
                  clock: Clock = REAL_CLOCK, transform: Transform | None = DEFAULT_TRANSFORM, name: str = "",
                  resource: str = "", use_streaming_list: bool = False, rng: random.Random | None = None,
-                 namespaced: bool = True) -> None:
+                 namespaced: bool = True, backoff: Callable[[], Backoff] | None = None) -> None:
         self.lw = lw
         self.clock = clock
         self.name = name or resource or "informer"
         self.resource = resource
         self.namespaced = namespaced
         self.use_streaming_list = use_streaming_list
+        self._backoff = backoff
         self._rng = rng
         self._default_resync = _clamp_resync(resync)
         self._check_period = self._default_resync
@@ -667,7 +669,8 @@ class SharedIndexInformer:
         self._reflector = Reflector(self.lw, self._fifo, name=self.name, resync_period=self._check_period,
                                     clock=self.clock, watch_error_handler=self._watch_error_handler,
                                     use_streaming_list=self.use_streaming_list, rng=self._rng,
-                                    should_resync=self._should_resync, transform=self._transform)
+                                    should_resync=self._should_resync, transform=self._transform,
+                                    backoff=self._backoff() if self._backoff else None)
         loop = asyncio.get_running_loop()
         for listener in self._listeners:
             listener.start()

@@ -41,10 +41,10 @@ class ClientListerWatcher:
         return self._resolved
 
     def _options(self, options: ListOptions) -> ListOptions:
-        if (self.label_selector and not options.label_selector) or \
-                (self.field_selector and not options.field_selector):
-            options = options.copy(label_selector=options.label_selector or self.label_selector,
-                                   field_selector=options.field_selector or self.field_selector)
+        """The informer's selectors AND any selectors already in ``options`` (e.g. from a tweak)."""
+        if self.label_selector or self.field_selector:
+            options = options.copy(label_selector=_join(self.label_selector, options.label_selector),
+                                   field_selector=_join(self.field_selector, options.field_selector))
         return options
 
     async def list(self, options: ListOptions) -> ListResult:
@@ -59,3 +59,9 @@ class ClientListerWatcher:
     def __repr__(self) -> str:
         where = f" in {self.namespace}" if self.namespace else ""
         return f"<ClientListerWatcher {self.resource}{where}>"
+
+
+def _join(*selectors: str | None) -> str | None:
+    """Selectors joined with ',' (a conjunction), skipping empty ones and repeats."""
+    parts = list(dict.fromkeys(s for s in selectors if s))
+    return ",".join(parts) or None
