@@ -17,6 +17,9 @@ _EXPORTS: dict[str, str] = {
     "Store": "kinformer.cache.store",
     "meta_namespace_key": "kinformer.cache.store",
     "DeltaFIFO": "kinformer.cache.delta_fifo",
+    "RealFIFO": "kinformer.cache.real_fifo",
+    "FakeSource": "kinformer.cache.fake",
+    "Backoff": "kinformer.cache.reflector",
     "Delta": "kinformer.cache.delta_fifo",
     "DeltaType": "kinformer.cache.delta_fifo",
     "DeletedFinalStateUnknown": "kinformer.cache.delta_fifo",
@@ -39,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "MaxOfRateLimiter": "kinformer.workqueue",
     "default_controller_rate_limiter": "kinformer.workqueue",
     "ShutDown": "kinformer.workqueue",
+    "PrometheusMetricsProvider": "kinformer.workqueue",
     # client
     "Client": "kinformer.client",
     # controllers
@@ -47,6 +51,8 @@ _EXPORTS: dict[str, str] = {
     "Result": "kinformer.controller",
     "TerminalError": "kinformer.controller",
     "Manager": "kinformer.controller",
+    "Controller": "kinformer.controller",
+    "LeaderElectionLost": "kinformer.controller",
     "LeaderElector": "kinformer.controller",
     "LeaderElectionConfig": "kinformer.controller",
     # selectors, time, errors

@@ -327,3 +327,17 @@ async def test_history_served_watch_sends_requested_bookmarks():
             mark = (await read_events(resp, 1))[0]
             assert mark["type"] == "BOOKMARK"
             assert mark["object"]["metadata"]["resourceVersion"] == objs[3]["metadata"]["resourceVersion"]
+
+
+async def test_consistent_reads_survive_revisions_outside_registry(server, http):
+    await make(http, "g1")
+    await server.storage.create("/elsewhere/key", b"{}")  # a write the watch cache never sees as an event
+    code, lst = await call(http, "GET", CM)
+    assert code == 200 and names(lst) == ["g1"]
+    assert int(lst["metadata"]["resourceVersion"]) == await server.storage.current_revision()
+    code, lst = await call(http, "GET", CM, params={"resourceVersion": lst["metadata"]["resourceVersion"],
+                                                    "resourceVersionMatch": "NotOlderThan"})
+    assert code == 200 and names(lst) == ["g1"]
+    await make(http, "g2")
+    code, lst = await call(http, "GET", CM)
+    assert names(lst) == ["g1", "g2"]

@@ -360,7 +360,7 @@ class ResourceAPI:
         """Wait (bounded) until the cache has reached ``rv``; 504 ResourceVersionTooLarge otherwise."""
         if self.cache.revision >= rv:
             return
-        if not await self.cache.wait_for(rv, self.rv_wait):
+        if not await self.cache.wait_fresh(rv, self.rv_wait):
             raise st.too_large_rv(rv)
 
     async def get(self, request: web.Request, t: Target) -> web.Response:

@@ -262,11 +262,54 @@ class WatchCache:
         return True
 
     async def sync(self, timeout: float = 10.0) -> int:
-        """Wait until the cache reflects the store's current revision (a consistent read point)."""
+        """Wait until the cache reflects the store's current revision (a consistent read point).
+
+        When the store's revisions have gaps under ``/registry/`` (writes elsewhere in a shared store),
+        the current revision never arrives as an event: a probe of the store's history then proves that
+        nothing under ``/registry/`` is pending and the cache's revision advances to it.
+        """
         rev = await self.storage.current_revision()
-        if not await self.wait_for(rev, timeout):
+        if not await self.wait_fresh(rev, timeout):
             raise TimeoutError(f"watch cache did not reach revision {rev}")
         return rev
+
+    async def wait_fresh(self, rev: int, timeout: float) -> bool:
+        """Like :meth:`wait_for`, but also done when the store proves nothing under ``/registry/`` is pending
+        up to ``rev`` (a revision the store has reached); False on timeout."""
+        if self.revision >= rev:
+            return True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        if await self.wait_for(rev, min(timeout, 0.25)):
+            return True
+        if await self.storage.current_revision() >= rev and await self._nothing_pending(rev):
+            self._advance(rev)
+            return True
+        return await self.wait_for(rev, max(0.0, deadline - loop.time()))
+
+    async def _nothing_pending(self, rev: int) -> bool:
+        """True when the store holds no event under ``/registry/`` in (cache revision, ``rev``]."""
+        events = self.storage.watch(ROOT, self.revision + 1)
+        try:
+            first = await asyncio.wait_for(anext(events), 0.1)
+        except TimeoutError:
+            return True
+        except Exception:
+            return False
+        finally:
+            with contextlib.suppress(Exception):
+                await events.aclose()  # type: ignore[attr-defined]
+        return first.revision > rev
+
+    def _advance(self, rev: int) -> None:
+        if rev <= self.revision:
+            return
+        self.revision = rev
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= rev:
+            fut = heapq.heappop(waiters)[2]
+            if not fut.done():
+                fut.set_result(None)
 
     def subscribe(self, prefix: str, after: int, namespace: str = "") -> tuple[Watcher, list[CachedEvent]] | None:
         """Register a live watcher for events after ``after``; returns it with the ring events to replay first.
