@@ -189,6 +189,9 @@ async def test_manager_serves_health_and_metrics(kube_client) -> None:
             text = await r.text()
     assert 'controller_runtime_reconcile_total{controller="metrics-demo",result="success"}' in text
     assert "workqueue_adds_total" in text and "controller_runtime_max_concurrent_reconciles" in text
+    assert 'kinformer_informer_events_total{informer="configmaps",type="ADDED"}' in text
+    assert 'kinformer_informer_cache_objects{informer="configmaps"}' in text
+    assert "kinformer_informer_handler_pending_notifications" in text
 
 
 async def test_deleted_object_reaches_reconciler(kube_client) -> None:

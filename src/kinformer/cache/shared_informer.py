@@ -609,6 +609,10 @@ class SharedIndexInformer:
     def registrations(self) -> int:
         return len(self._listeners)
 
+    def pending_notifications(self) -> dict[str, int]:
+        """Notifications queued per handler (by handler name): each handler's lag, for metrics."""
+        return {listener.name: listener.pending for listener in self._listeners}
+
     # ------------------------------------------------------------------ delta processing
 
     def _should_resync(self) -> bool:

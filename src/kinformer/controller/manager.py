@@ -53,6 +53,9 @@ class Manager:
         self.handle_signals = handle_signals
         self.health_bind = health_bind
         self.factory = factory or SharedInformerFactory(client, resync=resync, namespace=namespace, clock=clock)
+        from kinformer.controller import metrics
+
+        metrics.watch_factory(self.factory)
         self.builders: list[Builder] = []
         self.controllers: list[Controller] = []
         self.elector: LeaderElector | None = None

@@ -6,6 +6,8 @@ once per process like Go's package-level collectors; series are labelled per con
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import REGISTRY as _DEFAULT_REGISTRY
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -54,3 +56,63 @@ def queue_metrics_provider():
 
         _QUEUE_METRICS = PrometheusMetricsProvider(REGISTRY)
     return _QUEUE_METRICS
+
+
+class InformerCollector:
+    """Exports the informers of every live SharedInformerFactory registered with :func:`watch_factory`.
+
+    Series (labelled by informer name; figures of factories with the same informer name are summed):
+    ``kinformer_informer_events_total{type}``, ``kinformer_informer_relists_total``,
+    ``kinformer_informer_lists_total``, ``kinformer_informer_list_errors_total``,
+    ``kinformer_informer_watch_restarts_total``, ``kinformer_informer_watch_errors_total``,
+    ``kinformer_informer_resyncs_total``, ``kinformer_informer_cache_objects`` and
+    ``kinformer_informer_handler_pending_notifications{handler}``.
+    """
+
+    def __init__(self) -> None:
+        import weakref
+
+        self._factories: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def add(self, factory: Any) -> None:
+        self._factories.add(factory)
+
+    def collect(self):
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        counters = {name: CounterMetricFamily(f"kinformer_informer_{name}", help_, labels=["informer"])
+                    for name, help_ in (("relists", "Relists (410 Gone or errors)"), ("lists", "Lists"),
+                                        ("list_errors", "Failed lists"), ("watch_restarts", "Watches reopened"),
+                                        ("watch_errors", "Watches that failed"),
+                                        ("resyncs", "Periodic resyncs of the cache"))}
+        events = CounterMetricFamily("kinformer_informer_events", "Watch events received, by type",
+                                     labels=["informer", "type"])
+        size = GaugeMetricFamily("kinformer_informer_cache_objects", "Objects in the informer's cache",
+                                 labels=["informer"])
+        pending = GaugeMetricFamily("kinformer_informer_handler_pending_notifications",
+                                    "Notifications queued per event handler (its lag)", labels=["informer", "handler"])
+        totals: dict[tuple[str, ...], float] = {}
+        for factory in list(self._factories):
+            for name, informer in factory.informers.items():
+                stats = informer.stats.reflector
+                for attr in counters:
+                    totals[(attr, name)] = totals.get((attr, name), 0) + getattr(stats, attr)
+                for kind, count in stats.events.items():
+                    totals[("events", name, kind)] = totals.get(("events", name, kind), 0) + count
+                totals[("size", name)] = totals.get(("size", name), 0) + len(informer.indexer)
+                for handler, queued in informer.pending_notifications().items():
+                    totals[("pending", name, handler)] = totals.get(("pending", name, handler), 0) + queued
+        for (kind, *labels), value in totals.items():
+            family = {"events": events, "size": size, "pending": pending}.get(kind) or counters[kind]
+            family.add_metric(labels, value)
+        yield from counters.values()
+        yield from (events, size, pending)
+
+
+INFORMERS = InformerCollector()
+REGISTRY.register(INFORMERS)
+
+
+def watch_factory(factory: Any) -> None:
+    """Export ``factory``'s informers on :data:`REGISTRY` for as long as it lives."""
+    INFORMERS.add(factory)
