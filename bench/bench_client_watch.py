@@ -12,9 +12,10 @@ reads the whole stream in this one run:
   official-models      kubernetes 37 Watch().stream(CoreV1Api.list_namespaced_pod) -> V1Pod models
   kubectl              kubectl get pods -w -o json (stdout counted)
 
-    python bench/bench_client_watch.py [--events 50000] [--slow-events 10000] [--models-events 5000]
+    python bench/bench_client_watch.py [--events 50000] [--slow-events 10000] [--models-events 5000] [--json]
 
-The event count is encoded in the namespace (``n<count>``) so each consumer gets its own stream length.
+The event count is encoded in the namespace (``n<count>``) so each consumer gets its own stream length. Each
+consumer runs in a fresh interpreter (the server keeps running), so none pays for another's heap.
 Prints events/s per consumer, the ratios of the kinformer informer to each peer, and memory per cached pod.
 """
 
@@ -261,20 +262,14 @@ def kubectl(url: str, count: int) -> float | None:
 
 # ---------------------------------------------------------------------------------------------------- main
 
-def main() -> None:
-    if len(sys.argv) > 2 and sys.argv[1] == "--serve":
-        _serve(sys.argv[2])
-        return
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--events", type=int, default=50000, help="events for kinformer and official-dict")
-    p.add_argument("--slow-events", type=int, default=10000, help="events for kubectl")
-    p.add_argument("--models-events", type=int, default=5000, help="events for official-models")
-    p.add_argument("--skip", default="", help="comma-separated consumers to skip")
-    args = p.parse_args()
-    skip = set(filter(None, args.skip.split(",")))
+def measure(events: int, slow_events: int, models_events: int,
+            skip: frozenset[str] | set[str] = frozenset()) -> dict[str, float]:
+    """Run every consumer not in ``skip`` against one bench server; events/s per consumer and, under
+    ``kb_per_pod``, the informer's RSS per cached pod (KiB)."""
+    results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         port_file = Path(tmp) / "port"
-        namespaces = sorted({f"n{args.events}", f"n{args.slow_events}", f"n{args.models_events}"})
+        namespaces = sorted({f"n{events}", f"n{slow_events}", f"n{models_events}"})
         server = subprocess.Popen([sys.executable, __file__, "--serve", str(port_file), *namespaces])
         try:
             deadline = time.monotonic() + 120
@@ -283,27 +278,66 @@ def main() -> None:
                     raise RuntimeError("bench server did not start")
                 time.sleep(0.1)
             url = f"http://127.0.0.1:{port_file.read_text()}"
-            results: dict[str, float] = {}
-            pod_size = len(json.dumps(json.loads(FIXTURE.read_text()), separators=(",", ":")))
-            print(f"server {url}; pod JSON {pod_size} bytes; load average {os.getloadavg()[0]:.2f}")
-            per_pod = None
-            if "kinformer-informer" not in skip:
-                results["kinformer-informer"], per_pod = asyncio.run(kinformer_informer(url, args.events))
-            if "kinformer-watch" not in skip:
-                results["kinformer-watch"] = asyncio.run(kinformer_watch(url, args.events))
-            if "official-dict" not in skip:
-                results["official-dict"] = official(url, args.events, "dict")
-            if "official-raw" not in skip:
-                results["official-raw"] = official(url, args.events, "raw")
-            if "official-models" not in skip:
-                results["official-models"] = official(url, args.models_events, "models")
-            if "kubectl" not in skip:
-                rate = kubectl(url, args.slow_events)
-                if rate is not None:
-                    results["kubectl"] = rate
+            for consumer, count in (("kinformer-informer", events), ("kinformer-watch", events),
+                                    ("official-dict", events), ("official-raw", events),
+                                    ("official-models", models_events), ("kubectl", slow_events)):
+                if consumer not in skip:
+                    results.update(_in_child(consumer, url, count))
         finally:
             server.kill()
             server.wait()
+    return results
+
+
+def consume(consumer: str, url: str, count: int) -> dict[str, float]:
+    """Run one consumer over ``count`` events (in this process)."""
+    if consumer == "kinformer-informer":
+        rate, per_pod = asyncio.run(kinformer_informer(url, count))
+        return {consumer: rate, "kb_per_pod": per_pod}
+    if consumer == "kinformer-watch":
+        return {consumer: asyncio.run(kinformer_watch(url, count))}
+    if consumer.startswith("official-"):
+        return {consumer: official(url, count, consumer.removeprefix("official-"))}
+    rate = kubectl(url, count)
+    return {} if rate is None else {consumer: rate}
+
+
+def _in_child(consumer: str, url: str, count: int) -> dict[str, float]:
+    """:func:`consume` in a fresh interpreter, so no consumer pays for another's heap (or RSS baseline)."""
+    proc = subprocess.run([sys.executable, __file__, "--consume", consumer, url, str(count)], capture_output=True,
+                          text=True, timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{consumer} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def pod_json_size() -> int:
+    """Bytes of the fixture pod as compact JSON (with managedFields)."""
+    return len(json.dumps(json.loads(FIXTURE.read_text()), separators=(",", ":")))
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--serve":
+        _serve(sys.argv[2])
+        return
+    if len(sys.argv) == 5 and sys.argv[1] == "--consume":
+        print(json.dumps(consume(sys.argv[2], sys.argv[3], int(sys.argv[4]))))
+        return
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--events", type=int, default=50000, help="events for kinformer and official-dict/raw")
+    p.add_argument("--slow-events", type=int, default=10000, help="events for kubectl")
+    p.add_argument("--models-events", type=int, default=5000, help="events for official-models")
+    p.add_argument("--skip", default="", help="comma-separated consumers to skip")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    args = p.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    load = os.getloadavg()[0]
+    results = measure(args.events, args.slow_events, args.models_events, skip)
+    if args.json:
+        print(json.dumps({"load": load, **results}))
+        return
+    print(f"pod JSON {pod_json_size()} bytes; load average {load:.2f}")
+    per_pod = results.pop("kb_per_pod", None)
     print(f"{'consumer':22s} {'events/s':>10s}")
     for name, rate in results.items():
         print(f"{name:22s} {rate:10.0f}")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
+import itertools
 import json
 import logging
 import os
@@ -36,9 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chaoslib import diff_cache, fast_backoff, make_factory
 
-from kinformer.cache.factory import SharedInformerFactory
-from kinformer.cache.reflector import Backoff
 from kinformer.cache.tombstone import DeletedFinalStateUnknown
 from kinformer.client import Client
 from kinformer.server import APIServer
@@ -54,11 +53,6 @@ CACHE_SIZES = (3, 5, 8, 16, 50)
 # Informers under test: (label, resource, namespace or None for all namespaces).
 INFORMERS = (("configmaps", "configmaps", None), ("secrets", "secrets", None),
              (f"configmaps@{NAMESPACES[0]}", "configmaps", NAMESPACES[0]))
-
-
-def fast_backoff(rng: random.Random) -> Callable[[], Backoff]:
-    """A reflector backoff that keeps a faulty schedule short (client-go's 0.8 s start would dominate)."""
-    return lambda: Backoff(initial=0.005, cap=0.05, reset_after=1.0, rng=random.Random(rng.random()))
 
 
 # ---------------------------------------------------------------------------------------------------- records
@@ -116,7 +110,7 @@ class HandlerLog:
             if key not in final and seen[-1][0] not in ("delete", "tombstone"):
                 out.append(f"{name}: deleted key {key}: last notification {seen[-1]} is not a delete")
             rvs = [rv for kind, rv in seen if rv >= 0]
-            if any(b < a for a, b in zip(rvs, rvs[1:], strict=False)):
+            if any(b < a for a, b in itertools.pairwise(rvs)):
                 out.append(f"{name}: key {key}: resourceVersion went backwards: {seen}")
         return out
 
@@ -129,6 +123,7 @@ class Outcome:
     problems: list[str]
     seconds: float
     restarts: int
+    reflector: Counter[str]
 
 
 # ---------------------------------------------------------------------------------------------------- schedule
@@ -142,12 +137,14 @@ class Schedule:
         self.rng = random.Random(seed)
         self.db = data / f"chaos-{seed}.db"
         self.cache_size = self.rng.choice(CACHE_SIZES)
+        self.streaming = self.rng.random() < 0.25
         self.faults: Counter[str] = Counter()
-        self.log: list[str] = [f"seed {seed}: watch_cache_size={self.cache_size}"]
+        self.log: list[str] = [f"seed {seed}: watch_cache_size={self.cache_size} streaming_list={self.streaming}"]
         self.model: dict[tuple[str, str, str], bool] = {}  # (kind, ns, name) -> exists
         self.server: APIServer | None = None
         self.direct: Client | None = None
         self.restarts = 0
+        self.reflector: Counter[str] = Counter()
         # Timed faults: (ops remaining, undo).
         self._pending_undo: list[list[Any]] = []
 
@@ -195,10 +192,11 @@ class Schedule:
             for suffix in ("", "-wal", "-shm"):
                 with contextlib.suppress(OSError):
                     os.unlink(f"{self.db}{suffix}")
-        return Outcome(self.seed, self.faults, self.log, problems, time.perf_counter() - started, self.restarts)
+        return Outcome(self.seed, self.faults, self.log, problems, time.perf_counter() - started, self.restarts,
+                       self.reflector)
 
     async def _with_informers(self, proxy: FaultProxy, watched: Client) -> list[str]:
-        factory = make_factory(watched, fast_backoff(self.rng))
+        factory = make_factory(watched, fast_backoff(self.rng), streaming=self.streaming)
         logs: dict[str, HandlerLog] = {}
         regs = []
         informers = {}
@@ -213,7 +211,6 @@ class Schedule:
                 regs.append((label, name, informer.add_event_handler(**logs[name].handlers(threaded=threaded))))
         try:
             factory.start()
-            await apply_fast_backoff(factory, fast_backoff(self.rng))
             synced = await factory.wait_for_cache_sync(timeout=CONVERGE_TIMEOUT)
             if not all(synced.values()):
                 return [f"informers did not sync: {synced}"]
@@ -274,9 +271,11 @@ class Schedule:
     async def _settle(self, proxy: FaultProxy) -> None:
         """Wait (at most SETTLE seconds) until every informer has a connection open through the proxy, so that
         the next fault hits live streams rather than reflectors still backing off from the previous one."""
+        if proxy.refuse:
+            return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + SETTLE
-        while proxy.connections < len(INFORMERS) and loop.time() < deadline:
+        while proxy.connections < len(INFORMERS) and loop.time() < deadline:  # noqa: ASYNC110 - no event to await
             await asyncio.sleep(0.002)
 
     def _tick(self) -> None:
@@ -369,53 +368,14 @@ class Schedule:
             if reg.errors:
                 problems.append(f"handler {name} raised {reg.errors} times")
         stats = {label: informers[label].stats.reflector for label in informers}
+        for s in stats.values():
+            self.reflector.update({"lists": s.lists, "relists": s.relists, "watches": s.watches,
+                                   "watch_restarts": s.watch_restarts, "errors": s.watch_errors + s.list_errors,
+                                   "events": s.added + s.modified + s.deleted})
         self.log.append("reflectors: " + "; ".join(
             f"{label}: lists={s.lists} relists={s.relists} watches={s.watches} restarts={s.watch_restarts} "
             f"errors={s.watch_errors + s.list_errors}" for label, s in stats.items()))
         return problems
-
-
-def diff_cache(informer: Any, expected: dict[str, int]) -> str:
-    """'' when the informer's cache holds exactly ``expected`` ({key: rv}); else a short description."""
-    indexer = informer.indexer
-    keys = indexer.list_keys()
-    if len(keys) == len(expected):
-        for key in keys:
-            obj = indexer.get_by_key(key)
-            if obj is None or expected.get(key) != int(obj["metadata"]["resourceVersion"]):
-                break
-        else:
-            return ""
-    have = {k: int(o["metadata"]["resourceVersion"]) for k in keys if (o := indexer.get_by_key(k)) is not None}
-    missing = sorted(set(expected) - set(have))
-    extra = sorted(set(have) - set(expected))
-    stale = sorted(k for k in set(have) & set(expected) if have[k] != expected[k])
-    return f"missing={missing} extra={extra} stale={[(k, have[k], expected[k]) for k in stale]}"
-
-
-def make_factory(client: Client, backoff: Callable[[], Backoff]) -> SharedInformerFactory:
-    """A factory with a fast reflector backoff when the factory offers the ``backoff`` knob."""
-    if "backoff" in inspect.signature(SharedInformerFactory).parameters:
-        return SharedInformerFactory(client, resync=0.0, backoff=backoff)  # type: ignore[call-arg]
-    return SharedInformerFactory(client, resync=0.0)
-
-
-async def apply_fast_backoff(factory: SharedInformerFactory, backoff: Callable[[], Backoff]) -> None:
-    """Until ``SharedInformerFactory(backoff=...)`` exists: give each started reflector the fast backoff.
-
-    The reflector is created when the informer's task first runs and waits on its backoff only after a
-    failure, so replacing it before the first list completes changes nothing but the delays.
-    """
-    if "backoff" in inspect.signature(SharedInformerFactory).parameters:
-        return
-    informers = list(factory.informers.values())
-    for _ in range(100):
-        if all(inf._reflector is not None for inf in informers):
-            break
-        await asyncio.sleep(0)
-    for inf in informers:
-        if inf._reflector is not None:
-            inf._reflector.backoff = backoff()
 
 
 # ---------------------------------------------------------------------------------------------------- the test
@@ -449,6 +409,7 @@ async def test_chaos_convergence(tmp_path: Path, tmp_path_factory: pytest.TempPa
         budget = _env_float("KINFORMER_CHAOS_BUDGET", 150.0)
     logging.getLogger("kinformer").setLevel(logging.CRITICAL)  # faults make routine warnings; checks decide
     totals: Counter[str] = Counter()
+    reflectors: Counter[str] = Counter()
     failures: list[Outcome] = []
     durations: list[float] = []
     started = time.perf_counter()
@@ -461,6 +422,7 @@ async def test_chaos_convergence(tmp_path: Path, tmp_path_factory: pytest.TempPa
         restarts += outcome.restarts
         durations.append(outcome.seconds)
         totals.update(outcome.faults)
+        reflectors.update(outcome.reflector)
         if outcome.problems:
             failures.append(outcome)
             print(_report(outcome))
@@ -473,6 +435,7 @@ async def test_chaos_convergence(tmp_path: Path, tmp_path_factory: pytest.TempPa
         "elapsed_seconds": round(elapsed, 2), "server_restarts": restarts,
         "faults_by_kind": dict(sorted(totals.items())), "faults_total": sum(
             v for k, v in totals.items() if not k.startswith("inject_")),
+        "reflector_totals": dict(sorted(reflectors.items())),
         "divergences": len(failures), "diverged_seeds": [f.seed for f in failures],
         "schedule_seconds_median": round(durations[len(durations) // 2], 3) if durations else None,
         "schedule_seconds_max": round(durations[-1], 3) if durations else None,
@@ -480,5 +443,6 @@ async def test_chaos_convergence(tmp_path: Path, tmp_path_factory: pytest.TempPa
     out = tmp_path_factory.getbasetemp() / "chaos-totals.json"
     out.write_text(json.dumps(summary, indent=2))
     print(f"\nchaos: {run} schedules in {elapsed:.1f}s, {summary['faults_total']} faults "
-          f"{summary['faults_by_kind']}, {restarts} restarts, {len(failures)} divergences -> {out}")
+          f"{summary['faults_by_kind']}, {restarts} restarts; informers: {summary['reflector_totals']}; "
+          f"{len(failures)} divergences -> {out}")
     assert not failures, "\n".join(_report(f) for f in failures[:5])

@@ -40,6 +40,7 @@ from kinformer.cache.listwatch import (
     ListOptions,
     WatchEvent,
 )
+from kinformer.cache.store import fast_resource_version
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.errors import APIError, TooManyRequests, from_status, is_expired, is_too_large_resource_version
 
@@ -412,6 +413,7 @@ class Reflector:
         store = self.store
         stats = self.stats
         transform = self.transform
+        fast_rv = fast_resource_version
         count = 0
         while True:
             try:
@@ -452,10 +454,12 @@ class Reflector:
             else:
                 log.warning("%s: ignoring watch event of unknown type %r", self.name, kind)
                 continue
-            try:
-                rv = obj["metadata"]["resourceVersion"]
-            except (KeyError, TypeError):
-                continue
+            rv = fast_rv(obj)
+            if rv is None:
+                try:
+                    rv = obj["metadata"]["resourceVersion"]
+                except (KeyError, TypeError):
+                    continue
             if rv:
                 self._last_rv = rv
         if count == 0 and self.clock.now() - start < _SHORT_WATCH:

@@ -36,12 +36,39 @@ IndexFunc = Callable[[Any], Iterable[str]]
 NAMESPACE_INDEX = "namespace"
 
 
+#: Object classes that carry their key, namespace and resourceVersion precomputed (the client's LazyObject
+#: registers itself): class -> getter, which returns the value or None when this instance cannot answer
+#: fast (then the generic path runs). Getters must agree exactly with the generic path.
+_FAST_KEY: dict[type, Callable[[Any], str | None]] = {}
+_FAST_NAMESPACE: dict[type, Callable[[Any], str | None]] = {}
+_FAST_RESOURCE_VERSION: dict[type, Callable[[Any], str | None]] = {}
+
+
+def _register_fast_metadata(cls: type, *, key: Callable[[Any], str | None], namespace: Callable[[Any], str | None],
+                            resource_version: Callable[[Any], str | None]) -> None:
+    """Let the key, index and resourceVersion helpers read ``cls`` instances without a metadata lookup."""
+    _FAST_KEY[cls] = key
+    _FAST_NAMESPACE[cls] = namespace
+    _FAST_RESOURCE_VERSION[cls] = resource_version
+
+
+def fast_resource_version(obj: Any) -> str | None:
+    """``obj``'s resourceVersion when its class registered a fast getter and it can answer, else None."""
+    getter = _FAST_RESOURCE_VERSION.get(obj.__class__)
+    return None if getter is None else getter(obj)
+
+
 def meta_namespace_key(obj: Any) -> str:
     """``namespace/name`` for namespaced objects, ``name`` for cluster-scoped ones.
 
     A :class:`DeletedFinalStateUnknown` yields its recorded key, and a plain string is taken as a key
     already (client-go's ExplicitKey). Raise ValueError for an object without ``metadata.name``.
     """
+    fast = _FAST_KEY.get(obj.__class__)
+    if fast is not None:
+        key = fast(obj)
+        if key:
+            return key
     try:
         meta = obj["metadata"]
         name = meta["name"]
@@ -69,19 +96,35 @@ def split_meta_namespace_key(key: str) -> tuple[str, str]:
 
 def meta_namespace_index_func(obj: Any) -> list[str]:
     """Index by namespace ("" for cluster-scoped objects)."""
+    fast = _FAST_NAMESPACE.get(obj.__class__)
+    if fast is not None:
+        ns = fast(obj)
+        if ns is not None:
+            return [ns]
     return [obj["metadata"].get("namespace") or ""]
 
 
 _MISSING: Any = object()
 
 
-def _as_values(values: Iterable[str] | str) -> list[str]:
-    """An index function's result as a list (a bare string counts as one value, not as characters)."""
-    if values.__class__ is list:
-        return values  # type: ignore[return-value]
+#: What the store keeps of one index function's result: the value itself when there is exactly one (the
+#: common case, and no container to hold), else a tuple of the values.
+_Entry = str | tuple[str, ...]
+
+
+def _entry(values: Iterable[str] | str) -> _Entry:
+    """An index function's result in its stored form (a bare string counts as one value, not as characters)."""
     if isinstance(values, str):
-        return [values]
-    return list(values)
+        return values
+    vals = tuple(values)
+    if len(vals) == 1 and vals[0].__class__ is str:
+        return vals[0]
+    return vals
+
+
+def _values_of(entry: _Entry) -> tuple[str, ...]:
+    """The values of a stored entry."""
+    return (entry,) if entry.__class__ is str else entry  # type: ignore[return-value]
 
 
 def _unknown_index(name: str) -> KeyError:
@@ -93,8 +136,8 @@ class Indexer:
 
     Invariants (held under the lock):
       * ``_items[k]`` is the object stored under key ``k``;
-      * ``_values[k][i]`` is what index function ``i`` returned for ``_items[k]`` when it was stored
-        (so an update compares against, and a delete removes, exactly what was indexed);
+      * ``_values[k][i]`` is what index function ``i`` returned for ``_items[k]`` when it was stored, as an
+        :data:`_Entry` (so an update compares against, and a delete removes, exactly what was indexed);
       * for every index ``i`` and value ``v``: ``_indices[name_i][v]`` is the non-empty set of keys whose
         ``_values[k][i]`` contains ``v`` (empty sets are dropped).
 
@@ -109,7 +152,7 @@ class Indexer:
         self._key_func = key_func
         self._lock = threading.Lock()
         self._items: dict[str, Any] = {}
-        self._values: dict[str, list[list[str]]] = {}
+        self._values: dict[str, tuple[_Entry, ...]] = {}
         self._indexers: dict[str, IndexFunc] = {NAMESPACE_INDEX: meta_namespace_index_func, **(indexers or {})}
         self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
         self._refresh_specs()
@@ -133,10 +176,14 @@ class Indexer:
         """Insert or replace ``obj`` under its key; return the object it replaced (None if new)."""
         key = self._key_func(obj)
         with self._lock:
-            values = []  # computed before any change: a raising index func leaves the store as it was
+            entries = []  # computed before any change: a raising index func leaves the store as it was
             for f in self._funcs:
                 v = f(obj)
-                values.append(v if v.__class__ is list else _as_values(v))
+                if v.__class__ is list and len(v) == 1 and v[0].__class__ is str:
+                    entries.append(v[0])
+                else:
+                    entries.append(_entry(v))
+            values = tuple(entries)
             items = self._items
             old = items.get(key)
             items[key] = obj
@@ -174,16 +221,16 @@ class Indexer:
         with self._lock:
             funcs = self._funcs
             items: dict[str, Any] = {}
-            values: dict[str, list[list[str]]] = {}
+            values: dict[str, tuple[_Entry, ...]] = {}
             for obj in objs:
                 key = key_func(obj)
                 items[key] = obj
-                values[key] = [_as_values(f(obj)) for f in funcs]
+                values[key] = tuple([_entry(f(obj)) for f in funcs])
             indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
             maps = tuple(indices[name] for name in self._indexers)
             for key, vals in values.items():
                 for i, index in enumerate(maps):
-                    for v in vals[i]:
+                    for v in _values_of(vals[i]):
                         keys = index.get(v)
                         if keys is None:
                             index[v] = {key}
@@ -195,14 +242,15 @@ class Indexer:
     def resync(self) -> None:
         """Nothing to do for a plain store; kept so the store and the FIFO share an interface."""
 
-    def _reindex(self, key: str, old: list[list[str]] | None,
-                 new: list[list[str]] | None) -> None:
+    def _reindex(self, key: str, old: tuple[_Entry, ...] | None, new: tuple[_Entry, ...] | None) -> None:
         """Move ``key`` from the index entries of ``old`` values to those of ``new`` (lock held)."""
         for i, index in enumerate(self._maps):
-            old_vals = old[i] if old is not None else ()
-            new_vals = new[i] if new is not None else ()
-            if old_vals == new_vals:
+            old_entry = old[i] if old is not None else ()
+            new_entry = new[i] if new is not None else ()
+            if old_entry == new_entry:
                 continue
+            old_vals = (old_entry,) if old_entry.__class__ is str else old_entry
+            new_vals = (new_entry,) if new_entry.__class__ is str else new_entry
             for v in old_vals:
                 if v in new_vals:
                     continue
@@ -253,12 +301,12 @@ class Indexer:
             if conflict:
                 raise ValueError(f"indexer conflict: {conflict}")
             new_funcs = tuple(indexers.values())
-            extra = {key: [_as_values(f(obj)) for f in new_funcs] for key, obj in self._items.items()}
+            extra = {key: tuple([_entry(f(obj)) for f in new_funcs]) for key, obj in self._items.items()}
             new_maps: list[dict[str, set[str]]] = []
             for i, name in enumerate(indexers):
                 index: dict[str, set[str]] = {}
                 for key, vals in extra.items():
-                    for v in vals[i]:
+                    for v in _values_of(vals[i]):
                         index.setdefault(v, set()).add(key)
                 new_maps.append(index)
                 self._indexers[name] = indexers[name]

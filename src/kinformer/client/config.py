@@ -114,8 +114,8 @@ class ClientConfig:
     client_cert_file: str | None = None
     client_key_file: str | None = None
     client_cert_data: str | bytes | None = None
-    client_key_data: str | bytes | None = None
-    headers: dict[str, str] = field(default_factory=dict)
+    client_key_data: str | bytes | None = field(default=None, repr=False)  # never in logs or reprs
+    headers: dict[str, str] = field(default_factory=dict, repr=False)  # may carry credentials
     default_namespace: str = "default"
     proxy_url: str | None = None
 

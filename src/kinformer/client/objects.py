@@ -14,12 +14,16 @@ JSON; :meth:`LazyObject.to_dict` always returns a fresh deep copy the caller own
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping
+from operator import attrgetter
 from typing import Any
 
 import msgspec
 import orjson
 from msgspec import UNSET, Raw, Struct, UnsetType
+
+from kinformer.cache.store import _register_fast_metadata
 
 __all__ = [
     "LazyObject",
@@ -76,19 +80,23 @@ _decode_list = msgspec.json.Decoder(_List).decode
 _loads = orjson.loads
 _MF_KEY = b'"managedFields":'
 _FAST_META = ("name", "namespace", "resourceVersion")
+_intern = sys.intern
 
 
 class LazyObject(Mapping[str, Any]):
     """A read-only Mapping over one object's JSON bytes.
 
     Invariants: ``_raw`` (bytes, or a msgspec Raw slice of a larger buffer) is the object's JSON and the single
-    source of truth; ``_meta`` holds name/namespace/resourceVersion decoded from it (None when the metadata
-    did not fit the fast form); ``_data`` is the full decode, made on first access to any member but
-    ``metadata``; ``_md`` the decoded metadata dict, made on first access to a metadata field other than
-    name/namespace/resourceVersion.
+    source of truth. ``_key`` is None when the metadata did not fit the fast form; otherwise it is the
+    object's ``namespace/name`` key (as :attr:`key`), computed once and shared by every copy the pipeline
+    makes (FIFO, indexer), and ``_name``/``_ns``/``_rv`` hold name, namespace (interned) and resourceVersion
+    decoded from ``_raw`` (UNSET when absent; ``_name`` is None when it is the part of ``_key`` after
+    ``namespace/``, so it is not stored twice) and ``_mf`` the raw ``managedFields`` (UNSET when absent).
+    ``_data`` is the full decode, made on first access to any member but ``metadata``; ``_md`` the decoded
+    metadata dict, made on first access to a metadata field other than name/namespace/resourceVersion.
     """
 
-    __slots__ = ("_data", "_md", "_meta", "_raw")
+    __slots__ = ("_data", "_key", "_md", "_mf", "_name", "_ns", "_raw", "_rv")
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, raw: bytes | Raw, meta: _Meta | UnsetType | None = UNSET) -> None:
@@ -103,7 +111,34 @@ class LazyObject(Mapping[str, Any]):
                 meta = None
             else:
                 meta = head.metadata if head.metadata is not UNSET else None
-        self._meta = meta
+        if meta is None:
+            self._key = None
+            self._name = self._ns = self._rv = self._mf = UNSET
+            return
+        name, ns = meta.name, meta.namespace
+        self._rv = meta.resourceVersion
+        self._mf = meta.managedFields
+        if ns is not UNSET:
+            ns = _intern(ns)
+        self._ns = ns
+        if ns and name:  # (UNSET is falsy)
+            self._key = f"{ns}/{name}"
+            self._name = None
+        else:
+            self._key = "" if name is UNSET else name
+            self._name = name
+
+    def _with_raw(self, raw: bytes) -> LazyObject:
+        """A copy over ``raw`` (the same object without managedFields): same fast metadata, nothing decoded."""
+        new = _new_lazy(LazyObject)
+        new._raw = raw
+        new._data = new._md = None
+        new._key = self._key
+        new._name = self._name
+        new._ns = self._ns
+        new._rv = self._rv
+        new._mf = UNSET
+        return new
 
     @classmethod
     def from_json(cls, data: bytes | bytearray | memoryview | str) -> LazyObject:
@@ -114,10 +149,16 @@ class LazyObject(Mapping[str, Any]):
 
     # -- fast accessors (no decoding) ---------------------------------------------------------------------
 
+    def _fast(self, field: str) -> Any:
+        """A fast metadata field's value: a str, or UNSET when absent (only valid when ``_key`` is not None)."""
+        if field == "name":
+            name = self._name
+            return self._key[len(self._ns) + 1:] if name is None else name  # type: ignore[index, arg-type]
+        return self._ns if field == "namespace" else self._rv
+
     def _meta_str(self, field: str) -> str:
-        meta = self._meta
-        if meta is not None:
-            value = getattr(meta, field)
+        if self._key is not None:
+            value = self._fast(field)
             return "" if value is UNSET else value
         md = self._metadata()
         value = md.get(field) if md is not None else None
@@ -129,15 +170,24 @@ class LazyObject(Mapping[str, Any]):
 
     @property
     def namespace(self) -> str:
+        ns = self._ns
+        if self._key is not None:
+            return "" if ns is UNSET else ns  # type: ignore[return-value]
         return self._meta_str("namespace")
 
     @property
     def resource_version(self) -> str:
+        rv = self._rv
+        if self._key is not None:
+            return "" if rv is UNSET else rv  # type: ignore[return-value]
         return self._meta_str("resourceVersion")
 
     @property
     def key(self) -> str:
         """``namespace/name`` (or ``name`` for cluster-scoped objects), as client-go's MetaNamespaceKeyFunc."""
+        key = self._key
+        if key is not None:
+            return key
         name = self._meta_str("name")
         ns = self._meta_str("namespace")
         return f"{ns}/{name}" if ns and name else name
@@ -169,7 +219,7 @@ class LazyObject(Mapping[str, Any]):
         if data is not None:
             return data[key]
         if key == "metadata":
-            if self._meta is not None:
+            if self._key is not None:
                 return MetadataView(self)
             md = self._metadata()
             if md is None:
@@ -187,7 +237,7 @@ class LazyObject(Mapping[str, Any]):
         data = self._data
         if data is not None:
             return key in data
-        if key == "metadata" and self._meta is not None:
+        if key == "metadata" and self._key is not None:
             return True
         return key in _decode_keys(self._raw)
 
@@ -200,7 +250,7 @@ class LazyObject(Mapping[str, Any]):
         return len(data if data is not None else _decode_keys(self._raw))
 
     def __repr__(self) -> str:
-        kind = _decode_head(self._raw).kind if self._meta is not None else self.get("kind")
+        kind = _decode_head(self._raw).kind if self._key is not None else self.get("kind")
         return f"<LazyObject {kind or '?'} {self.key or '?'} rv={self.resource_version or '?'}>"
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -225,9 +275,8 @@ class LazyObject(Mapping[str, Any]):
 
     @property
     def has_managed_fields(self) -> bool:
-        meta = self._meta
-        if meta is not None:
-            return meta.managedFields is not UNSET
+        if self._key is not None:
+            return self._mf is not UNSET
         md = self._metadata()
         return md is not None and "managedFields" in md
 
@@ -238,32 +287,30 @@ class LazyObject(Mapping[str, Any]):
         object's JSON size. managedFields is cut out of the bytes directly when it can be located exactly;
         otherwise the object is decoded and re-encoded.
         """
-        meta = self._meta
         raw = self._raw
-        if meta is None:
+        if self._key is None:
             return self._strip_by_decoding()
-        mf = meta.managedFields
-        if mf is UNSET:
-            return self if type(raw) is bytes else LazyObject(bytes(raw), meta)
+        value = self._mf
+        if value is UNSET:
+            return self if type(raw) is bytes else self._with_raw(bytes(raw))
         data = bytes(raw)  # no copy when raw is bytes already
-        value = mf  # compared in place (bytes.startswith takes any buffer)
-        found = -1
-        at = data.find(_MF_KEY)
-        while at >= 0:
-            if data.startswith(value, at + len(_MF_KEY)):
-                if found >= 0:
-                    return self._strip_by_decoding()  # ambiguous: never guess
-                found = at
-            at = data.find(_MF_KEY, at + len(_MF_KEY))
-        if found < 0:
+        found = data.find(_MF_KEY)
+        if found < 0 or not data.startswith(value, found + len(_MF_KEY)):  # type: ignore[arg-type]
             return self._strip_by_decoding()
-        start, end = found, found + len(_MF_KEY) + len(value)
+        start, end = found, found + len(_MF_KEY) + len(value)  # type: ignore[arg-type]
+        # the JSON key can occur once only in the object's metadata; another occurrence (nested, or inside a
+        # string value) followed by the very same value would make the cut ambiguous: never guess
+        last = data.rfind(_MF_KEY, end)
+        while last >= 0:
+            if data.startswith(value, last + len(_MF_KEY)):  # type: ignore[arg-type]
+                return self._strip_by_decoding()
+            last = data.rfind(_MF_KEY, end, last)
         if data[start - 1:start] == b",":
             start -= 1
         elif data[end:end + 1] == b",":
             end += 1
         view = memoryview(data)  # slices without copies: the result is the only new buffer
-        return LazyObject(b"".join((view[:start], view[end:])), msgspec.structs.replace(meta, managedFields=UNSET))
+        return self._with_raw(b"".join((view[:start], view[end:])))
 
     def _strip_by_decoding(self) -> LazyObject:
         data = self.to_dict()
@@ -271,6 +318,27 @@ class LazyObject(Mapping[str, Any]):
         if isinstance(md, dict):
             md.pop("managedFields", None)
         return LazyObject(orjson.dumps(data))
+
+
+_new_lazy = LazyObject.__new__
+
+
+def _fast_namespace(obj: LazyObject) -> str | None:
+    if obj._key is None:
+        return None
+    ns = obj._ns
+    return "" if ns is UNSET else ns  # type: ignore[return-value]
+
+
+def _fast_resource_version(obj: LazyObject) -> str | None:
+    if obj._key is None:
+        return None
+    rv = obj._rv
+    return "" if rv is UNSET else rv  # type: ignore[return-value]
+
+
+_register_fast_metadata(LazyObject, key=attrgetter("_key"), namespace=_fast_namespace,
+                        resource_version=_fast_resource_version)
 
 
 class MetadataView(Mapping[str, Any]):
@@ -284,14 +352,13 @@ class MetadataView(Mapping[str, Any]):
         self._obj = obj
 
     def __getitem__(self, key: str) -> Any:
-        if key in _FAST_META:
-            meta = self._obj._meta
-            if meta is not None:
-                value = getattr(meta, key)
-                if value is UNSET:
-                    raise KeyError(key)
-                return value
-        md = self._obj._metadata()
+        obj = self._obj
+        if key in _FAST_META and obj._key is not None:
+            value = obj._fast(key)
+            if value is UNSET:
+                raise KeyError(key)
+            return value
+        md = obj._metadata()
         if md is None:
             raise KeyError(key)
         return md[key]
@@ -316,9 +383,8 @@ class MetadataView(Mapping[str, Any]):
 
     def __bool__(self) -> bool:
         # ``meta or {}`` is common: answer from the fast fields when they say the metadata is not empty.
-        meta = self._obj._meta
-        if meta is not None and (meta.name is not UNSET or meta.namespace is not UNSET
-                                 or meta.resourceVersion is not UNSET):
+        obj = self._obj
+        if obj._key is not None and (obj._name is not UNSET or obj._ns is not UNSET or obj._rv is not UNSET):
             return True
         return len(self) > 0
 

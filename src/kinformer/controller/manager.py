@@ -11,6 +11,18 @@
    (the process should exit and restart, as in controller-runtime);
 4. on SIGTERM/SIGINT (when ``handle_signals``) or :meth:`stop`, drains the controllers and shuts the
    informers down.
+
+Fencing (leader election): the controllers run only while this replica can be sure it holds the
+Lease. Besides the elector giving up after ``renew_deadline`` of failed renewals, a fence cancels the
+controllers — in-flight reconciles included, at their next await — as soon as
+``last successful renewal + renew_deadline`` passes on the local monotonic clock, even if a renewal
+request is still hanging, or at once when the Lease is seen held by someone else. Another candidate
+can take the Lease only ``lease_duration`` after it saw our last renewal, so with equal clock rates
+two replicas' reconcilers never run at the same time; the margin is ``lease_duration -
+renew_deadline``. Limits: a request already sent before the fence (or delayed in the network longer
+than the margin) can still be applied after it, and a process paused longer than the margin (a VM
+freeze) acts on stale beliefs when it resumes — as with client-go, reconcilers must stay idempotent
+and use resourceVersion preconditions where a stale write would hurt.
 """
 
 from __future__ import annotations
@@ -110,27 +122,78 @@ class Manager:
         else:
             cfg = self.leader_election
             user_started = cfg.on_started_leading
+            fenced = asyncio.Event()
 
             async def lead() -> None:
-                if user_started is not None:
-                    await asyncio.gather(self._run_controllers(), user_started())
-                else:
-                    await self._run_controllers()
+                try:
+                    await self._lead_fenced(user_started)
+                except LeaderElectionLost:
+                    fenced.set()
+                    raise
 
             cfg.on_started_leading = lead
             self.elector = LeaderElector(cfg, self.client, clock=self.clock)
             work = asyncio.create_task(self.elector.run())
+        waits = {stop, work}
+        if self.leader_election is not None:
+            waits.add(fence_task := asyncio.create_task(fenced.wait()))
         try:
-            done, _ = await asyncio.wait({stop, work}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            stop.cancel()
-            work.cancel()
-            results = await asyncio.gather(work, return_exceptions=True)
+            for task in waits:
+                task.cancel()
+            results = await self._reap(work)
+        if self.leader_election is not None and fence_task in done and not self._stopping.is_set():
+            raise LeaderElectionLost(f"leader election lost (fenced): {self.leader_election.lease_name}")
         if work in done and not self._stopping.is_set():
             if isinstance(results[0], BaseException) and not isinstance(results[0], asyncio.CancelledError):
                 raise results[0]
             if self.leader_election is not None:
                 raise LeaderElectionLost(f"leader election lost: {self.leader_election.lease_name}")
+
+    async def _reap(self, work: asyncio.Task[None]) -> list[BaseException | None]:
+        """Wait for the cancelled ``work``; an elector still releasing its Lease over a hung connection is
+        given at most ``renew_deadline`` (it finishes in the background)."""
+        if self.leader_election is None:
+            return await asyncio.gather(work, return_exceptions=True)
+        await asyncio.wait({work}, timeout=self.leader_election.renew_deadline)
+        if not work.done():
+            log.warning("lease %s: the elector is still releasing the lease; not waiting for it",
+                        self.leader_election.lease_name)
+            return [None]
+        return [None if work.cancelled() else work.exception()]
+
+    async def _lead_fenced(self, user_started: Callable[[], Any] | None) -> None:
+        """Run the controllers (and the user's callback) until they end or the fence fires."""
+        work = asyncio.ensure_future(asyncio.gather(
+            self._run_controllers(), *([user_started()] if user_started is not None else [])))
+        fence = asyncio.create_task(self._fence(), name="leader-fence")
+        try:
+            await asyncio.wait({work, fence}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            fence.cancel()
+            work.cancel()
+            results = await asyncio.gather(work, fence, return_exceptions=True)
+        if fence.done() and not fence.cancelled() and fence.exception() is None:
+            log.warning("lease %s: not renewed within the renew deadline; controllers stopped (fenced)",
+                        self.leader_election.lease_name if self.leader_election else "")
+            raise LeaderElectionLost("fenced: the lease was not renewed within the renew deadline")
+        if isinstance(results[0], BaseException) and not isinstance(results[0], asyncio.CancelledError):
+            raise results[0]
+
+    async def _fence(self) -> None:
+        """Return once this replica can no longer be sure it holds the Lease (see the module docstring)."""
+        elector, cfg = self.elector, self.leader_election
+        assert elector is not None and cfg is not None
+        while True:
+            if not elector.is_leader():
+                return
+            # the local monotonic time at which the last successful renewal started (set by the elector)
+            deadline = elector._observed_time + cfg.renew_deadline
+            left = deadline - self.clock.now()
+            if left <= 0:
+                return
+            await self.clock.sleep(min(left, cfg.retry_period))
 
     async def _run_controllers(self) -> None:
         await self.factory.wait_for_cache_sync(timeout=self.cache_sync_timeout)

@@ -27,8 +27,8 @@ from .gc import CRD_PREFIX, GarbageCollector
 from .handlers import ResourceAPI
 from .objects import ObjectStore
 from .registry import Registry
-from .storage import Storage, open_storage
-from .watchcache import WatchCache
+from .storage import Compacted, Storage, open_storage
+from .watchcache import CachedEvent, WatchCache
 
 log = logging.getLogger(__name__)
 
@@ -46,16 +46,25 @@ class APIServer:
     """An API server over ``storage`` ("memory", "sqlite:///path" or a :class:`Storage`), on ``host:port``.
 
     ``port=0`` picks a free port; :attr:`url` is known once started. A non-loopback ``host`` requires
-    both ``tls`` and ``tokens``. ``tls`` is True (certificates generated under ``data_dir``/pki or a
-    temporary directory) or a :class:`kinformer.server.tls.CertPaths`.
+    ``tls`` and authentication (``tokens`` or ``client_ca``). ``tls`` is True (certificates generated
+    under ``data_dir``/pki or a temporary directory) or a :class:`kinformer.server.tls.CertPaths`.
+
+    Security and limits (see :mod:`.auth`, :mod:`.authz`, :mod:`.limits`): ``client_ca`` (a PEM path or
+    several) authenticates TLS client certificates (CN = user, O = groups); ``authorization_policy`` (a
+    policy file path or a :class:`~kinformer.server.authz.Policy`) restricts what users may do (403);
+    ``max_watches_per_client`` and ``rate_limit_qps``/``rate_limit_burst`` answer 429 with Retry-After.
     """
 
     def __init__(self, storage: str | Storage = "memory", *, host: str = "127.0.0.1", port: int = 0,
                  watch_cache_size: int = 1000, compaction_interval: float = 300.0, compaction_keep: int = 1000,
                  bookmark_interval: float = 60.0, tls: Any = False,
                  tokens: Mapping[str, Any] | Iterable[str] | None = None, data_dir: str | None = None,
-                 clock: Clock = REAL_CLOCK, max_inflight: int = 1000) -> None:
-        if not is_loopback(host) and not (tls and tokens):
+                 clock: Clock = REAL_CLOCK, max_inflight: int = 1000, client_ca: Any = None,
+                 authorization_policy: Any = None, max_watches_per_client: int | None = 100,
+                 rate_limit_qps: float | None = None, rate_limit_burst: int = 0) -> None:
+        if client_ca is not None and not tls:
+            raise ValueError("client certificate authentication (client_ca) needs tls")
+        if not is_loopback(host) and not (tls and (tokens or client_ca)):
             raise ValueError(f"refusing to bind non-loopback address {host!r} without TLS and token authentication")
         self.storage: Storage = open_storage(storage) if isinstance(storage, str) else storage
         self.host = host
@@ -69,6 +78,11 @@ class APIServer:
         self.data_dir = data_dir
         self.clock = clock
         self.max_inflight = max_inflight
+        self.client_ca = client_ca
+        self.authorization_policy = authorization_policy
+        self.max_watches_per_client = max_watches_per_client
+        self.rate_limit_qps = rate_limit_qps
+        self.rate_limit_burst = rate_limit_burst
         self.registry = Registry()
         self.cache = WatchCache(self.storage, watch_cache_size)
         self.store = ObjectStore(self.storage, self.registry, clock, self.cache)
@@ -94,11 +108,7 @@ class APIServer:
         await self.storage.start()
         try:
             await self.cache.start()
-            for co in self.cache.bucket(CRD_PREFIX).snapshot():
-                try:
-                    self.registry.add_crd(co.obj)
-                except (KeyError, TypeError):
-                    log.warning("ignoring malformed stored CRD %s", co.key)
+            self._follow_crds()
             await self.store.ensure_namespaces()
             self.gc.start()
             await self._listen()
@@ -110,11 +120,7 @@ class APIServer:
         self._started = True
 
     async def _listen(self) -> None:
-        middlewares = []
-        if self.tokens:
-            from .auth import token_auth_middleware
-
-            middlewares.append(token_auth_middleware(self.tokens))
+        middlewares = self._security_middlewares()
         app = build_app(self.api, self.registry, middlewares=middlewares, max_inflight=self.max_inflight)
         ssl_ctx = self._ssl_context()
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
@@ -127,6 +133,25 @@ class APIServer:
         self.port = port
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"{'https' if ssl_ctx else 'http'}://{host}:{port}"
+
+    def _security_middlewares(self) -> list[Any]:
+        """Authentication, then per-client limits, then authorization (kube's filter order)."""
+        from .authz import Policy, authorization_middleware, load_policy
+        from .limits import limits_middleware
+
+        middlewares: list[Any] = []
+        if self.tokens or self.client_ca is not None:
+            from .auth import authentication_middleware
+
+            middlewares.append(authentication_middleware(self.tokens, client_certs=self.client_ca is not None))
+        if self.max_watches_per_client or self.rate_limit_qps:
+            middlewares.append(limits_middleware(max_watches_per_client=self.max_watches_per_client,
+                                                 rate_limit_qps=self.rate_limit_qps,
+                                                 rate_limit_burst=self.rate_limit_burst, clock=self.clock))
+        policy = self.authorization_policy
+        if policy is not None:
+            middlewares.append(authorization_middleware(policy if isinstance(policy, Policy) else load_policy(policy)))
+        return middlewares
 
     def _ssl_context(self) -> Any:
         if not self.tls:
@@ -144,7 +169,7 @@ class APIServer:
             hosts = list(dict.fromkeys([self.host, "127.0.0.1", "localhost"]))
             paths = ensure_certs(base, hosts=hosts)
         self.ca_cert = str(paths.ca_cert)
-        return server_ssl_context(paths)
+        return server_ssl_context(paths, client_ca=self.client_ca)
 
     async def _compactor(self) -> None:
         while True:
@@ -157,13 +182,38 @@ class APIServer:
                 log.exception("compaction failed")
 
     async def compact(self) -> int:
-        """Compact storage history to ``current - compaction_keep``; returns the compaction revision."""
+        """Compact storage history to ``min(current, cache revision) - compaction_keep``; returns the point.
+
+        Safe with several replicas over one store: each compacts only history it has itself passed by
+        ``compaction_keep`` revisions, so a replica whose watch cache lags at most that much never loses
+        events it still needs (one lagging further reloads, as after any 410). Compactions by several
+        replicas race harmlessly: compacting to or below the store's compaction point is a no-op.
+        """
         current = await self.storage.current_revision()
-        target = current - self.compaction_keep
-        if target > await self.storage.compacted_revision():
+        target = min(current, self.cache.revision) - self.compaction_keep
+        compacted = await self.storage.compacted_revision()
+        if target <= compacted:
+            return compacted
+        try:
             await self.storage.compact(target)
-            return target
-        return await self.storage.compacted_revision()
+        except Compacted:  # another replica compacted further meanwhile
+            return await self.storage.compacted_revision()
+        return target
+
+    def _follow_crds(self) -> None:
+        """Serve the stored CRDs, and keep serving what storage holds: every replica sees every CRD change."""
+        registry, cache = self.registry, self.cache
+
+        def snapshot() -> None:
+            registry.sync_crds(co.obj for co in cache.bucket(CRD_PREFIX).snapshot())
+
+        def on_event(prefix: str, ev: CachedEvent) -> None:
+            if prefix == CRD_PREFIX:
+                registry.on_crd_event(ev.type, ev.cur.obj)
+
+        snapshot()
+        cache.listeners.append(on_event)
+        cache.reset_listeners.append(snapshot)
 
     async def stop(self) -> None:
         """Close watches, stop listening and background tasks, close storage. Idempotent."""

@@ -6,6 +6,18 @@ admin bearer token are generated into ``--data`` once and reused across restarts
 using them is written, because kubectl never sends credentials to an ``http://`` server. With
 ``--no-tls`` on loopback the server speaks plain HTTP without authentication (unless a
 ``--token-file`` is given).
+
+``--kubeconfig-auth cert`` writes the kubeconfig with an admin client certificate (CN
+``kinformer-admin``, O ``system:masters``) issued by the generated CA, which is then trusted for client
+certificates too (besides any ``--client-ca-file``). ``--authorization-policy-file`` restricts users
+(see :mod:`kinformer.server.authz`; ``system:masters`` stays unrestricted). Per-client limits are on
+by default: ``--rate-limit-qps``/``--rate-limit-burst`` and ``--max-watches-per-client`` (0 turns
+either off).
+
+Several ``kinformer serve --storage etcd://HOST:PORT[,HOST:PORT...][/PREFIX]`` processes on one etcd
+cluster (same URL, a ``--port`` each) are replicas of one API server: each replica's watch cache
+follows etcd, so a write through any replica is seen by all. With TLS, give them the same ``--data``
+(start one first: it generates the CA and token the others reuse) and a ``--kubeconfig`` each.
 """
 
 from __future__ import annotations
@@ -31,6 +43,9 @@ __all__ = ["add_arguments", "ensure_admin_token", "is_loopback", "main", "write_
 
 ADMIN_USER = "kinformer-admin"
 ADMIN_GROUPS = ("system:masters", "system:authenticated")
+DEFAULT_MAX_WATCHES = 100
+DEFAULT_QPS = 500.0
+DEFAULT_BURST = 1000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,8 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default=".kinformer",
                         help="directory for the database, certificates, token and kubeconfig (default: ./.kinformer)")
     parser.add_argument("--storage", default=None,
-                        help='storage URL: "memory", "sqlite:///path.db", "etcd://host:port" '
-                             "(default: sqlite in --data)")
+                        help='storage URL: "memory", "sqlite:///path.db", "etcd://host:port[,host:port...][/prefix]" '
+                             "(default: sqlite in --data); servers on one etcd are replicas of one API server")
     parser.add_argument("--kubeconfig", default=None, help="where to write the kubeconfig (default: DATA/kubeconfig)")
     parser.add_argument("--watch-cache-size", type=int, default=None, metavar="N",
                         help="events kept per resource in the watch cache")
@@ -49,6 +64,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='static token CSV (token,user,uid[,"group1,group2"]) accepted as bearer tokens')
     parser.add_argument("--tls", action=argparse.BooleanOptionalAction, default=True,
                         help="serve HTTPS with a generated CA and require bearer tokens (default: on)")
+    parser.add_argument("--client-ca-file", default=None, metavar="F",
+                        help="PEM CA bundle: TLS client certificates it signed authenticate as CN (user), O (groups)")
+    parser.add_argument("--kubeconfig-auth", choices=("token", "cert"), default="token",
+                        help="credentials written to the kubeconfig: the admin token or an admin client "
+                             "certificate (default: token)")
+    parser.add_argument("--authorization-policy-file", default=None, metavar="F",
+                        help="YAML/JSON allow rules (user|group, verbs, resources, namespaces, nonResourceURLs); "
+                             "default: every authenticated user may do everything")
+    parser.add_argument("--max-watches-per-client", type=int, default=DEFAULT_MAX_WATCHES, metavar="N",
+                        help=f"concurrent watches per user (or address), 0: unlimited (default: {DEFAULT_MAX_WATCHES})")
+    parser.add_argument("--rate-limit-qps", type=float, default=DEFAULT_QPS, metavar="QPS",
+                        help=f"requests per second per user (or address), 0: unlimited (default: {DEFAULT_QPS:g})")
+    parser.add_argument("--rate-limit-burst", type=int, default=DEFAULT_BURST, metavar="N",
+                        help=f"token bucket size: requests a client may send at once (default: {DEFAULT_BURST})")
 
 
 def is_loopback(host: str) -> bool:
@@ -91,16 +120,21 @@ def ensure_admin_token(data_dir: str | os.PathLike[str]) -> str:
 
 
 def write_kubeconfig(path: str | os.PathLike[str], server_url: str, ca_path: str | os.PathLike[str] | None,
-                     token: str | None, context_name: str = "kinformer") -> Path:
+                     token: str | None, context_name: str = "kinformer", *, client_cert: bytes | None = None,
+                     client_key: bytes | None = None) -> Path:
     """Write a kubeconfig with one cluster, user and context named ``context_name``, and select it.
 
-    The CA certificate is embedded (``certificate-authority-data``) so the file stays valid when copied;
-    the file is written atomically with mode 0600 as it may hold a token. Returns the path written.
+    The CA certificate (and a client certificate and key, when given) are embedded (``*-data``) so the
+    file stays valid when copied; the file is written atomically with mode 0600 as it may hold a token
+    or a private key. Returns the path written.
     """
     cluster: dict[str, Any] = {"server": server_url}
     if ca_path is not None:
         cluster["certificate-authority-data"] = base64.b64encode(Path(ca_path).read_bytes()).decode()
     user: dict[str, Any] = {"token": token} if token else {}
+    if client_cert is not None and client_key is not None:
+        user = {"client-certificate-data": base64.b64encode(client_cert).decode(),
+                "client-key-data": base64.b64encode(client_key).decode()}
     config = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -151,14 +185,34 @@ def _tokens(args: argparse.Namespace, data: Path) -> tuple[dict[str, Any] | None
     return (tokens or None), admin
 
 
+def _security_kwargs(args: argparse.Namespace, certs: Any, policy: Any) -> dict[str, Any]:
+    """APIServer options for client certificates, authorization and per-client limits."""
+    client_cas = [args.client_ca_file] if args.client_ca_file else []
+    if args.kubeconfig_auth == "cert" and certs is not None:
+        client_cas.append(str(certs.ca_cert))
+    return {"client_ca": client_cas or None, "authorization_policy": policy,
+            "max_watches_per_client": args.max_watches_per_client or None,
+            "rate_limit_qps": args.rate_limit_qps or None, "rate_limit_burst": args.rate_limit_burst}
+
+
+def _kubeconfig_credentials(args: argparse.Namespace, certs: Any, admin_token: str | None) -> dict[str, Any]:
+    """``write_kubeconfig`` keyword arguments: the admin token, or a fresh admin client certificate."""
+    if args.kubeconfig_auth == "cert" and certs is not None:
+        from kinformer.server.tls import issue_client_cert
+
+        cert, key = issue_client_cert(certs, ADMIN_USER, [g for g in ADMIN_GROUPS if g != "system:authenticated"])
+        return {"token": None, "client_cert": cert, "client_key": key}
+    return {"token": admin_token}
+
+
 async def _serve(args: argparse.Namespace, data: Path, storage: str, tokens: Mapping[str, Any] | None,
-                 admin_token: str | None) -> int:
+                 admin_token: str | None, policy: Any = None) -> int:
     from kinformer.server import APIServer
     from kinformer.server.tls import ensure_certs
 
     certs = ensure_certs(data / "pki", hosts=_cert_hosts(args.host)) if args.tls else None
     kwargs: dict[str, Any] = {"storage": storage, "host": args.host, "port": args.port, "tls": certs,
-                              "tokens": tokens, "data_dir": str(data)}
+                              "tokens": tokens, "data_dir": str(data), **_security_kwargs(args, certs, policy)}
     if args.watch_cache_size is not None:
         kwargs["watch_cache_size"] = args.watch_cache_size
     stop = asyncio.Event()
@@ -170,7 +224,8 @@ async def _serve(args: argparse.Namespace, data: Path, storage: str, tokens: Map
             port = urlsplit(server.url).port or args.port
             url = f"{'https' if args.tls else 'http'}://{_client_host(args.host)}:{port}"
             kubeconfig = Path(args.kubeconfig) if args.kubeconfig else data / "kubeconfig"
-            write_kubeconfig(kubeconfig, url, certs.ca_cert if certs else None, admin_token)
+            write_kubeconfig(kubeconfig, url, certs.ca_cert if certs else None,
+                             **_kubeconfig_credentials(args, certs, admin_token))
             shown = server.url if server.url == url else f"{server.url} (clients: {url})"
             print(f"kinformer API server listening on {shown}", flush=True)
             print(f"storage: {storage}", flush=True)
@@ -182,6 +237,17 @@ async def _serve(args: argparse.Namespace, data: Path, storage: str, tokens: Map
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
     return 0
+
+
+def _check_security_args(args: argparse.Namespace) -> str | None:
+    """Why the client-certificate and limit options cannot be used together, or None."""
+    if (args.client_ca_file or args.kubeconfig_auth == "cert") and not args.tls:
+        return "client certificates (--client-ca-file, --kubeconfig-auth cert) need --tls"
+    if args.client_ca_file and not Path(args.client_ca_file).is_file():
+        return f"--client-ca-file {args.client_ca_file}: no such file"
+    if args.max_watches_per_client < 0 or args.rate_limit_qps < 0 or args.rate_limit_burst < 0:
+        return "--max-watches-per-client, --rate-limit-qps and --rate-limit-burst must be >= 0"
+    return None
 
 
 def main(args: argparse.Namespace) -> int:
@@ -196,6 +262,19 @@ def main(args: argparse.Namespace) -> int:
         print(f"kinformer serve: refusing to bind non-loopback address {args.host!r} without TLS and token "
               "authentication; drop --no-tls (TLS generates a token) or bind 127.0.0.1", file=sys.stderr)
         return 2
+    problem = _check_security_args(args)
+    if problem:
+        print(f"kinformer serve: {problem}", file=sys.stderr)
+        return 2
+    policy = None
+    if args.authorization_policy_file:
+        from kinformer.server.authz import load_policy
+
+        try:
+            policy = load_policy(args.authorization_policy_file)
+        except (OSError, ValueError) as exc:
+            print(f"kinformer serve: --authorization-policy-file: {exc}", file=sys.stderr)
+            return 2
     data = Path(args.data).resolve()
     data.mkdir(parents=True, exist_ok=True)
     storage = args.storage or f"sqlite:///{data / 'kinformer.db'}"
@@ -208,7 +287,7 @@ def main(args: argparse.Namespace) -> int:
         print("kinformer serve: warning: tokens are required but kubectl never sends credentials over plain "
               "http; use --tls for kubectl", file=sys.stderr)
     try:
-        return asyncio.run(_serve(args, data, storage, tokens, admin))
+        return asyncio.run(_serve(args, data, storage, tokens, admin, policy))
     except KeyboardInterrupt:
         return 130
     except ValueError as exc:  # a bad --storage URL or option the server refuses

@@ -12,6 +12,14 @@ every action is an ordinary compare-and-swap write and is idempotent.
   loses the finalizer.
 * A terminating namespace deletes everything in it, then drops its ``kubernetes`` finalizer.
 * A CRD being deleted deletes its custom resources, then drops ``customresourcecleanup``.
+
+Several API server replicas over one store each run this collector, with no coordination: every
+decision is taken from a cache that reflects one consistent revision, and every action is either a
+compare-and-swap on the revision the decision was based on (deleting a dependent whose owners are
+gone carries uid and resourceVersion preconditions, so a dependent changed meanwhile is looked at
+again rather than deleted) or a change that is the same whoever makes it (removing a finalizer,
+deleting a terminating namespace's content). A replica that loses a race gets 404 (done by another)
+or 409, and retries the key after a short delay once its cache has caught up.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ log = logging.getLogger(__name__)
 
 NS_PREFIX = "/registry/core/namespaces/"
 CRD_PREFIX = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
+CONFLICT_RETRY = 0.05  # seconds before a key that hit a conflict is looked at again
 
 
 def _owner_uids(obj: Mapping[str, Any]) -> set[str]:
@@ -49,6 +58,7 @@ class GarbageCollector:
         self.dependents: dict[str, set[str]] = {}
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._pending: set[str] = set()
+        self._delayed: set[str] = set()  # keys waiting to be retried after a conflict
         self._task: asyncio.Task[None] | None = None
         self.idle = asyncio.Event()
         self.idle.set()
@@ -157,11 +167,23 @@ class GarbageCollector:
                 if e.code not in (404, 409):
                     log.warning("garbage collector: %s: %s", key, e.message)
                 if e.code == 409:
-                    self.enqueue(key)
+                    self._retry_later(key)
             except Exception:
                 log.exception("garbage collector failed on %s", key)
-            if self._queue.empty():
+            if self._queue.empty() and not self._delayed:
                 self.idle.set()
+
+    def _retry_later(self, key: str) -> None:
+        """Re-queue ``key`` after :data:`CONFLICT_RETRY` seconds (time for this replica's cache to catch up)."""
+        if key in self._delayed:
+            return
+        self._delayed.add(key)
+
+        def again() -> None:
+            self._delayed.discard(key)
+            self.enqueue(key)
+
+        asyncio.get_running_loop().call_later(CONFLICT_RETRY, again)
 
     def _lookup(self, key: str) -> tuple[ResourceInfo, dict[str, Any], str, str] | None:
         prefix, ns, name = split_key(key)
@@ -201,10 +223,12 @@ class GarbageCollector:
         alive = {u for u in owners if u in self.uid_to_key}
         if alive == owners:
             return
+        meta = obj.get("metadata") or {}
+        uid = meta.get("uid")
         if not alive:
-            await self.store.delete(info, ns, name, {"propagationPolicy": "Background"})
+            pre = {"uid": uid, "resourceVersion": meta.get("resourceVersion")} if uid else {}
+            await self.store.delete(info, ns, name, {"propagationPolicy": "Background", "preconditions": pre})
             return
-        uid = (obj.get("metadata") or {}).get("uid")
         await self._drop_refs(info, ns, name, owners - alive, uid)
 
     async def _drop_refs(self, info: ResourceInfo, ns: str, name: str, owners: set[str], uid: str | None) -> None:

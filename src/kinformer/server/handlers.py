@@ -30,6 +30,7 @@ from ..selectors import (
     parse_label_selector,
 )
 from . import status as st
+from . import tables
 from .objects import MAX_RETRIES, ObjectStore, parse_rv, served, timestamp, validate
 from .registry import Registry, ResourceInfo
 from .storage.base import Compacted, FutureRevision, KeyNotFound, RevisionMismatch, Storage, WatcherTooSlow
@@ -330,6 +331,10 @@ class ResourceAPI:
         t = self.resolve(group, version, mi["rest"])
         method = request.method
         q = request.query
+        if method == "GET" and not t.subresource:
+            table_version = tables.negotiate_table(request.headers.get("Accept", ""))
+            if table_version is not None:
+                return await self.serve_table(request, t, table_version)
         if not t.name:
             if method == "GET":
                 if t.watch or truthy(q.get("watch")):
@@ -593,8 +598,10 @@ class ResourceAPI:
         return b'{"type":"' + typ.encode() + b'","object":' + _reencode(ev.cur, av) + b"}\n"
 
     async def _open_stream(self, request: web.Request) -> web.StreamResponse:
-        resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json",
-                                                       "Cache-Control": "no-cache, private"})
+        headers = {"Content-Type": "application/json", "Cache-Control": "no-cache, private"}
+        table: TableRequest | None = request.get(TABLE_WATCH_KEY)
+        resp = web.StreamResponse(status=200, headers=headers) if table is None else \
+            TableWatchResponse(table, self.clock, headers=headers)
         resp.enable_chunked_encoding()
         await resp.prepare(request)
         return resp

@@ -6,14 +6,22 @@ Invariants:
 * A CRD contributes one :class:`ResourceInfo` per *served* version; all versions of one CRD share
   one storage prefix (``/registry/<group>/<plural>/``), as kube-apiserver stores one version.
 * :attr:`Registry.revision` increases on every change, so discovery and OpenAPI caches can key on it.
+* The served CRDs follow the stored CRD objects: the API server feeds every CRD event of its watch
+  cache (itself fed by the storage watch) to :meth:`Registry.on_crd_event`, so a CRD written through
+  any replica sharing the storage is served by every replica once its cache has the event.
 """
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+log = logging.getLogger(__name__)
+
+CRD_PREFIX = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
 
 ALL_VERBS: tuple[str, ...] = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
@@ -179,6 +187,25 @@ class Registry:
         self._crds[name] = infos
         self.revision += 1
         return infos
+
+    def on_crd_event(self, type_: str, crd: Mapping[str, Any]) -> None:
+        """Follow one stored CRD change (``type_`` is ADDED, MODIFIED or DELETED); malformed CRDs are skipped."""
+        if type_ == "DELETED":
+            self.remove_crd((crd.get("metadata") or {}).get("name", ""))
+            return
+        try:
+            self.add_crd(crd)
+        except (KeyError, TypeError, AttributeError):
+            log.warning("ignoring malformed stored CRD %s", (crd.get("metadata") or {}).get("name", ""))
+
+    def sync_crds(self, crds: Iterable[Mapping[str, Any]]) -> None:
+        """Serve exactly ``crds`` (the stored CRD objects), dropping any CRD not among them."""
+        keep = set()
+        for crd in crds:
+            self.on_crd_event("ADDED", crd)
+            keep.add((crd.get("metadata") or {}).get("name", ""))
+        for name in [n for n in self._crds if n not in keep]:
+            self.remove_crd(name)
 
     def remove_crd(self, crd_name: str) -> None:
         if self._drop(crd_name):

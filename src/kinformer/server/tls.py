@@ -8,6 +8,9 @@ Invariants:
   and names every requested host in its subjectAltName; otherwise it is re-issued (same CA).
 * Private keys are written with mode 0600 and replaced atomically (write to a temp file, then rename),
   so a crash never leaves a half-written key behind.
+* Client certificates (:func:`issue_client_cert`) carry the user name as CN and the groups as O, as
+  kube-apiserver's x509 authenticator reads them, and only the clientAuth extended key usage, so a
+  client certificate can never serve and the server certificate is never accepted as a client's.
 """
 
 from __future__ import annotations
@@ -26,10 +29,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["CertPaths", "client_ssl_context", "ensure_certs", "server_ssl_context"]
+__all__ = ["CertPaths", "client_ssl_context", "ensure_certs", "issue_client_cert", "server_ssl_context"]
 
 CA_VALIDITY = dt.timedelta(days=3650)
 SERVER_VALIDITY = dt.timedelta(days=365)
+CLIENT_VALIDITY = dt.timedelta(days=365)
 RENEW_BEFORE = dt.timedelta(days=1)
 _CLOCK_SKEW = dt.timedelta(hours=1)
 
@@ -181,13 +185,60 @@ def ensure_certs(directory: str | os.PathLike[str], hosts: Iterable[str] = ("127
     return paths
 
 
-def server_ssl_context(paths: CertPaths) -> ssl.SSLContext:
-    """A TLS (1.2+) server context presenting ``paths.server_cert``; clients are not asked for certificates."""
+def server_ssl_context(paths: CertPaths,
+                       client_ca: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None
+                       ) -> ssl.SSLContext:
+    """A TLS (1.2+) server context presenting ``paths.server_cert``.
+
+    With ``client_ca`` (one PEM bundle path or several) clients are asked for a certificate: one signed
+    by those CAs is verified during the handshake (a certificate signed by anyone else fails the
+    handshake); a client sending none still connects and may authenticate otherwise.
+    """
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(paths.server_cert, paths.server_key)
     ctx.set_alpn_protocols(["http/1.1"])
+    if client_ca is not None:
+        cas = [client_ca] if isinstance(client_ca, str | os.PathLike) else list(client_ca)
+        for ca in cas:
+            ctx.load_verify_locations(cafile=os.fspath(ca))
+        if cas:
+            ctx.verify_mode = ssl.CERT_OPTIONAL
     return ctx
+
+
+def issue_client_cert(paths: CertPaths, user: str, groups: Iterable[str] = (), *,
+                      validity: dt.timedelta = CLIENT_VALIDITY) -> tuple[bytes, bytes]:
+    """A client certificate for ``user`` (CN) in ``groups`` (one O each), signed by the CA at ``paths``.
+
+    Returns ``(cert_pem, key_pem)``; nothing is written to disk. Raises ``ValueError`` when the CA files
+    are missing or unusable (call :func:`ensure_certs` first) or the user name is empty.
+    """
+    if not user:
+        raise ValueError("a client certificate needs a user name")
+    loaded = _load_ca(paths)
+    if loaded is None:
+        raise ValueError(f"no usable CA at {paths.ca_cert}")
+    ca, ca_key = loaded
+    key = _new_key()
+    now = _now()
+    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in dict.fromkeys(groups) if g]
+    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(attrs))
+        .issuer_name(ca.subject).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _CLOCK_SKEW).not_valid_after(min(now + validity, ca.not_valid_after_utc))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=False, key_cert_sign=False,
+                                     crl_sign=False, content_commitment=False, data_encipherment=False,
+                                     key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
 
 
 def client_ssl_context(paths: CertPaths) -> ssl.SSLContext:

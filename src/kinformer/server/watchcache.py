@@ -3,7 +3,12 @@
 One storage watch on ``/registry/`` feeds every resource (the kube-apiserver watch cache, with one
 source stream). Because every revision of the store is one write under ``/registry/``, the cache
 knows it has applied *every* revision up to :attr:`WatchCache.revision` — a progress notification for
-free, which makes consistent reads and bookmarks exact.
+free, which makes consistent reads and bookmarks exact. This holds for several API server replicas
+over one etcd cluster too (every replica writes only under ``/registry/`` and each replica's cache sees
+every replica's writes in revision order). Only foreign writes to the same etcd (another key prefix,
+another application) leave revision gaps; :meth:`WatchCache.wait_fresh` then proves with a history
+probe that nothing under ``/registry/`` is pending before advancing, which costs a consistent read
+about half a second — give the servers an etcd cluster of their own.
 
 Invariants:
 
@@ -180,8 +185,12 @@ class WatchCache:
                 w.close()
         self.buckets = {}
         for kv in result.kvs:
-            co = decode(kv.key, kv.value, kv.mod_revision)
-            self.bucket(split_key(kv.key)[0]).objects[kv.key] = co
+            try:
+                prefix = split_key(kv.key)[0]
+            except ValueError:
+                log.warning("watch cache: ignoring key %r", kv.key)
+                continue
+            self.bucket(prefix).objects[kv.key] = decode(kv.key, kv.value, kv.mod_revision)
 
     def bucket(self, prefix: str) -> Bucket:
         b = self.buckets.get(prefix)
@@ -216,10 +225,21 @@ class WatchCache:
         kv = ev.kv
         key = kv.key
         rev = kv.mod_revision
-        prefix = split_key(key)[0]
+        try:
+            prefix = split_key(key)[0]
+        except ValueError:  # not an object key (someone else's key under /registry/): nothing to serve
+            log.warning("watch cache: ignoring key %r", key)
+            self._advance(rev)
+            return
         bucket = self.bucket(prefix)
         prev = bucket.objects.get(key)
-        cur = decode(key, kv.value, rev)
+        if not kv.value and ev.type == "DELETE":  # etcd omits the last value when its revision was compacted
+            if prev is None:
+                self._advance(rev)
+                return
+            cur = decode(key, prev.raw, rev)
+        else:
+            cur = decode(key, kv.value, rev)
         if ev.type == "DELETE":
             bucket.objects.pop(key, None)
             cev = CachedEvent("DELETED", cur, prev)
@@ -230,7 +250,8 @@ class WatchCache:
         ring.append(cev)
         if len(ring) > self.size:
             bucket.ring_start = ring.popleft().rev
-        self.revision = rev
+        if rev > self.revision:  # a gap probe may have advanced past an event still in flight (see wait_fresh)
+            self.revision = rev
         if bucket.watchers:
             ns = cur.namespace
             for w in list(bucket.watchers):
@@ -288,10 +309,18 @@ class WatchCache:
         return await self.wait_for(rev, max(0.0, deadline - loop.time()))
 
     async def _nothing_pending(self, rev: int) -> bool:
-        """True when the store holds no event under ``/registry/`` in (cache revision, ``rev``]."""
+        """True when the store holds no event under ``/registry/`` in (cache revision, ``rev``].
+
+        Only needed when something other than API servers writes to the store (with etcd, revisions
+        are cluster-wide: writes outside this server's key prefix leave gaps under ``/registry/``).
+        A history watch answers at once on the in-process stores; etcd hands history to a new watcher
+        from its unsynced-watcher loop (every 100 ms), hence the wait. The main watch has already had
+        ``wait_fresh``'s first wait to deliver any event at or below ``rev``; an event that still
+        arrives later is applied normally and never moves :attr:`revision` back.
+        """
         events = self.storage.watch(ROOT, self.revision + 1)
         try:
-            first = await asyncio.wait_for(anext(events), 0.1)
+            first = await asyncio.wait_for(anext(events), 0.3)
         except TimeoutError:
             return True
         except Exception:

@@ -112,6 +112,18 @@ class FaultProxy:
         self._injection = _Injection(status, retry_after, times)
         self.drop_connections(count=False)
 
+    def retarget(self, host: str, port: int) -> None:
+        """Forward new connections to ``host:port`` (e.g. a restarted server); open ones are dropped."""
+        self.target = (host, port)
+        self.drop_connections(count=False)
+
+    def heal(self) -> None:
+        """Disarm every fault: resume forwarding, no delay, accept connections, cancel a pending injection."""
+        self._injection = None
+        self.delay = 0.0
+        self.refuse = False
+        self._stalled.set()
+
     # -- forwarding -------------------------------------------------------------------------------
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
