@@ -42,7 +42,8 @@ asyncio.run(main())
 async def test_acknowledged_writes_survive_sigkill(tmp_path: Path, synchronous: str) -> None:
     path = str(tmp_path / "durable.db")
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", WRITER, path, synchronous, stdout=asyncio.subprocess.PIPE
+        sys.executable, "-c", WRITER, path, synchronous, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     created: dict[str, int] = {}
     updated: dict[str, int] = {}
@@ -61,7 +62,7 @@ async def test_acknowledged_writes_survive_sigkill(tmp_path: Path, synchronous: 
         if proc.returncode is None:
             proc.kill()
         await proc.wait()
-    assert proc.returncode == -signal.SIGKILL
+    assert proc.returncode == -signal.SIGKILL, (await proc.stderr.read()).decode()[-3000:]
     assert len(created) >= 400, "writer did not make progress"
 
     async with SQLiteStorage(path) as store:

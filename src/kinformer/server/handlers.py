@@ -519,6 +519,38 @@ class ResourceAPI:
         """A continue token that resumes after ``last`` at the latest revision (an inconsistent continuation)."""
         return encode_continue(-1, last[len(prefix):]) if last else ""
 
+    # -------------------------------------------------------------------------- tables (kubectl get)
+
+    async def serve_table(self, request: web.Request, t: Target, version: str) -> web.StreamResponse:
+        """A get, list or watch answered as ``meta.k8s.io/<version>`` Tables (the client asked for ``as=Table``).
+
+        The plain JSON answer is built as usual and then printed, so selectors, pagination, resource
+        versions and errors behave exactly as for JSON; ``includeObject`` (Metadata by default, Object,
+        None) picks what each row carries. A watch streams one single-row Table per event.
+        """
+        include = request.query.get("includeObject", "") or "Metadata"
+        if include not in tables.INCLUDE_OBJECT_VALUES:
+            raise st.bad_request(f'unrecognized includeObject value: "{include}"')
+        table = TableRequest(version, include, await self._printer(t.info))
+        if t.watch or (not t.name and truthy(request.query.get("watch"))):
+            request[TABLE_WATCH_KEY] = table
+            return await self.watch(request, t)
+        plain = await (self.get(request, t) if t.name else self.list(request, t))
+        body = plain.body
+        doc = orjson.loads(body if isinstance(body, bytes) else b"{}")
+        out = tables.to_table(table.printer, doc, now=self.clock.wall(), version=version, include_object=include)
+        return web.Response(status=plain.status, body=orjson.dumps(out),
+                            headers={"Content-Type": tables.table_content_type(version)})
+
+    async def _printer(self, info: ResourceInfo) -> tables.Printer:
+        """kube's printer for a built-in resource; for a custom one, its CRD version's printer columns."""
+        if info.builtin:
+            return tables.builtin_printer(info.group, info.plural)
+        crd_info = self.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        kv = await self.storage.get(ObjectStore.key(crd_info, "", info.crd_name)) if crd_info else None
+        crd = orjson.loads(kv.value) if kv is not None else {}
+        return tables.custom_resource_printer(tables.crd_printer_columns(crd, info.version))
+
     # -------------------------------------------------------------------------- watch
 
     async def watch(self, request: web.Request, t: Target) -> web.StreamResponse:
@@ -1091,3 +1123,57 @@ class ResourceAPI:
         return json_response(self._list_bytes(info, self.cache.revision, items))
 
 
+# ------------------------------------------------------------------------------------------ table watch
+
+@dataclass(frozen=True, slots=True)
+class TableRequest:
+    """A negotiated Table answer: ``meta.k8s.io`` version, ``includeObject`` mode and the printer to use."""
+
+    version: str
+    include_object: str
+    printer: tables.Printer
+
+
+# The request storage key that turns a watch into a Table watch (typed where aiohttp has RequestKey).
+TABLE_WATCH_KEY: Any = (web.RequestKey("kinformer.table_watch", TableRequest) if hasattr(web, "RequestKey")
+                        else "kinformer.table_watch")
+
+
+class TableWatchResponse(web.StreamResponse):
+    """A watch stream that rewrites each event's object into a one-row Table as it is written.
+
+    Every write carries whole event lines (the watch writers never split one). Column definitions
+    go with the first object event only; later events leave them empty, as kube does to save
+    bandwidth (kubectl reuses the last header). BOOKMARK objects become row-less Tables carrying the
+    resourceVersion; ERROR events pass unchanged.
+    """
+
+    def __init__(self, table: TableRequest, clock: Clock, *, headers: Mapping[str, str]) -> None:
+        super().__init__(status=200, headers=headers)
+        self._table = table
+        self._clock = clock
+        self._headers_sent = False
+
+    async def write(self, data: bytes | bytearray | memoryview) -> None:
+        converted = self._convert(bytes(data))
+        if converted:
+            await super().write(converted)
+
+    def _convert(self, data: bytes) -> bytes:
+        table = self._table
+        out: list[bytes] = []
+        for line in data.split(b"\n"):
+            if not line.strip():
+                continue
+            ev = orjson.loads(line)
+            typ, obj = ev.get("type"), ev.get("object")
+            if typ in ("ADDED", "MODIFIED", "DELETED") and isinstance(obj, dict):
+                ev["object"] = tables.to_table(table.printer, obj, now=self._clock.wall(), version=table.version,
+                                               include_object=table.include_object, headers=not self._headers_sent)
+                self._headers_sent = True
+            elif typ == "BOOKMARK" and isinstance(obj, dict):
+                rv = (obj.get("metadata") or {}).get("resourceVersion", "")
+                ev["object"] = {"kind": "Table", "apiVersion": f"{tables.TABLE_GROUP}/{table.version}",
+                                "metadata": {"resourceVersion": rv}, "columnDefinitions": [], "rows": []}
+            out.append(orjson.dumps(ev))
+        return b"\n".join(out) + b"\n" if out else b""
