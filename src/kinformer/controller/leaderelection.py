@@ -96,6 +96,11 @@ class LeaderElector:
     def is_leader(self) -> bool:
         return bool(self._observed_spec) and self._observed_spec.get("holderIdentity") == self.config.identity
 
+    @property
+    def renewed_at(self) -> float:
+        """Local monotonic time at which the Lease record was last seen to change (our renewals included)."""
+        return self._observed_time
+
     def get_leader(self) -> str:
         return (self._observed_spec or {}).get("holderIdentity") or ""
 

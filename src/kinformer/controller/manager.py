@@ -189,7 +189,7 @@ class Manager:
             if not elector.is_leader():
                 return
             # the local monotonic time at which the last successful renewal started (set by the elector)
-            deadline = elector._observed_time + cfg.renew_deadline
+            deadline = elector.renewed_at + cfg.renew_deadline
             left = deadline - self.clock.now()
             if left <= 0:
                 return
