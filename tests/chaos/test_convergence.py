@@ -2,9 +2,11 @@
 
 Each schedule is a pure function of its seed: a SQLite-backed :class:`APIServer` (small watch cache, so 410s
 happen), a :class:`FaultProxy` in front of it, informers for configmaps and secrets (cluster-wide) and for
-configmaps in one namespace, fed through the proxy; a direct client runs 20-60 random writes across three
-namespaces while faults fire between them (dropped connections, stalls, refused connections, injected
-500/429/410, delay, compaction to the current revision, server restarts on the same database file).
+configmaps in one namespace, fed through the proxy (a quarter of the schedules with streaming lists), with an
+async handler each and a plain (threaded) one on the cluster-wide configmaps; a direct client runs 20-60
+random writes across three namespaces while faults fire between them (dropped connections, stalls, refused
+connections, injected 500/429/410, delay, compaction to the current revision, server restarts on the same
+database file, the proxy retargeted to the new port).
 
 After the workload every fault is healed and, within a bounded wait, the schedule must converge:
 

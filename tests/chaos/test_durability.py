@@ -3,7 +3,7 @@
 A real ``kinformer serve --no-tls`` process (SQLite in a data directory) takes concurrent creates, updates
 and deletes through a :class:`kinformer.Client`; every write the server acknowledged is recorded with its
 resourceVersion. The process is killed with SIGKILL mid-load and restarted on the same data directory and
-port. Then:
+port, three times over. After each restart:
 
 * every acknowledged create/update is present at its acknowledged resourceVersion or a later one;
 * every acknowledged delete stays deleted;
@@ -16,11 +16,9 @@ port. Then:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import signal
 import sys
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +32,8 @@ from kinformer.client import Client
 from kinformer.errors import APIError
 
 WRITERS = 8
+CYCLES = 3
+WRITES_PER_CYCLE = 300
 NAMESPACE = "durable"
 START_TIMEOUT = 30.0
 SERVE = "import sys; from kinformer.cli import main; sys.exit(main())"
@@ -87,7 +87,7 @@ class Serve:
             await self.proc.wait()
 
 
-async def _writer(client: Client, w: int, acks: Acks, stop: asyncio.Event, rng: random.Random) -> None:
+async def _writer(client: Client, prefix: str, acks: Acks, stop: asyncio.Event, rng: random.Random) -> None:
     """Create, update and delete configmaps until the server dies (or ``stop``); record every acknowledgement."""
     mine: list[str] = []
     i = 0
@@ -96,7 +96,7 @@ async def _writer(client: Client, w: int, acks: Acks, stop: asyncio.Event, rng: 
         try:
             roll = rng.random()
             if not mine or roll < 0.5:
-                name = f"w{w}-{i}"
+                name = f"{prefix}-{i}"
                 obj = await client.create("configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
                     "name": name, "namespace": NAMESPACE}, "data": {"i": str(i)}}, namespace=NAMESPACE)
                 mine.append(name)
@@ -114,16 +114,6 @@ async def _writer(client: Client, w: int, acks: Acks, stop: asyncio.Event, rng: 
                 acks.deleting.discard(name)
         except (TimeoutError, aiohttp.ClientError, OSError, APIError):
             return  # the server died under this request: it was never acknowledged
-
-
-@contextlib.asynccontextmanager
-async def _serving(data: Path, port: int) -> AsyncIterator[Serve]:
-    serve = Serve(data, port)
-    await serve.start()
-    try:
-        yield serve
-    finally:
-        await serve.kill()
 
 
 async def _wait_for(cond: Any, timeout: float, what: str) -> None:
@@ -148,40 +138,53 @@ async def test_kill_9_loses_no_acknowledged_write(tmp_path: Path) -> None:
     url = await serve.start()
     port = serve.port
     try:
-        async with Client(url, timeout=10.0, max_retries=0) as writer_client, Client(url, timeout=10.0) as watched:
-            await writer_client.create("namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                      "metadata": {"name": NAMESPACE}})
+        async with Client(url, timeout=10.0) as watched:
+            async with Client(url, timeout=10.0) as setup:
+                await setup.create("namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                  "metadata": {"name": NAMESPACE}})
             factory = make_factory(watched, backoff)
             informer = factory.informer("configmaps", namespace=NAMESPACE)
             factory.start()
             assert all((await factory.wait_for_cache_sync(timeout=20)).values())
             try:
-                stop = asyncio.Event()
-                writers = [asyncio.create_task(_writer(writer_client, w, acks, stop, rng)) for w in range(WRITERS)]
-                await _wait_for(lambda: _true(acks.count >= 400), 30, "400 acknowledged writes")
-                await serve.kill()  # SIGKILL mid-load: the writers are still going
-                await asyncio.wait_for(asyncio.gather(*writers), 30)
-                killed_at = acks.count
-                assert killed_at >= 400
-
-                async with _serving(data, port) as restarted, Client(restarted.url, timeout=10.0) as direct:
-                    await _check_acknowledged(direct, acks)
-                    await _wait_for(lambda: _informer_equal(direct, informer), 30, "the informer to converge")
-                    stats = informer.stats.reflector
-                    assert stats.watch_errors + stats.list_errors >= 1  # it did notice the crash
+                for cycle in range(CYCLES):
+                    serve = await _kill_mid_load(serve, data, port, cycle, acks, rng, informer)
+                stats = informer.stats.reflector
             finally:
                 await factory.shutdown()
     finally:
         await serve.kill()
-    print(f"\ndurability: {acks.count} acknowledged writes before kill -9, 0 lost; informer "
+    print(f"\ndurability: {CYCLES} x kill -9 under load, {acks.count} acknowledged writes, 0 lost; informer "
           f"relists={stats.relists} watch_restarts={stats.watch_restarts}")
+
+
+async def _kill_mid_load(serve: Serve, data: Path, port: int, cycle: int, acks: Acks, rng: random.Random,
+                         informer: Any) -> Serve:
+    """Write until WRITES_PER_CYCLE more acknowledgements, SIGKILL the server, restart it, check; the new one."""
+    target = acks.count + WRITES_PER_CYCLE
+    async with Client(serve.url, timeout=10.0, max_retries=0) as writer_client:
+        stop = asyncio.Event()
+        writers = [asyncio.create_task(_writer(writer_client, f"c{cycle}-w{w}", acks, stop, rng))
+                   for w in range(WRITERS)]
+        await _wait_for(lambda: _true(acks.count >= target), 30, f"{WRITES_PER_CYCLE} acknowledged writes")
+        await serve.kill()  # SIGKILL mid-load: the writers are still going
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(*writers), 30)
+    restarted = Serve(data, port)
+    await restarted.start()
+    async with Client(restarted.url, timeout=10.0) as direct:
+        await _check_acknowledged(direct, acks, f"after-restart-{cycle}")
+        await _wait_for(lambda: _informer_equal(direct, informer), 30, "the informer to converge")
+    stats = informer.stats.reflector
+    assert stats.watch_errors + stats.list_errors >= cycle + 1  # it did notice each crash
+    return restarted
 
 
 async def _true(value: bool) -> bool:
     return value
 
 
-async def _check_acknowledged(direct: Client, acks: Acks) -> None:
+async def _check_acknowledged(direct: Client, acks: Acks, probe: str) -> None:
     listed = await direct.list("configmaps", namespace=NAMESPACE)
     present = {o["metadata"]["name"]: int(o["metadata"]["resourceVersion"]) for o in listed.items}
     lost = []
@@ -194,8 +197,10 @@ async def _check_acknowledged(direct: Client, acks: Acks) -> None:
     top = acks.max_rv
     assert int(listed.resource_version) >= top
     obj = await direct.create("configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
-        "name": "after-restart", "namespace": NAMESPACE}}, namespace=NAMESPACE)
-    assert int(obj["metadata"]["resourceVersion"]) > top, "a new write got a resourceVersion already handed out"
+        "name": probe, "namespace": NAMESPACE}}, namespace=NAMESPACE)
+    rv = int(obj["metadata"]["resourceVersion"])
+    assert rv > top, "a new write got a resourceVersion already handed out"
+    acks.ack(probe, "present", rv)
 
 
 async def _informer_equal(direct: Client, informer: Any) -> bool:

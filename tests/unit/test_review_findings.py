@@ -1,0 +1,356 @@
+"""Defects found by the adversarial review of the informer, work queue and controller semantics.
+
+Each test reproduces one confirmed defect and is marked ``xfail(strict=True)``: it fails today, and it will
+start failing the suite (XPASS) once the defect is fixed, so the marker is removed together with the fix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import random
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from kinformer.cache.fake import FakeSource
+from kinformer.cache.listwatch import ListOptions, ListResult, WatchEvent
+from kinformer.cache.shared_informer import SharedIndexInformer
+from kinformer.cache.store import Indexer
+from kinformer.clock import FakeClock
+from kinformer.controller import Controller, Request, Result
+from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
+from kinformer.controller.manager import Manager
+from kinformer.errors import AlreadyExists, Conflict, NotFound
+
+
+async def wait_until(pred: Callable[[], bool], timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not pred():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached before the deadline")
+        await asyncio.sleep(0.001)
+
+
+def cm(name: str, ns: str = "default") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": ns}, "data": {"v": "1"}}
+
+
+def informer(src: FakeSource, **kwargs: Any) -> SharedIndexInformer:
+    return SharedIndexInformer(src, clock=FakeClock(), rng=random.Random(7), name="review", **kwargs)
+
+
+def cancelled_future() -> asyncio.Future[None]:
+    fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    fut.cancel()
+    return fut
+
+
+# ---------------------------------------------------------------------------------------------- reflector
+
+
+@pytest.mark.xfail(strict=True, reason="reflector task dies on a transform/store error for one watched object; "
+                                       "the informer silently stops updating")
+async def test_transform_error_on_one_watched_object_does_not_stop_the_informer() -> None:
+    src = FakeSource()
+    src.create(cm("a"))
+
+    def transform(obj: Any) -> Any:
+        if obj["metadata"]["name"] == "bad":
+            raise ValueError("cannot transform this object")
+        return obj
+
+    inf = informer(src, transform=transform)
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(5)
+        src.create(cm("bad"))
+        src.create(cm("after"))
+        # client-go logs a store error for one watch event and goes on with the next one
+        await wait_until(lambda: "default/after" in inf.indexer, timeout=2)
+    finally:
+        await inf.stop()
+
+
+# ---------------------------------------------------------------------------------------------- informer handlers
+
+
+@pytest.mark.xfail(strict=True, reason="a CancelledError raised by an async handler (task not cancelled) kills the "
+                                       "handler's task; later notifications are buffered forever")
+async def test_handler_raising_cancelled_error_keeps_receiving_events() -> None:
+    src = FakeSource()
+    src.create(cm("a"))
+    inf = informer(src)
+    seen: list[str] = []
+
+    async def on_add(obj: Any) -> None:
+        seen.append(obj["metadata"]["name"])
+        if obj["metadata"]["name"] == "a":
+            await cancelled_future()  # e.g. awaiting a shared future someone else cancelled
+
+    reg = inf.add_event_handler(on_add=on_add)
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(5)
+        await wait_until(lambda: seen == ["a"])
+        src.create(cm("b"))
+        await wait_until(lambda: "b" in seen, timeout=2)
+        assert reg.errors == 1
+    finally:
+        await inf.stop()
+
+
+@pytest.mark.xfail(strict=True, reason="plain handlers keep being called for the rest of their batch (up to 1024 "
+                                       "notifications) after remove()/stop(): the worker thread never checks active")
+async def test_removed_plain_handler_gets_no_more_notifications() -> None:
+    src = FakeSource()
+    for name in ("a", "b", "c"):
+        src.create(cm(name))
+    inf = informer(src)
+    entered = threading.Event()
+    release = threading.Event()
+    calls: list[str] = []
+
+    def on_add(obj: Any) -> None:
+        calls.append(obj["metadata"]["name"])
+        if len(calls) == 1:
+            entered.set()
+            release.wait(5)
+
+    reg = inf.add_event_handler(on_add=on_add)
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(5)
+        await wait_until(entered.is_set)
+        reg.remove()  # documented: "Stop and forget a handler; pending notifications are dropped"
+        release.set()
+        for thread in threading.enumerate():
+            if thread.name.startswith("kinformer-handler-review#"):
+                await asyncio.to_thread(thread.join, 5)
+        assert calls == [calls[0]], f"called after remove(): {calls[1:]}"
+    finally:
+        release.set()
+        await inf.stop()
+
+
+@pytest.mark.xfail(strict=True, reason="a plain callable that returns a coroutine (lambda/decorator around an async "
+                                       "handler) runs in the worker thread and the coroutine is dropped: event lost")
+async def test_plain_handler_returning_a_coroutine_is_awaited() -> None:
+    src = FakeSource()
+    src.create(cm("a"))
+    inf = informer(src)
+    seen: list[str] = []
+
+    async def record(obj: Any) -> None:
+        seen.append(obj["metadata"]["name"])
+
+    # as_reconcile_func awaits what a plain reconciler returns; handlers should do the same
+    inf.add_event_handler(on_add=lambda obj: record(obj))
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(5)
+        await wait_until(lambda: seen == ["a"], timeout=2)
+    finally:
+        await inf.stop()
+
+
+# ---------------------------------------------------------------------------------------------- controller
+
+
+@pytest.mark.xfail(strict=True, reason="Controller.run's gather() cancels every worker at once on shutdown: in-flight "
+                                       "reconciles are cancelled instead of drained within shutdown_timeout")
+async def test_controller_shutdown_lets_the_in_flight_reconcile_finish() -> None:
+    started = asyncio.Event()
+    release = asyncio.Event()
+    outcome: list[str] = []
+
+    async def reconcile(req: Request) -> Result:
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            outcome.append("cancelled")
+            raise
+        outcome.append("finished")
+        return Result()
+
+    ctrl = Controller("review-graceful-shutdown", reconcile, shutdown_timeout=5.0)
+    task = asyncio.create_task(ctrl.run())
+    await wait_until(lambda: ctrl.started)
+    ctrl.queue.add(Request("default", "a"))
+    await asyncio.wait_for(started.wait(), 5)
+    task.cancel()  # what Manager.stop() / SIGTERM does to every controller
+    for _ in range(5):
+        await asyncio.sleep(0)  # let the cancellation reach Controller.run before the reconcile can end
+    release.set()
+    await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 10)
+    assert outcome == ["finished"]
+
+
+@pytest.mark.xfail(strict=True, reason="a reconciler raising CancelledError (its task not cancelled) kills its "
+                                       "worker and, through gather(), shuts the whole controller down")
+async def test_reconciler_raising_cancelled_error_is_an_ordinary_error() -> None:
+    calls: list[str] = []
+
+    async def reconcile(req: Request) -> Result:
+        calls.append(req.name)
+        if req.name == "a":
+            await cancelled_future()
+        return Result()
+
+    ctrl = Controller("review-cancelled-error", reconcile, clock=FakeClock())
+    task = asyncio.create_task(ctrl.run())
+    try:
+        await wait_until(lambda: ctrl.started)
+        ctrl.queue.add(Request("default", "a"))
+        await wait_until(lambda: calls == ["a"])
+        ctrl.queue.add(Request("default", "b"))
+        await wait_until(lambda: "b" in calls, timeout=2)
+        assert not task.done()
+        assert ctrl.stats.errors == 1
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+class _HangingListerWatcher:
+    """A ListerWatcher whose list never answers (an API server that accepts but never replies)."""
+
+    async def list(self, options: ListOptions) -> ListResult:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        await asyncio.Event().wait()
+        yield WatchEvent("BOOKMARK", {})
+
+
+class _HangingClient:
+    def lister_watcher(self, resource: str, **_: Any) -> _HangingListerWatcher:
+        return _HangingListerWatcher()
+
+
+@pytest.mark.xfail(strict=True, reason="Manager marks itself ready (/readyz 200) after wait_for_cache_sync timed out "
+                                       "with caches unsynced; the result is ignored")
+async def test_manager_is_not_ready_when_the_cache_sync_timed_out() -> None:
+    mgr = Manager(_HangingClient(), cache_sync_timeout=0.1)
+    mgr.informer("configmaps")
+    try:
+        await asyncio.wait_for(mgr.run(), 10)
+    except Exception:  # noqa: BLE001 - raising a sync timeout is an acceptable fix too
+        pass
+    assert not mgr.ready()
+
+
+# ---------------------------------------------------------------------------------------------- leader election
+
+
+class _LeaseStore:
+    """get/create/replace of Leases with resourceVersion CAS; ``get`` can hang or take fake time."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self.rv = 0
+        self.hang_gets = False
+        self.get_entered = asyncio.Event()
+        self.get_latency = 0.0
+
+    async def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        if self.hang_gets:
+            self.get_entered.set()
+            await asyncio.Event().wait()  # a request that never returns (client timeout is 60 s by default)
+        if self.get_latency:
+            self.clock.step(self.get_latency)  # the request took this long
+        try:
+            return copy.deepcopy(self.objects[(namespace or "", name)])
+        except KeyError:
+            raise NotFound(f'leases "{name}" not found') from None
+
+    async def create(self, resource: str, body: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        key = (namespace or "", body["metadata"]["name"])
+        if key in self.objects:
+            raise AlreadyExists("exists")
+        return self._store(key, body)
+
+    async def replace(self, resource: str, body: dict[str, Any], name: str | None = None,
+                      namespace: str | None = None) -> dict[str, Any]:
+        key = (namespace or "", name or body["metadata"]["name"])
+        if key not in self.objects:
+            raise NotFound("gone")
+        if body["metadata"].get("resourceVersion") != self.objects[key]["metadata"]["resourceVersion"]:
+            raise Conflict("the object has been modified")
+        return self._store(key, body)
+
+    def _store(self, key: tuple[str, str], body: dict[str, Any]) -> dict[str, Any]:
+        self.rv += 1
+        obj = copy.deepcopy(body)
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self.objects[key] = obj
+        return copy.deepcopy(obj)
+
+
+def _lease_config(identity: str, **kw: Any) -> LeaderElectionConfig:
+    return LeaderElectionConfig(lease_name="review", lease_namespace="default", identity=identity, **kw)
+
+
+@pytest.mark.xfail(strict=True, reason="a renewal request that hangs is not bounded by renew_deadline: the elector "
+                                       "keeps leading while another candidate takes the Lease after lease_duration")
+async def test_leader_stops_leading_when_a_renewal_hangs_past_the_renew_deadline() -> None:
+    clock = FakeClock()
+    store = _LeaseStore(clock)
+    stopped = asyncio.Event()
+    cfg = _lease_config("me", on_stopped_leading=stopped.set)
+    elector = LeaderElector(cfg, store, clock=clock, rng=random.Random(1))
+    task = asyncio.create_task(elector.run())
+    try:
+        await asyncio.wait_for(elector.leading.wait(), 5)
+        await clock.wait_for_waiters(1)  # asleep until the next renewal
+        store.hang_gets = True
+        clock.step(cfg.retry_period)
+        await asyncio.wait_for(store.get_entered.wait(), 5)
+        try:
+            await clock.wait_for_waiters(1, timeout=0.5)  # a fixed elector times the attempt on its clock
+        except TimeoutError:
+            pass
+        clock.step(cfg.renew_deadline + cfg.retry_period)  # still before lease_duration since the last renewal
+        await wait_until(stopped.is_set, timeout=2)
+        assert not elector.leading.is_set()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.mark.xfail(strict=True, reason="observed_time is taken before the GET, not when the record was seen: a slow "
+                                       "GET shortens the lease another holder is granted")
+async def test_candidate_counts_lease_duration_from_when_it_saw_the_record() -> None:
+    clock = FakeClock()
+    store = _LeaseStore(clock)
+    other = LeaderElector(_lease_config("other"), store, clock=clock)
+    assert await other._try_acquire_or_renew()  # "other" holds a fresh 15 s lease
+    me = LeaderElector(_lease_config("me"), store, clock=clock)
+    store.get_latency = 6.0  # our GET takes 6 s; the record it returns is new to us when it arrives
+    assert not await me._try_acquire_or_renew()
+    seen_at = clock.now()
+    store.get_latency = 0.0
+    clock.step(10.0)  # 10 s after we first saw the record: less than leaseDurationSeconds (15)
+    assert clock.now() - seen_at < 15
+    assert not await me._try_acquire_or_renew(), "took over a lease that may still be valid"
+
+
+# ---------------------------------------------------------------------------------------------- indexer
+
+
+@pytest.mark.xfail(strict=True, reason="Indexer.index() iterates a str index value as characters (list(func(obj))) "
+                                       "while add()/by_index() treat it as one value")
+def test_index_with_an_index_function_returning_a_string() -> None:
+    idx = Indexer(indexers={"by_app": lambda o: o["metadata"]["labels"]["app"]})
+    web = {"metadata": {"name": "w", "namespace": "default", "labels": {"app": "web"}}}
+    other = {"metadata": {"name": "e", "namespace": "default", "labels": {"app": "e"}}}
+    idx.add(web)
+    idx.add(other)
+    assert [o["metadata"]["name"] for o in idx.by_index("by_app", "web")] == ["w"]
+    assert [o["metadata"]["name"] for o in idx.index("by_app", web)] == ["w"]
