@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 
+from kinformer.cache.delta_fifo import DeltaFIFO
 from kinformer.cache.fake import FakeSource
 from kinformer.cache.listwatch import ListOptions, ListResult, WatchEvent
+from kinformer.cache.reflector import Reflector
 from kinformer.cache.shared_informer import SharedIndexInformer
 from kinformer.cache.store import Indexer
 from kinformer.clock import FakeClock
@@ -73,6 +75,21 @@ async def test_transform_error_on_one_watched_object_does_not_stop_the_informer(
         await wait_until(lambda: "default/after" in inf.indexer, timeout=2)
     finally:
         await inf.stop()
+
+
+@pytest.mark.xfail(strict=True, reason="Reflector.stop() before run() got going is lost: run() resets _stopping and "
+                                       "the reflector lists and watches forever")
+async def test_reflector_stop_before_run_starts_is_not_lost() -> None:
+    src = FakeSource()
+    reflector = Reflector(src, DeltaFIFO(known_objects=Indexer()), clock=FakeClock(), rng=random.Random(3))
+    task = asyncio.create_task(reflector.run())
+    reflector.stop()
+    done, _ = await asyncio.wait({task}, timeout=2)
+    try:
+        assert task in done, "run() ignored the earlier stop()"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 # ---------------------------------------------------------------------------------------------- informer handlers
@@ -138,6 +155,7 @@ async def test_removed_plain_handler_gets_no_more_notifications() -> None:
 
 @pytest.mark.xfail(strict=True, reason="a plain callable that returns a coroutine (lambda/decorator around an async "
                                        "handler) runs in the worker thread and the coroutine is dropped: event lost")
+@pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning")
 async def test_plain_handler_returning_a_coroutine_is_awaited() -> None:
     src = FakeSource()
     src.create(cm("a"))
@@ -240,8 +258,8 @@ async def test_manager_is_not_ready_when_the_cache_sync_timed_out() -> None:
     mgr.informer("configmaps")
     try:
         await asyncio.wait_for(mgr.run(), 10)
-    except Exception:  # noqa: BLE001 - raising a sync timeout is an acceptable fix too
-        pass
+    except Exception:
+        pass  # ending run() with a sync-timeout error is an acceptable fix too
     assert not mgr.ready()
 
 
