@@ -1,7 +1,6 @@
 """Defects found by the adversarial review of the informer, work queue and controller semantics.
 
-Each test reproduces one confirmed defect and is marked ``xfail(strict=True)``: it fails today, and it will
-start failing the suite (XPASS) once the defect is fixed, so the marker is removed together with the fix.
+Each test reproduces one defect the review confirmed (and that has since been fixed), so it stays fixed.
 """
 
 from __future__ import annotations
@@ -54,8 +53,6 @@ def cancelled_future() -> asyncio.Future[None]:
 # ---------------------------------------------------------------------------------------------- reflector
 
 
-@pytest.mark.xfail(strict=True, reason="reflector task dies on a transform/store error for one watched object; "
-                                       "the informer silently stops updating")
 async def test_transform_error_on_one_watched_object_does_not_stop_the_informer() -> None:
     src = FakeSource()
     src.create(cm("a"))
@@ -77,8 +74,6 @@ async def test_transform_error_on_one_watched_object_does_not_stop_the_informer(
         await inf.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="Reflector.stop() before run() got going is lost: run() resets _stopping and "
-                                       "the reflector lists and watches forever")
 async def test_reflector_stop_before_run_starts_is_not_lost() -> None:
     src = FakeSource()
     reflector = Reflector(src, DeltaFIFO(known_objects=Indexer()), clock=FakeClock(), rng=random.Random(3))
@@ -95,8 +90,6 @@ async def test_reflector_stop_before_run_starts_is_not_lost() -> None:
 # ---------------------------------------------------------------------------------------------- informer handlers
 
 
-@pytest.mark.xfail(strict=True, reason="a CancelledError raised by an async handler (task not cancelled) kills the "
-                                       "handler's task; later notifications are buffered forever")
 async def test_handler_raising_cancelled_error_keeps_receiving_events() -> None:
     src = FakeSource()
     src.create(cm("a"))
@@ -120,8 +113,6 @@ async def test_handler_raising_cancelled_error_keeps_receiving_events() -> None:
         await inf.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="plain handlers keep being called for the rest of their batch (up to 1024 "
-                                       "notifications) after remove()/stop(): the worker thread never checks active")
 async def test_removed_plain_handler_gets_no_more_notifications() -> None:
     src = FakeSource()
     for name in ("a", "b", "c"):
@@ -153,8 +144,6 @@ async def test_removed_plain_handler_gets_no_more_notifications() -> None:
         await inf.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="a plain callable that returns a coroutine (lambda/decorator around an async "
-                                       "handler) runs in the worker thread and the coroutine is dropped: event lost")
 @pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning")
 async def test_plain_handler_returning_a_coroutine_is_awaited() -> None:
     src = FakeSource()
@@ -178,8 +167,6 @@ async def test_plain_handler_returning_a_coroutine_is_awaited() -> None:
 # ---------------------------------------------------------------------------------------------- controller
 
 
-@pytest.mark.xfail(strict=True, reason="Controller.run's gather() cancels every worker at once on shutdown: in-flight "
-                                       "reconciles are cancelled instead of drained within shutdown_timeout")
 async def test_controller_shutdown_lets_the_in_flight_reconcile_finish() -> None:
     started = asyncio.Event()
     release = asyncio.Event()
@@ -208,8 +195,6 @@ async def test_controller_shutdown_lets_the_in_flight_reconcile_finish() -> None
     assert outcome == ["finished"]
 
 
-@pytest.mark.xfail(strict=True, reason="a reconciler raising CancelledError (its task not cancelled) kills its "
-                                       "worker and, through gather(), shuts the whole controller down")
 async def test_reconciler_raising_cancelled_error_is_an_ordinary_error() -> None:
     calls: list[str] = []
 
@@ -251,8 +236,6 @@ class _HangingClient:
         return _HangingListerWatcher()
 
 
-@pytest.mark.xfail(strict=True, reason="Manager marks itself ready (/readyz 200) after wait_for_cache_sync timed out "
-                                       "with caches unsynced; the result is ignored")
 async def test_manager_is_not_ready_when_the_cache_sync_timed_out() -> None:
     mgr = Manager(_HangingClient(), cache_sync_timeout=0.1)
     mgr.informer("configmaps")
@@ -315,8 +298,6 @@ def _lease_config(identity: str, **kw: Any) -> LeaderElectionConfig:
     return LeaderElectionConfig(lease_name="review", lease_namespace="default", identity=identity, **kw)
 
 
-@pytest.mark.xfail(strict=True, reason="a renewal request that hangs is not bounded by renew_deadline: the elector "
-                                       "keeps leading while another candidate takes the Lease after lease_duration")
 async def test_leader_stops_leading_when_a_renewal_hangs_past_the_renew_deadline() -> None:
     clock = FakeClock()
     store = _LeaseStore(clock)
@@ -342,8 +323,6 @@ async def test_leader_stops_leading_when_a_renewal_hangs_past_the_renew_deadline
         await asyncio.gather(task, return_exceptions=True)
 
 
-@pytest.mark.xfail(strict=True, reason="observed_time is taken before the GET, not when the record was seen: a slow "
-                                       "GET shortens the lease another holder is granted")
 async def test_candidate_counts_lease_duration_from_when_it_saw_the_record() -> None:
     clock = FakeClock()
     store = _LeaseStore(clock)
@@ -362,8 +341,6 @@ async def test_candidate_counts_lease_duration_from_when_it_saw_the_record() -> 
 # ---------------------------------------------------------------------------------------------- indexer
 
 
-@pytest.mark.xfail(strict=True, reason="Indexer.index() iterates a str index value as characters (list(func(obj))) "
-                                       "while add()/by_index() treat it as one value")
 def test_index_with_an_index_function_returning_a_string() -> None:
     idx = Indexer(indexers={"by_app": lambda o: o["metadata"]["labels"]["app"]})
     web = {"metadata": {"name": "w", "namespace": "default", "labels": {"app": "web"}}}

@@ -126,6 +126,7 @@ class ReflectorStats:
     bookmarks: int = 0
     error_events: int = 0
     resyncs: int = 0
+    store_errors: int = 0
 
     @property
     def events(self) -> dict[str, int]:
@@ -210,7 +211,9 @@ class Reflector:
         if self._task is not None and not self._task.done():
             raise RuntimeError("reflector is already running")
         self._task = asyncio.current_task()
-        self._stopping = False
+        if self._stopping:  # stop() came before run() started
+            self._stopping = False
+            return
         try:
             await self._run_loop()
         except asyncio.CancelledError:
@@ -220,6 +223,7 @@ class Reflector:
             if task is not None:
                 task.uncancel()
         finally:
+            self._stopping = False
             if self._resync_task is not None:
                 self._resync_task.cancel()
                 await asyncio.gather(self._resync_task, return_exceptions=True)
@@ -431,29 +435,35 @@ class Reflector:
             count += 1
             kind = event.type
             obj = event.object
-            if kind == MODIFIED:
-                if transform is not None:
-                    obj = transform(obj)
-                store.update(obj)
-                stats.modified += 1
-            elif kind == ADDED:
-                if transform is not None:
-                    obj = transform(obj)
-                store.add(obj)
-                stats.added += 1
-            elif kind == DELETED:
-                if transform is not None:
-                    obj = transform(obj)
-                store.delete(obj)
-                stats.deleted += 1
-            elif kind == BOOKMARK:
-                stats.bookmarks += 1
-            elif kind == ERROR:
-                stats.error_events += 1
-                return self._error_event(obj)
-            else:
-                log.warning("%s: ignoring watch event of unknown type %r", self.name, kind)
-                continue
+            try:
+                if kind == MODIFIED:
+                    if transform is not None:
+                        obj = transform(obj)
+                    store.update(obj)
+                    stats.modified += 1
+                elif kind == ADDED:
+                    if transform is not None:
+                        obj = transform(obj)
+                    store.add(obj)
+                    stats.added += 1
+                elif kind == DELETED:
+                    if transform is not None:
+                        obj = transform(obj)
+                    store.delete(obj)
+                    stats.deleted += 1
+                elif kind == BOOKMARK:
+                    stats.bookmarks += 1
+                elif kind == ERROR:
+                    stats.error_events += 1
+                    return self._error_event(obj)
+                else:
+                    log.warning("%s: ignoring watch event of unknown type %r", self.name, kind)
+                    continue
+            except Exception:
+                # As client-go: one object the transform or the store rejects is logged and skipped; the
+                # watch (and the resourceVersion) moves on instead of the reflector dying silently.
+                stats.store_errors += 1
+                log.exception("%s: unable to apply %s watch event", self.name, kind)
             rv = fast_rv(obj)
             if rv is None:
                 try:

@@ -270,7 +270,7 @@ class _Listener:
                 if self._executor is None:
                     self._executor = concurrent.futures.ThreadPoolExecutor(
                         max_workers=1, thread_name_prefix=f"kinformer-handler-{self.name}")
-                await loop.run_in_executor(self._executor, self._run_sync, batch, i, j)
+                await loop.run_in_executor(self._executor, self._run_sync, batch, i, j, loop)
             i = j
             self._inflight_done = i
 
@@ -286,38 +286,50 @@ class _Listener:
                 coro = cb.fn(note[1])
             await coro
         except asyncio.CancelledError:
-            raise
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            # The handler's own await was cancelled (not this listener): an ordinary handler error.
+            self.errors += 1
+            log.warning("event handler %s raised CancelledError", self.name)
         except Exception:
             self.errors += 1
             log.exception("event handler %s failed", self.name)
 
-    def _run_sync(self, batch: list[Notification], start: int, end: int) -> None:
-        """Runs in the listener's worker thread."""
+    def _run_sync(self, batch: list[Notification], start: int, end: int, loop: asyncio.AbstractEventLoop) -> None:
+        """Runs in the listener's worker thread; stops at once when the handler is removed or stopped.
+
+        A plain callable that returns an awaitable (e.g. a lambda around an ``async def``) has it run to
+        completion on the event loop before the next notification, so no event is dropped.
+        """
         add, update, delete = self.callbacks
         add_fn, add_kw = add.fn, add.flag_kw
         update_fn, update_kw = update.fn, update.flag_kw
         delete_fn = delete.fn
         for i in range(start, end):
+            if not self.active:
+                return
             kind, a, b, flag, _ = batch[i]
+            result = None
             try:
                 if kind == _UPDATE:
                     if update_fn is not None:
-                        if update_kw:
-                            update_fn(a, b, is_resync=flag)
-                        else:
-                            update_fn(a, b)
+                        result = update_fn(a, b, is_resync=flag) if update_kw else update_fn(a, b)
                 elif kind == _ADD:
                     if add_fn is not None:
-                        if add_kw:
-                            add_fn(a, is_in_initial_list=flag)
-                        else:
-                            add_fn(a)
+                        result = add_fn(a, is_in_initial_list=flag) if add_kw else add_fn(a)
                 elif delete_fn is not None:
-                    delete_fn(a)
+                    result = delete_fn(a)
+                if result is not None and inspect.isawaitable(result):
+                    asyncio.run_coroutine_threadsafe(_awaited(result), loop).result()
             except Exception:
                 self.errors += 1
                 log.exception("event handler %s failed", self.name)
             self._inflight_done = i + 1
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 class ResourceEventHandlerRegistration:

@@ -330,7 +330,7 @@ class Indexer:
         func = self._indexers.get(index_name)
         if func is None:
             raise _unknown_index(index_name)
-        values = list(func(obj))
+        values = _values_of(_entry(func(obj)))
         with self._lock:
             index = self._index(index_name)
             if len(values) == 1:

@@ -93,7 +93,9 @@ class Controller:
         metrics.MAX_CONCURRENT_RECONCILES.labels(self.name).set(self.workers)
         tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.workers)]
         try:
-            await asyncio.gather(*tasks)
+            # wait (not gather): cancelling run() must not cancel the workers' in-flight reconciles;
+            # _shutdown drains them within shutdown_timeout.
+            await asyncio.wait(tasks)
         finally:
             await self._shutdown(tasks)
 
@@ -129,8 +131,14 @@ class Controller:
         start = time.perf_counter()
         try:
             result = await self._reconcile(request)
-        except asyncio.CancelledError:
-            raise
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            # The reconciler's own await was cancelled, not this worker: an ordinary, retried error.
+            self._record_error(request, exc, requeue=True)
+            queue.add_rate_limited(request)
+            return
         except TerminalError as exc:
             stats.terminal_errors += 1
             metrics.TERMINAL_RECONCILE_ERRORS.labels(name).inc()

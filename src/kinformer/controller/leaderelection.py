@@ -136,7 +136,7 @@ class LeaderElector:
         while not work.done():
             await self.clock.sleep(cfg.retry_period)
             deadline = self.clock.now() + cfg.renew_deadline
-            while not await self._try_acquire_or_renew():
+            while not await self._attempt_before(deadline):
                 if self.clock.now() + cfg.retry_period > deadline:
                     log.warning("%s: failed to renew lease %s/%s within %.1fs; stopping leading",
                                 cfg.identity, cfg.lease_namespace, cfg.lease_name, cfg.renew_deadline)
@@ -144,6 +144,23 @@ class LeaderElector:
                 await self.clock.sleep(cfg.retry_period)
         if not work.cancelled() and work.exception() is not None:
             log.error("%s: on_started_leading failed: %s", cfg.identity, work.exception())
+
+    async def _attempt_before(self, deadline: float) -> bool:
+        """One try to renew, abandoned (as a failure) if it has not finished by ``deadline``.
+
+        client-go bounds each renewal by the renew deadline too: a request that hangs (the client's own
+        timeout may be longer than the lease) must not keep a leader leading past it.
+        """
+        attempt = asyncio.ensure_future(self._try_acquire_or_renew())
+        timer = asyncio.ensure_future(self.clock.sleep(max(0.0, deadline - self.clock.now())))
+        try:
+            await asyncio.wait({attempt, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            if not attempt.done():
+                attempt.cancel()
+            await asyncio.gather(attempt, timer, return_exceptions=True)
+        return attempt.done() and not attempt.cancelled() and attempt.exception() is None and attempt.result()
 
     async def _started_leading(self) -> None:
         if self.config.on_started_leading is not None:
@@ -184,6 +201,10 @@ class LeaderElector:
             return False
         spec = dict(lease.get("spec") or {})
         rv = lease["metadata"].get("resourceVersion")
+        if spec.get("holderIdentity") != cfg.identity:
+            # Another holder's lease is timed from when we saw its record, i.e. after the GET returned
+            # (a slow GET must not shorten it); our own renewals keep the earlier time, the safer one.
+            now = self.clock.now()
         if spec != self._observed_spec or rv != self._observed_rv:
             self._observe(spec, rv, now)
         holder = spec.get("holderIdentity") or ""

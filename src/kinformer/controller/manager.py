@@ -196,7 +196,10 @@ class Manager:
             await self.clock.sleep(min(left, cfg.retry_period))
 
     async def _run_controllers(self) -> None:
-        await self.factory.wait_for_cache_sync(timeout=self.cache_sync_timeout)
+        synced = await self.factory.wait_for_cache_sync(timeout=self.cache_sync_timeout)
+        unsynced = sorted(name for name, ok in synced.items() if not ok)
+        if unsynced:
+            raise TimeoutError(f"caches did not sync within {self.cache_sync_timeout:.0f}s: {', '.join(unsynced)}")
         self._ready = True
         tasks = [asyncio.create_task(c.run(), name=f"controller-{c.name}") for c in self.controllers]
         try:
