@@ -60,3 +60,20 @@ async def test_sigterm_stops_cleanly() -> None:
             await asyncio.sleep(0.01)
         os.kill(os.getpid(), signal.SIGTERM)
         assert await asyncio.wait_for(task, 20) == 0
+
+
+async def test_watch_stats_line_reports_sync_state() -> None:
+    async with APIServer(storage="memory") as s:
+        async with Client(s.url) as c:
+            await c.create("configmaps", {"metadata": {"name": "one"}, "data": {}})
+        out, err = io.StringIO(), io.StringIO()
+        args = parse("configmaps", "--server", s.url, "-n", "default", "--stats-interval", "0.05")
+        task = asyncio.create_task(run(args, out, err))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while "synced True" not in err.getvalue():
+            assert loop.time() < deadline, err.getvalue()
+            await asyncio.sleep(0.02)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert "cache 1" in err.getvalue() and "bound method" not in err.getvalue()

@@ -92,7 +92,7 @@ async def _stats_loop(informer: Any, printer: _Printer, interval: float, err: Te
         last_count, last_time = printer.count, now
         rs = informer.stats.reflector
         err.write(f"# {rate:.1f} events/s, {printer.count} total, cache {len(informer.indexer.list())}, "
-                  f"relists {rs.relists}, watch restarts {rs.watch_restarts}, synced {informer.has_synced}\n")
+                  f"relists {rs.relists}, watch restarts {rs.watch_restarts}, synced {informer.has_synced()}\n")
         err.flush()
 
 
