@@ -10,9 +10,9 @@ server must still answer ``/healthz``.
 (b) Client: ``decode_watch_line`` answers a :class:`WatchEvent` or raises ``ValueError`` for any bytes;
 ``iter_events`` yields the same events however the stream is chunked, handles huge lines, and raises
 ``ValueError`` on a partial last line; an informer fed undecodable lines re-watches and keeps going.
-Malformed-but-decodable events (an object that is not a JSON object, a non-string or empty name) are kept as
-strict xfail regression cases until the reflector handles them (see the findings in docs/reliability.md), as
-are the two server defects exploratory runs found.
+Malformed-but-decodable events (an object that is not a JSON object, a non-string or empty name) are rejected
+by the store, logged and skipped. Server defects found by exploratory runs stay as strict xfail regression
+cases until fixed (see docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -471,15 +471,12 @@ async def test_informer_keeps_going_after_bad_lines(garbage: bytes) -> None:
     _assert_clean_cache(informer)
 
 
-@pytest.mark.xfail(strict=True, reason="a decodable event whose object is not a JSON object kills the reflector; "
-                                       "one with a non-string or empty name is cached (see docs/reliability.md)")
 @pytest.mark.parametrize("garbage", [
-    # objects.py _strip_by_decoding raises (now caught), then reflector.py _consume reads obj["metadata"] of the
-    # rejected object: LazyObject._metadata raises msgspec.ValidationError, not KeyError/TypeError -> task dies
+    # objects that are not JSON objects, or whose name is not a non-empty string: rejected by the store and skipped
     b'{"type": "ADDED", "object": [1]}\n',
     b'{"type": "ADDED", "object": null}\n',
-    b'{"type": "ADDED", "object": {"metadata": {"name": 5, "namespace": "ns"}}}\n',  # cached under key ns/5
-    b'{"type": "ADDED", "object": {"metadata": {"name": "", "namespace": "ns"}}}\n',  # cached under key ns/
+    b'{"type": "ADDED", "object": {"metadata": {"name": 5, "namespace": "ns"}}}\n',
+    b'{"type": "ADDED", "object": {"metadata": {"name": "", "namespace": "ns"}}}\n',
 ])
 async def test_informer_survives_malformed_events(garbage: bytes) -> None:
     informer = await _feed_informer(garbage, timeout=1.0)

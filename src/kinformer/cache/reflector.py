@@ -251,7 +251,17 @@ class Reflector:
                     continue
                 need_list = False
                 self._start_resync()
-            outcome = await self._watch(open_watch)
+            try:
+                outcome = await self._watch(open_watch)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                # Last line of defence: an unexpected failure while watching must never leave the reflector
+                # dead behind an informer that looks healthy. Report it and start over with a relist.
+                log.exception("%s: unexpected error while watching; relisting", self.name)
+                self.stats.watch_errors += 1
+                self._report(exc)
+                outcome = _RELIST
             open_watch = None
             if outcome == _RELIST:
                 need_list = True
@@ -460,10 +470,11 @@ class Reflector:
                     log.warning("%s: ignoring watch event of unknown type %r", self.name, kind)
                     continue
             except Exception:
-                # As client-go: one object the transform or the store rejects is logged and skipped; the
-                # watch (and the resourceVersion) moves on instead of the reflector dying silently.
+                # As client-go: one object the transform or the store rejects is logged and skipped, and the
+                # watch goes on instead of the reflector dying silently.
                 stats.store_errors += 1
                 log.exception("%s: unable to apply %s watch event", self.name, kind)
+                continue
             rv = fast_rv(obj)
             if rv is None:
                 try:

@@ -80,6 +80,8 @@ def meta_namespace_key(obj: Any) -> str:
         raise ValueError(f"object has no metadata: {type(obj).__name__}") from None
     except KeyError:
         raise ValueError("object has no metadata.name") from None
+    if not name or name.__class__ is not str:
+        raise ValueError(f"metadata.name must be a non-empty string, got {name!r}")
     namespace = meta.get("namespace")
     return f"{namespace}/{name}" if namespace else name
 

@@ -203,13 +203,17 @@ class LazyObject(Mapping[str, Any]):
         return data
 
     def _metadata(self) -> dict[str, Any] | None:
+        """The metadata dict, or None when the object has none (or is not a JSON object at all)."""
         data = self._data
         if data is not None:
-            md = data.get("metadata")
+            md = data.get("metadata") if isinstance(data, dict) else None
             return md if isinstance(md, dict) else None
         md = self._md
         if md is None:
-            md = self._md = _decode_metadata(self._raw).metadata
+            try:
+                md = self._md = _decode_metadata(self._raw).metadata
+            except msgspec.MsgspecError:
+                return None
         return md
 
     # -- Mapping ------------------------------------------------------------------------------------------
