@@ -16,9 +16,11 @@ between them; rounds interleave the sections, so a noisy minute hits all of them
   workqueue  WorkQueue add/get/done ops/s, 1 and 4 workers, vs asyncio.Queue (bench_workqueue.py).
   storage    SQLite (synchronous=FULL and NORMAL) and memory storage: sequential and 16-way creates/s
              (bench_storage.py).
-  server     the embedded API server on SQLite over loopback HTTP: sequential and 16-client creates/s;
-             create->event latency seen by 100 watchers at 200 writes/s (bench_server.py; the watchers
-             run in the server's process and event loop, so their decoding is part of the latency).
+  server     the embedded API server on SQLite over loopback HTTP, in a process of its own with the load
+             generator in this section's process (bench_server.py): sequential creates/s (aiohttp client,
+             and a minimal blocking HTTP/1.1 client), 16-client creates/s, create->event latency seen by
+             100 watchers at 200 writes/s; then sequential and 16-client creates/s with server and
+             aiohttp client sharing one process and event loop (the former method).
 
 Every figure is the median over the rounds; ratios are computed within a round (peers measured minutes
 apart are not compared) and their median is reported. Nothing here passes or fails: the target column
@@ -118,21 +120,25 @@ def section_server(quick: bool) -> dict[str, float]:
     import aiohttp
     import bench_server
 
-    from kinformer.server import APIServer
-
     writes = 500 if quick else 2000
     seconds = 2.0 if quick else 5.0
     out: dict[str, float] = {}
 
     async def run(tmp: str) -> None:
-        async with APIServer(f"sqlite:///{tmp}/bench.db", compaction_interval=0) as server, \
-                aiohttp.ClientSession(base_url=server.url, connector=aiohttp.TCPConnector(limit=0)) as http:
+        async with bench_server.server_url(f"sqlite:///{tmp}/bench.db", in_process=False) as url, \
+                aiohttp.ClientSession(base_url=url, connector=aiohttp.TCPConnector(limit=0)) as http:
             out["sequential creates/s"] = await bench_server.sequential(http, writes, "seq")
+            out["sequential creates/s, minimal client"] = await asyncio.to_thread(
+                bench_server.sequential_raw, url, writes, "raw")
             out["16-client creates/s"] = await bench_server.concurrent(http, writes, 16, "con")
             lat = await bench_server.fanout(http, 100, 200.0, seconds)
             out["fan-out p50 ms"] = statistics.median(lat)
             out["fan-out p99 ms"] = bench_server.pct(lat, 99)
             out["fan-out max ms"] = max(lat)
+        async with bench_server.server_url(f"sqlite:///{tmp}/inproc.db", in_process=True) as url, \
+                aiohttp.ClientSession(base_url=url, connector=aiohttp.TCPConnector(limit=0)) as http:
+            out["in-process sequential creates/s"] = await bench_server.sequential(http, writes, "seq")
+            out["in-process 16-client creates/s"] = await bench_server.concurrent(http, writes, 16, "con")
 
     with tempfile.TemporaryDirectory() as tmp:
         asyncio.run(run(tmp))
@@ -175,6 +181,7 @@ TARGETS: dict[str, tuple[str, str, float, str]] = {
     "WorkQueue 1 worker(s)": ("workqueue", ">=", 200_000, "ops/s"),
     "WorkQueue 4 worker(s)": ("workqueue", ">=", 200_000, "ops/s"),
     "sequential creates/s": ("server", ">=", 2_000, "writes/s"),
+    "sequential creates/s, minimal client": ("server", ">=", 2_000, "writes/s"),
     "fan-out p99 ms": ("server", "<=", 50, "ms"),
 }
 

@@ -75,6 +75,12 @@ class Metrics:
                                   buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0))
 
     def middleware(self) -> Callable[..., Awaitable[web.StreamResponse]]:
+        # labelled children are looked up once per label set: ``labels()`` validates and locks on every call
+        counters: dict[tuple[str, str, int], Any] = {}
+        histograms: dict[str, Any] = {}
+        requests, duration = self.requests, self.duration
+        perf_counter = time.perf_counter
+
         @web.middleware
         async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
             rest = request.match_info.get("rest")
@@ -86,16 +92,23 @@ class Metrics:
             resource = parts[2] if len(parts) >= 3 and parts[0] == "namespaces" else (parts[0] if parts else "")
             watch = truthy(request.query.get("watch")) or rest.startswith("watch/")
             verb = "WATCH" if watch else request.method
-            start = time.perf_counter()
+            start = perf_counter()
             code = 500
             try:
                 resp = await handler(request)
                 code = resp.status
                 return resp
             finally:
-                self.requests.labels(verb, resource, str(code)).inc()
+                key = (verb, resource, code)
+                counter = counters.get(key)
+                if counter is None:
+                    counter = counters[key] = requests.labels(verb, resource, str(code))
+                counter.inc()
                 if not watch:
-                    self.duration.labels(verb).observe(time.perf_counter() - start)
+                    hist = histograms.get(verb)
+                    if hist is None:
+                        hist = histograms[verb] = duration.labels(verb)
+                    hist.observe(perf_counter() - start)
 
         return middleware
 

@@ -126,19 +126,18 @@ def _collect(value: Any, names: tuple[str, ...], path: Path, out: dict[Path, Any
 def set_to_fields(paths: Iterable[Path]) -> dict[str, Any]:
     """FieldsV1 JSON for a field set; a node that is itself owned and has children gets a ``"."`` entry."""
     root: dict[str, Any] = {}
-    owned_with_children: list[dict[str, Any]] = []
-    nodes: dict[Path, dict[str, Any]] = {}
-    for path in sorted(paths):
-        node = root
-        for i, element in enumerate(path):
-            node = node.setdefault(element, {})
-            nodes.setdefault(path[:i + 1], node)
+    owned: list[dict[str, Any]] = []
     for path in paths:
-        node = nodes[path]
+        node = root
+        for element in path:
+            child = node.get(element)
+            if child is None:
+                child = node[element] = {}
+            node = child
+        owned.append(node)
+    for node in owned:  # distinct paths own distinct nodes; a "." child is never a path element
         if node and "." not in node:
-            owned_with_children.append(node)
-    for node in owned_with_children:
-        node["."] = {}
+            node["."] = {}
     return _sorted_fields(root)
 
 
@@ -290,6 +289,22 @@ def _parse_entries(obj: Mapping[str, Any] | None) -> list[tuple[dict[str, Any], 
         if isinstance(entry, Mapping) and entry.get("manager") is not None:
             parsed.append((dict(entry), fields_to_set(entry.get("fieldsV1"))))
     return parsed
+
+
+def _decodable(entries: Any) -> bool:
+    """Whether a request's managedFields decode (a list of objects whose ``fieldsV1`` is an object when set).
+
+    Like kube's field manager, an undecodable list is ignored in favour of the live object's history.
+    """
+    if not isinstance(entries, list):
+        return False
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            return False
+        fields = entry.get("fieldsV1")
+        if fields is not None and not isinstance(fields, Mapping):
+            return False
+    return True
 
 
 def _render_entries(entries: list[tuple[dict[str, Any], FieldSet]]) -> list[dict[str, Any]]:
@@ -477,7 +492,7 @@ def update_managed_fields(old: Mapping[str, Any] | None, new: Mapping[str, Any],
     previous = _meta(old).get("managedFields")
     if requested == [{}]:
         entries: list[tuple[dict[str, Any], FieldSet]] = []
-    elif requested and requested != previous:
+    elif requested and requested != previous and _decodable(requested):
         entries = _parse_entries(new)
     else:
         entries = _parse_entries(old)

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 NS_PREFIX = "/registry/core/namespaces/"
 CRD_PREFIX = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
 CONFLICT_RETRY = 0.05  # seconds before a key that hit a conflict is looked at again
+NAMESPACE_SYNC_TIMEOUT = 2.0  # bound on the consistent read before a namespace's finalizer is removed
 
 
 def _owner_uids(obj: Mapping[str, Any]) -> set[str]:
@@ -141,11 +142,20 @@ class GarbageCollector:
         self._index(key, ev.prev.obj if ev.prev is not None else None, obj)
         if meta.get("deletionTimestamp") or meta.get("ownerReferences"):
             self.enqueue(key)
+        if ev.prev is None and ev.cur.namespace:
+            self._check_namespace_alive(ev.cur.namespace)
         if ev.prev is not None and _owner_uids(ev.prev.obj) != _owner_uids(obj):
             for owner in _owner_uids(ev.prev.obj):
                 owner_key = self.uid_to_key.get(owner)
                 if owner_key is not None:
                     self.enqueue(owner_key)
+
+    def _check_namespace_alive(self, ns: str) -> None:
+        """Queue the namespace of new content when it is terminating (the content raced its deletion)."""
+        bucket = self.cache.buckets.get(NS_PREFIX)
+        co = bucket.objects.get(NS_PREFIX + ns) if bucket is not None else None
+        if co is None or (co.obj.get("metadata") or {}).get("deletionTimestamp"):
+            self.enqueue(NS_PREFIX + ns)
 
     def _crd_contents_changed(self, prefix: str) -> None:
         group, plural = prefix.split("/")[2:4]
@@ -220,7 +230,7 @@ class GarbageCollector:
         owners = _owner_uids(obj)
         if not owners:
             return
-        alive = {u for u in owners if u in self.uid_to_key}
+        alive = {u for u in owners if self._owner_state(u, ns) != "absent"}
         if alive == owners:
             return
         meta = obj.get("metadata") or {}
@@ -230,6 +240,27 @@ class GarbageCollector:
             await self.store.delete(info, ns, name, {"propagationPolicy": "Background", "preconditions": pre})
             return
         await self._drop_refs(info, ns, name, owners - alive, uid)
+
+    def _owner_state(self, owner_uid: str, dependent_ns: str) -> str:
+        """``absent``, ``waiting`` (being deleted in the foreground) or ``solid``, as the dependent sees it.
+
+        A namespaced owner exists for a dependent only in the dependent's own namespace (kube's rule);
+        a cluster-scoped owner exists for every dependent.
+        """
+        key = self.uid_to_key.get(owner_uid)
+        if key is None:
+            return "absent"
+        prefix, owner_ns, _ = split_key(key)
+        if owner_ns and owner_ns != dependent_ns:
+            return "absent"
+        bucket = self.cache.buckets.get(prefix)
+        co = bucket.objects.get(key) if bucket is not None else None
+        if co is None:
+            return "absent"
+        meta = co.obj.get("metadata") or {}
+        if meta.get("deletionTimestamp") and FOREGROUND in (meta.get("finalizers") or ()):
+            return "waiting"
+        return "solid"
 
     async def _drop_refs(self, info: ResourceInfo, ns: str, name: str, owners: set[str], uid: str | None) -> None:
         def fn(cur: dict[str, Any]) -> dict[str, Any] | None:
@@ -283,6 +314,12 @@ class GarbageCollector:
             refs = dobj["metadata"].get("ownerReferences") or ()
             if any(r.get("uid") == uid and r.get("blockOwnerDeletion") for r in refs):
                 blocking = True
+            states = {u: self._owner_state(u, dns) for u in _owner_uids(dobj) if u != uid}
+            if any(state == "solid" for state in states.values()):
+                # Another owner keeps it: only the references to owners going away are dropped.
+                gone = {uid} | {u for u, state in states.items() if state != "solid"}
+                await self._drop_refs(dinfo, dns, dname, gone, dobj["metadata"].get("uid"))
+                continue
             if not dobj["metadata"].get("deletionTimestamp"):
                 try:
                     await self.store.delete(dinfo, dns, dname, {"propagationPolicy": "Foreground"})
@@ -320,6 +357,15 @@ class GarbageCollector:
             if res.namespaced and res.storage_prefix not in seen:
                 seen.add(res.storage_prefix)
                 targets.append((res, f"{res.storage_prefix}{name}/"))
+        if not await self._delete_all(targets):
+            return
+        # The cache may lag storage: content created just before the deletion showed up in the cache must
+        # be seen (and deleted) before the namespace goes, or it would outlive its namespace.
+        try:
+            await self.cache.sync(timeout=NAMESPACE_SYNC_TIMEOUT)
+        except TimeoutError:
+            self._retry_later(NS_PREFIX + name)
+            return
         if not await self._delete_all(targets):
             return
 

@@ -31,9 +31,11 @@ from ..selectors import (
 )
 from . import status as st
 from . import tables
+from .apply import update_managed_fields
 from .objects import MAX_RETRIES, ObjectStore, parse_rv, served, timestamp, validate
 from .registry import Registry, ResourceInfo
 from .storage.base import Compacted, FutureRevision, KeyNotFound, RevisionMismatch, Storage, WatcherTooSlow
+from .validation import unknown_fields
 from .watchcache import CachedEvent, CachedObject, WatchCache, Watcher, decode
 
 log = logging.getLogger(__name__)
@@ -188,6 +190,62 @@ async def read_body(request: web.Request) -> bytes:
         raise st.StatusError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}") from None
 
 
+class _JSONYamlLoader(yaml.SafeLoader):
+    """A safe YAML loader that, like sigs.k8s.io/yaml, leaves unquoted dates and times as strings."""
+
+
+_JSONYamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+class _NotJSON(ValueError):
+    """A YAML value with no JSON equivalent."""
+
+
+def _yaml_key(key: Any) -> str:
+    """A mapping key as JSON sees it: scalars are stringified (``true``/``false``/``null`` spelled the YAML way)."""
+    if isinstance(key, str):
+        return _json_string(key)
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    if isinstance(key, int | float):
+        return str(key)
+    raise _NotJSON(f"unsupported map key of type {type(key).__name__}")
+
+
+def _json_string(text: str) -> str:
+    """``text`` with escaped UTF-16 surrogate pairs joined; a lone surrogate is not valid JSON text."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return text.encode("utf-16", "surrogatepass").decode("utf-16")
+        except UnicodeDecodeError:
+            raise _NotJSON("invalid Unicode: unpaired surrogate in string") from None
+    return text
+
+
+def _to_json_value(value: Any) -> Any:
+    """A YAML document as JSON data (kube converts YAML to JSON before decoding); :class:`_NotJSON` otherwise."""
+    if isinstance(value, str):
+        return _json_string(value)
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise _NotJSON(f"unsupported value: {value}")
+        return value
+    if isinstance(value, dict):
+        return {_yaml_key(k): _to_json_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_to_json_value(v) for v in value]
+    raise _NotJSON(f"unsupported value of type {type(value).__name__}")
+
+
 def parse_document(body: bytes, content_type: str) -> Any:
     """Decode a JSON / YAML / Kubernetes-protobuf body; 400 on malformed input, 415 on an unknown type."""
     if not body.strip():
@@ -202,8 +260,8 @@ def parse_document(body: bytes, content_type: str) -> Any:
                 raise st.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
     if content_type in ("", "application/yaml", "application/x-yaml", "text/yaml") or content_type.endswith("+yaml"):
         try:
-            return yaml.safe_load(body)
-        except yaml.YAMLError as e:
+            return _to_json_value(yaml.load(body, Loader=_JSONYamlLoader))
+        except (yaml.YAMLError, _NotJSON, RecursionError) as e:
             raise st.bad_request(f"error converting YAML to JSON: {e}") from None
     if content_type == "application/vnd.kubernetes.protobuf":
         from .protobuf import decode_k8s_protobuf
@@ -213,6 +271,32 @@ def parse_document(body: bytes, content_type: str) -> Any:
         except Exception as e:
             raise st.bad_request(f"unable to decode protobuf body: {e}") from None
     raise st.unsupported_media_type(content_type)
+
+
+_QUOTE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
+                  "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def _quote_warning(text: str) -> str:
+    """``text`` as the quoted-string of a Warning header, escaped as Go's strconv.Quote does (kube's form).
+
+    The result holds no control characters, so a client-chosen field name can never break the header.
+    """
+    out = ['"']
+    for ch in text:
+        esc = _QUOTE_ESCAPES.get(ch)
+        if esc is not None:
+            out.append(esc)
+        elif ch.isprintable():
+            out.append(ch)
+        elif ord(ch) < 0x100:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    out.append('"')
+    return "".join(out)
 
 
 def _object(doc: Any) -> dict[str, Any]:
@@ -238,6 +322,26 @@ def _check_kind(info: ResourceInfo, obj: Mapping[str, Any]) -> None:
     if api_version and api_version != info.api_version:
         raise st.bad_request(f"the API version in the data ({api_version}) does not match the expected API "
                              f"version ({info.api_version})")
+
+
+def _check_delete_options(opts: Mapping[str, Any]) -> None:
+    """400 when DeleteOptions fields do not have their Go types (kube fails to decode such a body)."""
+    pre = opts.get("preconditions")
+    if pre is not None:
+        if not isinstance(pre, dict):
+            raise st.bad_request("json: cannot unmarshal into Go struct field DeleteOptions.preconditions of type "
+                                 "v1.Preconditions")
+        for field in ("uid", "resourceVersion"):
+            if pre.get(field) is not None and not isinstance(pre[field], str):
+                raise st.bad_request(f"json: cannot unmarshal into Go struct field Preconditions.preconditions."
+                                     f"{field} of type string")
+    policy = opts.get("propagationPolicy")
+    if policy is not None and not isinstance(policy, str):
+        raise st.bad_request("json: cannot unmarshal into Go struct field DeleteOptions.propagationPolicy of type "
+                             "v1.DeletionPropagation")
+    orphan = opts.get("orphanDependents")
+    if orphan is not None and not isinstance(orphan, bool):
+        raise st.bad_request("json: cannot unmarshal into Go struct field DeleteOptions.orphanDependents of type bool")
 
 
 def scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -269,6 +373,15 @@ def _reencode(co: CachedObject, api_version: str) -> bytes:
     obj = dict(co.obj)
     obj["apiVersion"] = api_version
     return orjson.dumps(obj)
+
+
+def _at_revision(obj: Mapping[str, Any], rev: int, api_version: str) -> bytes:
+    """``obj`` (left untouched) served under ``api_version`` with ``metadata.resourceVersion`` set to ``rev``."""
+    out = dict(obj)
+    out["apiVersion"] = api_version
+    meta = out.get("metadata")
+    out["metadata"] = {**(meta if isinstance(meta, dict) else {}), "resourceVersion": str(rev)}
+    return orjson.dumps(out)
 
 
 # ------------------------------------------------------------------------------------------ the API
@@ -627,6 +740,10 @@ class ResourceAPI:
             return None
         if typ == ev.type and ev.cur.obj.get("apiVersion") == av:
             return ev.line
+        if typ == "DELETED" and ev.type == "MODIFIED":
+            # Leaving the selector: kube sends the last version the watcher saw match, at this event's RV.
+            assert ev.prev is not None
+            return b'{"type":"DELETED","object":' + _at_revision(ev.prev.obj, ev.rev, av) + b"}\n"
         return b'{"type":"' + typ.encode() + b'","object":' + _reencode(ev.cur, av) + b"}\n"
 
     async def _open_stream(self, request: web.Request) -> web.StreamResponse:
@@ -813,15 +930,13 @@ class ResourceAPI:
                                  '"Strict", "Warn" and "Ignore"')
         if mode == "Ignore":
             return {}
-        from .validation import unknown_fields
-
         unknown = unknown_fields(info, obj)
         if not unknown:
             return {}
         if mode == "Strict":
             msg = ", ".join(f'unknown field "{u}"' for u in unknown)
             raise st.bad_request(f"strict decoding error: {msg}")
-        warnings = ", ".join('299 - "unknown field \\"' + u + '\\""' for u in unknown)
+        warnings = ", ".join("299 - " + _quote_warning(f'unknown field "{u}"') for u in unknown)
         return {"Warning": warnings}
 
     def _prepare_custom(self, info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
@@ -849,8 +964,6 @@ class ResourceAPI:
     def _managed(self, info: ResourceInfo, old: dict[str, Any] | None, new: dict[str, Any], manager: str,
                  subresource: str = "") -> dict[str, Any]:
         """``new`` with ``metadata.managedFields`` recording a non-apply write by ``manager``."""
-        from .apply import update_managed_fields
-
         return update_managed_fields(old, new, manager=manager, operation="Update", info=info,
                                      subresource=subresource or None, now=timestamp(self.clock))
 
@@ -1054,7 +1167,11 @@ class ResourceAPI:
                 if attempt == 0:
                     continue
                 raise st.conflict(info, t.name)
-            replicas = (wanted.get("spec") or {}).get("replicas", 0)
+            wanted_spec = wanted.get("spec")
+            if wanted_spec is not None and not isinstance(wanted_spec, dict):
+                raise st.bad_request(f"json: cannot unmarshal {type(wanted_spec).__name__} into Go struct field "
+                                     "Scale.spec of type v1.ScaleSpec")
+            replicas = (wanted_spec or {}).get("replicas", 0)
             if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
                 raise st.invalid(info, t.name, [{"reason": "FieldValueInvalid", "field": "spec.replicas",
                                                  "message": f"Invalid value: {replicas!r}: must be greater than or "
@@ -1089,6 +1206,7 @@ class ResourceAPI:
             opts["gracePeriodSeconds"] = q["gracePeriodSeconds"]
         if "dryRun" in opts and opts["dryRun"] not in ([], ["All"], None):
             raise st.bad_request(f'Invalid dry run value: "{opts["dryRun"]}"; supported values: "All"')
+        _check_delete_options(opts)
         return opts
 
     async def delete(self, request: web.Request, t: Target) -> web.Response:

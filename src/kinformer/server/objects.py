@@ -44,9 +44,19 @@ NS_INFO_KEY = "/registry/core/namespaces/"
 MAX_RETRIES = 16
 
 
+_last_stamp: tuple[int, str] = (-1, "")
+
+
 def timestamp(clock: Clock) -> str:
-    """RFC 3339 UTC timestamp with second precision, as Kubernetes writes them."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock.wall()))
+    """RFC 3339 UTC timestamp with second precision, as Kubernetes writes them (formatted once per second)."""
+    global _last_stamp
+    second = int(clock.wall())
+    cached = _last_stamp
+    if cached[0] == second:
+        return cached[1]
+    text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+    _last_stamp = (second, text)
+    return text
 
 
 def encode(obj: Mapping[str, Any]) -> bytes:
@@ -103,12 +113,41 @@ def _owner_ref_causes(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
         return [{"reason": "FieldValueInvalid", "field": "metadata.ownerReferences",
                  "message": "Invalid value: must be a list of owner references"}]
     causes = []
+    controllers: list[str] = []
     for i, ref in enumerate(refs):
         for field in ("apiVersion", "kind", "name", "uid"):
             if not isinstance(ref, Mapping) or not isinstance(ref.get(field), str) or not ref[field]:
                 causes.append({"reason": "FieldValueRequired", "field": f"metadata.ownerReferences[{i}].{field}",
                                "message": "Required value"})
+        if not isinstance(ref, Mapping):
+            continue
+        for field in ("controller", "blockOwnerDeletion"):
+            if ref.get(field) is not None and not isinstance(ref[field], bool):
+                causes.append({"reason": "FieldValueInvalid", "field": f"metadata.ownerReferences[{i}].{field}",
+                               "message": "Invalid value: must be a boolean"})
+        if ref.get("controller") is True:
+            controllers.append(f"{ref.get('kind', '')}/{ref.get('name', '')}")
+    if len(controllers) > 1:
+        causes.append({"reason": "FieldValueInvalid", "field": "metadata.ownerReferences",
+                       "message": "Invalid value: Only one reference can have Controller set to true. Found "
+                                  f'"true" in references for {" and ".join(controllers)}'})
     return causes
+
+
+def _gc_finalizers(finalizers: list[str], policy: str | None) -> list[str]:
+    """The finalizers after a delete with propagation ``policy`` (kube's deletion GC finalizer rule).
+
+    An explicit policy decides both GC finalizers (``orphan`` for Orphan, ``foregroundDeletion`` for
+    Foreground, neither for Background); without one the object keeps those it already has.
+    """
+    if policy is None:
+        return list(finalizers)
+    out = [f for f in finalizers if f not in (ORPHAN, FOREGROUND)]
+    if policy == "Orphan":
+        out.append(ORPHAN)
+    elif policy == "Foreground":
+        out.append(FOREGROUND)
+    return out
 
 
 def _set_type(obj: dict[str, Any], info: ResourceInfo) -> None:
@@ -125,6 +164,17 @@ def _set_type(obj: dict[str, Any], info: ResourceInfo) -> None:
 
 def _spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
+
+
+def _generation_part(info: ResourceInfo, obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What a change of bumps ``metadata.generation``: all but metadata (and status when it is a subresource).
+
+    A custom resource without the status subresource counts status as part of its desired state (kube's
+    customResourceStrategy); built-ins keep status out.
+    """
+    if info.builtin or info.has_status:
+        return _spec_part(obj)
+    return {k: v for k, v in obj.items() if k not in ("metadata", "kind", "apiVersion")}
 
 
 class ObjectStore:
@@ -294,7 +344,7 @@ class ObjectStore:
                 new["spec"] = old.get("spec", {})
         _set_type(result, info)
         gen = ometa.get("generation", 1)
-        if not subresource and _spec_part(old) != _spec_part(result):
+        if not subresource and _generation_part(info, old) != _generation_part(info, result):
             gen += 1
         nmeta["generation"] = gen
         if ometa.get("deletionTimestamp"):
@@ -317,6 +367,8 @@ class ObjectStore:
         meta = obj["metadata"]
         data = encode(obj)
         if data == old_kv.value:
+            if old_kv.create_revision == 0:
+                await self._confirm_current(old_kv)
             meta["resourceVersion"] = str(old_kv.mod_revision)
             return obj
         if dry_run:
@@ -334,6 +386,18 @@ class ObjectStore:
                 return obj
         self._after(info, obj, False)
         return obj
+
+    async def _confirm_current(self, old_kv: KeyValue) -> None:
+        """Check a cache-read key-value (``create_revision == 0``) is still what storage holds.
+
+        A no-op decided against a stale cached copy would silently drop the write; raising makes the
+        caller re-read from storage and retry (or answer 409/404).
+        """
+        kv = await self.storage.get(old_kv.key)
+        if kv is None:
+            raise KeyNotFound(old_kv.key)
+        if kv.mod_revision != old_kv.mod_revision:
+            raise RevisionMismatch(kv)
 
     @staticmethod
     def _finalizes_elsewhere(info: ResourceInfo, obj: Mapping[str, Any]) -> bool:
@@ -422,22 +486,27 @@ class ObjectStore:
                 raise st.conflict(info, name, "Precondition failed: ResourceVersion in precondition: "
                                   f"{pre['resourceVersion']}, ResourceVersion in object meta: "
                                   f"{meta['resourceVersion']}")
-            finalizers = list(meta.get("finalizers") or ())
-            extra = None
-            if policy == "Orphan":
-                extra = ORPHAN
-            elif policy == "Foreground":
-                extra = FOREGROUND
-            elif not info.group and info.plural == "namespaces":
-                extra = None
-            elif info.group == "apiextensions.k8s.io" and info.plural == "customresourcedefinitions":
-                extra = CRD_FINALIZER
-            if extra and extra not in finalizers and not meta.get("deletionTimestamp"):
-                finalizers.append(extra)
+            current = list(meta.get("finalizers") or ())
+            finalizers = _gc_finalizers(current, policy)
+            if (info.group == "apiextensions.k8s.io" and info.plural == "customresourcedefinitions"
+                    and CRD_FINALIZER not in finalizers and not meta.get("deletionTimestamp")):
+                finalizers.append(CRD_FINALIZER)
             graceful = bool(finalizers) or self._finalizes_elsewhere(info, obj)
-            if graceful:
-                if meta.get("deletionTimestamp"):
+            if graceful and meta.get("deletionTimestamp"):
+                if set(finalizers) == set(current):
                     return obj, False
+                # A repeated delete may switch the GC finalizers (kube allows that while terminating).
+                meta["finalizers"] = finalizers
+                if not finalizers:
+                    meta.pop("finalizers", None)
+                try:
+                    out = await self.write_update(info, kv, obj, dry_run=dry_run)
+                except RevisionMismatch:
+                    continue
+                except KeyNotFound:
+                    raise st.not_found(info, name) from None
+                return out, not finalizers and not self._finalizes_elsewhere(info, out) and not dry_run
+            if graceful:
                 meta["finalizers"] = finalizers
                 meta["deletionTimestamp"] = timestamp(self.clock)
                 meta["deletionGracePeriodSeconds"] = 0

@@ -234,7 +234,12 @@ def _validate_metadata(info: ResourceInfoLike, meta: Mapping[str, Any], old: Map
         causes.append(invalid("metadata.finalizers", finalizers, "must be a list of strings"))
     else:
         for i, finalizer in enumerate(finalizers):
-            for msg in is_qualified_name(str(finalizer)):
+            if finalizer is None:
+                finalizer = ""  # a JSON null decodes to the empty string in a Go []string
+            if not isinstance(finalizer, str):
+                causes.append(invalid(f"metadata.finalizers[{i}]", finalizer, "must be a string"))
+                continue
+            for msg in is_qualified_name(finalizer):
                 causes.append(invalid(f"metadata.finalizers[{i}]", finalizer, msg))
     if old is not None:
         causes += _validate_immutable_meta(meta, old.get("metadata") or {})

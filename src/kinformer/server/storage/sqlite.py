@@ -9,10 +9,15 @@ compaction point (``compact_rev``) and how far compaction has physically deleted
 
 Threads and ordering:
 
-* All writes run in ONE writer thread with its own connection, serialised. Writes that queue up
-  while a transaction commits are applied together in the next transaction (group commit); every
+* All writes go through ONE writer connection, serialised. Writes that queue up while a
+  transaction commits are applied together in the next transaction (group commit); every
   compare-and-swap is checked inside ``BEGIN IMMEDIATE`` against rows the same transaction sees.
   Revisions are assigned explicitly (``last + 1``), so they are gapless.
+* A batch normally runs in the writer thread. A lone write (a batch of one, nothing else queued, no
+  job in the writer thread) runs in the event loop's thread instead: two thread hand-offs cost
+  more than the commit itself on a fast disk. That blocks the loop for one commit, so it is only
+  done while commits are fast (a moving average under ``_INLINE_MAX_COMMIT`` seconds); on a slow
+  disk every batch goes to the thread. Either way the connection is used by one thread at a time.
 * A write's future resolves only after COMMIT returns; with ``synchronous=FULL`` (the default) the
   WAL is fsynced first, so an acknowledged write survives a process kill and a power loss.
 * After each commit the event loop advances ``_rev`` and publishes the batch's events before it
@@ -36,6 +41,7 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
@@ -90,6 +96,7 @@ _SQL_COMPACT_TOMBSTONES = "DELETE FROM kv WHERE id > ? AND id <= ? AND deleted =
 
 _CREATE, _UPDATE, _DELETE = 0, 1, 2
 _MAX_BATCH = 512
+_INLINE_MAX_COMMIT = 0.001  # a lone write commits in the loop's thread while commits average under this
 _HISTORY_PAGE = 1000
 _COMPACT_BATCH = 2000
 
@@ -147,9 +154,12 @@ class SQLiteStorage(Storage):
         self._wcon: sqlite3.Connection | None = None
         self._local = threading.local()  # .con: the calling thread's read connection
         self._rcons: list[sqlite3.Connection] = []
-        self._wrev = 0  # writer-thread copy of the last assigned revision
+        self._wrev = 0  # writer-side copy of the last assigned revision
+        self._wjobs = 0  # jobs submitted to the writer thread and not finished (event loop only)
+        self._commit_avg = 0.0  # moving average of a batch's apply + commit time, seconds
         self._queue: list[tuple[_Op, asyncio.Future[KeyValue]]] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._kicked = False  # a _kick callback is scheduled
         self._start_lock = asyncio.Lock()
         self._compact_lock = asyncio.Lock()
         self._closed = False
@@ -180,8 +190,11 @@ class SQLiteStorage(Storage):
     async def close(self) -> None:
         """Finish queued writes, end every watch, and close the connections (idempotent)."""
         self._closed = True
-        while self._flusher is not None:
-            await asyncio.shield(self._flusher)
+        while self._flusher is not None or self._kicked:
+            if self._flusher is not None:
+                await asyncio.shield(self._flusher)
+            else:
+                await asyncio.sleep(0)  # let the scheduled _kick apply what is queued
         self._hub.close()
         wexec, rexec = self._wexec, self._rexec
         if wexec is None:
@@ -212,7 +225,8 @@ class SQLiteStorage(Storage):
         return con
 
     def _open_writer(self) -> tuple[sqlite3.Connection, tuple[int, int, int]]:
-        con = self._connect()
+        # lone writes may commit from the event loop's thread (never while the writer thread holds it)
+        con = self._connect(check_same_thread=self._memory)
         for stmt in _SCHEMA:
             con.execute(stmt)
         if self._memory:
@@ -247,6 +261,14 @@ class SQLiteStorage(Storage):
     async def _ensure_started(self) -> None:
         if self._wexec is None:
             await self.start()
+
+    async def _in_writer(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run ``fn`` in the writer thread, counted so that no lone write commits inline meanwhile."""
+        self._wjobs += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._wexec, fn, *args)
+        finally:
+            self._wjobs -= 1
 
     async def _read(self, fn: Callable[..., _T], *args: Any) -> _T:
         await self._ensure_started()
@@ -339,31 +361,62 @@ class SQLiteStorage(Storage):
         if self._closed:
             raise StorageError("storage is closed")
         await self._ensure_started()
-        fut: asyncio.Future[KeyValue] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[KeyValue] = loop.create_future()
         self._queue.append((op, fut))
-        if self._flusher is None:
-            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+        if self._flusher is None and not self._kicked:
+            # run after the writers already woken in this loop iteration queued theirs: they share a commit
+            self._kicked = True
+            loop.call_soon(self._kick)
         return await fut
 
+    def _kick(self) -> None:
+        """Commit a lone queued write inline, or start the flusher task for a batch."""
+        self._kicked = False
+        if self._flusher is not None or not self._queue:
+            return
+        if self._inline_ok(len(self._queue)):
+            batch = self._queue[:]
+            self._queue.clear()
+            try:
+                outcomes = self._apply_batch([op for op, _ in batch])
+            except Exception as exc:
+                self._fail(batch, exc)
+            else:
+                self._deliver(batch, outcomes)
+            return
+        self._flusher = asyncio.get_running_loop().create_task(self._flush())
+
     async def _flush(self) -> None:
-        """Apply queued writes batch by batch in the writer thread, then publish and acknowledge them."""
-        loop = asyncio.get_running_loop()
+        """Apply queued writes batch by batch (see the module docstring), then publish and acknowledge them."""
         try:
             while self._queue:
                 batch = self._queue[:_MAX_BATCH]
                 del self._queue[:_MAX_BATCH]
+                ops = [op for op, _ in batch]
                 try:
-                    outcomes = await loop.run_in_executor(self._wexec, self._apply_batch, [op for op, _ in batch])
+                    if not self._queue and self._inline_ok(len(ops)):
+                        outcomes = self._apply_batch(ops)
+                    else:
+                        outcomes = await self._in_writer(self._apply_batch, ops)
                 except Exception as exc:
-                    for _, fut in batch:
-                        if not fut.done():
-                            err = StorageError(f"write failed: {exc}")
-                            err.__cause__ = exc
-                            fut.set_exception(err)
+                    self._fail(batch, exc)
                     continue
                 self._deliver(batch, outcomes)
         finally:
             self._flusher = None
+
+    def _inline_ok(self, n: int) -> bool:
+        """Whether ``n`` queued writes (all there are) may commit in the loop's thread (module docstring)."""
+        return n == 1 and not self._wjobs and not self._memory and self._commit_avg < _INLINE_MAX_COMMIT
+
+    @staticmethod
+    def _fail(batch: list[tuple[_Op, asyncio.Future[KeyValue]]], exc: Exception) -> None:
+        for _, fut in batch:
+            if not fut.done():
+                err = StorageError(f"write failed: {exc}")
+                err.__cause__ = exc
+                fut.set_exception(err)
 
     def _deliver(self, batch: list[tuple[_Op, asyncio.Future[KeyValue]]], outcomes: list[_Outcome]) -> None:
         events = [ev for _, ev in outcomes if ev is not None]
@@ -379,10 +432,11 @@ class SQLiteStorage(Storage):
                 fut.set_exception(result)
 
     def _apply_batch(self, ops: list[_Op]) -> list[_Outcome]:
-        """Writer thread: apply every op in one IMMEDIATE transaction; CAS failures insert nothing."""
+        """Apply every op in one IMMEDIATE transaction (writer connection); CAS failures insert nothing."""
         con = self._wcon
         assert con is not None
         rev = self._wrev
+        started = time.perf_counter()
         out: list[_Outcome] = []
         con.execute("BEGIN IMMEDIATE")
         try:
@@ -398,6 +452,7 @@ class SQLiteStorage(Storage):
                 con.execute("ROLLBACK")
             raise
         self._wrev = rev
+        self._commit_avg += (time.perf_counter() - started - self._commit_avg) * 0.125
         return out
 
     @staticmethod
@@ -468,15 +523,14 @@ class SQLiteStorage(Storage):
         await self._ensure_started()
         if revision > self._rev:
             raise FutureRevision(revision, self._rev)
-        loop = asyncio.get_running_loop()
         async with self._compact_lock:
             if revision > self._compacted:
-                await loop.run_in_executor(self._wexec, self._set_meta, "compact_rev", revision)
+                await self._in_writer(self._set_meta, "compact_rev", revision)
                 self._compacted = revision
             target = self._compacted
             while self._compact_done < target:
                 hi = min(self._compact_done + _COMPACT_BATCH, target)
-                await loop.run_in_executor(self._wexec, self._compact_batch, self._compact_done, hi)
+                await self._in_writer(self._compact_batch, self._compact_done, hi)
                 self._compact_done = hi
 
     def _set_meta(self, key: str, value: int) -> None:
