@@ -1,7 +1,7 @@
 """Defects found by an adversarial review of the embedded API server (list/watch, writes, GC).
 
-Each test states the kube-apiserver behaviour a client relies on and fails against the current server;
-it is marked ``xfail(strict=True)`` until the defect is fixed (then the marker must go).
+Each test states the kube-apiserver behaviour a client relies on; each failed against the server as
+reviewed and now guards the fix against regressions.
 
 Some tests need the watch cache to lag storage, which happens under load or with several replicas over
 one store; :class:`CacheGate` makes that lag deterministic by holding the cache's source events.
@@ -89,7 +89,6 @@ class CacheGate:
 # ---------------------------------------------------------------------------------------------- writes
 
 
-@pytest.mark.xfail(strict=True, reason="no-op short-circuit in write_update trusts a stale cached read: lost update")
 async def test_unconditional_update_is_not_lost_when_cache_is_stale(server, http):
     """kube's GuaranteedUpdate re-reads storage before calling an update a no-op when it started from the cache."""
     code, created = await call(http, "POST", CM, {"metadata": {"name": "a"}, "data": {"k": "v1"}})
@@ -110,7 +109,6 @@ async def test_unconditional_update_is_not_lost_when_cache_is_stale(server, http
     assert int(third["metadata"]["resourceVersion"]) > int(second["metadata"]["resourceVersion"])
 
 
-@pytest.mark.xfail(strict=True, reason="DeleteOptions.preconditions that is not an object crashes with 500")
 async def test_malformed_delete_preconditions_is_400(server, http):
     code, _ = await call(http, "POST", CM, {"metadata": {"name": "a"}})
     assert code == 201
@@ -120,7 +118,6 @@ async def test_malformed_delete_preconditions_is_400(server, http):
     assert code == 400, body
 
 
-@pytest.mark.xfail(strict=True, reason="a managedFields entry with a non-object fieldsV1 crashes with 500")
 async def test_malformed_managed_fields_fall_back_to_live(server, http):
     """kube's field manager ignores undecodable managedFields in a request and keeps the live object's."""
     bad = [{"manager": "m", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": "x"}]
@@ -134,7 +131,6 @@ async def test_malformed_managed_fields_fall_back_to_live(server, http):
     assert all(isinstance(e.get("fieldsV1"), dict) for e in body["metadata"]["managedFields"])
 
 
-@pytest.mark.xfail(strict=True, reason="non-string/empty finalizers are accepted and stored")
 async def test_invalid_finalizer_names_are_rejected(server, http):
     """kube validates each finalizer as a qualified name: null/"" -> 422 Invalid (field metadata.finalizers[i])."""
     code, body = await call(http, "POST", CM, {"metadata": {"name": "a", "finalizers": [None]}})
@@ -143,7 +139,6 @@ async def test_invalid_finalizer_names_are_rejected(server, http):
     assert code == 422, body
 
 
-@pytest.mark.xfail(strict=True, reason="YAML timestamps / non-string keys reach orjson and crash with 500")
 async def test_yaml_body_with_dates_and_int_keys_is_accepted(server, http):
     """kube converts YAML to JSON first (sigs.k8s.io/yaml): an unquoted date stays a string, a key 2 becomes "2"."""
     body = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: y}\ndata: {day: 2020-01-01, 2: two}\n"
@@ -156,7 +151,6 @@ async def test_yaml_body_with_dates_and_int_keys_is_accepted(server, http):
     assert code == 200, obj
 
 
-@pytest.mark.xfail(strict=True, reason="PUT /scale with a non-object spec crashes with 500")
 async def test_scale_put_with_non_object_spec_is_400(server, http):
     deployment = {"metadata": {"name": "d"}, "spec": {
         "replicas": 1, "selector": {"matchLabels": {"a": "b"}},
@@ -168,7 +162,6 @@ async def test_scale_put_with_non_object_spec_is_400(server, http):
     assert code == 400, body
 
 
-@pytest.mark.xfail(strict=True, reason="two ownerReferences with controller=true are accepted (kube: 422)")
 async def test_at_most_one_controller_owner_reference(server, http):
     refs = [{"apiVersion": "v1", "kind": "ConfigMap", "name": n, "uid": n, "controller": True} for n in ("p", "q")]
     code, body = await call(http, "POST", CM, {"metadata": {"name": "two", "ownerReferences": refs}})
@@ -178,7 +171,6 @@ async def test_at_most_one_controller_owner_reference(server, http):
 # ---------------------------------------------------------------------------------------------- watch
 
 
-@pytest.mark.xfail(strict=True, reason="selector-exit DELETED carries the new object, kube sends the previous one")
 async def test_watch_selector_exit_sends_previous_object(server, http):
     """A watcher with a label selector must get, on exit, an object that still matches its selector."""
     code, obj = await call(http, "POST", CM, {"metadata": {"name": "a", "labels": {"app": "x"}}})
@@ -199,7 +191,6 @@ async def test_watch_selector_exit_sends_previous_object(server, http):
 # ---------------------------------------------------------------------------------------------- garbage collection
 
 
-@pytest.mark.xfail(strict=True, reason="foreground GC deletes a dependent that still has another live owner")
 async def test_foreground_delete_keeps_dependent_with_other_live_owner(server, http):
     """kube: a dependent with a solid owner only loses the reference to the owner being deleted."""
     owners = []
@@ -222,7 +213,6 @@ async def test_foreground_delete_keeps_dependent_with_other_live_owner(server, h
     assert [r["uid"] for r in dep["metadata"]["ownerReferences"]] == [owners[1]["metadata"]["uid"]]
 
 
-@pytest.mark.xfail(strict=True, reason="delete with a propagationPolicy on a terminating object ignores the policy")
 async def test_orphan_delete_of_terminating_owner_orphans_dependents(server, http):
     """kube (deletionFinalizersForGarbageCollection): a repeated delete may switch the GC finalizer."""
     code, owner = await call(http, "POST", CM, {"metadata": {"name": "owner", "finalizers": ["example.com/hold"]}})
@@ -246,7 +236,6 @@ async def test_orphan_delete_of_terminating_owner_orphans_dependents(server, htt
     assert code == 200 and "ownerReferences" not in dep["metadata"]
 
 
-@pytest.mark.xfail(strict=True, reason="GC treats an owner in another namespace as alive (kube: absent)")
 async def test_cross_namespace_owner_reference_is_treated_as_absent(server, http):
     """kube: a namespaced owner must be in the dependent's namespace, else the reference is absent."""
     code, _ = await call(http, "POST", "/api/v1/namespaces", {"metadata": {"name": "other"}})
@@ -261,7 +250,6 @@ async def test_cross_namespace_owner_reference_is_treated_as_absent(server, http
     assert code == 404, "the dependent of an owner in another namespace was kept"
 
 
-@pytest.mark.xfail(strict=True, reason="namespace finalized from a lagging cache: a racing create is orphaned")
 async def test_namespace_deletion_racing_create_leaves_no_orphan(server, http):
     """Content created while the namespace deletion is not yet in the cache must not outlive the namespace."""
     code, ns = await call(http, "POST", "/api/v1/namespaces", {"metadata": {"name": "doomed"}})
@@ -303,7 +291,6 @@ def _crd_without_status_subresource() -> dict[str, Any]:
                                    "schema": {"openAPIV3Schema": schema}}]}}
 
 
-@pytest.mark.xfail(strict=True, reason="CR without status subresource: a status change must bump generation")
 async def test_custom_resource_without_status_subresource_bumps_generation_on_status(server, http):
     """kube (customResourceStrategy): without the status subresource every non-metadata change bumps generation."""
     code, _ = await call(http, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
@@ -318,3 +305,60 @@ async def test_custom_resource_without_status_subresource_bumps_generation_on_st
                            ctype="application/merge-patch+json")
     assert code == 200 and obj["status"] == {"ready": True}
     assert obj["metadata"]["generation"] == 2
+
+
+# ---------------------------------------------------------------------------------------------- minor input checks
+
+
+async def test_watch_timeout_seconds_must_be_a_non_negative_integer(server, http):
+    for bad in ("1.5", "-1", "soon"):
+        code, body = await call(http, "GET", CM, params={"watch": "1", "timeoutSeconds": bad})
+        assert code == 400, (bad, body)
+
+
+async def test_continue_token_with_wrong_field_types_is_400(server, http):
+    import base64
+
+    for payload in ({"v": "meta.k8s.io/v1", "rv": "5", "start": "a"}, {"v": "meta.k8s.io/v1", "rv": 5, "start": 1}):
+        token = base64.urlsafe_b64encode(json.dumps(payload).encode()).decode().rstrip("=")
+        code, body = await call(http, "GET", CM, params={"limit": "1", "continue": token})
+        assert code == 400, (payload, body)
+
+
+async def test_put_with_non_string_resource_version_is_400(server, http):
+    code, created = await call(http, "POST", CM, {"metadata": {"name": "a"}})
+    assert code == 201
+    rv = int(created["metadata"]["resourceVersion"])
+    code, body = await call(http, "PUT", f"{CM}/a", {"metadata": {"name": "a", "resourceVersion": rv}})
+    assert code == 400, body
+
+
+async def test_delete_options_with_wrong_types_are_400(server, http):
+    code, _ = await call(http, "POST", CM, {"metadata": {"name": "a"}})
+    assert code == 201
+    for opts in ({"orphanDependents": "yes"}, {"propagationPolicy": 1}, {"preconditions": {"uid": 5}}):
+        code, body = await call(http, "DELETE", f"{CM}/a", opts)
+        assert code == 400, (opts, body)
+
+
+async def test_owner_reference_flags_must_be_booleans(server, http):
+    refs = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "p", "uid": "p", "controller": "yes"}]
+    code, body = await call(http, "POST", CM, {"metadata": {"name": "a", "ownerReferences": refs}})
+    assert code == 422, body
+
+
+async def test_yaml_lone_surrogate_is_400_and_pair_is_joined(server, http):
+    lone = b'{"metadata": {"name": "a"}, "data": {"k": "\\ud83d"}}'
+    code, body = await call_raw(http, "POST", CM, lone, "application/yaml")
+    assert code == 400, body
+    pair = b'{"metadata": {"name": "b"}, "data": {"k": "\\ud83d\\ude00", true: "t"}}'
+    code, body = await call_raw(http, "POST", CM, pair, "application/yaml")
+    assert code == 201, body
+    assert body["data"] == {"k": "\U0001f600", "true": "t"}
+
+
+async def test_unknown_field_warning_is_quoted(server, http):
+    raw = json.dumps({"metadata": {"name": "a"}, 'x"\ny': 1}).encode()
+    async with http.post(CM, data=raw, headers={"Content-Type": "application/json"}) as r:
+        assert r.status == 201
+        assert r.headers["Warning"] == r'299 - "unknown field \"x\"\ny\""'

@@ -162,7 +162,9 @@ def decode_continue(token: str) -> tuple[int, str]:
     try:
         pad = "=" * (-len(token) % 4)
         data = orjson.loads(base64.urlsafe_b64decode(token + pad))
-        rv, start = int(data["rv"]), str(data["start"])
+        rv, start = data["rv"], data["start"]
+        if not isinstance(rv, int) or isinstance(rv, bool) or not isinstance(start, str):
+            raise TypeError("continue token fields have the wrong types")
     except Exception:
         raise st.bad_request("continue key is not valid: incorrect encoded start resourceVersion (version "
                              "meta.k8s.io/v1)") from None
@@ -679,12 +681,11 @@ class ResourceAPI:
         initial = q.get("sendInitialEvents")
         send_initial = truthy(initial) if initial is not None else None
         timeout_text = q.get("timeoutSeconds", "")
-        try:
-            timeout = float(timeout_text) if timeout_text else DEFAULT_WATCH_TIMEOUT
-        except ValueError:
-            raise st.bad_request(f'invalid timeoutSeconds: "{timeout_text}"') from None
-        if timeout <= 0:
-            timeout = DEFAULT_WATCH_TIMEOUT
+        timeout = DEFAULT_WATCH_TIMEOUT
+        if timeout_text:
+            if not timeout_text.isascii() or not timeout_text.lstrip("+").isdigit():
+                raise st.bad_request(f'invalid timeoutSeconds: "{timeout_text}": must be a non-negative integer')
+            timeout = float(int(timeout_text)) or DEFAULT_WATCH_TIMEOUT
         if send_initial and not bookmarks:
             raise st.invalid(info, "", [{"reason": "FieldValueForbidden", "field": "allowWatchBookmarks",
                                          "message": "Forbidden: allowWatchBookmarks required when "
@@ -990,6 +991,9 @@ class ResourceAPI:
         new = self._prepare_custom(info, new)
         meta = new.get("metadata") or {}
         want = meta.get("resourceVersion") or ""
+        if not isinstance(want, str):
+            raise st.bad_request("json: cannot unmarshal into Go struct field ObjectMeta.metadata.resourceVersion "
+                                 "of type string")
         want_rv = parse_rv(want) if want else 0
         manager = self._manager(request)
         for attempt in range(MAX_RETRIES):

@@ -191,6 +191,7 @@ class WatchCache:
                 log.warning("watch cache: ignoring key %r", kv.key)
                 continue
             self.bucket(prefix).objects[kv.key] = decode(kv.key, kv.value, kv.mod_revision)
+        self._release_waiters(self.revision)
 
     def bucket(self, prefix: str) -> Bucket:
         b = self.buckets.get(prefix)
@@ -334,6 +335,10 @@ class WatchCache:
         if rev <= self.revision:
             return
         self.revision = rev
+        self._release_waiters(rev)
+
+    def _release_waiters(self, rev: int) -> None:
+        """Resolve every :meth:`wait_for` waiting on a revision ``<= rev``."""
         waiters = self._waiters
         while waiters and waiters[0][0] <= rev:
             fut = heapq.heappop(waiters)[2]

@@ -18,6 +18,9 @@ Threads and ordering:
   more than the commit itself on a fast disk. That blocks the loop for one commit, so it is only
   done while commits are fast (a moving average under ``_INLINE_MAX_COMMIT`` seconds); on a slow
   disk every batch goes to the thread. Either way the connection is used by one thread at a time.
+  WAL checkpoints never run inside a commit (``wal_autocheckpoint`` is off): every
+  ``_CHECKPOINT_EVERY`` commits a PASSIVE checkpoint runs as a job of the writer thread, so the
+  loop never waits for the database file's fsync.
 * A write's future resolves only after COMMIT returns; with ``synchronous=FULL`` (the default) the
   WAL is fsynced first, so an acknowledged write survives a process kill and a power loss.
 * After each commit the event loop advances ``_rev`` and publishes the batch's events before it
@@ -97,6 +100,7 @@ _SQL_COMPACT_TOMBSTONES = "DELETE FROM kv WHERE id > ? AND id <= ? AND deleted =
 _CREATE, _UPDATE, _DELETE = 0, 1, 2
 _MAX_BATCH = 512
 _INLINE_MAX_COMMIT = 0.001  # a lone write commits in the loop's thread while commits average under this
+_CHECKPOINT_EVERY = 300  # commits between WAL checkpoints (~1,000 pages, SQLite's autocheckpoint default)
 _HISTORY_PAGE = 1000
 _COMPACT_BATCH = 2000
 
@@ -160,6 +164,8 @@ class SQLiteStorage(Storage):
         self._queue: list[tuple[_Op, asyncio.Future[KeyValue]]] = []
         self._flusher: asyncio.Task[None] | None = None
         self._kicked = False  # a _kick callback is scheduled
+        self._commits = 0  # commits since the last WAL checkpoint
+        self._checkpointer: asyncio.Task[None] | None = None
         self._start_lock = asyncio.Lock()
         self._compact_lock = asyncio.Lock()
         self._closed = False
@@ -195,6 +201,8 @@ class SQLiteStorage(Storage):
                 await asyncio.shield(self._flusher)
             else:
                 await asyncio.sleep(0)  # let the scheduled _kick apply what is queued
+        if self._checkpointer is not None:
+            await asyncio.shield(self._checkpointer)
         self._hub.close()
         wexec, rexec = self._wexec, self._rexec
         if wexec is None:
@@ -227,6 +235,8 @@ class SQLiteStorage(Storage):
     def _open_writer(self) -> tuple[sqlite3.Connection, tuple[int, int, int]]:
         # lone writes may commit from the event loop's thread (never while the writer thread holds it)
         con = self._connect(check_same_thread=self._memory)
+        if not self._memory:
+            con.execute("PRAGMA wal_autocheckpoint = 0")  # checkpoints run in the writer thread: _checkpoint
         for stmt in _SCHEMA:
             con.execute(stmt)
         if self._memory:
@@ -263,12 +273,17 @@ class SQLiteStorage(Storage):
             await self.start()
 
     async def _in_writer(self, fn: Callable[..., _T], *args: Any) -> _T:
-        """Run ``fn`` in the writer thread, counted so that no lone write commits inline meanwhile."""
+        """Run ``fn`` in the writer thread, counted until it has finished there (even if the caller is
+        cancelled first), so that no lone write commits inline while the thread holds the connection."""
+        fut = asyncio.get_running_loop().run_in_executor(self._wexec, fn, *args)
         self._wjobs += 1
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._wexec, fn, *args)
-        finally:
-            self._wjobs -= 1
+        fut.add_done_callback(self._writer_job_done)
+        return await asyncio.shield(fut)
+
+    def _writer_job_done(self, fut: asyncio.Future[Any]) -> None:
+        self._wjobs -= 1
+        if not fut.cancelled():
+            fut.exception()  # retrieved: a caller cancelled meanwhile does not read it
 
     async def _read(self, fn: Callable[..., _T], *args: Any) -> _T:
         await self._ensure_started()
@@ -419,6 +434,10 @@ class SQLiteStorage(Storage):
                 fut.set_exception(err)
 
     def _deliver(self, batch: list[tuple[_Op, asyncio.Future[KeyValue]]], outcomes: list[_Outcome]) -> None:
+        self._commits += 1
+        if self._commits >= _CHECKPOINT_EVERY and self._checkpointer is None and not self._memory:
+            self._commits = 0
+            self._checkpointer = asyncio.get_running_loop().create_task(self._checkpoint())
         events = [ev for _, ev in outcomes if ev is not None]
         if events:
             self._rev = events[-1].kv.mod_revision
@@ -454,6 +473,20 @@ class SQLiteStorage(Storage):
         self._wrev = rev
         self._commit_avg += (time.perf_counter() - started - self._commit_avg) * 0.125
         return out
+
+    async def _checkpoint(self) -> None:
+        """Copy the WAL into the database file in the writer thread (writes meanwhile queue behind it)."""
+        try:
+            if self._wexec is not None:
+                await self._in_writer(self._checkpoint_sync)
+        finally:
+            self._checkpointer = None
+
+    def _checkpoint_sync(self) -> None:
+        con = self._wcon
+        if con is not None:
+            with contextlib.suppress(sqlite3.Error):  # busy readers: the next checkpoint catches up
+                con.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     @staticmethod
     def _apply_one(con: sqlite3.Connection, op: _Op, rev: int) -> tuple[_Outcome, tuple[Any, ...] | None]:
