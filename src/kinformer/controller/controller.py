@@ -63,6 +63,8 @@ class Controller:
                                                 metrics=metrics.queue_metrics_provider())
         self.stats = ControllerStats()
         self._registrations: list[Any] = []
+        self._workers: list[asyncio.Task[None]] = []
+        self._abort = False
         self.started = False
 
     def watch(self, informer: Any, mapper: MapFunc = request_for_object,
@@ -92,6 +94,7 @@ class Controller:
         self.started = True
         metrics.MAX_CONCURRENT_RECONCILES.labels(self.name).set(self.workers)
         tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.workers)]
+        self._workers = tasks
         try:
             # wait (not gather): cancelling run() must not cancel the workers' in-flight reconciles;
             # _shutdown drains them within shutdown_timeout.
@@ -99,7 +102,21 @@ class Controller:
         finally:
             await self._shutdown(tasks)
 
+    def abort(self) -> None:
+        """Stop at once: cancel in-flight reconciles instead of draining them (e.g. leadership was lost,
+        so this replica must not act any more)."""
+        self._abort = True
+        self.queue.shutdown()
+        for task in self._workers:
+            task.cancel()
+
     async def _shutdown(self, tasks: list[asyncio.Task[None]]) -> None:
+        if self._abort:
+            self.queue.shutdown()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            return
         drain = asyncio.ensure_future(self.queue.shutdown_with_drain())
         try:
             await asyncio.wait_for(asyncio.shield(drain), self.shutdown_timeout)

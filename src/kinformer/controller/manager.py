@@ -171,6 +171,10 @@ class Manager:
         try:
             await asyncio.wait({work, fence}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            if not self._stopping.is_set():
+                # Leadership is lost (fence fired or the elector gave up): stop acting now, no draining.
+                for controller in self.controllers:
+                    controller.abort()
             fence.cancel()
             work.cancel()
             results = await asyncio.gather(work, fence, return_exceptions=True)
