@@ -401,7 +401,8 @@ def _report(outcome: Outcome) -> str:
 
 
 @pytest.mark.timeout(0)
-async def test_chaos_convergence(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+async def test_chaos_convergence(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+                                 caplog: pytest.LogCaptureFixture) -> None:
     replay = os.environ.get("KINFORMER_CHAOS_SEED", "").strip()
     if replay:
         seeds = [int(replay)]
@@ -409,7 +410,8 @@ async def test_chaos_convergence(tmp_path: Path, tmp_path_factory: pytest.TempPa
     else:
         seeds = list(range(1, _env_int("KINFORMER_CHAOS_SCHEDULES", 200) + 1))
         budget = _env_float("KINFORMER_CHAOS_BUDGET", 150.0)
-    logging.getLogger("kinformer").setLevel(logging.CRITICAL)  # faults make routine warnings; checks decide
+    # Faults make routine warnings; the checks decide. (caplog restores the level after the test.)
+    caplog.set_level(logging.CRITICAL, logger="kinformer")
     totals: Counter[str] = Counter()
     reflectors: Counter[str] = Counter()
     failures: list[Outcome] = []
