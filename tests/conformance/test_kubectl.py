@@ -15,13 +15,15 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+from testlib import wait_until_sync
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = [
@@ -64,14 +66,6 @@ class Kubectl:
     def exists(self, *args: str) -> bool:
         proc = self.run("get", *args, "-o", "name", "--ignore-not-found", check=True)
         return bool(proc.stdout.strip())
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
@@ -352,20 +346,20 @@ def test_delete_cascade_background(kubectl: Kubectl, ns: str) -> None:
     _owner_and_dependent(kubectl, ns, "bg")
     kubectl.run("delete", "cm", "bg", "-n", ns, "--cascade=background")
     assert not kubectl.exists("cm", "bg", "-n", ns)
-    wait_until(lambda: not kubectl.exists("cm", "bg-child", "-n", ns), what="the dependent to be collected")
+    wait_until_sync(lambda: not kubectl.exists("cm", "bg-child", "-n", ns), what="the dependent to be collected")
 
 
 def test_delete_cascade_foreground(kubectl: Kubectl, ns: str) -> None:
     _owner_and_dependent(kubectl, ns, "fg")
     kubectl.run("delete", "cm", "fg", "-n", ns, "--cascade=foreground", "--timeout=20s")
-    wait_until(lambda: not kubectl.exists("cm", "fg", "-n", ns), what="the owner to go")
+    wait_until_sync(lambda: not kubectl.exists("cm", "fg", "-n", ns), what="the owner to go")
     assert not kubectl.exists("cm", "fg-child", "-n", ns)
 
 
 def test_delete_cascade_orphan(kubectl: Kubectl, ns: str) -> None:
     _owner_and_dependent(kubectl, ns, "or")
     kubectl.run("delete", "cm", "or", "-n", ns, "--cascade=orphan", "--timeout=20s")
-    wait_until(lambda: not kubectl.exists("cm", "or", "-n", ns), what="the owner to go")
+    wait_until_sync(lambda: not kubectl.exists("cm", "or", "-n", ns), what="the owner to go")
     child = kubectl.json("get", "cm", "or-child", "-n", ns)
     assert not child["metadata"].get("ownerReferences")
 
@@ -378,7 +372,7 @@ def test_finalizers_hold_deletion(kubectl: Kubectl, ns: str) -> None:
     got = kubectl.json("get", "cm", "held", "-n", ns)
     assert got["metadata"]["deletionTimestamp"]
     kubectl.run("patch", "cm", "held", "-n", ns, "--type", "merge", "-p", '{"metadata":{"finalizers":null}}')
-    wait_until(lambda: not kubectl.exists("cm", "held", "-n", ns), what="the finalized object to go")
+    wait_until_sync(lambda: not kubectl.exists("cm", "held", "-n", ns), what="the finalized object to go")
 
 
 # -- custom resources ------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ import re
 import shutil
 import subprocess
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -24,6 +23,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from testlib import wait_until_sync
 
 KUBECTL = shutil.which("kubectl")
 
@@ -143,14 +144,6 @@ def parse_table(text: str) -> tuple[list[str], list[dict[str, str]]]:
                   for s, e in zip(starts, [*starts[1:], None], strict=True)]
         rows.append(dict(zip(names, values, strict=True)))
     return names, rows
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -274,7 +267,7 @@ def test_get_services_secrets_and_crds(kubectl: Kubectl) -> None:
 @kubectl_test
 def test_get_custom_resources_with_printer_columns(kubectl: Kubectl) -> None:
     kubectl.apply(FOO_CRD)
-    wait_until(lambda: "foos" in kubectl.run("api-resources", "--api-group=tables.example.com"),
+    wait_until_sync(lambda: "foos" in kubectl.run("api-resources", "--api-group=tables.example.com"),
                what="the foos resource in discovery")
     kubectl.apply({"apiVersion": "tables.example.com/v1", "kind": "Foo", "metadata": {"name": "f1"},
                    "spec": {"replicas": 3, "message": "hello"}})
@@ -324,10 +317,10 @@ def test_get_watch_prints_table_rows(kubectl: Kubectl) -> None:
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
-        wait_until(lambda: any("w-first" in line for line in lines), what="the listed row")
+        wait_until_sync(lambda: any("w-first" in line for line in lines), what="the listed row")
         kubectl.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w-second", "labels": {"w": "1"}},
                        "data": {"a": "1"}})
-        wait_until(lambda: any("w-second" in line for line in lines), what="the watched row")
+        wait_until_sync(lambda: any("w-second" in line for line in lines), what="the watched row")
     finally:
         proc.terminate()
         proc.wait(10)

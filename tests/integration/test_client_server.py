@@ -12,12 +12,7 @@ from kinformer.cache.factory import SharedInformerFactory
 from kinformer.cache.listwatch import ListOptions
 from kinformer.client import Client, LazyObject
 from kinformer.server import APIServer
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[APIServer]:
-    async with APIServer(storage="memory") as s:
-        yield s
+from testlib import configmap
 
 
 @pytest.fixture
@@ -26,12 +21,8 @@ async def client(server: APIServer) -> AsyncIterator[Client]:
         yield c
 
 
-def cm(name: str, ns: str = "default", **data: str) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": data}
-
-
 async def test_crud_and_patch_types(client: Client) -> None:
-    created = await client.create("configmaps", cm("a", x="1"))
+    created = await client.create("configmaps", configmap("a", x="1"))
     assert isinstance(created, LazyObject) and created["data"] == {"x": "1"} and created.resource_version
     got = await client.get("cm", "a")
     assert got == created
@@ -45,7 +36,7 @@ async def test_crud_and_patch_types(client: Client) -> None:
     assert jsonp["data"] == {"y": "2", "z": "3"}
     strategic = await client.patch("configmaps", "a", {"metadata": {"labels": {"app": "w"}}}, patch_type="strategic")
     assert strategic["metadata"]["labels"] == {"app": "w"}
-    applied = await client.patch("configmaps", "b", cm("b", k="v"), patch_type="apply", field_manager="test")
+    applied = await client.patch("configmaps", "b", configmap("b", k="v"), patch_type="apply", field_manager="test")
     assert applied["data"] == {"k": "v"}
     with pytest.raises(ValueError):
         await client.patch("configmaps", "b", {}, patch_type="apply")
@@ -59,18 +50,18 @@ async def test_crud_and_patch_types(client: Client) -> None:
 
 
 async def test_typed_errors(client: Client) -> None:
-    await client.create("configmaps", cm("a"))
+    await client.create("configmaps", configmap("a"))
     with pytest.raises(errors.NotFound) as nf:
         await client.get("configmaps", "missing")
     assert nf.value.code == 404 and "missing" in nf.value.message
     with pytest.raises(errors.AlreadyExists):
-        await client.create("configmaps", cm("a"))
+        await client.create("configmaps", configmap("a"))
     stale = (await client.get("configmaps", "a")).to_dict()
     await client.patch("configmaps", "a", {"data": {"n": "1"}})
     with pytest.raises(errors.Conflict):
         await client.replace("configmaps", stale)
     with pytest.raises(errors.Invalid) as inv:
-        await client.create("configmaps", cm("Not_A_Valid_Name"))
+        await client.create("configmaps", configmap("Not_A_Valid_Name"))
     assert inv.value.code == 422 and inv.value.causes and inv.value.causes[0].get("field")
     with pytest.raises(errors.Conflict):
         await client.delete("configmaps", "a", preconditions={"uid": "not-the-uid"})
@@ -78,7 +69,7 @@ async def test_typed_errors(client: Client) -> None:
 
 async def test_pagination_status_and_selectors(client: Client) -> None:
     for i in range(23):
-        await client.create("configmaps", {**cm(f"cm-{i:02d}"), "metadata": {
+        await client.create("configmaps", {**configmap(f"cm-{i:02d}"), "metadata": {
             "name": f"cm-{i:02d}", "labels": {"parity": "even" if i % 2 == 0 else "odd"}}})
     result = await client.list("configmaps", "default", limit=5)
     assert [o.name for o in result.items] == [f"cm-{i:02d}" for i in range(23)]
@@ -107,7 +98,7 @@ async def test_status_subresource(client: Client) -> None:
 async def test_watch_from_resource_version(client: Client) -> None:
     start = await client.list("configmaps", "default")
     stream = client.watch("configmaps", "default", resource_version=start.resource_version, timeout_seconds=30)
-    await client.create("configmaps", cm("w1"))
+    await client.create("configmaps", configmap("w1"))
     await client.patch("configmaps", "w1", {"data": {"a": "b"}})
     await client.delete("configmaps", "w1")
     seen = []
@@ -133,7 +124,7 @@ async def test_informer_syncs_5000_objects(server: APIServer, client: Client) ->
 
     async def make(i: int) -> None:
         async with sem:
-            await client.create("configmaps", cm(f"obj-{i:04d}", v=str(i)))
+            await client.create("configmaps", configmap(f"obj-{i:04d}", v=str(i)))
 
     await asyncio.gather(*(make(i) for i in range(5000)))
     factory = SharedInformerFactory(client)
@@ -162,7 +153,7 @@ async def test_informer_syncs_5000_objects(server: APIServer, client: Client) ->
 
 async def test_too_old_resource_version_is_410() -> None:
     async with APIServer(storage="memory", watch_cache_size=10, compaction_keep=5) as s, Client(s.url) as client:
-        first = await client.create("configmaps", cm("old"))
+        first = await client.create("configmaps", configmap("old"))
         for i in range(40):
             await client.patch("configmaps", "old", {"data": {"i": str(i)}})
         await s.compact()
@@ -183,7 +174,7 @@ async def test_too_old_resource_version_is_410() -> None:
 
 async def test_streaming_list_through_the_lister_watcher(client: Client) -> None:
     for i in range(5):
-        await client.create("configmaps", cm(f"s-{i}"))
+        await client.create("configmaps", configmap(f"s-{i}"))
     lw = client.lister_watcher("configmaps", namespace="default")
     stream = lw.watch(ListOptions(send_initial_events=True, resource_version_match="NotOlderThan",
                                   allow_watch_bookmarks=True, timeout_seconds=30))

@@ -18,18 +18,7 @@ from kinformer.controller import (
     TerminalError,
 )
 from kinformer.errors import NotFound
-
-
-async def wait_until(cond, timeout: float = 15.0, what: str = "condition") -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not cond():
-        assert loop.time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
-
-
-def cm(name: str, ns: str = "default", **data: str) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": data}
+from testlib import configmap, wait_until
 
 
 @contextlib.asynccontextmanager
@@ -64,7 +53,7 @@ async def test_reconcile_outcomes_against_server(kube_client) -> None:
     mgr = Manager(kube_client)
     builder = mgr.controller(reconcile, name="outcomes").for_("configmaps").workers(2)
     for name in ("fails-twice", "terminal", "requeue", "after", "plain"):
-        await kube_client.create("configmaps", cm(name), namespace="default")
+        await kube_client.create("configmaps", configmap(name), namespace="default")
     async with running(mgr):
         await wait_until(lambda: calls["fails-twice"] == 3 and calls["requeue"] == 2 and calls["after"] == 2
                          and calls["plain"] >= 1 and calls["terminal"] >= 1, what="all outcomes")
@@ -84,7 +73,7 @@ async def test_owner_enqueue_and_predicates(kube_client) -> None:
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
                  "template": {"metadata": {"labels": {"app": "web"}},
                               "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}, namespace="default")
-    owned = cm("web-config")
+    owned = configmap("web-config")
     owned["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
                                              "uid": dep["metadata"]["uid"], "controller": True}]
     async with running(mgr):
@@ -107,7 +96,7 @@ async def test_resync_reconciles_unchanged_objects(kube_client) -> None:
     calls: Counter[str] = Counter()
     mgr = Manager(kube_client, resync=1.0)
     mgr.controller(lambda req: calls.update([req.name]), name="resync").for_("configmaps", GenerationChanged())
-    await kube_client.create("configmaps", cm("steady"), namespace="default")
+    await kube_client.create("configmaps", configmap("steady"), namespace="default")
     async with running(mgr):
         await wait_until(lambda: calls["steady"] >= 3, timeout=20, what="resyncs reaching the reconciler")
 
@@ -132,7 +121,7 @@ async def test_two_managers_leader_election_failover(kube_client) -> None:
     managers: list[Manager] = []
     a = make("a")
     managers.append(a)
-    await kube_client.create("configmaps", cm("x1"), namespace="default")
+    await kube_client.create("configmaps", configmap("x1"), namespace="default")
     task_a = asyncio.create_task(a.run())
     await wait_until(lambda: active["a"] >= 1, what="a leads and reconciles")
     b = make("b")
@@ -146,8 +135,8 @@ async def test_two_managers_leader_election_failover(kube_client) -> None:
     await asyncio.gather(task_a, return_exceptions=True)
     loop = asyncio.get_running_loop()
     killed = loop.time()
-    await kube_client.create("configmaps", cm("x2"), namespace="default")
-    await wait_until(lambda: active["b"] >= 2, timeout=15, what="b takes over")
+    await kube_client.create("configmaps", configmap("x2"), namespace="default")
+    await wait_until(lambda: active["b"] >= 2, what="b takes over")
     assert loop.time() - killed <= 3.0 + 2.0, "takeover must happen within about one lease duration"
     assert not both
     lease = await kube_client.get("coordination.k8s.io/v1/leases", "ctrl-lock", namespace="default")
@@ -180,7 +169,7 @@ async def test_manager_serves_health_and_metrics(kube_client) -> None:
 
     mgr = Manager(kube_client, health_bind="127.0.0.1:0")
     mgr.controller(lambda req: None, name="metrics-demo").for_("configmaps")
-    await kube_client.create("configmaps", cm("m1"), namespace="default")
+    await kube_client.create("configmaps", configmap("m1"), namespace="default")
     async with running(mgr), aiohttp.ClientSession() as s:
         async with s.get(mgr.health_url + "/readyz") as r:
             assert r.status == 200
@@ -204,7 +193,7 @@ async def test_deleted_object_reaches_reconciler(kube_client) -> None:
             gone.append(req.name)
 
     mgr.controller(reconcile, name="deletes").for_("configmaps")
-    await kube_client.create("configmaps", cm("doomed"), namespace="default")
+    await kube_client.create("configmaps", configmap("doomed"), namespace="default")
     async with running(mgr):
         await kube_client.delete("configmaps", "doomed", namespace="default")
         await wait_until(lambda: "doomed" in gone, what="delete reconciled")

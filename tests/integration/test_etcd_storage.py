@@ -38,6 +38,7 @@ from kinformer.server.storage import (
     StorageError,
     open_storage,
 )
+from testlib import collect
 
 ETCD = shutil.which("etcd")
 pytestmark = pytest.mark.skipif(ETCD is None, reason="etcd binary not found (apt-get install etcd-server)")
@@ -161,16 +162,6 @@ async def cluster() -> AsyncIterator[list[EtcdMember]]:
     finally:
         for m in members:
             m.cleanup()
-
-
-async def collect(it: AsyncIterator[Event], n: int) -> list[Event]:
-    out: list[Event] = []
-    async with asyncio.timeout(DEADLINE):
-        async for ev in it:
-            out.append(ev)
-            if len(out) == n:
-                break
-    return out
 
 
 # -- the shared backend cases, through a revision renumbering --------------------------------------

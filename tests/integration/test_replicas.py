@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import aiohttp
@@ -26,6 +26,7 @@ from kinformer.client import Client
 from kinformer.errors import APIError
 from kinformer.server import APIServer
 from kinformer.testing import FaultProxy
+from testlib import wait_until
 
 pytestmark = pytest.mark.skipif(ETCD is None, reason="etcd binary not found (apt-get install etcd-server)")
 
@@ -88,20 +89,6 @@ async def replicas(url: str, n: int, **kw: Any) -> AsyncIterator[list[APIServer]
             await s.stop()
 
 
-async def until(cond: Callable[[], Awaitable[bool] | bool], what: str, timeout: float = DEADLINE) -> None:
-    """Poll ``cond`` (bounded) until it is true."""
-    deadline = time.monotonic() + timeout
-    while True:
-        res = cond()
-        if not isinstance(res, bool):
-            res = await res
-        if res:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
 def cm(name: str, value: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": value}}
 
@@ -158,7 +145,7 @@ async def test_crd_via_one_replica_served_by_another(shared_cluster: list[EtcdMe
                 return False
             return True
 
-        await until(served, "replica B to serve the CRD created through A")
+        await wait_until(served, what="replica B to serve the CRD created through A", timeout=DEADLINE)
         body = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}}
         created = await cb.create(WIDGETS, body, namespace="default")
         assert (await ca.get(WIDGETS, "w", namespace="default"))["metadata"]["uid"] == created["metadata"]["uid"]
@@ -177,7 +164,7 @@ async def test_crd_via_one_replica_served_by_another(shared_cluster: list[EtcdMe
                 return True
             return False
 
-        await until(gone, "replica A to stop serving the deleted CRD")
+        await wait_until(gone, what="replica A to stop serving the deleted CRD", timeout=DEADLINE)
         bucket = a.cache.buckets.get("/registry/example.com/widgets/")
         assert bucket is None or not bucket.objects
 
@@ -214,7 +201,8 @@ async def test_informers_on_different_replicas_converge(shared_cluster: list[Etc
                 return {(o["metadata"]["namespace"], o["metadata"]["name"]): o["metadata"]["resourceVersion"]
                         for o in inf.indexer.list()}
 
-            await until(lambda: all(state(inf) == truth for inf in informers), "informers to converge")
+            await wait_until(lambda: all(state(inf) == truth for inf in informers), what="informers to converge",
+                             timeout=DEADLINE)
         finally:
             for f in factories:
                 await f.shutdown()
@@ -224,7 +212,7 @@ async def test_compaction_by_several_replicas_is_safe(shared_cluster: list[EtcdM
     async with replicas(storage_url(shared_cluster), 2, compaction_keep=5) as (a, b), Client(b.url) as cb:
         for i in range(20):
             await cb.create(CMS, cm(f"c{i}", "x"), namespace="default")
-        await until(lambda: a.cache.revision == b.cache.revision, "the caches to agree")
+        await wait_until(lambda: a.cache.revision == b.cache.revision, what="the caches to agree", timeout=DEADLINE)
         point = await a.compact()
         assert point == a.cache.revision - 5
         assert await b.compact() == point  # nothing further to do: no error
@@ -255,7 +243,8 @@ async def test_gc_and_namespace_cleanup_on_every_replica_do_not_fight(shared_clu
                 names = {o["metadata"]["name"] for o in (await cb.list(CMS, "default")).items}
                 return not any(n.startswith((f"dep-{policy.lower()}", f"owner-{policy.lower()}")) for n in names)
 
-            await until(collected, f"{policy} deletion to collect the owner and its dependents")
+            await wait_until(collected, what=f"{policy} deletion to collect the owner and its dependents",
+                             timeout=DEADLINE)
         await ca.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}})
         for i in range(10):
             await cb.create(CMS, cm(f"c{i}", "x"), namespace="doomed")
@@ -268,7 +257,7 @@ async def test_gc_and_namespace_cleanup_on_every_replica_do_not_fight(shared_clu
                 return exc.code == 404
             return False
 
-        await until(ns_gone, "the terminating namespace to be emptied and removed")
+        await wait_until(ns_gone, what="the terminating namespace to be emptied and removed", timeout=DEADLINE)
         for s in servers:
             await s.gc.wait_idle(DEADLINE)
 
@@ -340,15 +329,15 @@ async def test_kill_etcd_member_and_server_replica_during_workload(own_cluster: 
                     await asyncio.sleep(0)
 
             writers = [asyncio.create_task(writer(0, cb)), asyncio.create_task(writer(1, cc))]
-            await until(lambda: len(acked) >= 10, "the workload to start")
+            await wait_until(lambda: len(acked) >= 10, what="the workload to start", timeout=DEADLINE)
             m0.kill()
             n = count[0]
-            await until(lambda: count[0] >= n + 20, "writes after the etcd member kill")
+            await wait_until(lambda: count[0] >= n + 20, what="writes after the etcd member kill", timeout=DEADLINE)
             await a.stop()  # the informers' server replica dies; the proxy fails over like a load balancer
             proxy.target = ("127.0.0.1", b.port)
             proxy.drop_connections()
             n = count[0]
-            await until(lambda: count[0] >= n + 20, "writes after the server kill")
+            await wait_until(lambda: count[0] >= n + 20, what="writes after the server kill", timeout=DEADLINE)
             stop.set()
             await asyncio.gather(*writers)
 
@@ -360,14 +349,15 @@ async def test_kill_etcd_member_and_server_replica_during_workload(own_cluster: 
                 now = {o["metadata"]["name"]: o["data"]["v"] for o in (await cc.list(CMS, "default")).items}
                 return all(now.get("mirror-" + k) == v for k, v in truth.items() if k.startswith("w"))
 
-            await until(mirrored, "the controller to converge after the failover")
+            await wait_until(mirrored, what="the controller to converge after the failover", timeout=DEADLINE)
             # the controller is done: now the whole namespace is at rest
             truth = {o["metadata"]["name"]: o["data"]["v"] for o in (await cc.list(CMS, "default")).items}
 
             def state() -> dict[str, str]:
                 return {o["metadata"]["name"]: o["data"]["v"] for o in inf.indexer.list()}
 
-            await until(lambda: state() == truth, "the informer to converge after the failover")
+            await wait_until(lambda: state() == truth, what="the informer to converge after the failover",
+                             timeout=DEADLINE)
         finally:
             stop.set()
             manager.stop()

@@ -30,6 +30,7 @@ from kinformer.server.authz import ANONYMOUS, Policy, RequestAttributes, load_po
 from kinformer.server.cli import add_arguments, main, write_kubeconfig
 from kinformer.server.limits import RateLimiter, WatchLimiter
 from kinformer.server.tls import CertPaths, client_ssl_context, ensure_certs, issue_client_cert
+from testlib import wait_until
 
 ADMIN, ALICE, BOB, CAROL, DAVE, ERIN = "t-admin", "t-alice", "t-bob", "t-carol", "t-dave", "t-erin"
 TOKENS = {
@@ -82,15 +83,6 @@ async def _status(session: aiohttp.ClientSession, method: str, url: str, token: 
 
 def _configmap(name: str, ns: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": {"k": "v"}}
-
-
-async def _wait_until(cond: Any, what: str, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await cond():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 # -- request attributes and policies (no server) ------------------------------------------------------
@@ -420,7 +412,7 @@ async def test_watch_limit_per_client(tmp_path: Path) -> None:
                 resp.release()
                 return False
 
-            await _wait_until(slot_free, "a watch slot to be released")
+            await wait_until(slot_free, timeout=10.0, what="a watch slot to be released")
             for resp in open_watches:
                 resp.close()
 

@@ -15,18 +15,6 @@ CM = "/api/v1/namespaces/default/configmaps"
 DEPLOY = "/apis/apps/v1/namespaces/default/deployments"
 
 
-@pytest.fixture
-async def server():
-    async with APIServer(compaction_interval=0) as s:
-        yield s
-
-
-@pytest.fixture
-async def http(server):
-    async with aiohttp.ClientSession(base_url=server.url) as c:
-        yield c
-
-
 async def call(http: aiohttp.ClientSession, method: str, path: str, body: Any = None, *,
                ctype: str | None = "application/json", params: dict[str, str] | None = None,
                raw: bytes | None = None) -> tuple[int, Any, aiohttp.ClientResponse]:

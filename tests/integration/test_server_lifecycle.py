@@ -11,39 +11,11 @@ import aiohttp
 import pytest
 
 from kinformer.server import APIServer
+from testlib import call, wait_until
 
 CM = "/api/v1/namespaces/default/configmaps"
 RS = "/apis/apps/v1/namespaces/default/replicasets"
 CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-
-
-@pytest.fixture
-async def server():
-    async with APIServer(compaction_interval=0) as s:
-        yield s
-
-
-@pytest.fixture
-async def http(server):
-    async with aiohttp.ClientSession(base_url=server.url) as c:
-        yield c
-
-
-async def call(http: aiohttp.ClientSession, method: str, path: str, body: Any = None,
-               params: dict[str, str] | None = None, ctype: str = "application/json") -> tuple[int, Any]:
-    data = json.dumps(body).encode() if body is not None else None
-    async with http.request(method, path, data=data, params=params, headers={"Content-Type": ctype}) as r:
-        return r.status, await r.json()
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 5.0) -> None:
-    """Wait (bounded) until ``check()`` holds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await check():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.02)
 
 
 def gone(http: aiohttp.ClientSession, path: str) -> Callable[[], Awaitable[bool]]:
@@ -97,7 +69,7 @@ async def test_gc_background(http):
     code, body = await call(http, "DELETE", f"{RS}/bg")
     assert code == 200 and body["status"] == "Success"
     for dep in deps:
-        await eventually(gone(http, f"{CM}/{dep}"))
+        await wait_until(gone(http, f"{CM}/{dep}"))
 
 
 async def test_gc_foreground(http):
@@ -106,15 +78,15 @@ async def test_gc_foreground(http):
     assert code == 200 and "foregroundDeletion" in body["metadata"]["finalizers"]
     assert body["metadata"]["deletionTimestamp"]
     for dep in deps:
-        await eventually(gone(http, f"{CM}/{dep}"))
-    await eventually(gone(http, f"{RS}/fg"))
+        await wait_until(gone(http, f"{CM}/{dep}"))
+    await wait_until(gone(http, f"{RS}/fg"))
 
 
 async def test_gc_orphan(http):
     _owner, deps = await owner_and_dependents(http, "or")
     code, body = await call(http, "DELETE", f"{RS}/or", params={"propagationPolicy": "Orphan"})
     assert code == 200 and "orphan" in body["metadata"]["finalizers"]
-    await eventually(gone(http, f"{RS}/or"))
+    await wait_until(gone(http, f"{RS}/or"))
     for dep in deps:
         code, obj = await call(http, "GET", f"{CM}/{dep}")
         assert code == 200 and "ownerReferences" not in obj["metadata"]
@@ -124,7 +96,7 @@ async def test_dependent_of_missing_owner_is_collected(http):
     ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost", "uid": "no-such-uid"}
     code, _ = await call(http, "POST", CM, {"metadata": {"name": "orphaned", "ownerReferences": [ref]}})
     assert code == 201
-    await eventually(gone(http, f"{CM}/orphaned"))
+    await wait_until(gone(http, f"{CM}/orphaned"))
 
 
 async def test_namespace_deletion_removes_contents(http):
@@ -137,7 +109,7 @@ async def test_namespace_deletion_removes_contents(http):
     assert code == 201
     code, ns = await call(http, "DELETE", "/api/v1/namespaces/team")
     assert code == 200 and ns["kind"] == "Namespace"
-    await eventually(gone(http, "/api/v1/namespaces/team"))
+    await wait_until(gone(http, "/api/v1/namespaces/team"))
     code, lst = await call(http, "GET", "/api/v1/namespaces/team/configmaps")
     assert code == 200 and lst["items"] == []
     code, _err = await call(http, "POST", "/api/v1/namespaces/team/configmaps", {"metadata": {"name": "late"}})
@@ -192,7 +164,7 @@ async def test_crd_registration_and_custom_resource_crud(server, http):
 
     code, _body = await call(http, "DELETE", f"{CRD}/widgets.example.com")
     assert code == 200
-    await eventually(gone(http, f"{CRD}/widgets.example.com"))
+    await wait_until(gone(http, f"{CRD}/widgets.example.com"))
     assert (await call(http, "GET", wd))[0] == 404
     assert server.registry.get("example.com", "v1", "widgets") is None
     code, _ = await call(http, "POST", CRD, crd_body())
@@ -228,7 +200,7 @@ async def test_namespace_finalize_subresource(http):
     ns["spec"]["finalizers"] = []
     code, _ = await call(http, "PUT", "/api/v1/namespaces/stuck/finalize", ns)
     assert code == 200
-    await eventually(gone(http, "/api/v1/namespaces/stuck"))
+    await wait_until(gone(http, "/api/v1/namespaces/stuck"))
 
 
 async def test_crd_with_two_served_versions(http):

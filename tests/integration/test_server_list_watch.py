@@ -11,6 +11,7 @@ import pytest
 
 from kinformer.clock import FakeClock
 from kinformer.server import APIServer
+from testlib import call
 
 CM = "/api/v1/namespaces/default/configmaps"
 
@@ -20,19 +21,6 @@ async def server():
     async with APIServer(compaction_interval=0, compaction_keep=0) as s:
         s.api.rv_wait = 0.3
         yield s
-
-
-@pytest.fixture
-async def http(server):
-    async with aiohttp.ClientSession(base_url=server.url) as c:
-        yield c
-
-
-async def call(http: aiohttp.ClientSession, method: str, path: str, body: Any = None,
-               params: dict[str, str] | None = None, ctype: str = "application/json") -> tuple[int, Any]:
-    data = json.dumps(body).encode() if body is not None else None
-    async with http.request(method, path, data=data, params=params, headers={"Content-Type": ctype}) as r:
-        return r.status, await r.json()
 
 
 async def make(http: aiohttp.ClientSession, name: str, ns: str = "default", **labels: str) -> dict[str, Any]:

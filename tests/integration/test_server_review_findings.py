@@ -20,6 +20,7 @@ import pytest
 
 from kinformer.server import APIServer
 from kinformer.server.storage.base import Event
+from testlib import call
 
 CM = "/api/v1/namespaces/default/configmaps"
 
@@ -29,19 +30,6 @@ async def server():
     async with APIServer(storage="memory", compaction_interval=0) as s:
         s.api.rv_wait = 0.5
         yield s
-
-
-@pytest.fixture
-async def http(server):
-    async with aiohttp.ClientSession(base_url=server.url) as c:
-        yield c
-
-
-async def call(http: aiohttp.ClientSession, method: str, path: str, body: Any = None,
-               ctype: str = "application/json", params: dict[str, str] | None = None) -> tuple[int, Any]:
-    data = json.dumps(body).encode() if body is not None else None
-    async with http.request(method, path, data=data, params=params, headers={"Content-Type": ctype}) as r:
-        return r.status, await r.json()
 
 
 async def call_raw(http: aiohttp.ClientSession, method: str, path: str, data: bytes,

@@ -17,6 +17,7 @@ from kinformer.controller import (
     owner_mapper,
 )
 from kinformer.controller.handlers import EnqueueHandler
+from testlib import wait_until
 
 
 class Registration:
@@ -46,14 +47,6 @@ class Source:
 def obj(name: str, ns: str = "default", generation: int = 1, labels=None, owners=()):
     return {"metadata": {"name": name, "namespace": ns, "generation": generation, "labels": labels or {},
                          "ownerReferences": list(owners)}}
-
-
-async def wait_until(cond, timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not cond():
-        assert loop.time() < deadline, "condition not reached"
-        await asyncio.sleep(0.001)
 
 
 async def start(ctrl: Controller) -> asyncio.Task:

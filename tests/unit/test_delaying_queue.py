@@ -4,22 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
 
 import pytest
 
 from kinformer.clock import REAL_CLOCK, FakeClock
 from kinformer.workqueue import DelayingQueue, ShutDown
-
-
-async def eventually(predicate: Callable[[], bool], timeout: float = 2.0) -> None:
-    """Wait (bounded, in real time) until ``predicate()`` holds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached before the deadline")
-        await asyncio.sleep(0.001)
+from testlib import wait_until
 
 
 async def settle() -> None:
@@ -50,7 +40,7 @@ async def test_item_is_added_when_its_time_comes(clock: FakeClock) -> None:
     await settle()
     assert len(q) == 0
     clock.step(0.5)
-    await eventually(lambda: len(q) == 1)
+    await wait_until(lambda: len(q) == 1)
     assert q.waiting_count == 0
     assert await q.get() == "a"
 
@@ -63,7 +53,7 @@ async def test_earliest_ready_time_wins(clock: FakeClock) -> None:
     assert q.waiting_count == 1
     await clock.wait_for_waiters(1)
     clock.step(5.0)
-    await eventually(lambda: len(q) == 1)
+    await wait_until(lambda: len(q) == 1)
     assert await q.get() == "a"
     q.done("a")
     clock.step(15.0)  # past the stale 10 s and 20 s entries
@@ -77,13 +67,13 @@ async def test_sooner_item_wakes_the_waiter_early(clock: FakeClock) -> None:
     await clock.wait_for_waiters(1)
     assert clock.next_deadline() == pytest.approx(clock.now() + 10.0)
     q.add_after("soon", 1.0)
-    await eventually(lambda: clock.next_deadline() == pytest.approx(clock.now() + 1.0))
+    await wait_until(lambda: clock.next_deadline() == pytest.approx(clock.now() + 1.0))
     clock.step(1.0)
-    await eventually(lambda: len(q) == 1)
+    await wait_until(lambda: len(q) == 1)
     assert await q.get() == "soon"
     assert q.waiting_count == 1
     clock.step(9.0)
-    await eventually(lambda: len(q) == 1)
+    await wait_until(lambda: len(q) == 1)
     assert await q.get() == "late"
 
 
@@ -94,7 +84,7 @@ async def test_items_become_ready_in_time_order(clock: FakeClock) -> None:
     q.add_after("c", 2.0)
     await clock.wait_for_waiters(1)
     clock.step(3.0)
-    await eventually(lambda: len(q) == 3)
+    await wait_until(lambda: len(q) == 3)
     assert [await q.get() for _ in range(3)] == ["b", "c", "a"]
 
 
@@ -104,7 +94,7 @@ async def test_delayed_add_of_a_queued_item_is_deduplicated(clock: FakeClock) ->
     q.add_after("a", 1.0)
     await clock.wait_for_waiters(1)
     clock.step(1.0)
-    await eventually(lambda: q.waiting_count == 0)
+    await wait_until(lambda: q.waiting_count == 0)
     assert len(q) == 1
 
 
@@ -115,7 +105,7 @@ async def test_delayed_readd_of_an_in_flight_item_requeues_at_done(clock: FakeCl
     q.add_after("a", 1.0)
     await clock.wait_for_waiters(1)
     clock.step(1.0)
-    await eventually(lambda: q.is_dirty("a"))
+    await wait_until(lambda: q.is_dirty("a"))
     assert len(q) == 0
     q.done("a")
     assert await q.get() == "a"
@@ -126,13 +116,13 @@ async def test_waiter_sleeps_when_idle_and_restarts_for_new_items(clock: FakeClo
     q.add_after("a", 1.0)
     await clock.wait_for_waiters(1)
     clock.step(1.0)
-    await eventually(lambda: len(q) == 1)
+    await wait_until(lambda: len(q) == 1)
     await settle()
     assert clock.waiters == 0  # nothing to wait for: no timer
     q.add_after("b", 2.0)
     await clock.wait_for_waiters(1)
     clock.step(2.0)
-    await eventually(lambda: len(q) == 2)
+    await wait_until(lambda: len(q) == 2)
 
 
 async def test_shutdown_stops_the_waiter_and_drops_waiting_items(clock: FakeClock) -> None:
@@ -142,7 +132,7 @@ async def test_shutdown_stops_the_waiter_and_drops_waiting_items(clock: FakeCloc
     task = q._waiter_task
     assert task is not None
     q.shutdown()
-    await eventually(task.done)
+    await wait_until(task.done)
     assert q.waiting_count == 0
     q.add_after("b", 1.0)
     q.add_after("c", 0)

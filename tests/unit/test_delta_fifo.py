@@ -44,6 +44,19 @@ def apply_to(indexer: Indexer):
     return process
 
 
+class HeldProcess:
+    """A process function that sets ``entered``, then waits for ``release`` before applying to the indexer."""
+
+    def __init__(self, indexer: Indexer) -> None:
+        self.entered, self.release = asyncio.Event(), asyncio.Event()
+        self._apply = apply_to(indexer)
+
+    async def __call__(self, deltas: list[Delta], initial: bool) -> None:
+        self.entered.set()
+        await self.release.wait()
+        self._apply(deltas, initial)
+
+
 # ------------------------------------------------------------------------------------------ basics
 
 
@@ -329,32 +342,26 @@ async def test_replace_while_processing_sees_the_in_flight_object() -> None:
     fifo = DeltaFIFO(known_objects=known)
     added = obj("a")
     fifo.add(added)
-    entered, release = asyncio.Event(), asyncio.Event()
-
-    async def slow(deltas: list[Delta], initial: bool) -> None:
-        entered.set()
-        await release.wait()
-        apply_to(known)(deltas, initial)
-
+    slow = HeldProcess(known)
     task = asyncio.create_task(fifo.pop(slow))
-    await asyncio.wait_for(entered.wait(), WAIT)
+    await asyncio.wait_for(slow.entered.wait(), WAIT)
     fifo.replace([], "9")
     assert fifo.get_by_key("ns/a") == [Delta(DELETED, DeletedFinalStateUnknown("ns/a", added))]
-    release.set()
+    slow.release.set()
     await asyncio.wait_for(task, WAIT)
     await asyncio.wait_for(fifo.pop(apply_to(known)), WAIT)
     assert len(known) == 0
 
     # a watch deletion arriving while the add is processed is queued, not dropped as unknown
     fifo.add(added)
-    entered.clear()
-    release.clear()
+    slow.entered.clear()
+    slow.release.clear()
     task = asyncio.create_task(fifo.pop(slow))
-    await asyncio.wait_for(entered.wait(), WAIT)
+    await asyncio.wait_for(slow.entered.wait(), WAIT)
     deleted = obj("a", "2")
     fifo.delete(deleted)
     assert fifo.get_by_key("ns/a") == [Delta(DELETED, deleted)]
-    release.set()
+    slow.release.set()
     await asyncio.wait_for(task, WAIT)
     await asyncio.wait_for(fifo.pop(apply_to(known)), WAIT)
     assert len(known) == 0
@@ -365,20 +372,14 @@ async def test_no_tombstone_for_key_whose_deletion_is_in_flight() -> None:
     known.add(obj("a"))
     fifo = DeltaFIFO(known_objects=known)
     fifo.delete(obj("a"))
-    entered, release = asyncio.Event(), asyncio.Event()
-
-    async def slow(deltas: list[Delta], initial: bool) -> None:
-        entered.set()
-        await release.wait()
-        apply_to(known)(deltas, initial)
-
+    slow = HeldProcess(known)
     task = asyncio.create_task(fifo.pop(slow))
-    await asyncio.wait_for(entered.wait(), WAIT)
+    await asyncio.wait_for(slow.entered.wait(), WAIT)
     fifo.replace([], "9")
     fifo.resync()
     fifo.delete(obj("a"))
     assert len(fifo) == 0
-    release.set()
+    slow.release.set()
     await asyncio.wait_for(task, WAIT)
     assert len(known) == 0
 

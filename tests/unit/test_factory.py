@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
@@ -11,10 +10,7 @@ import kinformer
 from kinformer.cache.fake import FakeClient
 from kinformer.cache.listwatch import ListOptions
 from kinformer.clock import FakeClock
-
-
-def cm(name: str, ns: str = "default", **labels: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": ns, "labels": labels}, "data": {}}
+from testlib import cm
 
 
 async def test_same_key_same_informer_and_defaults() -> None:

@@ -3,58 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import copy
 
 import pytest
 
 from kinformer.clock import FakeClock
 from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
-from kinformer.errors import AlreadyExists, Conflict, NotFound
-
-
-class LeaseStore:
-    """Just enough of the API for leases: get/create/replace with resourceVersion compare-and-swap."""
-
-    def __init__(self) -> None:
-        self.objects: dict[tuple[str, str], dict] = {}
-        self.rv = 0
-        self.fail = False
-
-    def _check(self) -> None:
-        if self.fail:
-            raise OSError("connection refused")
-
-    async def get(self, resource: str, name: str, namespace: str | None = None) -> dict:
-        self._check()
-        try:
-            return copy.deepcopy(self.objects[(namespace or "", name)])
-        except KeyError:
-            raise NotFound(f'leases "{name}" not found') from None
-
-    async def create(self, resource: str, body: dict, namespace: str | None = None) -> dict:
-        self._check()
-        key = (namespace or "", body["metadata"]["name"])
-        if key in self.objects:
-            raise AlreadyExists("exists")
-        self.rv += 1
-        obj = copy.deepcopy(body)
-        obj["metadata"]["resourceVersion"] = str(self.rv)
-        self.objects[key] = obj
-        return copy.deepcopy(obj)
-
-    async def replace(self, resource: str, body: dict, name: str | None = None, namespace: str | None = None) -> dict:
-        self._check()
-        name = name or body["metadata"]["name"]
-        key = (namespace or "", name)
-        if key not in self.objects:
-            raise NotFound("gone")
-        if body["metadata"].get("resourceVersion") != self.objects[key]["metadata"]["resourceVersion"]:
-            raise Conflict("the object has been modified")
-        self.rv += 1
-        obj = copy.deepcopy(body)
-        obj["metadata"]["resourceVersion"] = str(self.rv)
-        self.objects[key] = obj
-        return copy.deepcopy(obj)
+from testlib import LeaseStore
 
 
 def config(identity: str, **kw) -> LeaderElectionConfig:

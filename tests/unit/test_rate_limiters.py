@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import pytest
 
@@ -17,16 +16,7 @@ from kinformer.workqueue import (
     RateLimitingQueue,
     default_controller_rate_limiter,
 )
-
-
-async def eventually(predicate: Callable[[], bool], timeout: float = 2.0) -> None:
-    """Wait (bounded, in real time) until ``predicate()`` holds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached before the deadline")
-        await asyncio.sleep(0.001)
+from testlib import wait_until
 
 
 def test_exponential_doubles_from_base_and_forget_resets() -> None:
@@ -159,14 +149,14 @@ async def test_rate_limiting_queue_requeues_with_backoff() -> None:
     await asyncio.sleep(0)
     assert len(q) == 0
     clock.step(0.1)
-    await eventually(lambda: len(q) == 1)
+    await wait_until(lambda: len(q) == 1)
     assert await q.get() == "a"
     q.add_rate_limited("a")  # waits 2 s
     q.done("a")
     assert q.num_requeues("a") == 2
     await clock.wait_for_waiters(1)
     clock.step(2.0)
-    await eventually(lambda: len(q) == 1)
+    await wait_until(lambda: len(q) == 1)
     assert await q.get() == "a"
     q.forget("a")
     q.done("a")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -14,6 +14,7 @@ from kinformer.cache.fake import FakeSource
 from kinformer.cache.listwatch import ListOptions, ListResult, TweakedListerWatcher, WatchEvent
 from kinformer.cache.reflector import Backoff, Reflector
 from kinformer.clock import FakeClock
+from testlib import cm, wait_until
 
 
 class RecordingStore:
@@ -38,19 +39,6 @@ class RecordingStore:
 
     def resync(self) -> None:
         self.resyncs += 1
-
-
-async def wait_until(pred: Callable[[], bool], timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not pred():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached before the deadline")
-        await asyncio.sleep(0.001)
-
-
-def cm(name: str, ns: str = "default", **labels: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": ns, "labels": labels}, "data": {"v": "1"}}
 
 
 class Env:

@@ -6,10 +6,9 @@ Each test reproduces one defect the review confirmed (and that has since been fi
 from __future__ import annotations
 
 import asyncio
-import copy
 import random
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -24,20 +23,7 @@ from kinformer.clock import FakeClock
 from kinformer.controller import Controller, Request, Result
 from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
 from kinformer.controller.manager import Manager
-from kinformer.errors import AlreadyExists, Conflict, NotFound
-
-
-async def wait_until(pred: Callable[[], bool], timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not pred():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached before the deadline")
-        await asyncio.sleep(0.001)
-
-
-def cm(name: str, ns: str = "default") -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": ns}, "data": {"v": "1"}}
+from testlib import LeaseStore, cm, wait_until
 
 
 def informer(src: FakeSource, **kwargs: Any) -> SharedIndexInformer:
@@ -249,58 +235,13 @@ async def test_manager_is_not_ready_when_the_cache_sync_timed_out() -> None:
 # ---------------------------------------------------------------------------------------------- leader election
 
 
-class _LeaseStore:
-    """get/create/replace of Leases with resourceVersion CAS; ``get`` can hang or take fake time."""
-
-    def __init__(self, clock: FakeClock) -> None:
-        self.clock = clock
-        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
-        self.rv = 0
-        self.hang_gets = False
-        self.get_entered = asyncio.Event()
-        self.get_latency = 0.0
-
-    async def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
-        if self.hang_gets:
-            self.get_entered.set()
-            await asyncio.Event().wait()  # a request that never returns (client timeout is 60 s by default)
-        if self.get_latency:
-            self.clock.step(self.get_latency)  # the request took this long
-        try:
-            return copy.deepcopy(self.objects[(namespace or "", name)])
-        except KeyError:
-            raise NotFound(f'leases "{name}" not found') from None
-
-    async def create(self, resource: str, body: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
-        key = (namespace or "", body["metadata"]["name"])
-        if key in self.objects:
-            raise AlreadyExists("exists")
-        return self._store(key, body)
-
-    async def replace(self, resource: str, body: dict[str, Any], name: str | None = None,
-                      namespace: str | None = None) -> dict[str, Any]:
-        key = (namespace or "", name or body["metadata"]["name"])
-        if key not in self.objects:
-            raise NotFound("gone")
-        if body["metadata"].get("resourceVersion") != self.objects[key]["metadata"]["resourceVersion"]:
-            raise Conflict("the object has been modified")
-        return self._store(key, body)
-
-    def _store(self, key: tuple[str, str], body: dict[str, Any]) -> dict[str, Any]:
-        self.rv += 1
-        obj = copy.deepcopy(body)
-        obj["metadata"]["resourceVersion"] = str(self.rv)
-        self.objects[key] = obj
-        return copy.deepcopy(obj)
-
-
 def _lease_config(identity: str, **kw: Any) -> LeaderElectionConfig:
     return LeaderElectionConfig(lease_name="review", lease_namespace="default", identity=identity, **kw)
 
 
 async def test_leader_stops_leading_when_a_renewal_hangs_past_the_renew_deadline() -> None:
     clock = FakeClock()
-    store = _LeaseStore(clock)
+    store = LeaseStore(clock)
     stopped = asyncio.Event()
     cfg = _lease_config("me", on_stopped_leading=stopped.set)
     elector = LeaderElector(cfg, store, clock=clock, rng=random.Random(1))
@@ -325,7 +266,7 @@ async def test_leader_stops_leading_when_a_renewal_hangs_past_the_renew_deadline
 
 async def test_candidate_counts_lease_duration_from_when_it_saw_the_record() -> None:
     clock = FakeClock()
-    store = _LeaseStore(clock)
+    store = LeaseStore(clock)
     other = LeaderElector(_lease_config("other"), store, clock=clock)
     assert await other._try_acquire_or_renew()  # "other" holds a fresh 15 s lease
     me = LeaderElector(_lease_config("me"), store, clock=clock)

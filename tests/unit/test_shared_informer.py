@@ -20,19 +20,7 @@ from kinformer.cache.shared_informer import (
     strip_managed_fields,
 )
 from kinformer.clock import FakeClock
-
-
-async def wait_until(pred: Callable[[], bool], timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not pred():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached before the deadline")
-        await asyncio.sleep(0.001)
-
-
-def cm(name: str, ns: str = "default", value: str = "1", **labels: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": ns, "labels": labels}, "data": {"v": value}}
+from testlib import cm, wait_until
 
 
 class Recorder:

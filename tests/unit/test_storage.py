@@ -25,6 +25,7 @@ from kinformer.server.storage import (
     open_storage,
 )
 from kinformer.server.storage import sqlite as sqlite_storage
+from testlib import collect
 
 BACKENDS = ["memory", "sqlite-file", "sqlite-memory"]
 DEADLINE = 10.0
@@ -44,16 +45,6 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     await s.start()
     yield s
     await s.close()
-
-
-async def collect(it: AsyncIterator[Event], n: int) -> list[Event]:
-    out: list[Event] = []
-    async with asyncio.timeout(DEADLINE):
-        async for ev in it:
-            out.append(ev)
-            if len(out) == n:
-                break
-    return out
 
 
 # -- basic CRUD and compare-and-swap ------------------------------------------------------------------

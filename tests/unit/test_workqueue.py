@@ -6,7 +6,7 @@ import asyncio
 import random
 import threading
 from collections import deque
-from collections.abc import Callable, Coroutine, Hashable
+from collections.abc import Coroutine, Hashable
 from typing import Any
 
 import pytest
@@ -15,16 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from kinformer.workqueue import ShutDown, WorkQueue
-
-
-async def eventually(predicate: Callable[[], bool], timeout: float = 2.0) -> None:
-    """Wait (bounded, in real time) until ``predicate()`` holds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached before the deadline")
-        await asyncio.sleep(0.001)
+from testlib import wait_until
 
 
 def get_now(coro: Coroutine[Any, Any, Hashable]) -> Hashable:
@@ -110,10 +101,10 @@ async def test_get_waits_without_busy_waiting() -> None:
 async def test_each_add_wakes_one_waiting_getter() -> None:
     q = WorkQueue()
     getters = [asyncio.create_task(q.get()) for _ in range(3)]
-    await eventually(lambda: len(q._getters) == 3)
+    await wait_until(lambda: len(q._getters) == 3)
     q.add(1)
     q.add(2)
-    await eventually(lambda: sum(g.done() for g in getters) == 2)
+    await wait_until(lambda: sum(g.done() for g in getters) == 2)
     q.add(3)
     assert sorted(await asyncio.wait_for(asyncio.gather(*getters), 2)) == [1, 2, 3]
 
@@ -122,7 +113,7 @@ async def test_cancelled_getter_passes_its_wakeup_on() -> None:
     q = WorkQueue()
     first = asyncio.create_task(q.get())
     second = asyncio.create_task(q.get())
-    await eventually(lambda: len(q._getters) == 2)
+    await wait_until(lambda: len(q._getters) == 2)
     q.add("a")  # wakes `first` ...
     first.cancel()  # ... which leaves before it runs
     assert await asyncio.wait_for(second, 2) == "a"
@@ -134,7 +125,7 @@ async def test_cancelled_getter_passes_its_wakeup_on() -> None:
 async def test_cancelled_waiting_getter_is_forgotten() -> None:
     q = WorkQueue()
     getter = asyncio.create_task(q.get())
-    await eventually(lambda: len(q._getters) == 1)
+    await wait_until(lambda: len(q._getters) == 1)
     getter.cancel()
     with pytest.raises(asyncio.CancelledError):
         await getter
@@ -161,7 +152,7 @@ async def test_shutdown_hands_out_queued_items_then_raises() -> None:
 async def test_shutdown_releases_all_waiting_getters() -> None:
     q = WorkQueue()
     getters = [asyncio.create_task(q.get()) for _ in range(4)]
-    await eventually(lambda: len(q._getters) == 4)
+    await wait_until(lambda: len(q._getters) == 4)
     q.shutdown()
     results = await asyncio.wait_for(asyncio.gather(*getters, return_exceptions=True), 2)
     assert all(isinstance(r, ShutDown) for r in results)
@@ -195,7 +186,7 @@ async def test_shutdown_with_drain_waits_for_in_flight_items() -> None:
     await q.get()
     await q.get()
     drain = asyncio.create_task(q.shutdown_with_drain())
-    await eventually(lambda: len(q._drain_waiters) == 1)
+    await wait_until(lambda: len(q._drain_waiters) == 1)
     assert q.shutting_down
     q.add("c")  # ignored
     q.done("a")
@@ -218,7 +209,7 @@ async def test_shutdown_cuts_a_pending_drain_short() -> None:
     q.add("a")
     await q.get()
     drain = asyncio.create_task(q.shutdown_with_drain())
-    await eventually(lambda: len(q._drain_waiters) == 1)
+    await wait_until(lambda: len(q._drain_waiters) == 1)
     q.shutdown()
     await asyncio.wait_for(drain, 2)
     assert q.is_processing("a")
@@ -230,7 +221,7 @@ async def test_drain_completes_when_last_item_is_requeued_at_done() -> None:
     await q.get()
     q.add("a")
     drain = asyncio.create_task(q.shutdown_with_drain())
-    await eventually(lambda: len(q._drain_waiters) == 1)
+    await wait_until(lambda: len(q._drain_waiters) == 1)
     q.done("a")  # requeued, nothing in flight any more
     await asyncio.wait_for(drain, 2)
     assert await q.get() == "a"
@@ -260,7 +251,7 @@ def test_queue_outlives_an_event_loop() -> None:
 
     async def round_trip(key: str) -> str:
         getter = asyncio.create_task(q.get())
-        await eventually(lambda: len(q._getters) == 1)
+        await wait_until(lambda: len(q._getters) == 1)
         threading.Thread(target=q.add_threadsafe, args=(key,)).start()
         item = await asyncio.wait_for(getter, 2)
         q.done(item)
@@ -304,7 +295,7 @@ async def test_concurrent_workers_never_share_a_key_and_process_every_add() -> N
         q.add(key)
         if rng.random() < 0.3:
             await asyncio.sleep(0)
-    await eventually(lambda: len(q) == 0 and q.processing_count == 0, timeout=10)
+    await wait_until(lambda: len(q) == 0 and q.processing_count == 0, timeout=10)
     await asyncio.wait_for(q.shutdown_with_drain(), 5)
     await asyncio.wait_for(asyncio.gather(*workers), 5)
     assert violations == []

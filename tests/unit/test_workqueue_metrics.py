@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
-
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from kinformer.clock import FakeClock
 from kinformer.workqueue import DelayingQueue, PrometheusMetricsProvider, RateLimitingQueue, WorkQueue
 from kinformer.workqueue.metrics import UNFINISHED_WORK_UPDATE_PERIOD
+from testlib import wait_until
 
 METRIC_NAMES = (
     "workqueue_depth",
@@ -21,16 +19,6 @@ METRIC_NAMES = (
     "workqueue_longest_running_processor_seconds",
     "workqueue_retries_total",
 )
-
-
-async def eventually(predicate: Callable[[], bool], timeout: float = 2.0) -> None:
-    """Wait (bounded, in real time) until ``predicate()`` holds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached before the deadline")
-        await asyncio.sleep(0.001)
 
 
 class Value:
@@ -135,13 +123,13 @@ async def test_unfinished_work_is_refreshed_periodically() -> None:
     await q.get()
     await clock.wait_for_waiters(1)  # the updater sleeps on the queue's clock
     clock.step(UNFINISHED_WORK_UPDATE_PERIOD)
-    await eventually(lambda: provider["longest"].value > 0)
+    await wait_until(lambda: provider["longest"].value > 0)
     assert provider["longest"].value == pytest.approx(1.5)
     assert provider["unfinished"].value == pytest.approx(2.0)
     q.shutdown()
     task = q._metrics_task
     assert task is not None
-    await eventually(task.done)
+    await wait_until(task.done)
 
 
 async def test_retries_count_delayed_adds() -> None:

@@ -108,7 +108,43 @@ class _Waitable:
         return self._closed
 
 
-class DeltaFIFO(_Waitable):
+class _PoppingFIFO(_Waitable):
+    """What DeltaFIFO and RealFIFO share: keys, the initial population and the in-flight record of ``pop``.
+
+    Invariants: ``_in_flight[key]`` is what a running ``pop`` handed to ``process`` for ``key`` (each FIFO
+    decides its shape), removed when that ``process`` ends unless a later pop of the key replaced it;
+    ``_initial_to_pop`` counts queued entries of the first population not popped yet, ``_initial_unprocessed``
+    those not processed yet (``has_synced`` waits for the latter). Subclasses define ``get_by_key`` and
+    ``pop`` (whose bookkeeping stays inline: it is the informer's hot path).
+    """
+
+    __slots__ = ("_in_flight", "_initial_to_pop", "_initial_unprocessed", "_key_func", "_known", "_populated")
+
+    def __init__(self, key_func: KeyFunc, known_objects: KeyListerGetter | None) -> None:
+        super().__init__()
+        self._key_func = key_func
+        self._known = known_objects
+        self._in_flight: dict[str, Any] = {}
+        self._populated = False
+        self._initial_to_pop = 0  # initial entries not popped yet (decides is_in_initial_list)
+        self._initial_unprocessed = 0  # initial entries not processed yet (decides has_synced)
+
+    def key_of(self, obj: Any) -> str:
+        """The key of ``obj``; a tombstone's recorded key for DeletedFinalStateUnknown."""
+        if isinstance(obj, DeletedFinalStateUnknown):
+            return obj.key
+        return self._key_func(obj)
+
+    def has_synced(self) -> bool:
+        """True once the initial population has been popped and processed."""
+        return self._populated and self._initial_unprocessed == 0
+
+    def get(self, obj: Any) -> list[Delta] | None:
+        """The deltas queued for ``obj``'s key (a copy), or None."""
+        return self.get_by_key(self.key_of(obj))
+
+
+class DeltaFIFO(_PoppingFIFO):
     """A producer/consumer queue of per-key delta lists (client-go ``DeltaFIFO``).
 
     Invariants:
@@ -119,29 +155,16 @@ class DeltaFIFO(_Waitable):
         first) happened and every key it queued has been popped *and* processed.
     """
 
-    __slots__ = ("_emit_replaced", "_in_flight", "_initial_to_pop", "_initial_unprocessed", "_items", "_key_func",
-                 "_known", "_populated", "_queue")
+    __slots__ = ("_emit_replaced", "_items", "_queue")
 
     def __init__(self, key_func: KeyFunc = meta_namespace_key, known_objects: KeyListerGetter | None = None,
                  emit_delta_type_replaced: bool = True) -> None:
-        super().__init__()
-        self._key_func = key_func
-        self._known = known_objects
+        super().__init__(key_func, known_objects)
         self._emit_replaced = emit_delta_type_replaced
         self._items: dict[str, list[Delta]] = {}
         self._queue: deque[str] = deque()
-        self._in_flight: dict[str, list[Delta]] = {}
-        self._populated = False
-        self._initial_to_pop = 0  # initial keys not popped yet (decides is_in_initial_list)
-        self._initial_unprocessed = 0  # initial keys not processed yet (decides has_synced)
 
     # ------------------------------------------------------------------ keys and queueing
-
-    def key_of(self, obj: Any) -> str:
-        """The key of ``obj``; a tombstone's recorded key for DeletedFinalStateUnknown."""
-        if isinstance(obj, DeletedFinalStateUnknown):
-            return obj.key
-        return self._key_func(obj)
 
     def _queue_action(self, kind: DeltaType, obj: Any, key: str) -> None:
         deltas = self._items.get(key)
@@ -287,15 +310,7 @@ class DeltaFIFO(_Waitable):
                 self._initial_unprocessed -= 1
         return deltas
 
-    def has_synced(self) -> bool:
-        """True once the initial population has been popped and processed."""
-        return self._populated and self._initial_unprocessed == 0
-
     # ------------------------------------------------------------------ reads
-
-    def get(self, obj: Any) -> list[Delta] | None:
-        """A copy of the deltas queued for ``obj``'s key, or None."""
-        return self.get_by_key(self.key_of(obj))
 
     def get_by_key(self, key: str) -> list[Delta] | None:
         """A copy of the deltas queued for ``key``, or None."""

@@ -23,7 +23,7 @@ from kinformer.cache.delta_fifo import (
     FIFOClosed,
     KeyListerGetter,
     PopProcessFunc,
-    _Waitable,
+    _PoppingFIFO,
 )
 from kinformer.cache.store import KeyFunc, meta_namespace_key
 from kinformer.cache.tombstone import DeletedFinalStateUnknown
@@ -34,7 +34,7 @@ ADDED, UPDATED, DELETED, REPLACED, SYNC = (DeltaType.ADDED, DeltaType.UPDATED, D
                                           DeltaType.REPLACED, DeltaType.SYNC)
 
 
-class RealFIFO(_Waitable):
+class RealFIFO(_PoppingFIFO):
     """An in-order queue of deltas with DeltaFIFO's interface.
 
     Invariants: ``_log`` holds ``(key, delta)`` in arrival order; ``_counts[k]`` is the number of entries
@@ -42,28 +42,15 @@ class RealFIFO(_Waitable):
     ``len()`` is the number of queued deltas (not keys).
     """
 
-    __slots__ = ("_counts", "_in_flight", "_initial_to_pop", "_initial_unprocessed", "_key_func", "_known", "_last",
-                 "_log", "_populated")
+    __slots__ = ("_counts", "_last", "_log")
 
     def __init__(self, key_func: KeyFunc = meta_namespace_key, known_objects: KeyListerGetter | None = None,
                  emit_delta_type_replaced: bool = True) -> None:
-        super().__init__()
+        super().__init__(key_func, known_objects)
         del emit_delta_type_replaced  # accepted for interface parity; RealFIFO always emits Replaced
-        self._key_func = key_func
-        self._known = known_objects
         self._log: deque[tuple[str, Delta]] = deque()
         self._counts: dict[str, int] = {}
         self._last: dict[str, Delta] = {}
-        self._in_flight: dict[str, Delta] = {}
-        self._populated = False
-        self._initial_to_pop = 0
-        self._initial_unprocessed = 0
-
-    def key_of(self, obj: Any) -> str:
-        """The key of ``obj``; a tombstone's recorded key for DeletedFinalStateUnknown."""
-        if isinstance(obj, DeletedFinalStateUnknown):
-            return obj.key
-        return self._key_func(obj)
 
     def _append(self, kind: DeltaType, obj: Any, key: str) -> None:
         delta = Delta(kind, obj)
@@ -167,14 +154,6 @@ class RealFIFO(_Waitable):
             if initial:
                 self._initial_unprocessed -= 1
         return deltas
-
-    def has_synced(self) -> bool:
-        """True once every delta of the first replace has been popped and processed."""
-        return self._populated and self._initial_unprocessed == 0
-
-    def get(self, obj: Any) -> list[Delta] | None:
-        """The deltas queued for ``obj``'s key, oldest first, or None."""
-        return self.get_by_key(self.key_of(obj))
 
     def get_by_key(self, key: str) -> list[Delta] | None:
         """The deltas queued for ``key``, oldest first, or None (a scan: for tests and debugging)."""

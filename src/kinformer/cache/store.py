@@ -200,13 +200,7 @@ class Indexer:
 
     def delete(self, obj: Any) -> Any | None:
         """Remove the object with ``obj``'s key (tombstones accepted); return what was removed, or None."""
-        key = self.key_of(obj)
-        with self._lock:
-            old = self._items.pop(key, _MISSING)
-            if old is _MISSING:
-                return None
-            self._reindex(key, self._values.pop(key), None)
-            return old
+        return self.delete_key(self.key_of(obj))
 
     def delete_key(self, key: str) -> Any | None:
         """Remove the object stored under ``key``; return it, or None if there was none."""

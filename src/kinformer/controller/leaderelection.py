@@ -211,32 +211,31 @@ class LeaderElector:
         duration = float(spec.get("leaseDurationSeconds") or 0)
         if holder and holder != cfg.identity and self._observed_time + duration > now:
             return False
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": cfg.lease_name, "namespace": cfg.lease_namespace, "resourceVersion": rv},
-                "spec": self._record(wall, spec)}
-        try:
-            updated = await self.client.replace(LEASES, body, namespace=cfg.lease_namespace)
-        except (Conflict, NotFound):
-            return False
-        except (TimeoutError, APIError, OSError) as exc:
-            log.warning("%s: error updating lease: %s", cfg.identity, exc)
-            return False
-        self._observe(dict(updated.get("spec") or {}), updated["metadata"].get("resourceVersion"), now)
-        return True
+        body = self._lease(self._record(wall, spec), resourceVersion=rv)
+        return await self._store(self.client.replace(LEASES, body, namespace=cfg.lease_namespace),
+                                 (Conflict, NotFound), "updating", now)
 
     async def _create(self, now: float, wall: float) -> bool:
+        body = self._lease(self._record(wall, None))
+        return await self._store(self.client.create(LEASES, body, namespace=self.config.lease_namespace),
+                                 (AlreadyExists, Conflict), "creating", now)
+
+    def _lease(self, spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
         cfg = self.config
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": cfg.lease_name, "namespace": cfg.lease_namespace},
-                "spec": self._record(wall, None)}
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": cfg.lease_name, "namespace": cfg.lease_namespace, **metadata}, "spec": spec}
+
+    async def _store(self, write: Awaitable[Any], lost: tuple[type[APIError], ...], verb: str, now: float) -> bool:
+        """Await a lease write: True (the stored lease observed) if it succeeded, False if another candidate
+        got there first (``lost``) or the write failed (logged)."""
         try:
-            created = await self.client.create(LEASES, body, namespace=cfg.lease_namespace)
-        except (AlreadyExists, Conflict):
+            stored = await write
+        except lost:
             return False
         except (TimeoutError, APIError, OSError) as exc:
-            log.warning("%s: error creating lease: %s", cfg.identity, exc)
+            log.warning("%s: error %s lease: %s", self.config.identity, verb, exc)
             return False
-        self._observe(dict(created.get("spec") or {}), created["metadata"].get("resourceVersion"), now)
+        self._observe(dict(stored.get("spec") or {}), stored["metadata"].get("resourceVersion"), now)
         return True
 
     def _observe(self, spec: dict[str, Any], rv: str | None, now: float) -> None:

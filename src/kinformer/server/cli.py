@@ -31,7 +31,6 @@ import secrets
 import signal
 import socket
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -90,22 +89,6 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _write_private(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Atomically replace ``path`` with ``data``, created with ``mode``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def ensure_admin_token(data_dir: str | os.PathLike[str]) -> str:
     """The admin bearer token kept in ``DATA/token`` (mode 0600), generated on first use."""
     path = Path(data_dir) / "token"
@@ -114,8 +97,10 @@ def ensure_admin_token(data_dir: str | os.PathLike[str]) -> str:
     except FileNotFoundError:
         token = ""
     if not token:
+        from kinformer.server.tls import write_atomic
+
         token = secrets.token_urlsafe(32)
-        _write_private(path, token.encode() + b"\n")
+        write_atomic(path, token.encode() + b"\n")
     return token
 
 
@@ -144,8 +129,10 @@ def write_kubeconfig(path: str | os.PathLike[str], server_url: str, ca_path: str
         "current-context": context_name,
         "preferences": {},
     }
+    from kinformer.server.tls import write_atomic
+
     out = Path(path)
-    _write_private(out, yaml.safe_dump(config, sort_keys=False).encode())
+    write_atomic(out, yaml.safe_dump(config, sort_keys=False).encode())
     return out
 
 

@@ -34,6 +34,7 @@ import orjson
 from aiohttp import web
 
 from kinformer.server.discovery import GIT_VERSION, subresource_verbs
+from kinformer.server.protobuf import len_field
 
 if TYPE_CHECKING:
     from kinformer.server.registry import Registry, ResourceInfo
@@ -416,25 +417,11 @@ class OpenAPIDocuments:
         return None if found is None else found[1:]
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _pb_bytes(field: int, payload: bytes) -> bytes:
-    """One length-delimited protobuf field (wire type 2)."""
-    return _varint((field << 3) | 2) + _varint(len(payload)) + payload
-
-
 V2_PROTOBUF_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 # gnostic openapi_v2.Document{swagger: "2.0", info: {title, version}, paths: {}}
-_V2_PROTOBUF = (_pb_bytes(1, b"2.0")
-                + _pb_bytes(2, _pb_bytes(1, b"Kubernetes") + _pb_bytes(2, GIT_VERSION.encode()))
-                + _pb_bytes(8, b""))
+_V2_PROTOBUF = (len_field(1, b"2.0")
+                + len_field(2, len_field(1, b"Kubernetes") + len_field(2, GIT_VERSION.encode()))
+                + len_field(8, b""))
 _V2_JSON = orjson.dumps({"swagger": "2.0", "info": {"title": "Kubernetes", "version": GIT_VERSION},
                          "paths": {}, "definitions": {}})
 

@@ -26,6 +26,7 @@ __all__ = [
     "decode_k8s_protobuf",
     "encode_k8s_protobuf",
     "is_protobuf",
+    "len_field",
     "supported_kinds",
 ]
 
@@ -475,7 +476,8 @@ def _tag(number: int, wire: int) -> bytes:
     return _varint(number << 3 | wire)
 
 
-def _len_field(number: int, payload: bytes) -> bytes:
+def len_field(number: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field (wire type 2): tag, payload length, payload."""
     return _tag(number, 2) + _varint(len(payload)) + payload
 
 
@@ -495,9 +497,9 @@ def _encode_time(stamp: str, name: str) -> bytes:
 
 def _encode_intstr(value: Any) -> bytes:
     if isinstance(value, str):
-        return _tag(1, 0) + _varint(1) + _tag(2, 0) + _varint(0) + _len_field(3, value.encode())
+        return _tag(1, 0) + _varint(1) + _tag(2, 0) + _varint(0) + len_field(3, value.encode())
     if isinstance(value, int) and not isinstance(value, bool):
-        return _tag(1, 0) + _varint(0) + _tag(2, 0) + _varint(value) + _len_field(3, b"")
+        return _tag(1, 0) + _varint(0) + _tag(2, 0) + _varint(value) + len_field(3, b"")
     raise ValueError(f"protobuf: int-or-string value expected, got {value!r}")
 
 
@@ -513,16 +515,16 @@ def _encode_map(number: int, mapping: Any, kind: str, name: str) -> bytes:
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"protobuf: {name}[{key}] is not base64") from exc
         elif kind == "map_sq":
-            payload = _len_field(1, str(item).encode())
+            payload = len_field(1, str(item).encode())
         else:
             payload = str(item).encode()
-        out += _len_field(number, _len_field(1, str(key).encode()) + _len_field(2, payload))
+        out += len_field(number, len_field(1, str(key).encode()) + len_field(2, payload))
     return bytes(out)
 
 
 def _encode_value(number: int, kind: str, sub: Table | None, value: Any, name: str) -> bytes:
     if kind == "str":
-        return _len_field(number, str(value).encode())
+        return len_field(number, str(value).encode())
     if kind == "bool":
         return _tag(number, 0) + _varint(1 if value else 0)
     if kind == "int":
@@ -530,22 +532,22 @@ def _encode_value(number: int, kind: str, sub: Table | None, value: Any, name: s
             raise ValueError(f"protobuf: {name} must be an integer")
         return _tag(number, 0) + _varint(value)
     if kind == "bytes":
-        return _len_field(number, base64.b64decode(value))
+        return len_field(number, base64.b64decode(value))
     if kind == "msg":
-        return _len_field(number, _encode_message(value, sub or {}, name))
+        return len_field(number, _encode_message(value, sub or {}, name))
     if kind == "rep_msg":
-        return b"".join(_len_field(number, _encode_message(item, sub or {}, name)) for item in value)
+        return b"".join(len_field(number, _encode_message(item, sub or {}, name)) for item in value)
     if kind == "rep_str":
-        return b"".join(_len_field(number, str(item).encode()) for item in value)
+        return b"".join(len_field(number, str(item).encode()) for item in value)
     if kind in ("map_ss", "map_sb", "map_sq"):
         return _encode_map(number, value, kind, name)
     if kind == "time":
-        return _len_field(number, _encode_time(value, name))
+        return len_field(number, _encode_time(value, name))
     if kind == "intstr":
-        return _len_field(number, _encode_intstr(value))
+        return len_field(number, _encode_intstr(value))
     if kind == _FIELDS_V1_TYPE:
         raw = json.dumps(value, separators=(",", ":")).encode()
-        return _len_field(number, _len_field(1, raw))
+        return len_field(number, len_field(1, raw))
     raise ValueError(f"protobuf: cannot encode field {name} of type {kind}")
 
 
@@ -572,7 +574,7 @@ def encode_k8s_protobuf(obj: Mapping[str, Any]) -> bytes:
     table = _KINDS.get((api_version, kind))
     if table is None:
         raise UnsupportedKindError(f"protobuf: kind {kind!r} in {api_version!r} is not supported")
-    type_meta = _len_field(1, api_version.encode()) + _len_field(2, kind.encode())
+    type_meta = len_field(1, api_version.encode()) + len_field(2, kind.encode())
     raw = _encode_message({k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}, table, kind)
-    envelope = _len_field(1, type_meta) + _len_field(2, raw) + _len_field(3, b"") + _len_field(4, b"")
+    envelope = len_field(1, type_meta) + len_field(2, raw) + len_field(3, b"") + len_field(4, b"")
     return MAGIC + envelope

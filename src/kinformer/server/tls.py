@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["CertPaths", "client_ssl_context", "ensure_certs", "issue_client_cert", "server_ssl_context"]
+__all__ = ["CertPaths", "client_ssl_context", "ensure_certs", "issue_client_cert", "server_ssl_context", "write_atomic"]
 
 CA_VALIDITY = dt.timedelta(days=3650)
 SERVER_VALIDITY = dt.timedelta(days=365)
@@ -55,7 +55,8 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def _write_atomic(path: Path, data: bytes, mode: int) -> None:
+def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Atomically replace ``path`` with ``data``, created with ``mode`` (readers see the old file or the new one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -174,14 +175,14 @@ def ensure_certs(directory: str | os.PathLike[str], hosts: Iterable[str] = ("127
     loaded = _load_ca(paths)
     if loaded is None:
         ca, ca_key = _make_ca()
-        _write_atomic(paths.ca_key, _key_pem(ca_key), 0o600)
-        _write_atomic(paths.ca_cert, ca.public_bytes(serialization.Encoding.PEM), 0o644)
+        write_atomic(paths.ca_key, _key_pem(ca_key), 0o600)
+        write_atomic(paths.ca_cert, ca.public_bytes(serialization.Encoding.PEM), 0o644)
     else:
         ca, ca_key = loaded
     if loaded is None or not _server_cert_usable(paths, ca, hosts):
         cert, key = _make_server(ca, ca_key, hosts)
-        _write_atomic(paths.server_key, _key_pem(key), 0o600)
-        _write_atomic(paths.server_cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+        write_atomic(paths.server_key, _key_pem(key), 0o600)
+        write_atomic(paths.server_cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
     return paths
 
 

@@ -62,34 +62,30 @@ _LABEL_VALUE_RE = re.compile(f"^({_QUALIFIED_FMT})?$")
 _CONFIG_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]+$")
 
 
+def _length_and_format(value: str, max_len: int, pattern: re.Pattern[str], message: str,
+                       prefix: str = "") -> list[str]:
+    """The apimachinery shape of a name check: a length error, then a format error, each led by ``prefix``."""
+    errors = []
+    if len(value) > max_len:
+        errors.append(f"{prefix}must be no more than {max_len} characters")
+    if not pattern.match(value):
+        errors.append(prefix + message)
+    return errors
+
+
 def is_dns1123_label(name: str) -> list[str]:
     """Error messages for ``name`` as an RFC 1123 label (max 63 chars); empty when valid."""
-    errors = []
-    if len(name) > 63:
-        errors.append("must be no more than 63 characters")
-    if not _LABEL_RE.match(name):
-        errors.append(_LABEL_MSG)
-    return errors
+    return _length_and_format(name, 63, _LABEL_RE, _LABEL_MSG)
 
 
 def is_dns1035_label(name: str) -> list[str]:
     """Error messages for ``name`` as an RFC 1035 label (Service names: must start with a letter)."""
-    errors = []
-    if len(name) > 63:
-        errors.append("must be no more than 63 characters")
-    if not _DNS1035_RE.match(name):
-        errors.append(_DNS1035_MSG)
-    return errors
+    return _length_and_format(name, 63, _DNS1035_RE, _DNS1035_MSG)
 
 
 def is_dns1123_subdomain(name: str) -> list[str]:
     """Error messages for ``name`` as an RFC 1123 subdomain (max 253 chars); empty when valid."""
-    errors = []
-    if len(name) > 253:
-        errors.append("must be no more than 253 characters")
-    if not _SUBDOMAIN_RE.match(name):
-        errors.append(_SUBDOMAIN_MSG)
-    return errors
+    return _length_and_format(name, 253, _SUBDOMAIN_RE, _SUBDOMAIN_MSG)
 
 
 def is_qualified_name(value: str) -> list[str]:
@@ -110,13 +106,8 @@ def is_qualified_name(value: str) -> list[str]:
                 "'example.com/MyName')"]
     if not name:
         return ["name part must be non-empty"]
-    errors = []
-    if len(name) > 63:
-        errors.append("name part must be no more than 63 characters")
-    if not _QUALIFIED_RE.match(name):
-        errors.append(f"name part {_QUALIFIED_MSG} (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-                      f"validation is '{_QUALIFIED_FMT}')")
-    return errors
+    return _length_and_format(name, 63, _QUALIFIED_RE, f"{_QUALIFIED_MSG} (e.g. 'MyName',  or 'my.name',  or "
+                              f"'123-abc', regex used for validation is '{_QUALIFIED_FMT}')", "name part ")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -131,13 +122,9 @@ def _cached_label_value(value: str) -> tuple[str, ...]:
 
 def is_valid_label_value(value: str) -> list[str]:
     """Error messages for a label value (empty, or a qualified name part of at most 63 chars)."""
-    errors = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if not _LABEL_VALUE_RE.match(value):
-        errors.append(f"a valid label must be an empty string or {_QUALIFIED_MSG} (e.g. 'MyValue',  or 'my_value',  "
-                      f"or '12345', regex used for validation is '({_QUALIFIED_FMT})?')")
-    return errors
+    return _length_and_format(value, 63, _LABEL_VALUE_RE, f"a valid label must be an empty string or {_QUALIFIED_MSG} "
+                              f"(e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+                              f"'({_QUALIFIED_FMT})?')")
 
 
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -292,12 +279,9 @@ def _validate_annotations(annotations: Any, field: str) -> list[Cause]:
 
 @functools.lru_cache(maxsize=4096)
 def _config_key_errors(key: str) -> tuple[str, ...]:
-    errors = []
-    if len(key) > 253:
-        errors.append("must be no more than 253 characters")
-    if not _CONFIG_KEY_RE.match(key):
-        errors.append("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',"
-                      "  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')")
+    errors = _length_and_format(key, 253, _CONFIG_KEY_RE, "a valid config key must consist of alphanumeric characters, "
+                                "'-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for "
+                                "validation is '[-._a-zA-Z0-9]+')")
     if key == ".":
         errors.append("must not be '.'")
     elif key == "..":
@@ -386,16 +370,20 @@ def _validate_containers(spec: Any, field: str) -> list[Cause]:
             if not isinstance(container, Mapping):
                 causes.append(invalid(path, container, "must be an object"))
                 continue
-            name = container.get("name")
-            if not name:
-                causes.append(required(f"{path}.name"))
-            else:
-                causes += [invalid(f"{path}.name", name, msg) for msg in is_dns1123_label(str(name))]
-                if name in seen:
-                    causes.append(duplicate(f"{path}.name", name))
-                seen.add(str(name))
+            causes += _unique_entry_name(container.get("name"), path, seen)
             if not container.get("image"):
                 causes.append(required(f"{path}.image"))
+    return causes
+
+
+def _unique_entry_name(name: Any, path: str, seen: set[str]) -> list[Cause]:
+    """Causes for ``{path}.name`` of a list entry keyed by a required, unique DNS-1123 label; adds it to ``seen``."""
+    if not name:
+        return [required(f"{path}.name")]
+    causes = [invalid(f"{path}.name", name, msg) for msg in is_dns1123_label(str(name))]
+    if name in seen:
+        causes.append(duplicate(f"{path}.name", name))
+    seen.add(str(name))
     return causes
 
 
@@ -538,14 +526,7 @@ def _validate_crd_versions(versions: Any) -> list[Cause]:
         if not isinstance(version, Mapping):
             causes.append(invalid(path, version, "must be an object"))
             continue
-        name = version.get("name")
-        if not name:
-            causes.append(required(f"{path}.name"))
-        else:
-            causes += [invalid(f"{path}.name", name, msg) for msg in is_dns1123_label(str(name))]
-            if name in seen:
-                causes.append(duplicate(f"{path}.name", name))
-            seen.add(str(name))
+        causes += _unique_entry_name(version.get("name"), path, seen)
         storage += bool(version.get("storage"))
         causes += _validate_version_schema(version.get("schema"), f"{path}.schema")
     if storage != 1:

@@ -315,24 +315,24 @@ class MemoryStorage(Storage):
         self._commit("PUT", kv, None)
         return kv
 
-    async def update(self, key: str, value: bytes, expected_revision: int) -> KeyValue:
+    def _expect(self, key: str, expected_revision: int) -> KeyValue:
+        """The live value of ``key`` if it is at ``expected_revision`` (0: any); else KeyNotFound/RevisionMismatch."""
         self._check_open()
         cur = self._latest(key)
         if cur is None:
             raise KeyNotFound(key)
         if expected_revision and cur.mod_revision != expected_revision:
             raise RevisionMismatch(cur)
+        return cur
+
+    async def update(self, key: str, value: bytes, expected_revision: int) -> KeyValue:
+        cur = self._expect(key, expected_revision)
         kv = KeyValue(key, value, self._rev + 1, cur.create_revision)
         self._commit("PUT", kv, cur)
         return kv
 
     async def delete(self, key: str, expected_revision: int = 0) -> KeyValue:
-        self._check_open()
-        cur = self._latest(key)
-        if cur is None:
-            raise KeyNotFound(key)
-        if expected_revision and cur.mod_revision != expected_revision:
-            raise RevisionMismatch(cur)
+        cur = self._expect(key, expected_revision)
         kv = KeyValue(key, cur.value, self._rev + 1, cur.create_revision)
         self._commit("DELETE", kv, cur)
         return kv

@@ -1,0 +1,145 @@
+"""Helpers shared by the unit, integration and conformance tests.
+
+``tests/`` is on ``sys.path`` while pytest runs (``tests/conftest.py`` puts it there, as ``tests/chaos``
+is for ``chaoslib``), so test modules import this as ``from testlib import ...``.
+
+Every wait here is bounded: what does not come in time fails the test (AssertionError or TimeoutError)
+instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import aiohttp
+
+from kinformer.clock import FakeClock
+from kinformer.errors import AlreadyExists, Conflict, NotFound
+
+_T = TypeVar("_T")
+
+__all__ = ["LeaseStore", "call", "cm", "collect", "configmap", "wait_until", "wait_until_sync"]
+
+
+async def wait_until(cond: Callable[[], bool | Awaitable[bool]], timeout: float = 15.0, what: str = "condition",
+                     interval: float | None = None) -> None:
+    """Poll ``cond`` until it is true, for at most ``timeout`` seconds of real time.
+
+    ``cond`` may be a plain predicate or return an awaitable (an HTTP check, say). Plain predicates are
+    polled every millisecond; awaitable ones, each a round trip, every 20 ms, unless ``interval`` is given.
+    The default deadline is generous (a loaded 2-core machine): it only delays a failure, never a pass.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        result = cond()
+        awaited = inspect.isawaitable(result)
+        if awaited:
+            result = await result
+        if result:
+            return
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(interval if interval is not None else (0.02 if awaited else 0.001))
+
+
+def wait_until_sync(predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition",
+                    interval: float = 0.05) -> None:
+    """Blocking form of :func:`wait_until` for tests that drive servers in threads or subprocesses."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+async def collect(it: AsyncIterator[_T], n: int, timeout: float = 20.0) -> list[_T]:
+    """The first ``n`` items of ``it`` (fewer if it ends first); fails with TimeoutError after ``timeout`` s."""
+    out: list[_T] = []
+    async with asyncio.timeout(timeout):
+        async for item in it:
+            out.append(item)
+            if len(out) == n:
+                break
+    return out
+
+
+async def call(http: aiohttp.ClientSession, method: str, path: str, body: Any = None,
+               params: dict[str, str] | None = None, ctype: str = "application/json") -> tuple[int, Any]:
+    """Send ``body`` (JSON-encoded unless None) and return the status code and the decoded JSON reply."""
+    data = json.dumps(body).encode() if body is not None else None
+    async with http.request(method, path, data=data, params=params, headers={"Content-Type": ctype}) as r:
+        return r.status, await r.json()
+
+
+def cm(name: str, ns: str = "default", value: str = "1", **labels: str) -> dict[str, Any]:
+    """A ConfigMap as cache-level tests feed it to stores and informers: metadata, labels and ``data.v``."""
+    return {"metadata": {"name": name, "namespace": ns, "labels": labels}, "data": {"v": value}}
+
+
+def configmap(name: str, ns: str = "default", **data: str) -> dict[str, Any]:
+    """A complete ConfigMap object (apiVersion and kind included) to send to an API server."""
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": data}
+
+
+class LeaseStore:
+    """The API calls a LeaderElector makes, on Leases held in memory: get/create/replace with resourceVersion CAS.
+
+    Faults: ``fail`` makes every call raise OSError (the server unreachable); ``hang_gets`` makes ``get`` never
+    return (``get_entered`` is set when one starts); ``get_latency`` steps ``clock`` by that much per ``get``.
+    """
+
+    def __init__(self, clock: FakeClock | None = None) -> None:
+        self.clock = clock
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self.rv = 0
+        self.fail = False
+        self.hang_gets = False
+        self.get_entered = asyncio.Event()
+        self.get_latency = 0.0
+
+    def _check(self) -> None:
+        if self.fail:
+            raise OSError("connection refused")
+
+    async def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        self._check()
+        if self.hang_gets:
+            self.get_entered.set()
+            await asyncio.Event().wait()  # a request that never returns (client timeout is 60 s by default)
+        if self.get_latency and self.clock is not None:
+            self.clock.step(self.get_latency)  # the request took this long
+        try:
+            return copy.deepcopy(self.objects[(namespace or "", name)])
+        except KeyError:
+            raise NotFound(f'leases "{name}" not found') from None
+
+    async def create(self, resource: str, body: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        self._check()
+        key = (namespace or "", body["metadata"]["name"])
+        if key in self.objects:
+            raise AlreadyExists("exists")
+        return self._store(key, body)
+
+    async def replace(self, resource: str, body: dict[str, Any], name: str | None = None,
+                      namespace: str | None = None) -> dict[str, Any]:
+        self._check()
+        key = (namespace or "", name or body["metadata"]["name"])
+        if key not in self.objects:
+            raise NotFound("gone")
+        if body["metadata"].get("resourceVersion") != self.objects[key]["metadata"]["resourceVersion"]:
+            raise Conflict("the object has been modified")
+        return self._store(key, body)
+
+    def _store(self, key: tuple[str, str], body: dict[str, Any]) -> dict[str, Any]:
+        self.rv += 1
+        obj = copy.deepcopy(body)
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self.objects[key] = obj
+        return copy.deepcopy(obj)
