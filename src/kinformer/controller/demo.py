@@ -517,6 +517,10 @@ class Demo:
             console.print(f"{name}: processed {reg.processed}, still pending {reg.pending}")
         verdict = "[bold green]every Foo converged[/]" if converged else "[bold red]some Foos did not converge[/]"
         console.print(verdict)
+        if not self.args.keep:
+            console.print("To look at it with kubectl: `kinformer demo --keep` leaves the server running and "
+                          "writes ./kinformer-demo.kubeconfig\n(then: kubectl --kubeconfig kinformer-demo.kubeconfig "
+                          "get foos -A).")
 
     async def _keep(self, server: Any, data: Path) -> None:
         from kinformer.server.cli import write_kubeconfig
