@@ -146,15 +146,16 @@ def limits_middleware(*, max_watches_per_client: int | None = None, rate_limit_q
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if _is_health(request.path):
+        # without a rate limit only GETs that may be watches count: skip the client key for the rest
+        may_watch = watches is not None and request.method == "GET" and _may_watch(request)
+        if (rate is None and not may_watch) or _is_health(request.path):
             return await handler(request)
         key = client_key(request)
         if rate is not None:
             wait = rate.acquire(key)
             if wait > 0:
                 return _too_many(max(1, math.ceil(wait)), "Too many requests, please try again later.")
-        if watches is None or request.method != "GET" or not _may_watch(request) \
-                or request_attributes(request).verb != "watch":
+        if not may_watch or request_attributes(request).verb != "watch":
             return await handler(request)
         if not watches.try_acquire(key):
             return _too_many(WATCH_RETRY_AFTER, f"Too many requests: at most {watches.limit} watches per client, "
