@@ -68,6 +68,23 @@ class WatcherTooSlow(StorageError):
     """A watcher's buffer overflowed; it must re-watch from its last revision."""
 
 
+def resolve_revision(revision: int, current: int, compacted: int) -> int:
+    """The revision a read at ``revision`` (0 = latest) sees, per the module invariants.
+
+    Raises ValueError for a negative revision, :class:`FutureRevision` above ``current`` and
+    :class:`Compacted` below ``compacted``.
+    """
+    if revision == 0:
+        return current
+    if revision < 0:
+        raise ValueError(f"revision must not be negative: {revision}")
+    if revision > current:
+        raise FutureRevision(revision, current)
+    if revision < compacted:
+        raise Compacted(revision, compacted)
+    return revision
+
+
 @dataclass(frozen=True, slots=True)
 class KeyValue:
     key: str

@@ -33,6 +33,7 @@ from .base import (
     Storage,
     StorageError,
     WatcherTooSlow,
+    resolve_revision,
 )
 
 __all__ = ["DEFAULT_WATCH_BUFFER", "MemoryStorage", "WatchHub", "prefix_end"]
@@ -230,15 +231,7 @@ class MemoryStorage(Storage):
         return self._compacted
 
     def _resolve(self, revision: int) -> int:
-        if revision == 0:
-            return self._rev
-        if revision < 0:
-            raise ValueError(f"revision must not be negative: {revision}")
-        if revision > self._rev:
-            raise FutureRevision(revision, self._rev)
-        if revision < self._compacted:
-            raise Compacted(revision, self._compacted)
-        return revision
+        return resolve_revision(revision, self._rev, self._compacted)
 
     async def get(self, key: str, revision: int = 0) -> KeyValue | None:
         rev = self._resolve(revision)

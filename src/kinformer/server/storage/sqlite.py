@@ -60,6 +60,7 @@ from .base import (
     RevisionMismatch,
     Storage,
     StorageError,
+    resolve_revision,
 )
 from .memory import DEFAULT_WATCH_BUFFER, WatchHub, drain_live, prefix_end
 
@@ -300,15 +301,7 @@ class SQLiteStorage(Storage):
         return self._compacted
 
     def _resolve(self, revision: int) -> int:
-        if revision == 0:
-            return self._rev
-        if revision < 0:
-            raise ValueError(f"revision must not be negative: {revision}")
-        if revision > self._rev:
-            raise FutureRevision(revision, self._rev)
-        if revision < self._compacted:
-            raise Compacted(revision, self._compacted)
-        return revision
+        return resolve_revision(revision, self._rev, self._compacted)
 
     async def _at_revision(self, revision: int, fn: Callable[..., _T], *args: Any) -> tuple[int, _T]:
         """Run ``fn(rev, *args)`` in the reader thread at a resolved revision that compaction did not overtake."""
