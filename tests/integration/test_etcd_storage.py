@@ -1,6 +1,6 @@
 """The etcd storage backend against real etcd processes (single member and a 3-member cluster) on loopback.
 
-The backend-parametrized cases of tests/unit/test_storage.py run here too, against a fresh etcd each.
+The backend-parametrized cases of tests/unit/server/test_storage.py run here too, against a fresh etcd each.
 An empty etcd is at revision 1 while those cases expect 0, so they see the backend through
 :class:`_Shifted`, which only renumbers revisions by one; the etcd-specific tests use the backend as is.
 """
@@ -244,7 +244,7 @@ class _Shifted(Storage):
 
 
 def _load_shared_cases() -> dict[str, object]:
-    path = Path(__file__).resolve().parents[1] / "unit" / "test_storage.py"
+    path = Path(__file__).resolve().parents[1] / "unit" / "server" / "test_storage.py"
     spec = importlib.util.spec_from_file_location("kinformer_shared_storage_cases", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
