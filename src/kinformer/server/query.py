@@ -1,0 +1,130 @@
+"""Query parameters of list and watch requests: label/field selectors and continue tokens.
+
+A malformed parameter is a 400 :class:`~kinformer.server.status.StatusError`, never a 5xx.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from ..errors import SelectorError
+from ..selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
+from . import status as st
+from .registry import ResourceInfo
+
+_FALSE = ("0", "false", "False", "FALSE")
+CONTINUE_TOO_OLD = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
+    "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
+    "modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+_BUILTIN_FIELDS: dict[tuple[str, str], frozenset[str]] = {
+    ("", "pods"): frozenset({"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+                             "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"}),
+    ("", "secrets"): frozenset({"type"}),
+    ("", "namespaces"): frozenset({"status.phase"}),
+    ("", "nodes"): frozenset({"spec.unschedulable"}),
+    ("", "events"): frozenset({"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+                               "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+                               "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"}),
+    ("apps", "replicasets"): frozenset({"status.replicas"}),
+}
+
+
+def truthy(value: str | None) -> bool:
+    return value is not None and value not in _FALSE
+
+
+class Filter:
+    """Label + field selector of a list or watch; ``None`` members mean "match everything"."""
+
+    __slots__ = ("fields", "labels")
+
+    def __init__(self, labels: LabelSelector | None, fields: FieldSelector | None) -> None:
+        self.labels = labels
+        self.fields = fields
+
+    @property
+    def empty(self) -> bool:
+        return self.labels is None and self.fields is None
+
+    def __call__(self, obj: Mapping[str, Any]) -> bool:
+        meta = obj.get("metadata") or {}
+        if self.labels is not None and not self.labels.matches(meta.get("labels") or {}):
+            return False
+        if self.fields is not None:
+            values = {}
+            for req in self.fields.requirements:
+                values[req.field] = field_value(obj, req.field)
+            if not self.fields.matches(values):
+                return False
+        return True
+
+
+def field_value(obj: Mapping[str, Any], path: str) -> str:
+    """The string form of the value at a dotted ``path`` ("" when absent), as field selectors compare it."""
+    cur: Any = obj
+    for part in path.split("."):
+        if not isinstance(cur, Mapping):
+            return ""
+        cur = cur.get(part)
+        if cur is None:
+            return ""
+    if isinstance(cur, bool):
+        return "true" if cur else "false"
+    return str(cur)
+
+
+def make_filter(info: ResourceInfo, query: Mapping[str, str]) -> Filter:
+    """Parse ``labelSelector``/``fieldSelector``; 400 when either is malformed or names an unsupported field."""
+    labels = fields = None
+    try:
+        text = query.get("labelSelector", "")
+        if text:
+            labels = parse_label_selector(text)
+            if labels.empty():
+                labels = None
+        text = query.get("fieldSelector", "")
+        if text:
+            fields = parse_field_selector(text)
+            if fields.empty():
+                fields = None
+    except SelectorError as e:
+        raise st.bad_request(f"unable to parse requirement: {e}" if "requirement" not in str(e) else str(e)) from None
+    if fields is not None:
+        allowed = {"metadata.name", "metadata.namespace"}
+        allowed.update(f.lstrip(".") for f in info.selectable_fields)
+        if info.builtin:
+            allowed.update(_BUILTIN_FIELDS.get((info.group, info.plural), ()))
+        for req in fields.requirements:
+            if req.field not in allowed:
+                raise st.bad_request(f'field label not supported: {req.field}')
+    return Filter(labels, fields)
+
+
+# ------------------------------------------------------------------------------------------ continue tokens
+
+
+def encode_continue(rv: int, key: str) -> str:
+    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": key})
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_continue(token: str) -> tuple[int, str]:
+    try:
+        pad = "=" * (-len(token) % 4)
+        data = orjson.loads(base64.urlsafe_b64decode(token + pad))
+        rv, start = data["rv"], data["start"]
+        if not isinstance(rv, int) or isinstance(rv, bool) or not isinstance(start, str):
+            raise TypeError("continue token fields have the wrong types")
+    except Exception:
+        raise st.bad_request("continue key is not valid: incorrect encoded start resourceVersion (version "
+                             "meta.k8s.io/v1)") from None
+    if data.get("v") != "meta.k8s.io/v1" or ".." in start or start.startswith("/"):
+        raise st.bad_request("continue key is not valid: incorrect encoded start resourceVersion (version "
+                             "meta.k8s.io/v1)")
+    return rv, start

@@ -1,0 +1,54 @@
+"""Request routing of the resource API: a path under ``/api/v1`` or ``/apis/<group>/<version>`` to a :class:`Target`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import status as st
+from .registry import Registry, ResourceInfo
+
+
+@dataclass(slots=True)
+class Target:
+    """What a request addresses: a resource, optionally a namespace, an object and a subresource."""
+
+    info: ResourceInfo
+    namespace: str
+    name: str
+    subresource: str
+    watch: bool
+
+
+def resolve_target(registry: Registry, group: str, version: str, rest: str) -> Target:
+    """The :class:`Target` of the path ``rest`` under a group version; 404 for anything not served."""
+    parts = rest.split("/")
+    if parts and parts[-1] == "":
+        parts.pop()
+    watch = False
+    if parts and parts[0] == "watch":
+        watch = True
+        parts = parts[1:]
+    if not parts or any(p == "" for p in parts):
+        raise st.route_not_found()
+    namespace = ""
+    ns_info = registry.get(group, version, "namespaces") if not group else None
+    if parts[0] == "namespaces" and len(parts) >= 3 and not (ns_info and len(parts) == 3
+                                                             and parts[2] in ns_info.subresources):
+        namespace = parts[1]
+        parts = parts[2:]
+        info = registry.get(group, version, parts[0])
+        if info is None or not info.namespaced:
+            raise st.route_not_found()
+    else:
+        info = registry.get(group, version, parts[0])
+        if info is None:
+            raise st.route_not_found()
+        if info.namespaced and len(parts) > 1:
+            raise st.route_not_found()
+    if len(parts) > 3:
+        raise st.route_not_found()
+    name = parts[1] if len(parts) > 1 else ""
+    sub = parts[2] if len(parts) > 2 else ""
+    if sub and sub not in info.subresources:
+        raise st.route_not_found()
+    return Target(info, namespace, name, sub, watch)

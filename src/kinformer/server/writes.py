@@ -1,0 +1,405 @@
+"""Writes of the resource API: create, update, patch, server-side apply, scale and delete."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from ..errors import SelectorError
+from ..selectors import label_selector_from_dict
+from . import status as st
+from .apply import update_managed_fields
+from .bodies import check_delete_options, check_kind, content_type, decode_object, parse_document, read_body
+from .objects import MAX_RETRIES, ObjectStore, parse_rv, served, timestamp, validate
+from .query import make_filter, truthy
+from .reads import ReadHandlers
+from .registry import ResourceInfo
+from .responses import json_response
+from .routing import Target
+from .storage.base import KeyNotFound, RevisionMismatch
+from .validation import unknown_fields
+
+_QUOTE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
+                  "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def _quote_warning(text: str) -> str:
+    """``text`` as the quoted-string of a Warning header, escaped as Go's strconv.Quote does (kube's form).
+
+    The result holds no control characters, so a client-chosen field name can never break the header.
+    """
+    out = ['"']
+    for ch in text:
+        esc = _QUOTE_ESCAPES.get(ch)
+        if esc is not None:
+            out.append(esc)
+        elif ch.isprintable():
+            out.append(ch)
+        elif ord(ch) < 0x100:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The autoscaling/v1 Scale view of a workload object."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    selector = spec.get("selector")
+    try:
+        sel_text = str(label_selector_from_dict(selector)) if isinstance(selector, Mapping) else ""
+    except SelectorError:
+        sel_text = ""
+    smeta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta}
+    status: dict[str, Any] = {"replicas": (obj.get("status") or {}).get("replicas", 0)}
+    if sel_text:
+        status["selector"] = sel_text
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": smeta,
+            "spec": {"replicas": spec.get("replicas", 0)}, "status": status}
+
+
+class WriteHandlers(ReadHandlers):
+    """create/update/patch/apply/scale/delete of the resource API."""
+
+    prepare_hooks: dict[tuple[str, str], Callable[[dict[str, Any], dict[str, Any] | None], None]]
+
+    async def _decode(self, request: web.Request) -> dict[str, Any]:
+        body = await read_body(request)
+        return decode_object(parse_document(body, content_type(request)))
+
+    @staticmethod
+    def _dry_run(request: web.Request) -> bool:
+        values = request.query.getall("dryRun", [])
+        for v in values:
+            if v != "All":
+                raise st.bad_request(f'Invalid dry run value: "{v}"; supported values: "All"')
+        return bool(values)
+
+    def _field_validation(self, request: web.Request, info: ResourceInfo, obj: Mapping[str, Any]) -> dict[str, str]:
+        """Apply ``fieldValidation``: Strict -> 400 on unknown fields; Warn -> Warning headers."""
+        mode = request.query.get("fieldValidation", "Warn")
+        if mode not in ("Strict", "Warn", "Ignore"):
+            raise st.bad_request(f'fieldValidation "{mode}" is not a valid value; valid values are '
+                                 '"Strict", "Warn" and "Ignore"')
+        if mode == "Ignore":
+            return {}
+        unknown = unknown_fields(info, obj)
+        if not unknown:
+            return {}
+        if mode == "Strict":
+            msg = ", ".join(f'unknown field "{u}"' for u in unknown)
+            raise st.bad_request(f"strict decoding error: {msg}")
+        warnings = ", ".join("299 - " + _quote_warning(f'unknown field "{u}"') for u in unknown)
+        return {"Warning": warnings}
+
+    def _prepare_custom(self, info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
+        """Prune and default a custom resource by its structural schema."""
+        if info.builtin or not info.schema:
+            return obj
+        from .validation import apply_defaults, prune
+
+        pruned, _ = prune(info.schema, obj)
+        return apply_defaults(info.schema, pruned)
+
+    def _hook(self, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        hook = self.prepare_hooks.get((info.group, info.plural))
+        if hook is not None:
+            hook(obj, old)
+
+    @staticmethod
+    def _manager(request: web.Request) -> str:
+        fm = request.query.get("fieldManager", "")
+        if fm:
+            return fm
+        agent = request.headers.get("User-Agent", "unknown")
+        return agent.split("/", 1)[0] or "unknown"
+
+    def _managed(self, info: ResourceInfo, old: dict[str, Any] | None, new: dict[str, Any], manager: str,
+                 subresource: str = "") -> dict[str, Any]:
+        """``new`` with ``metadata.managedFields`` recording a non-apply write by ``manager``."""
+        return update_managed_fields(old, new, manager=manager, operation="Update", info=info,
+                                     subresource=subresource or None, now=timestamp(self.clock))
+
+    async def create(self, request: web.Request, t: Target) -> web.Response:
+        info = t.info
+        dry = self._dry_run(request)
+        obj = await self._decode(request)
+        check_kind(info, obj)
+        headers = self._field_validation(request, info, obj)
+        obj = self._prepare_custom(info, obj)
+        obj = self.store.prepare_create(info, t.namespace, obj)
+        self._hook(info, obj, None)
+        validate(info, obj)
+        obj = self._managed(info, None, obj, self._manager(request))
+        created = await self.store.create(info, t.namespace, obj, dry_run=dry)
+        return json_response(created, 201, headers)
+
+    async def update(self, request: web.Request, t: Target) -> web.Response:
+        info = t.info
+        dry = self._dry_run(request)
+        new = await self._decode(request)
+        check_kind(info, new)
+        headers = self._field_validation(request, info, new)
+        new = self._prepare_custom(info, new)
+        meta = new.get("metadata") or {}
+        want = meta.get("resourceVersion") or ""
+        if not isinstance(want, str):
+            raise st.bad_request("json: cannot unmarshal into Go struct field ObjectMeta.metadata.resourceVersion "
+                                 "of type string")
+        want_rv = parse_rv(want) if want else 0
+        manager = self._manager(request)
+        for attempt in range(MAX_RETRIES):
+            old, kv = await self.store.read(info, t.namespace, t.name, cached=attempt == 0, want_rv=want_rv)
+            if want_rv and want_rv != kv.mod_revision:
+                raise st.conflict(info, t.name)
+            result = self.store.prepare_update(info, old, copy.deepcopy(new), subresource=t.subresource)
+            if not t.subresource:
+                self._hook(info, result, old)
+            validate(info, result, old)
+            result = self._managed(info, old, result, manager, t.subresource)
+            try:
+                out = await self.store.write_update(info, kv, result, dry_run=dry)
+            except RevisionMismatch:
+                if want_rv:
+                    raise st.conflict(info, t.name) from None
+                continue
+            except KeyNotFound:
+                raise st.not_found(info, t.name) from None
+            return json_response(out, 200, headers)
+        raise st.conflict(info, t.name)
+
+    async def patch(self, request: web.Request, t: Target) -> web.Response:
+        from .patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
+
+        info = t.info
+        dry = self._dry_run(request)
+        ctype = content_type(request)
+        body = await read_body(request)
+        if ctype == "application/apply-patch+yaml":
+            return await self._apply(request, t, body, dry)
+        kinds = {"application/json-patch+json": "json", "application/merge-patch+json": "merge",
+                 "application/strategic-merge-patch+json": "strategic"}
+        kind = kinds.get(ctype)
+        if kind is None or (kind == "strategic" and not info.builtin):
+            raise st.StatusError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
+                                 f"accepted media types include: application/json-patch+json, "
+                                 f"application/merge-patch+json, application/apply-patch+yaml (got {ctype})")
+        try:
+            doc = orjson.loads(body) if body.strip() else None
+        except orjson.JSONDecodeError as e:
+            raise st.bad_request(f"error decoding patch: {e}") from None
+        if kind == "json" and not isinstance(doc, list):
+            raise st.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+        if kind != "json" and not isinstance(doc, dict):
+            raise st.bad_request("error decoding patch: the patch must be a JSON object")
+        manager = self._manager(request)
+        headers: dict[str, str] = {}
+        for attempt in range(MAX_RETRIES):
+            old, kv = await self.store.read(info, t.namespace, t.name, cached=attempt == 0)
+            try:
+                if kind == "json":
+                    new = json_patch(old, doc)
+                elif kind == "merge":
+                    new = json_merge_patch(old, doc)
+                else:
+                    new = strategic_merge_patch(old, doc, info)
+            except PatchError as e:
+                if attempt == 0:
+                    continue  # the cached copy may be stale: judge the patch against storage
+                raise st.StatusError(e.code, e.reason, e.message,
+                                     details={"causes": e.causes} if e.causes else None) from None
+            new = decode_object(new)
+            want = (new.get("metadata") or {}).get("resourceVersion")
+            if want and str(want) != old["metadata"]["resourceVersion"]:
+                if attempt == 0:
+                    continue
+                raise st.conflict(info, t.name)
+            headers = self._field_validation(request, info, new)
+            new = self._prepare_custom(info, new)
+            result = self.store.prepare_update(info, old, new, subresource=t.subresource)
+            if not t.subresource:
+                self._hook(info, result, old)
+            validate(info, result, old)
+            result = self._managed(info, old, result, manager, t.subresource)
+            try:
+                out = await self.store.write_update(info, kv, result, dry_run=dry)
+            except RevisionMismatch:
+                continue
+            except KeyNotFound:
+                raise st.not_found(info, t.name) from None
+            return json_response(out, 200, headers)
+        raise st.conflict(info, t.name)
+
+    async def _apply(self, request: web.Request, t: Target, body: bytes, dry: bool) -> web.Response:
+        from .apply import ApplyConflict, server_side_apply
+        from .patch import PatchError
+
+        info = t.info
+        manager = request.query.get("fieldManager", "")
+        if not manager:
+            raise st.bad_request("PATCH, application/apply-patch+yaml requires fieldManager to be set")
+        force = truthy(request.query.get("force"))
+        applied = decode_object(parse_document(body, "application/yaml"))
+        check_kind(info, applied)
+        ameta = applied.get("metadata") or {}
+        if ameta.get("name") and ameta["name"] != t.name:
+            raise st.bad_request(f'the name of the object ({ameta["name"]}) does not match the name on the URL '
+                                 f"({t.name})")
+        headers = self._field_validation(request, info, applied)
+        for _ in range(MAX_RETRIES):
+            kv = await self.storage.get(ObjectStore.key(info, t.namespace, t.name))
+            live = served(kv) if kv is not None else None
+            want = ameta.get("resourceVersion")
+            if want and (live is None or str(want) != live["metadata"]["resourceVersion"]):
+                raise st.conflict(info, t.name)
+            try:
+                merged = server_side_apply(live, applied, manager=manager, force=force, info=info,
+                                           subresource=t.subresource or None, now=timestamp(self.clock))
+            except ApplyConflict as e:
+                raise st.StatusError(409, "Conflict", e.message, details={
+                    "name": t.name, "group": info.group, "kind": info.plural, "causes": list(e.causes)}) from None
+            except PatchError as e:
+                raise st.StatusError(e.code, e.reason, e.message,
+                                     details={"causes": e.causes} if e.causes else None) from None
+            merged = self._prepare_custom(info, merged)
+            if live is None:
+                merged.setdefault("metadata", {})["name"] = t.name
+                merged["metadata"].pop("resourceVersion", None)
+                obj = self.store.prepare_create(info, t.namespace, merged)
+                self._hook(info, obj, None)
+                validate(info, obj)
+                try:
+                    created = await self.store.create(info, t.namespace, obj, dry_run=dry)
+                except st.StatusError as e:
+                    if e.reason == "AlreadyExists":
+                        continue
+                    raise
+                return json_response(created, 201, headers)
+            assert kv is not None
+            result = self.store.prepare_update(info, live, merged, subresource=t.subresource)
+            if not t.subresource:
+                self._hook(info, result, live)
+            validate(info, result, live)
+            try:
+                out = await self.store.write_update(info, kv, result, dry_run=dry)
+            except (RevisionMismatch, KeyNotFound):
+                continue
+            return json_response(out, 200, headers)
+        raise st.conflict(info, t.name)
+
+    async def scale(self, request: web.Request, t: Target) -> web.Response:
+        """The ``/scale`` subresource of built-in workloads: an autoscaling/v1 Scale view of spec.replicas."""
+        from .patch import PatchError, json_merge_patch, json_patch
+
+        info = t.info
+        if request.method in ("GET", "HEAD"):
+            obj, _ = await self.store.read(info, t.namespace, t.name)
+            return json_response(scale_of(obj))
+        if request.method not in ("PUT", "PATCH"):
+            raise st.method_not_allowed()
+        dry = self._dry_run(request)
+        ctype = content_type(request)
+        body = await read_body(request)
+        for attempt in range(MAX_RETRIES):
+            old, kv = await self.store.read(info, t.namespace, t.name, cached=attempt == 0)
+            current = scale_of(old)
+            try:
+                if request.method == "PUT":
+                    wanted = decode_object(parse_document(body, ctype))
+                elif ctype == "application/json-patch+json":
+                    wanted = json_patch(current, orjson.loads(body))
+                elif ctype in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+                    wanted = json_merge_patch(current, orjson.loads(body))
+                else:
+                    raise st.unsupported_media_type(ctype)
+            except orjson.JSONDecodeError as e:
+                raise st.bad_request(f"error decoding patch: {e}") from None
+            except PatchError as e:
+                if attempt == 0:
+                    continue
+                raise st.StatusError(e.code, e.reason, e.message) from None
+            want = (wanted.get("metadata") or {}).get("resourceVersion")
+            if want and str(want) != current["metadata"]["resourceVersion"]:
+                if attempt == 0:
+                    continue
+                raise st.conflict(info, t.name)
+            wanted_spec = wanted.get("spec")
+            if wanted_spec is not None and not isinstance(wanted_spec, dict):
+                raise st.bad_request(f"json: cannot unmarshal {type(wanted_spec).__name__} into Go struct field "
+                                     "Scale.spec of type v1.ScaleSpec")
+            replicas = (wanted_spec or {}).get("replicas", 0)
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                raise st.invalid(info, t.name, [{"reason": "FieldValueInvalid", "field": "spec.replicas",
+                                                 "message": f"Invalid value: {replicas!r}: must be greater than or "
+                                                            "equal to 0"}])
+            result = copy.deepcopy(old)
+            result.setdefault("spec", {})["replicas"] = replicas
+            result = self.store.prepare_update(info, old, result)
+            validate(info, result, old)
+            try:
+                out = await self.store.write_update(info, kv, result, dry_run=dry)
+            except RevisionMismatch:
+                continue
+            except KeyNotFound:
+                raise st.not_found(info, t.name) from None
+            return json_response(scale_of(out))
+        raise st.conflict(info, t.name)
+
+    async def _delete_options(self, request: web.Request) -> dict[str, Any]:
+        body = await read_body(request)
+        opts: dict[str, Any] = {}
+        if body.strip():
+            doc = parse_document(body, content_type(request))
+            if not isinstance(doc, dict):
+                raise st.bad_request("DeleteOptions must be a JSON object")
+            opts.update(doc)
+        q = request.query
+        if "propagationPolicy" in q:
+            opts["propagationPolicy"] = q["propagationPolicy"]
+        if "orphanDependents" in q:
+            opts["orphanDependents"] = truthy(q["orphanDependents"])
+        if "gracePeriodSeconds" in q:
+            opts["gracePeriodSeconds"] = q["gracePeriodSeconds"]
+        if "dryRun" in opts and opts["dryRun"] not in ([], ["All"], None):
+            raise st.bad_request(f'Invalid dry run value: "{opts["dryRun"]}"; supported values: "All"')
+        check_delete_options(opts)
+        return opts
+
+    async def delete(self, request: web.Request, t: Target) -> web.Response:
+        info = t.info
+        opts = await self._delete_options(request)
+        dry = self._dry_run(request) or opts.get("dryRun") == ["All"]
+        obj, deleted = await self.store.delete(info, t.namespace, t.name, opts, dry_run=dry)
+        if deleted and not (info.builtin and not info.group and info.plural == "pods"):
+            return json_response(st.success(info, t.name, obj["metadata"].get("uid")))
+        code = 202 if (not deleted and opts.get("orphanDependents") is False) else 200
+        return json_response(obj, code)
+
+    async def delete_collection(self, request: web.Request, t: Target) -> web.Response:
+        info = t.info
+        if info.namespaced and not t.namespace:
+            raise st.method_not_allowed()
+        flt = make_filter(info, request.query)
+        opts = await self._delete_options(request)
+        dry = self._dry_run(request) or opts.get("dryRun") == ["All"]
+        await self._sync()
+        objs = [co for co in self.cache.bucket(info.storage_prefix).snapshot(t.namespace)
+                if flt.empty or flt(co.obj)]
+        items: list[bytes] = []
+        for co in objs:
+            try:
+                obj, _ = await self.store.delete(info, co.namespace, co.name, opts, dry_run=dry)
+            except st.StatusError as e:
+                if e.code == 404:
+                    continue
+                raise
+            items.append(orjson.dumps(obj))
+        return json_response(self._list_bytes(info, self.cache.revision, items))
