@@ -351,6 +351,23 @@ async def test_authorization_allows_and_denies(tmp_path: Path) -> None:
         assert await code("DELETE", f"{core}/namespaces/team-b/configmaps", ADMIN) == 200
 
 
+async def test_watch_only_user_cannot_write_through_watch_paths(tmp_path: Path) -> None:
+    """Authorization sees ``watch`` on ``/watch/`` paths; the routing rule makes that verb true (GET only)."""
+    async with _policy_server(tmp_path) as (server, session):
+        cms = f"{server.url}/api/v1/namespaces/team-a/configmaps"
+        watch_cms = f"{server.url}/api/v1/watch/namespaces/team-a/configmaps"
+        assert (await _status(session, "POST", cms, ADMIN, _configmap("kept", "team-a")))[0] == 201
+        before = await server.storage.current_revision()
+        for method, url, body in (("POST", watch_cms, _configmap("c", "team-a")), ("DELETE", watch_cms, None),
+                                  ("PUT", watch_cms + "/kept", _configmap("kept", "team-a")),
+                                  ("DELETE", watch_cms + "/kept", None)):
+            code, status = await _status(session, method, url, CAROL, body)
+            assert (code, status["reason"]) == (405, "MethodNotAllowed"), (method, url)
+        assert await server.storage.current_revision() == before
+        code, lst = await _status(session, "GET", cms, ADMIN)
+        assert [o["metadata"]["name"] for o in lst["items"]] == ["kept"]
+
+
 async def test_forbidden_status_shape(tmp_path: Path) -> None:
     async with _policy_server(tmp_path) as (server, session):
         core = f"{server.url}/api/v1"

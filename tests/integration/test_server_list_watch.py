@@ -329,3 +329,24 @@ async def test_consistent_reads_survive_revisions_outside_registry(server, http)
     await make(http, "g2")
     code, lst = await call(http, "GET", CM)
     assert names(lst) == ["g1", "g2"]
+
+
+async def test_watch_paths_serve_get_only(server, http):
+    """``/watch/`` paths answer only GET: every other method is a 405 MethodNotAllowed Status, nothing written."""
+    await make(http, "keep")
+    before = await server.storage.current_revision()
+    paths = ["/api/v1/watch/namespaces/default/configmaps", "/api/v1/watch/namespaces/default/configmaps/keep",
+             "/apis/apps/v1/watch/namespaces/default/deployments", "/api/v1/watch/namespaces"]
+    body = {"metadata": {"name": "made-through-watch"}, "data": {"v": "x"}}
+    for path in paths:
+        for method in ("POST", "PUT", "PATCH", "DELETE"):
+            code, status = await call(http, method, path, body)
+            assert (code, status["kind"], status["reason"]) == (405, "Status", "MethodNotAllowed"), (method, path)
+        async with http.head(path) as resp:
+            assert resp.status == 405, path
+    assert await server.storage.current_revision() == before
+    code, lst = await call(http, "GET", CM)
+    assert names(lst) == ["keep"]
+    async with http.get("/api/v1/watch/namespaces/default/configmaps", params={"timeoutSeconds": "1"}) as resp:
+        assert resp.status == 200
+        assert [e["object"]["metadata"]["name"] for e in await read_events(resp, 1)] == ["keep"]

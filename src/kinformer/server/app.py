@@ -208,10 +208,28 @@ def build_app(api: ResourceAPI, registry: Registry, *, extra_routes: Iterable[we
     routes.append(web.get("/metrics", metrics.handle))
     routes.extend(_optional_routes(registry))
     routes.extend(extra_routes)
+    watch = _watch_only(api.handle)
+    routes.append(web.route("*", "/api/{version}/{rest:watch/.+}", watch))
+    routes.append(web.route("*", "/apis/{group}/{version}/{rest:watch/.+}", watch))
     routes.append(web.route("*", "/api/{version}/{rest:.+}", api.handle))
     routes.append(web.route("*", "/apis/{group}/{version}/{rest:.+}", api.handle))
     app.add_routes(routes)
     return app
+
+
+def _watch_only(handler: Handler) -> Handler:
+    """The routing rule of the ``/watch/`` paths: kube-apiserver serves only GET there (405 otherwise).
+
+    Authorization sees the verb ``watch`` on these paths whatever the method, so without this rule a
+    user allowed only to watch could create or delete through them.
+    """
+
+    async def watch(request: web.Request) -> web.StreamResponse:
+        if request.method != "GET":
+            raise st.method_not_allowed()
+        return await handler(request)
+
+    return watch
 
 
 def _optional_routes(registry: Registry) -> list[web.RouteDef]:
