@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from aiohttp import web
 
+from ..clock import Clock
 from . import status as st
 from .handlers import MAX_BODY, ResourceAPI, truthy
 from .objects import timestamp
 from .registry import Registry, ResourceInfo
+from .strategy import DefaultStrategy
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +176,23 @@ def crd_status(crd: dict[str, Any], clock_ts: str) -> None:
     }
 
 
+class CRDStrategy(DefaultStrategy):
+    """CustomResourceDefinitions are accepted and established as written (status kept across updates)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+    def prepare_for_create(self, info: ResourceInfo, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(info, obj)
+        crd_status(obj, timestamp(self.clock))
+
+    def prepare_for_update(self, info: ResourceInfo, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
+        super().prepare_for_update(info, obj, old)
+        if "status" in old:
+            obj["status"] = old["status"]
+        crd_status(obj, timestamp(self.clock))
+
+
 def build_app(api: ResourceAPI, registry: Registry, *, extra_routes: Iterable[web.RouteDef] = (),
               middlewares: Iterable[Any] = (), max_inflight: int = 1000) -> web.Application:
     """The aiohttp application: discovery/OpenAPI routes (when present), health checks and the resource API."""
@@ -181,12 +200,7 @@ def build_app(api: ResourceAPI, registry: Registry, *, extra_routes: Iterable[we
     app = web.Application(client_max_size=MAX_BODY,
                           middlewares=[*middlewares, error_middleware(max_inflight, metrics)])
 
-    def crd_prepare(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if old is not None and "status" in old:
-            obj["status"] = old["status"]
-        crd_status(obj, timestamp(api.clock))
-
-    api.prepare_hooks[("apiextensions.k8s.io", "customresourcedefinitions")] = crd_prepare
+    api.store.strategies.register("apiextensions.k8s.io", "customresourcedefinitions", CRDStrategy(api.clock))
 
     def crd_written(info: ResourceInfo, obj: dict[str, Any], deleted: bool) -> None:
         if info.group != "apiextensions.k8s.io" or info.plural != "customresourcedefinitions":

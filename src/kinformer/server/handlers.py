@@ -8,8 +8,6 @@ Parses the path into a :class:`~kinformer.server.routing.Target`, then dispatche
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
 
 import orjson
 from aiohttp import web
@@ -45,7 +43,6 @@ class ResourceAPI(WatchHandlers, WriteHandlers):
         self.bookmark_interval = bookmark_interval
         self.rv_wait = RV_WAIT_SECONDS
         self.closing = asyncio.Event()
-        self.prepare_hooks: dict[tuple[str, str], Callable[[dict[str, Any], dict[str, Any] | None], None]] = {}
 
     def resolve(self, group: str, version: str, rest: str) -> Target:
         return resolve_target(self.registry, group, version, rest)

@@ -28,6 +28,7 @@ from ..clock import REAL_CLOCK, Clock
 from . import status as st
 from .registry import Registry, ResourceInfo
 from .storage.base import KeyExists, KeyNotFound, KeyValue, RevisionMismatch, Storage
+from .strategy import DefaultStrategy, Strategy, StrategyRegistry
 from .validation import generate_name, validate_object
 from .watchcache import WatchCache
 
@@ -89,9 +90,12 @@ def parse_rv(value: Any, *, what: str = "resourceVersion") -> int:
     return rv
 
 
-def validate(info: ResourceInfo, obj: dict[str, Any], old: Mapping[str, Any] | None = None) -> None:
-    """Raise 422 Invalid with causes when ``obj`` is not acceptable."""
+def validate(info: ResourceInfo, obj: dict[str, Any], old: Mapping[str, Any] | None = None,
+             strategy: Strategy | None = None) -> None:
+    """Raise 422 Invalid with causes when ``obj`` is not acceptable (schema, metadata and ``strategy`` checks)."""
     causes = validate_object(info, obj, old) + _owner_ref_causes(obj)
+    if strategy is not None:
+        causes += strategy.validate(info, obj) if old is None else strategy.validate_update(info, obj, old)
     name = (obj.get("metadata") or {}).get("name")
     if (not isinstance(name, str) or not name) and not any(c.get("field") == "metadata.name" for c in causes):
         causes.append({"reason": "FieldValueRequired", "field": "metadata.name",
@@ -162,19 +166,8 @@ def _set_type(obj: dict[str, Any], info: ResourceInfo) -> None:
     obj.update(rest)
 
 
-def _spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
-
-
-def _generation_part(info: ResourceInfo, obj: Mapping[str, Any]) -> dict[str, Any]:
-    """What a change of bumps ``metadata.generation``: all but metadata (and status when it is a subresource).
-
-    A custom resource without the status subresource counts status as part of its desired state (kube's
-    customResourceStrategy); built-ins keep status out.
-    """
-    if info.builtin or info.has_status:
-        return _spec_part(obj)
-    return {k: v for k, v in obj.items() if k not in ("metadata", "kind", "apiVersion")}
+class _ReturnsDeletedObject(DefaultStrategy):
+    returns_deleted_object = True
 
 
 class ObjectStore:
@@ -186,6 +179,8 @@ class ObjectStore:
         self.registry = registry
         self.clock = clock
         self.cache = cache
+        self.strategies = StrategyRegistry()
+        self.strategies.register("", "pods", _ReturnsDeletedObject())
         # Hooks run after a successful (non-dry-run) write: (info, object or None when deleted).
         self.after_write: list[Callable[[ResourceInfo, dict[str, Any], bool], None]] = []
 
@@ -261,7 +256,7 @@ class ObjectStore:
             meta["name"] = generate_name(meta["generateName"])
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = timestamp(self.clock)
-        meta["generation"] = 1
+        meta.pop("generation", None)
         for k in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             meta.pop(k, None)
         if info.has_status and not (info.builtin and info.plural in ("pods", "namespaces", "nodes")):
@@ -279,7 +274,12 @@ class ObjectStore:
             obj.setdefault("type", "Opaque")
         elif not info.group and info.plural == "services" and isinstance(obj.get("spec"), dict):
             obj["spec"].setdefault("type", "ClusterIP")
+        self.strategies.get(info).prepare_for_create(info, obj)
         return obj
+
+    def validate(self, info: ResourceInfo, obj: dict[str, Any], old: Mapping[str, Any] | None = None) -> None:
+        """422 Invalid when ``obj`` (a create, or an update of ``old``) fails the generic or the kind's checks."""
+        validate(info, obj, old, self.strategies.get(info))
 
     async def create(self, info: ResourceInfo, namespace: str, obj: dict[str, Any], *,
                      dry_run: bool = False) -> dict[str, Any]:
@@ -343,10 +343,12 @@ class ObjectStore:
             if not info.group and info.plural == "namespaces":
                 new["spec"] = old.get("spec", {})
         _set_type(result, info)
-        gen = ometa.get("generation", 1)
-        if not subresource and _generation_part(info, old) != _generation_part(info, result):
-            gen += 1
-        nmeta["generation"] = gen
+        if "generation" in ometa:
+            nmeta["generation"] = ometa["generation"]
+        else:
+            nmeta.pop("generation", None)
+        if not subresource:
+            self.strategies.get(info).prepare_for_update(info, result, old)
         if ometa.get("deletionTimestamp"):
             added = set(nmeta.get("finalizers") or ()) - set(ometa.get("finalizers") or ())
             if added:
@@ -418,7 +420,7 @@ class ObjectStore:
                 raise st.conflict(info, name)
             candidate = copy.deepcopy(new) if not want_rv else new
             result = self.prepare_update(info, old, candidate, subresource=subresource)
-            validate(info, result, old)
+            self.validate(info, result, old)
             try:
                 return await self.write_update(info, kv, result, dry_run=dry_run)
             except RevisionMismatch:
@@ -447,7 +449,7 @@ class ObjectStore:
                 return old
             result = res if raw else self.prepare_update(info, old, res)  # type: ignore[arg-type]
             if not raw:
-                validate(info, result, old)
+                self.validate(info, result, old)
             try:
                 return await self.write_update(info, kv, result, dry_run=dry_run)
             except RevisionMismatch:
@@ -510,7 +512,8 @@ class ObjectStore:
                 meta["finalizers"] = finalizers
                 meta["deletionTimestamp"] = timestamp(self.clock)
                 meta["deletionGracePeriodSeconds"] = 0
-                meta["generation"] = meta.get("generation", 1) + 1
+                if meta.get("generation"):
+                    meta["generation"] += 1
                 if not info.group and info.plural == "namespaces":
                     obj.setdefault("status", {})["phase"] = "Terminating"
                 if not finalizers:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -14,7 +14,7 @@ from ..selectors import label_selector_from_dict
 from . import status as st
 from .apply import update_managed_fields
 from .bodies import check_delete_options, check_kind, content_type, decode_object, parse_document, read_body
-from .objects import MAX_RETRIES, ObjectStore, parse_rv, served, timestamp, validate
+from .objects import MAX_RETRIES, ObjectStore, parse_rv, served, timestamp
 from .query import make_filter, truthy
 from .reads import ReadHandlers
 from .registry import ResourceInfo
@@ -69,8 +69,6 @@ def scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
 class WriteHandlers(ReadHandlers):
     """create/update/patch/apply/scale/delete of the resource API."""
 
-    prepare_hooks: dict[tuple[str, str], Callable[[dict[str, Any], dict[str, Any] | None], None]]
-
     async def _decode(self, request: web.Request) -> dict[str, Any]:
         body = await read_body(request)
         return decode_object(parse_document(body, content_type(request)))
@@ -109,11 +107,6 @@ class WriteHandlers(ReadHandlers):
         pruned, _ = prune(info.schema, obj)
         return apply_defaults(info.schema, pruned)
 
-    def _hook(self, info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        hook = self.prepare_hooks.get((info.group, info.plural))
-        if hook is not None:
-            hook(obj, old)
-
     @staticmethod
     def _manager(request: web.Request) -> str:
         fm = request.query.get("fieldManager", "")
@@ -136,8 +129,7 @@ class WriteHandlers(ReadHandlers):
         headers = self._field_validation(request, info, obj)
         obj = self._prepare_custom(info, obj)
         obj = self.store.prepare_create(info, t.namespace, obj)
-        self._hook(info, obj, None)
-        validate(info, obj)
+        self.store.validate(info, obj)
         obj = self._managed(info, None, obj, self._manager(request))
         created = await self.store.create(info, t.namespace, obj, dry_run=dry)
         return json_response(created, 201, headers)
@@ -161,9 +153,7 @@ class WriteHandlers(ReadHandlers):
             if want_rv and want_rv != kv.mod_revision:
                 raise st.conflict(info, t.name)
             result = self.store.prepare_update(info, old, copy.deepcopy(new), subresource=t.subresource)
-            if not t.subresource:
-                self._hook(info, result, old)
-            validate(info, result, old)
+            self.store.validate(info, result, old)
             result = self._managed(info, old, result, manager, t.subresource)
             try:
                 out = await self.store.write_update(info, kv, result, dry_run=dry)
@@ -225,9 +215,7 @@ class WriteHandlers(ReadHandlers):
             headers = self._field_validation(request, info, new)
             new = self._prepare_custom(info, new)
             result = self.store.prepare_update(info, old, new, subresource=t.subresource)
-            if not t.subresource:
-                self._hook(info, result, old)
-            validate(info, result, old)
+            self.store.validate(info, result, old)
             result = self._managed(info, old, result, manager, t.subresource)
             try:
                 out = await self.store.write_update(info, kv, result, dry_run=dry)
@@ -274,8 +262,7 @@ class WriteHandlers(ReadHandlers):
                 merged.setdefault("metadata", {})["name"] = t.name
                 merged["metadata"].pop("resourceVersion", None)
                 obj = self.store.prepare_create(info, t.namespace, merged)
-                self._hook(info, obj, None)
-                validate(info, obj)
+                self.store.validate(info, obj)
                 try:
                     created = await self.store.create(info, t.namespace, obj, dry_run=dry)
                 except st.StatusError as e:
@@ -285,9 +272,7 @@ class WriteHandlers(ReadHandlers):
                 return json_response(created, 201, headers)
             assert kv is not None
             result = self.store.prepare_update(info, live, merged, subresource=t.subresource)
-            if not t.subresource:
-                self._hook(info, result, live)
-            validate(info, result, live)
+            self.store.validate(info, result, live)
             try:
                 out = await self.store.write_update(info, kv, result, dry_run=dry)
             except (RevisionMismatch, KeyNotFound):
@@ -343,7 +328,7 @@ class WriteHandlers(ReadHandlers):
             result = copy.deepcopy(old)
             result.setdefault("spec", {})["replicas"] = replicas
             result = self.store.prepare_update(info, old, result)
-            validate(info, result, old)
+            self.store.validate(info, result, old)
             try:
                 out = await self.store.write_update(info, kv, result, dry_run=dry)
             except RevisionMismatch:
@@ -378,7 +363,7 @@ class WriteHandlers(ReadHandlers):
         opts = await self._delete_options(request)
         dry = self._dry_run(request) or opts.get("dryRun") == ["All"]
         obj, deleted = await self.store.delete(info, t.namespace, t.name, opts, dry_run=dry)
-        if deleted and not (info.builtin and not info.group and info.plural == "pods"):
+        if deleted and not self.store.strategies.get(info).returns_deleted_object:
             return json_response(st.success(info, t.name, obj["metadata"].get("uid")))
         code = 202 if (not deleted and opts.get("orphanDependents") is False) else 200
         return json_response(obj, code)
