@@ -55,6 +55,17 @@ _EXPORTS: dict[str, str] = {
     "LeaderElectionLost": "kinformer.controller",
     "LeaderElector": "kinformer.controller",
     "LeaderElectionConfig": "kinformer.controller",
+    # operator toolkit
+    "EventRecorder": "kinformer.controller.events",
+    "set_controller_reference": "kinformer.controller.ownership",
+    "set_owner_reference": "kinformer.controller.ownership",
+    "AlreadyOwnedError": "kinformer.controller.ownership",
+    "create_or_update": "kinformer.controller.mutate",
+    "create_or_patch": "kinformer.controller.mutate",
+    "ensure_finalizer": "kinformer.controller.finalizers",
+    "remove_finalizer": "kinformer.controller.finalizers",
+    "set_condition": "kinformer.controller.conditions",
+    "find_condition": "kinformer.controller.conditions",
     # selectors, time, errors
     "LabelSelector": "kinformer.selectors",
     "parse_label_selector": "kinformer.selectors",
