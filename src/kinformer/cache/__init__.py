@@ -15,7 +15,11 @@ from .store import (
 from .tombstone import DeletedFinalStateUnknown
 from .real_fifo import RealFIFO
 from .listwatch import ListerWatcher, ListOptions, ListResult, TweakedListerWatcher, WatchEvent
-from .reflector import Backoff, Reflector, ReflectorStats
+from .backoff import Backoff
+from .reflector import Reflector, ReflectorStats, WatchOutcome
+from .processor_listener import Notification, NotificationKind, ProcessorListener
+from .mutation_detector import MutationDetector
+from .transforms import Transform
 from .shared_informer import (
     DEFAULT_TRANSFORM,
     CacheMutationError,

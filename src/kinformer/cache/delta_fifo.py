@@ -72,6 +72,25 @@ ADDED, UPDATED, DELETED, REPLACED, SYNC = (DeltaType.ADDED, DeltaType.UPDATED, D
 YIELD_EVERY = 128
 
 
+def _wake_all(waiters: list[asyncio.Future[None]]) -> list[asyncio.Future[None]]:
+    """Resolve every waiter; returns the new (empty) waiter list."""
+    for fut in waiters:
+        if not fut.done():
+            fut.set_result(None)
+    return []
+
+
+async def _park(waiters: list[asyncio.Future[None]]) -> None:
+    """Wait on a new future in ``waiters`` until woken (it leaves the list however the wait ends)."""
+    fut = asyncio.get_running_loop().create_future()
+    waiters.append(fut)
+    try:
+        await fut
+    finally:
+        if fut in waiters:
+            waiters.remove(fut)
+
+
 class _Waitable:
     """Per-waiter futures for an asyncio queue: cancellation of one waiter never disturbs another."""
 
@@ -83,20 +102,11 @@ class _Waitable:
         self._streak = 0
 
     def _wake(self) -> None:
-        waiters, self._waiters = self._waiters, []
-        for fut in waiters:
-            if not fut.done():
-                fut.set_result(None)
+        self._waiters = _wake_all(self._waiters)
 
     async def _wait(self) -> None:
         self._streak = 0
-        fut = asyncio.get_running_loop().create_future()
-        self._waiters.append(fut)
-        try:
-            await fut
-        finally:
-            if fut in self._waiters:
-                self._waiters.remove(fut)
+        await _park(self._waiters)
 
     def close(self) -> None:
         """Close the queue: ``pop`` drains what is queued, then raises :class:`FIFOClosed`."""
@@ -118,7 +128,8 @@ class _PoppingFIFO(_Waitable):
     ``pop`` (whose bookkeeping stays inline: it is the informer's hot path).
     """
 
-    __slots__ = ("_in_flight", "_initial_to_pop", "_initial_unprocessed", "_key_func", "_known", "_populated")
+    __slots__ = ("_in_flight", "_initial_to_pop", "_initial_unprocessed", "_key_func", "_known", "_populated",
+                 "_sync_waiters")
 
     def __init__(self, key_func: KeyFunc, known_objects: KeyListerGetter | None) -> None:
         super().__init__()
@@ -128,6 +139,7 @@ class _PoppingFIFO(_Waitable):
         self._populated = False
         self._initial_to_pop = 0  # initial entries not popped yet (decides is_in_initial_list)
         self._initial_unprocessed = 0  # initial entries not processed yet (decides has_synced)
+        self._sync_waiters: list[asyncio.Future[None]] = []
 
     def key_of(self, obj: Any) -> str:
         """The key of ``obj``; a tombstone's recorded key for DeletedFinalStateUnknown."""
@@ -138,6 +150,27 @@ class _PoppingFIFO(_Waitable):
     def has_synced(self) -> bool:
         """True once the initial population has been popped and processed."""
         return self._populated and self._initial_unprocessed == 0
+
+    async def wait_synced(self) -> None:
+        """Return once :meth:`has_synced` (woken by the change that makes it true, never polled); raise
+        :class:`FIFOClosed` if the queue is closed first."""
+        while not self.has_synced():
+            if self._closed:
+                raise FIFOClosed("closed before it synced")
+            await _park(self._sync_waiters)
+
+    def _notify_synced(self) -> None:
+        """Wake :meth:`wait_synced` callers (after a change that may have made the queue synced, or close)."""
+        self._sync_waiters = _wake_all(self._sync_waiters)
+
+    def _set_populated(self) -> None:
+        self._populated = True
+        if self._initial_unprocessed == 0:
+            self._notify_synced()
+
+    def close(self) -> None:
+        super().close()
+        self._notify_synced()
 
     def get(self, obj: Any) -> list[Delta] | None:
         """The deltas queued for ``obj``'s key (a copy), or None."""
@@ -182,13 +215,15 @@ class DeltaFIFO(_PoppingFIFO):
 
     def add(self, obj: Any) -> None:
         """Queue an Added delta."""
-        self._populated = True
+        if not self._populated:
+            self._set_populated()
         key = obj.key if obj.__class__ is DeletedFinalStateUnknown else self._key_func(obj)
         self._queue_action(ADDED, obj, key)
 
     def update(self, obj: Any) -> None:
         """Queue an Updated delta."""
-        self._populated = True
+        if not self._populated:
+            self._set_populated()
         key = obj.key if obj.__class__ is DeletedFinalStateUnknown else self._key_func(obj)
         self._queue_action(UPDATED, obj, key)
 
@@ -198,7 +233,8 @@ class DeltaFIFO(_PoppingFIFO):
         (Then the deletion was already reported, e.g. by a relist's tombstone, and is dropped.)
         """
         key = self.key_of(obj)
-        self._populated = True
+        if not self._populated:
+            self._set_populated()
         if key not in self._items and self._known_object(key) is None:
             return
         self._queue_action(DELETED, obj, key)
@@ -259,8 +295,8 @@ class DeltaFIFO(_PoppingFIFO):
             self._queue_action(DELETED, DeletedFinalStateUnknown(key, obj), key)
 
         if not self._populated:
-            self._populated = True
             self._initial_to_pop = self._initial_unprocessed = len(listed) + deletions
+            self._set_populated()
 
     def resync(self) -> None:
         """Queue a Sync delta for every key the consumer knows, except keys that already have queued deltas."""
@@ -308,6 +344,8 @@ class DeltaFIFO(_PoppingFIFO):
                 del in_flight[key]
             if initial:
                 self._initial_unprocessed -= 1
+                if not self._initial_unprocessed:
+                    self._notify_synced()
         return deltas
 
     # ------------------------------------------------------------------ reads

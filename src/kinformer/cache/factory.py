@@ -5,18 +5,23 @@ label_selector=..., field_selector=...)`` (:class:`kinformer.Client` and
 :class:`kinformer.cache.fake.FakeClient` both offer it), applies ``tweak_list_options`` to every request, and
 hands out the same :class:`SharedIndexInformer` for the same key. ``start()`` starts the informers not yet
 started and may be called again after more informers were requested.
+
+Ownership: the factory owns the task of every informer it started; :meth:`SharedInformerFactory.shutdown`
+(also run on leaving ``async with factory:`` or ``async with factory.running():``) stops and awaits them all.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import Any, Protocol
 
+from kinformer.cache.backoff import Backoff
 from kinformer.cache.listwatch import ListerWatcher, ListOptions, TweakedListerWatcher
-from kinformer.cache.reflector import Backoff
-from kinformer.cache.shared_informer import DEFAULT_TRANSFORM, SharedIndexInformer, Transform
+from kinformer.cache.shared_informer import SharedIndexInformer
+from kinformer.cache.transforms import DEFAULT_TRANSFORM, Transform
 from kinformer.clock import REAL_CLOCK, Clock
 
 __all__ = ["ListerWatcherSource", "SharedInformerFactory"]
@@ -41,8 +46,8 @@ def _informer_name(key: InformerKey) -> str:
 
 
 class SharedInformerFactory:
-    """Creates and owns shared informers. Use from one event loop; ``async with`` starts nothing but
-    guarantees :meth:`shutdown` on exit.
+    """Creates and owns shared informers. Use from one event loop; ``async with factory:`` starts nothing but
+    guarantees :meth:`shutdown` on exit; ``async with factory.running():`` also starts the informers.
 
     ``backoff`` (a zero-argument callable returning a :class:`~kinformer.cache.reflector.Backoff`) and
     ``use_streaming_list`` are passed to every informer's reflector.
@@ -104,13 +109,21 @@ class SharedInformerFactory:
         """Wait until every started informer has synced, at most ``timeout`` seconds (real time) in total.
         Returns ``{informer name: synced}``."""
         started = [inf for key, inf in self._informers.items() if key in self._started]
-        if started:
-            waiters = [asyncio.ensure_future(inf.wait_for_sync()) for inf in started]
-            _, pending = await asyncio.wait(waiters, timeout=timeout)
-            for waiter in pending:
-                waiter.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout), asyncio.TaskGroup() as tg:
+                for inf in started:
+                    tg.create_task(inf.wait_for_sync())
         return {inf.name: inf.has_synced() for inf in started}
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[SharedInformerFactory]:
+        """Start the informers for the body of an ``async with``; shut them all down when it ends (also on
+        an exception or cancellation)."""
+        try:
+            self.start()
+            yield self
+        finally:
+            await self.shutdown()
 
     async def shutdown(self) -> None:
         """Stop every informer and wait for them (idempotent)."""

@@ -62,17 +62,20 @@ class RealFIFO(_PoppingFIFO):
 
     def add(self, obj: Any) -> None:
         """Queue an Added delta."""
-        self._populated = True
+        if not self._populated:
+            self._set_populated()
         self._append(ADDED, obj, self.key_of(obj))
 
     def update(self, obj: Any) -> None:
         """Queue an Updated delta."""
-        self._populated = True
+        if not self._populated:
+            self._set_populated()
         self._append(UPDATED, obj, self.key_of(obj))
 
     def delete(self, obj: Any) -> None:
         """Queue a Deleted delta (always: RealFIFO reports every deletion it is told about)."""
-        self._populated = True
+        if not self._populated:
+            self._set_populated()
         self._append(DELETED, obj, self.key_of(obj))
 
     def _known_object(self, key: str) -> Any | None:
@@ -107,8 +110,8 @@ class RealFIFO(_PoppingFIFO):
         for obj in objs:
             self._append(REPLACED, obj, self.key_of(obj))
         if not self._populated:
-            self._populated = True
             self._initial_to_pop = self._initial_unprocessed = len(self._log)
+            self._set_populated()
 
     def resync(self) -> None:
         """Queue a Sync delta for every known key with nothing queued."""
@@ -153,6 +156,8 @@ class RealFIFO(_PoppingFIFO):
                 del self._in_flight[key]
             if initial:
                 self._initial_unprocessed -= 1
+                if not self._initial_unprocessed:
+                    self._notify_synced()
         return deltas
 
     def get_by_key(self, key: str) -> list[Delta] | None:

@@ -23,12 +23,14 @@ resourceVersion state machine (invariants):
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import random
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from kinformer.cache.backoff import Backoff
 from kinformer.cache.listwatch import (
     ADDED,
     BOOKMARK,
@@ -41,20 +43,30 @@ from kinformer.cache.listwatch import (
     WatchEvent,
 )
 from kinformer.cache.store import fast_resource_version
+from kinformer.cache.transforms import Transform
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.errors import APIError, TooManyRequests, from_status, is_expired, is_too_large_resource_version
 
-__all__ = ["Backoff", "DeltaStore", "Reflector", "ReflectorStats", "WatchErrorHandler"]
+__all__ = ["Backoff", "DeltaStore", "Reflector", "ReflectorStats", "WatchErrorHandler", "WatchOutcome"]
 
 log = logging.getLogger(__name__)
 
-Transform = Callable[[Any], Any]
 WatchErrorHandler = Callable[["Reflector", BaseException], None]
 
-# Outcomes of one watch.
-_REWATCH = 0
-_BACKOFF_REWATCH = 1
-_RELIST = 2
+
+
+class WatchOutcome(enum.IntEnum):
+    """What the reflector does after one watch ends."""
+
+    REWATCH = 0
+    """Reopen the watch from the last RV at once."""
+    BACKOFF_REWATCH = 1
+    """Back off, then reopen the watch from the last RV."""
+    RELIST = 2
+    """Back off, then list again (a Replace) and watch from the list's RV."""
+
+
+_REWATCH, _BACKOFF_REWATCH, _RELIST = WatchOutcome.REWATCH, WatchOutcome.BACKOFF_REWATCH, WatchOutcome.RELIST
 
 _SHORT_WATCH = 1.0
 
@@ -67,47 +79,6 @@ class DeltaStore(Protocol):
     def delete(self, obj: Any) -> None: ...
     def replace(self, objs: list[Any], resource_version: str) -> None: ...
     def resync(self) -> None: ...
-
-
-class Backoff:
-    """client-go's exponential backoff manager: ``initial * factor**n`` capped at ``cap``, then jittered to
-    ``[d, d * (1 + jitter))``; the schedule restarts when ``reset_after`` seconds passed since the last delay."""
-
-    __slots__ = ("_clock", "_duration", "_last", "_rng", "cap", "factor", "initial", "jitter", "reset_after")
-
-    def __init__(self, *, initial: float = 0.8, factor: float = 2.0, jitter: float = 1.0, cap: float = 30.0,
-                 reset_after: float = 120.0, clock: Clock = REAL_CLOCK, rng: random.Random | None = None) -> None:
-        self.initial = initial
-        self.factor = factor
-        self.jitter = jitter
-        self.cap = cap
-        self.reset_after = reset_after
-        self._clock = clock
-        self._rng = rng or random.Random()
-        self._duration = initial
-        self._last: float | None = None
-
-    def next_delay(self) -> float:
-        """The next delay; advances the schedule."""
-        now = self._clock.now()
-        if self._last is None or now - self._last > self.reset_after:
-            self._duration = self.initial
-        self._last = now
-        base = self._duration
-        self._duration = min(self._duration * self.factor, self.cap)
-        if self.jitter > 0:
-            base += self._rng.random() * self.jitter * base
-        return base
-
-    def reset(self) -> None:
-        self._duration = self.initial
-        self._last = None
-
-    async def wait(self) -> float:
-        """Sleep the next delay on the clock; returns it."""
-        delay = self.next_delay()
-        await self._clock.sleep(delay)
-        return delay
 
 
 @dataclass(slots=True)
@@ -186,6 +157,7 @@ class Reflector:
         self._listed = False
         self._task: asyncio.Task[Any] | None = None
         self._resync_task: asyncio.Task[None] | None = None
+        self._tg: asyncio.TaskGroup | None = None
         self._stopping = False
 
     # ------------------------------------------------------------------ public state
@@ -215,7 +187,13 @@ class Reflector:
             self._stopping = False
             return
         try:
-            await self._run_loop()
+            async with asyncio.TaskGroup() as tg:
+                self._tg = tg
+                try:
+                    await self._run_loop()
+                finally:
+                    if self._resync_task is not None:
+                        self._resync_task.cancel()
         except asyncio.CancelledError:
             if not self._stopping:
                 raise
@@ -224,10 +202,8 @@ class Reflector:
                 task.uncancel()
         finally:
             self._stopping = False
-            if self._resync_task is not None:
-                self._resync_task.cancel()
-                await asyncio.gather(self._resync_task, return_exceptions=True)
-                self._resync_task = None
+            self._tg = None
+            self._resync_task = None
 
     def stop(self) -> None:
         """Ask :meth:`run` to return (idempotent)."""
@@ -286,8 +262,8 @@ class Reflector:
             self._start_resync()
 
     def _start_resync(self) -> None:
-        if self._resync_task is None and self.resync_period > 0:
-            self._resync_task = asyncio.get_running_loop().create_task(self._resync_loop())
+        if self._resync_task is None and self.resync_period > 0 and self._tg is not None:
+            self._resync_task = self._tg.create_task(self._resync_loop(), name=f"resync-{self.name}")
 
     async def _resync_loop(self) -> None:
         while True:
@@ -406,7 +382,7 @@ class Reflector:
     def _watch_timeout(self) -> int:
         return int(self.min_watch_timeout * (self._rng.random() + 1.0))
 
-    async def _watch(self, watch: AsyncIterator[WatchEvent] | None) -> int:
+    async def _watch(self, watch: AsyncIterator[WatchEvent] | None) -> WatchOutcome:
         """Consume one watch (opening it unless given); returns what to do next."""
         started = watch is not None
         if watch is None:
@@ -423,7 +399,7 @@ class Reflector:
         finally:
             await _aclose(watch)
 
-    async def _consume(self, watch: AsyncIterator[WatchEvent], started: bool, start: float) -> int:
+    async def _consume(self, watch: AsyncIterator[WatchEvent], started: bool, start: float) -> WatchOutcome:
         store = self.store
         stats = self.stats
         transform = self.transform
@@ -489,7 +465,7 @@ class Reflector:
             return _BACKOFF_REWATCH
         return _REWATCH
 
-    def _error_event(self, status: Mapping[str, Any]) -> int:
+    def _error_event(self, status: Mapping[str, Any]) -> WatchOutcome:
         exc = from_status(status)
         self.stats.watch_errors += 1
         self._report(exc)
@@ -497,7 +473,7 @@ class Reflector:
             return _RELIST
         return _BACKOFF_REWATCH
 
-    def _watch_open_failed(self, exc: Exception) -> int:
+    def _watch_open_failed(self, exc: Exception) -> WatchOutcome:
         self.stats.watch_errors += 1
         self._report(exc)
         if is_expired(exc) or is_too_large_resource_version(exc):

@@ -92,3 +92,32 @@ async def test_wait_for_cache_sync_times_out() -> None:
         assert await factory.wait_for_cache_sync(timeout=5) == {"configmaps": True}
     finally:
         await factory.shutdown()
+
+
+async def test_running_starts_informers_and_leaves_no_task_behind() -> None:
+    client = FakeClient()
+    client.source("configmaps").create(cm("a"))
+    before = asyncio.all_tasks()
+    factory = kinformer.SharedInformerFactory(client)
+    cms = factory.informer("configmaps")
+    empty = factory.informer("secrets")
+    async with factory.running():
+        assert cms.is_started and empty.is_started
+        assert await factory.wait_for_cache_sync(5) == {"configmaps": True, "secrets": True}
+        assert cms.indexer.get_by_key("default/a") is not None
+        assert len(asyncio.all_tasks() - before) > 2  # informers, reflectors, handlers
+    assert cms.is_stopped and empty.is_stopped
+    assert asyncio.all_tasks() - before == set()
+
+
+async def test_running_shuts_down_on_error_in_its_body() -> None:
+    client = FakeClient()
+    factory = kinformer.SharedInformerFactory(client)
+    cms = factory.informer("configmaps")
+    with pytest.raises(ValueError, match="body"):
+        async with factory.running():
+            assert await cms.wait_for_sync(5)
+            raise ValueError("body")
+    assert cms.is_stopped
+    with pytest.raises(RuntimeError, match="shut down"):
+        factory.start()

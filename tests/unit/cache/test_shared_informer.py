@@ -4,9 +4,10 @@ mutation detection, against FakeSource and FakeClock."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -130,17 +131,23 @@ async def test_default_transform_strips_managed_fields_and_can_be_replaced() -> 
     assert strip_managed_fields(plain) is plain
 
 
-def manual(inf: SharedIndexInformer) -> Callable[[], Any]:
-    """Drive an informer by hand (no reflector): start its listeners; return an async drain()."""
+@contextlib.asynccontextmanager
+async def manual(inf: SharedIndexInformer) -> AsyncIterator[Callable[[], Any]]:
+    """Drive an informer by hand (no reflector): run its listeners in a task group; yield an async drain()."""
     inf._started = True
-    for listener in inf._listeners:
-        listener.start()
 
     async def drain() -> None:
         while len(inf._fifo):
             await inf._fifo.pop(inf._handle_deltas)
 
-    return drain
+    async with asyncio.TaskGroup() as tg:
+        for listener in inf._listeners:
+            listener.start(tg)
+        try:
+            yield drain
+        finally:
+            for listener in inf._listeners:
+                listener.stop()
 
 
 async def test_resync_reaches_only_due_handlers_and_skips_pending_keys() -> None:
@@ -151,48 +158,44 @@ async def test_resync_reaches_only_due_handlers_and_skips_pending_keys() -> None
     inf.add_event_handler(slow, resync=30.0)
     inf.add_event_handler(never)
     assert inf._check_period == 10.0 and fast_reg.resync_period == 10.0
-    drain = manual(inf)
-    fifo = inf._fifo
-    a1, b1 = {**cm("a"), "metadata": {"name": "a", "namespace": "default", "resourceVersion": "1"}}, \
-        {**cm("b"), "metadata": {"name": "b", "namespace": "default", "resourceVersion": "2"}}
-    fifo.replace([a1, b1], "2")
-    await drain()
-    a2 = {**a1, "metadata": {**a1["metadata"], "resourceVersion": "3"}, "data": {"v": "2"}}
-    fifo.update(a2)  # pending when the resync happens
-    clock.step(10)
-    assert inf._should_resync()
-    fifo.resync()
-    await drain()
-    await wait_until(lambda: len(fast.events) == 4 and len(never.events) == 3 and len(slow.events) == 3)
-    assert fast.events[2:] == [("update", "a", "2", False, False), ("update", "b", "1", True, True)]
-    assert slow.events[2:] == never.events[2:] == [("update", "a", "2", False, False)]
-    clock.step(20)
-    assert inf._should_resync()
-    fifo.resync()
-    await drain()
-    await wait_until(lambda: len(slow.events) == 5 and len(fast.events) == 6)
-    assert never.events[3:] == []
-    for listener in inf._listeners:
-        listener.stop()
+    async with manual(inf) as drain:
+        fifo = inf._fifo
+        a1, b1 = {**cm("a"), "metadata": {"name": "a", "namespace": "default", "resourceVersion": "1"}}, \
+            {**cm("b"), "metadata": {"name": "b", "namespace": "default", "resourceVersion": "2"}}
+        fifo.replace([a1, b1], "2")
+        await drain()
+        a2 = {**a1, "metadata": {**a1["metadata"], "resourceVersion": "3"}, "data": {"v": "2"}}
+        fifo.update(a2)  # pending when the resync happens
+        clock.step(10)
+        assert inf._should_resync()
+        fifo.resync()
+        await drain()
+        await wait_until(lambda: len(fast.events) == 4 and len(never.events) == 3 and len(slow.events) == 3)
+        assert fast.events[2:] == [("update", "a", "2", False, False), ("update", "b", "1", True, True)]
+        assert slow.events[2:] == never.events[2:] == [("update", "a", "2", False, False)]
+        clock.step(20)
+        assert inf._should_resync()
+        fifo.resync()
+        await drain()
+        await wait_until(lambda: len(slow.events) == 5 and len(fast.events) == 6)
+        assert never.events[3:] == []
 
 
 async def test_replaced_with_unchanged_rv_is_a_resync() -> None:
     inf = SharedIndexInformer(FakeSource(), clock=FakeClock())
     rec = Recorder()
     inf.add_event_handler(rec)
-    drain = manual(inf)
-    a1 = {"metadata": {"name": "a", "namespace": "d", "resourceVersion": "1"}, "data": {"v": "1"}}
-    inf._fifo.replace([a1], "1")
-    await drain()
-    inf._fifo.replace([dict(a1)], "1")  # relist, nothing changed: no handler is due
-    await drain()
-    a2 = {**a1, "metadata": {**a1["metadata"], "resourceVersion": "2"}, "data": {"v": "2"}}
-    inf._fifo.replace([a2], "2")
-    await drain()
-    await wait_until(lambda: len(rec.events) == 2)
-    assert rec.events == [("add", "a", True), ("update", "a", "2", False, False)]
-    for listener in inf._listeners:
-        listener.stop()
+    async with manual(inf) as drain:
+        a1 = {"metadata": {"name": "a", "namespace": "d", "resourceVersion": "1"}, "data": {"v": "1"}}
+        inf._fifo.replace([a1], "1")
+        await drain()
+        inf._fifo.replace([dict(a1)], "1")  # relist, nothing changed: no handler is due
+        await drain()
+        a2 = {**a1, "metadata": {**a1["metadata"], "resourceVersion": "2"}, "data": {"v": "2"}}
+        inf._fifo.replace([a2], "2")
+        await drain()
+        await wait_until(lambda: len(rec.events) == 2)
+        assert rec.events == [("add", "a", True), ("update", "a", "2", False, False)]
 
 
 async def test_slow_and_raising_handlers_block_nobody() -> None:

@@ -1,0 +1,366 @@
+"""One event handler's buffer and worker: client-go's processorListener (shared_informer.go).
+
+The informer hands every change to each registered :class:`ProcessorListener` as a :class:`Notification`;
+the listener delivers them to its handler's callbacks in its own task, so a slow or failing handler delays
+nobody else.
+
+Invariants:
+
+* Each listener has an unbounded FIFO buffer and one task; notifications reach the handler in the order they
+  were enqueued. Coroutine callbacks are awaited in that task; plain callbacks run in batches in one worker
+  thread of the listener's own (so they may block, and keep their order).
+* A callback's exception is logged and counted (:attr:`ProcessorListener.errors`); it never stops the listener.
+* ``pending`` counts notifications queued or being delivered; ``initial_pending`` those of the initial list
+  (adds with ``is_in_initial_list``) not yet delivered.
+* After :meth:`ProcessorListener.stop` nothing more is delivered (a plain batch stops at the next item).
+
+Callbacks run on a worker thread must treat cached objects as read-only and must not touch asyncio objects
+of the informer's loop except through ``loop.call_soon_threadsafe``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import enum
+import inspect
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from kinformer.clock import Clock
+
+if TYPE_CHECKING:
+    from kinformer.cache.shared_informer import SharedIndexInformer
+
+__all__ = [
+    "HandlerCallback",
+    "Notification",
+    "NotificationKind",
+    "ProcessorListener",
+    "ResourceEventHandler",
+    "ResourceEventHandlerRegistration",
+]
+
+log = logging.getLogger(__name__)
+
+_BATCH = 1024
+
+
+class NotificationKind(enum.IntEnum):
+    """Which callback a notification is for (the index into a listener's callbacks)."""
+
+    ADD = 0
+    UPDATE = 1
+    DELETE = 2
+
+
+ADD, UPDATE, DELETE = NotificationKind.ADD, NotificationKind.UPDATE, NotificationKind.DELETE
+
+
+class Notification(NamedTuple):
+    """One change for one handler.
+
+    ``obj`` is the added or deleted object, or the old object of an update; ``new`` is the update's new
+    object (None otherwise). ``flag`` is ``is_in_initial_list`` for an add and ``is_resync`` for an update.
+    ``enqueued_at`` is the informer clock's time when the change was handed out (for lag).
+    """
+
+    kind: NotificationKind
+    obj: Any
+    new: Any
+    flag: bool
+    enqueued_at: float
+
+
+class ResourceEventHandler:
+    """Base class for handler objects: override what you need; each method may be ``async def``.
+
+    ``on_update`` may declare ``is_resync`` and ``on_add`` ``is_in_initial_list`` (keyword parameters) to
+    be told about resyncs and initial-list adds. The no-op methods of this base class are never called.
+    """
+
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> Any:
+        """An object appeared in the cache."""
+
+    def on_update(self, old: Any, new: Any) -> Any:
+        """An object changed in the cache, or a resync (``old is new``)."""
+
+    def on_delete(self, obj: Any) -> Any:
+        """An object left the cache; may be a :class:`DeletedFinalStateUnknown` tombstone."""
+
+
+_NOOPS = {ResourceEventHandler.on_add, ResourceEventHandler.on_update, ResourceEventHandler.on_delete}
+
+
+def _accepts_keyword(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    param = params.get(name)
+    if param is not None:
+        return param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY)
+    return any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = type(fn).__dict__.get("__call__") if not inspect.isroutine(fn) else None
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+@dataclass(slots=True)
+class HandlerCallback:
+    """One callback as inspected once at registration: absent (``fn`` None), async or plain, and whether it
+    takes the notification's flag as a keyword."""
+
+    fn: Callable[..., Any] | None
+    is_async: bool = False
+    flag_kw: bool = False
+
+    @classmethod
+    def of(cls, fn: Callable[..., Any] | None, keyword: str | None) -> HandlerCallback:
+        if fn is None or getattr(fn, "__func__", None) in _NOOPS:
+            return cls(None)
+        return cls(fn, _is_async(fn), bool(keyword) and _accepts_keyword(fn, keyword))
+
+
+Callbacks = tuple[HandlerCallback, HandlerCallback, HandlerCallback]
+
+
+def callbacks_of(handler: Any, on_add: Callable[..., Any] | None, on_update: Callable[..., Any] | None,
+                 on_delete: Callable[..., Any] | None) -> Callbacks:
+    """The (add, update, delete) callbacks of a handler object and/or keyword callbacks (which win)."""
+    if handler is not None:
+        on_add = on_add or getattr(handler, "on_add", None)
+        on_update = on_update or getattr(handler, "on_update", None)
+        on_delete = on_delete or getattr(handler, "on_delete", None)
+    return (HandlerCallback.of(on_add, "is_in_initial_list"), HandlerCallback.of(on_update, "is_resync"),
+            HandlerCallback.of(on_delete, None))
+
+
+class ProcessorListener:
+    """One handler's buffer, task and (for plain callbacks) worker thread (client-go's processorListener)."""
+
+    __slots__ = ("_executor", "_inflight", "_inflight_done", "_task", "_waiter", "active", "buffer",
+                 "callbacks", "errors", "initial_pending", "name", "next_resync", "processed", "resync_period")
+
+    def __init__(self, callbacks: Callbacks, resync_period: float, clock: Clock, name: str) -> None:
+        self.callbacks = callbacks
+        self.resync_period = resync_period
+        self.next_resync = clock.now() + resync_period
+        self.name = name
+        self.buffer: deque[Notification] = deque()
+        self.initial_pending = 0
+        self.processed = 0
+        self.errors = 0
+        self.active = True
+        self._waiter: asyncio.Future[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._inflight: list[Notification] = []
+        self._inflight_done = 0
+
+    # -- producer side (event loop thread)
+
+    def enqueue(self, note: Notification) -> None:
+        self.buffer.append(note)
+        if note.flag and note.kind is ADD:
+            self.initial_pending += 1
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def should_resync(self, now: float) -> bool:
+        return self.resync_period > 0 and now >= self.next_resync
+
+    # -- observability
+
+    @property
+    def pending(self) -> int:
+        return len(self.buffer) + len(self._inflight) - self._inflight_done
+
+    def oldest_pending_since(self) -> float | None:
+        inflight, done = self._inflight, self._inflight_done
+        if done < len(inflight):
+            return inflight[done].enqueued_at
+        buffer = self.buffer
+        return buffer[0].enqueued_at if buffer else None
+
+    # -- lifecycle
+
+    def start(self, tg: asyncio.TaskGroup) -> None:
+        """Start delivering in a task of ``tg`` (the informer's), unless started or stopped."""
+        if self._task is None and self.active:
+            self._task = tg.create_task(self._run(), name=f"informer-handler-{self.name}")
+
+    def stop(self) -> None:
+        """Deliver nothing more; the task is cancelled (its owner awaits it)."""
+        self.active = False
+        if self._task is not None:
+            self._task.cancel()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+    # -- consumer side (the listener's task)
+
+    async def _run(self) -> None:
+        buffer = self.buffer
+        loop = asyncio.get_running_loop()
+        while self.active:
+            if not buffer:
+                self._waiter = loop.create_future()
+                await self._waiter
+                continue
+            count = min(len(buffer), _BATCH)
+            popleft = buffer.popleft
+            batch = [popleft() for _ in range(count)]
+            self._inflight = batch
+            self._inflight_done = 0
+            try:
+                await self._dispatch(batch, loop)
+            finally:
+                self._account(batch)
+                self._inflight = []
+                self._inflight_done = 0
+
+    def _account(self, batch: list[Notification]) -> None:
+        # notifications never delivered (cancelled) leave the pending count too
+        self.processed += self._inflight_done
+        self.initial_pending -= sum(1 for note in batch if note.flag and note.kind is ADD)
+
+    async def _dispatch(self, batch: list[Notification], loop: asyncio.AbstractEventLoop) -> None:
+        callbacks = self.callbacks
+        i, n = 0, len(batch)
+        while i < n:
+            if callbacks[batch[i].kind].is_async:
+                await self._call_async(batch[i])
+                i += 1
+                self._inflight_done = i
+                continue
+            j = i + 1
+            while j < n and not callbacks[batch[j].kind].is_async:
+                j += 1
+            if any(callbacks[batch[k].kind].fn is not None for k in range(i, j)):
+                if self._executor is None:
+                    self._executor = concurrent.futures.ThreadPoolExecutor(
+                        max_workers=1, thread_name_prefix=f"kinformer-handler-{self.name}")
+                await loop.run_in_executor(self._executor, self._run_sync, batch, i, j, loop)
+            i = j
+            self._inflight_done = i
+
+    async def _call_async(self, note: Notification) -> None:
+        kind, a, b, flag, _ = note
+        cb = self.callbacks[kind]
+        fn = cb.fn
+        assert fn is not None
+        try:
+            if kind is UPDATE:
+                coro = fn(a, b, is_resync=flag) if cb.flag_kw else fn(a, b)
+            elif kind is ADD:
+                coro = fn(a, is_in_initial_list=flag) if cb.flag_kw else fn(a)
+            else:
+                coro = fn(a)
+            await coro
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            # The handler's own await was cancelled (not this listener): an ordinary handler error.
+            self.errors += 1
+            log.warning("event handler %s raised CancelledError", self.name)
+        except Exception:
+            self.errors += 1
+            log.exception("event handler %s failed", self.name)
+
+    def _run_sync(self, batch: list[Notification], start: int, end: int, loop: asyncio.AbstractEventLoop) -> None:
+        """Runs in the listener's worker thread; stops at once when the handler is removed or stopped.
+
+        A plain callable that returns an awaitable (e.g. a lambda around an ``async def``) has it run to
+        completion on the event loop before the next notification, so no event is dropped.
+        """
+        add, update, delete = self.callbacks
+        add_fn, add_kw = add.fn, add.flag_kw
+        update_fn, update_kw = update.fn, update.flag_kw
+        delete_fn = delete.fn
+        for i in range(start, end):
+            if not self.active:
+                return
+            kind, a, b, flag, _ = batch[i]
+            result = None
+            try:
+                if kind is UPDATE:
+                    if update_fn is not None:
+                        result = update_fn(a, b, is_resync=flag) if update_kw else update_fn(a, b)
+                elif kind is ADD:
+                    if add_fn is not None:
+                        result = add_fn(a, is_in_initial_list=flag) if add_kw else add_fn(a)
+                elif delete_fn is not None:
+                    result = delete_fn(a)
+                if result is not None and inspect.isawaitable(result):
+                    asyncio.run_coroutine_threadsafe(_awaited(result), loop).result()
+            except Exception:
+                self.errors += 1
+                log.exception("event handler %s failed", self.name)
+            self._inflight_done = i + 1
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+class ResourceEventHandlerRegistration:
+    """The handle :meth:`SharedIndexInformer.add_event_handler` returns."""
+
+    __slots__ = ("_informer", "_listener")
+
+    def __init__(self, informer: SharedIndexInformer, listener: ProcessorListener) -> None:
+        self._informer = informer
+        self._listener = listener
+
+    def has_synced(self) -> bool:
+        """True once the informer synced and this handler processed its initial-list notifications."""
+        return self._listener.initial_pending <= 0 and self._informer.has_synced()
+
+    def remove(self) -> None:
+        """Stop delivering to this handler (idempotent)."""
+        self._informer.remove_event_handler(self)
+
+    @property
+    def active(self) -> bool:
+        return self._listener.active
+
+    @property
+    def pending(self) -> int:
+        """Notifications queued or being processed for this handler."""
+        return self._listener.pending
+
+    @property
+    def lag_seconds(self) -> float:
+        """Age of the oldest notification not yet processed (0 when idle), on the informer's clock."""
+        since = self._listener.oldest_pending_since()
+        return 0.0 if since is None else max(0.0, self._informer.clock.now() - since)
+
+    @property
+    def processed(self) -> int:
+        return self._listener.processed
+
+    @property
+    def errors(self) -> int:
+        """Exceptions raised by this handler's callbacks."""
+        return self._listener.errors
+
+    @property
+    def resync_period(self) -> float:
+        return self._listener.resync_period
+
+    def __repr__(self) -> str:
+        return (f"<ResourceEventHandlerRegistration {self._listener.name} pending={self.pending} "
+                f"errors={self.errors}>")
