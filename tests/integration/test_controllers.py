@@ -130,7 +130,7 @@ async def test_two_managers_leader_election_failover(kube_client) -> None:
     await asyncio.sleep(1.0)
     assert active["b"] == 0 and not b.elector.leading.is_set()
     # Kill a without releasing the lease: b must wait for it to expire, then take over.
-    a.leader_election.release_on_cancel = False
+    a.elector.config.release_on_cancel = False  # the running copy (Manager leaves the caller's config alone)
     task_a.cancel()
     await asyncio.gather(task_a, return_exceptions=True)
     loop = asyncio.get_running_loop()
@@ -162,6 +162,7 @@ async def test_losing_the_lease_stops_the_manager(kube_client) -> None:
     await kube_client.replace("coordination.k8s.io/v1/leases", body, namespace="default")
     with pytest.raises(LeaderElectionLost):
         await asyncio.wait_for(task, 15)
+    assert cfg.on_started_leading is None, "the Manager runs a copy of the caller's config"
 
 
 async def test_manager_serves_health_and_metrics(kube_client) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kinformer.aio import task_group
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.controller import metrics
 from kinformer.controller.handlers import EnqueueHandler, MapFunc, request_for_object
@@ -88,19 +89,25 @@ class Controller:
                                    f"{self.cache_sync_timeout:.0f}s")
             await asyncio.sleep(0.05)
 
-    async def run(self) -> None:
-        """Wait for the caches, run the workers until cancelled, then shut down gracefully."""
+    async def run(self, *, drain: Callable[[], bool] = lambda: True) -> None:
+        """Wait for the caches, then run the workers until cancelled.
+
+        When cancelled, and ``drain()`` is true then (the Manager answers false once leadership is lost),
+        the queue is shut down and in-flight reconciles may finish within ``shutdown_timeout``; otherwise,
+        or after :meth:`abort`, they are cancelled at once. Every worker has ended when this returns.
+        """
         await self.wait_for_sync()
         self.started = True
         metrics.MAX_CONCURRENT_RECONCILES.labels(self.name).set(self.workers)
-        tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.workers)]
-        self._workers = tasks
-        try:
-            # wait (not gather): cancelling run() must not cancel the workers' in-flight reconciles;
-            # _shutdown drains them within shutdown_timeout.
-            await asyncio.wait(tasks)
-        finally:
-            await self._shutdown(tasks)
+        async with task_group() as group:
+            self._workers = [group.create_task(self._worker(), name=f"{self.name}-worker-{i}")
+                             for i in range(self.workers)]
+            try:
+                # asyncio.wait, not the group: a cancelled run() must not cancel in-flight reconciles before
+                # the drain decision. The workers end by themselves once the queue is shut down.
+                await asyncio.wait(self._workers)
+            finally:
+                await self._shutdown(drain_allowed=not self._abort and drain())
 
     def abort(self) -> None:
         """Stop at once: cancel in-flight reconciles instead of draining them (e.g. leadership was lost,
@@ -110,23 +117,19 @@ class Controller:
         for task in self._workers:
             task.cancel()
 
-    async def _shutdown(self, tasks: list[asyncio.Task[None]]) -> None:
-        if self._abort:
-            self.queue.shutdown()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            return
-        drain = asyncio.ensure_future(self.queue.shutdown_with_drain())
+    async def _shutdown(self, *, drain_allowed: bool) -> None:
+        """Stop taking work; let in-flight reconciles finish first if allowed (bounded), then cancel the rest."""
         try:
-            await asyncio.wait_for(asyncio.shield(drain), self.shutdown_timeout)
-        except (TimeoutError, asyncio.CancelledError):
+            if drain_allowed:
+                async with asyncio.timeout(self.shutdown_timeout):
+                    await self.queue.shutdown_with_drain()
+        except TimeoutError:
             log.warning("controller %s: shutdown timed out with work in flight", self.name)
         finally:
             self.queue.shutdown()
-            for task in tasks:
+            for task in self._workers:
                 task.cancel()
-            await asyncio.gather(*tasks, drain, return_exceptions=True)
+            await self.queue.aclose()
 
     async def _worker(self) -> None:
         while True:

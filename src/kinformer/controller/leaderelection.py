@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from kinformer.aio import first_completed
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.controller import metrics
 from kinformer.errors import AlreadyExists, APIError, Conflict, NotFound
@@ -109,17 +110,14 @@ class LeaderElector:
         try:
             await self._acquire()
             self._set_leading(True)
-            work = asyncio.create_task(self._started_leading(), name=f"leader-{self.config.lease_name}")
-            try:
-                await self._renew_until_lost(work)
-            finally:
-                work.cancel()
-                await asyncio.gather(work, return_exceptions=True)
+            index, ended = await first_completed(self._started_leading(), self._renew_until_lost())
+            if index == 0 and not ended.cancelled() and ended.exception() is not None:
+                log.error("%s: on_started_leading failed: %s", self.config.identity, ended.exception())
         finally:
             was_leader = self.leading.is_set()
             self._set_leading(False)
             if was_leader and self.config.release_on_cancel:
-                await asyncio.shield(self._release())
+                await self._release_within_deadline()
             await _maybe_await(self.config.on_stopped_leading)
 
     # -- loops ------------------------------------------------------------------------------------
@@ -131,9 +129,10 @@ class LeaderElector:
             await self.clock.sleep(cfg.retry_period * (1 + self._rng.random() * JITTER_FACTOR))
         log.info("%s: acquired lease %s/%s", cfg.identity, cfg.lease_namespace, cfg.lease_name)
 
-    async def _renew_until_lost(self, work: asyncio.Task[Any]) -> None:
+    async def _renew_until_lost(self) -> None:
+        """Renew every ``retry_period``; return once a renewal has failed for ``renew_deadline``."""
         cfg = self.config
-        while not work.done():
+        while True:
             await self.clock.sleep(cfg.retry_period)
             deadline = self.clock.now() + cfg.renew_deadline
             while not await self._attempt_before(deadline):
@@ -142,8 +141,6 @@ class LeaderElector:
                                 cfg.identity, cfg.lease_namespace, cfg.lease_name, cfg.renew_deadline)
                     return
                 await self.clock.sleep(cfg.retry_period)
-        if not work.cancelled() and work.exception() is not None:
-            log.error("%s: on_started_leading failed: %s", cfg.identity, work.exception())
 
     async def _attempt_before(self, deadline: float) -> bool:
         """One try to renew, abandoned (as a failure) if it has not finished by ``deadline``.
@@ -151,16 +148,9 @@ class LeaderElector:
         client-go bounds each renewal by the renew deadline too: a request that hangs (the client's own
         timeout may be longer than the lease) must not keep a leader leading past it.
         """
-        attempt = asyncio.ensure_future(self._try_acquire_or_renew())
-        timer = asyncio.ensure_future(self.clock.sleep(max(0.0, deadline - self.clock.now())))
-        try:
-            await asyncio.wait({attempt, timer}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            timer.cancel()
-            if not attempt.done():
-                attempt.cancel()
-            await asyncio.gather(attempt, timer, return_exceptions=True)
-        return attempt.done() and not attempt.cancelled() and attempt.exception() is None and attempt.result()
+        index, attempt = await first_completed(
+            self._try_acquire_or_renew(), self.clock.sleep(max(0.0, deadline - self.clock.now())))
+        return index == 0 and not attempt.cancelled() and attempt.exception() is None and bool(attempt.result())
 
     async def _started_leading(self) -> None:
         if self.config.on_started_leading is not None:
@@ -248,6 +238,16 @@ class LeaderElector:
                     self.config.on_new_leader(holder)
                 except Exception:
                     log.exception("on_new_leader failed")
+
+    async def _release_within_deadline(self) -> None:
+        """Give the Lease up, spending at most ``renew_deadline`` (a hung connection must not keep a
+        stopping replica, or its owner, waiting)."""
+        try:
+            async with asyncio.timeout(self.config.renew_deadline):
+                await self._release()
+        except TimeoutError:
+            log.warning("%s: releasing lease %s/%s timed out", self.config.identity,
+                        self.config.lease_namespace, self.config.lease_name)
 
     async def _release(self) -> None:
         cfg = self.config

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kinformer.aio import first_completed, task_group
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.controller.builder import Builder
 from kinformer.controller.controller import Controller
@@ -41,6 +43,16 @@ from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElec
 from kinformer.controller.reconcile import Reconciler, Request
 
 log = logging.getLogger(__name__)
+
+
+def _raise_failure(ended: asyncio.Future[Any]) -> None:
+    """Re-raise the exception ``ended`` finished with, if any (a cancellation is not a failure)."""
+    if not ended.cancelled() and ended.exception() is not None:
+        raise ended.exception()  # type: ignore[misc]
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
 
 
 class LeaderElectionLost(Exception):
@@ -116,74 +128,46 @@ class Manager:
         self._stopping.set()
 
     async def _run_controllers_or_lead(self) -> None:
-        stop = asyncio.create_task(self._stopping.wait())
         if self.leader_election is None:
-            work = asyncio.create_task(self._run_controllers())
-        else:
-            cfg = self.leader_election
-            user_started = cfg.on_started_leading
-            fenced = asyncio.Event()
+            index, ended = await first_completed(self._stopping.wait(), self._run_controllers())
+            if index == 1:
+                _raise_failure(ended)
+            return
+        fenced = asyncio.Event()
+        user_started = self.leader_election.on_started_leading
 
-            async def lead() -> None:
-                try:
-                    await self._lead_fenced(user_started)
-                except LeaderElectionLost:
-                    fenced.set()
-                    raise
+        async def lead() -> None:
+            try:
+                await self._lead_fenced(user_started)
+            except LeaderElectionLost:
+                fenced.set()
+                raise
 
-            cfg.on_started_leading = lead
-            self.elector = LeaderElector(cfg, self.client, clock=self.clock)
-            work = asyncio.create_task(self.elector.run())
-        waits = {stop, work}
-        if self.leader_election is not None:
-            waits.add(fence_task := asyncio.create_task(fenced.wait()))
-        try:
-            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in waits:
-                task.cancel()
-            results = await self._reap(work)
-        if self.leader_election is not None and fence_task in done and not self._stopping.is_set():
-            raise LeaderElectionLost(f"leader election lost (fenced): {self.leader_election.lease_name}")
-        if work in done and not self._stopping.is_set():
-            if isinstance(results[0], BaseException) and not isinstance(results[0], asyncio.CancelledError):
-                raise results[0]
-            if self.leader_election is not None:
-                raise LeaderElectionLost(f"leader election lost: {self.leader_election.lease_name}")
+        # a copy: the caller's config keeps its own callback (and can be reused for another Manager)
+        cfg = dataclasses.replace(self.leader_election, on_started_leading=lead)
+        self.elector = LeaderElector(cfg, self.client, clock=self.clock)
+        index, ended = await first_completed(self._stopping.wait(), fenced.wait(), self.elector.run())
+        if self._stopping.is_set():
+            return
+        if index == 1 or fenced.is_set():
+            raise LeaderElectionLost(f"leader election lost (fenced): {cfg.lease_name}")
+        _raise_failure(ended)
+        raise LeaderElectionLost(f"leader election lost: {cfg.lease_name}")
 
-    async def _reap(self, work: asyncio.Task[None]) -> list[BaseException | None]:
-        """Wait for the cancelled ``work``; an elector still releasing its Lease over a hung connection is
-        given at most ``renew_deadline`` (it finishes in the background)."""
-        if self.leader_election is None:
-            return await asyncio.gather(work, return_exceptions=True)
-        await asyncio.wait({work}, timeout=self.leader_election.renew_deadline)
-        if not work.done():
-            log.warning("lease %s: the elector is still releasing the lease; not waiting for it",
-                        self.leader_election.lease_name)
-            return [None]
-        return [None if work.cancelled() else work.exception()]
-
-    async def _lead_fenced(self, user_started: Callable[[], Any] | None) -> None:
+    async def _lead_fenced(self, user_started: Callable[[], Awaitable[Any]] | None) -> None:
         """Run the controllers (and the user's callback) until they end or the fence fires."""
-        work = asyncio.ensure_future(asyncio.gather(
-            self._run_controllers(), *([user_started()] if user_started is not None else [])))
-        fence = asyncio.create_task(self._fence(), name="leader-fence")
-        try:
-            await asyncio.wait({work, fence}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if not self._stopping.is_set():
-                # Leadership is lost (fence fired or the elector gave up): stop acting now, no draining.
-                for controller in self.controllers:
-                    controller.abort()
-            fence.cancel()
-            work.cancel()
-            results = await asyncio.gather(work, fence, return_exceptions=True)
-        if fence.done() and not fence.cancelled() and fence.exception() is None:
+        index, ended = await first_completed(self._fence(), self._lead(user_started))
+        if index == 0:
             log.warning("lease %s: not renewed within the renew deadline; controllers stopped (fenced)",
                         self.leader_election.lease_name if self.leader_election else "")
             raise LeaderElectionLost("fenced: the lease was not renewed within the renew deadline")
-        if isinstance(results[0], BaseException) and not isinstance(results[0], asyncio.CancelledError):
-            raise results[0]
+        _raise_failure(ended)
+
+    async def _lead(self, user_started: Callable[[], Awaitable[Any]] | None) -> None:
+        async with task_group() as group:
+            group.create_task(self._run_controllers())
+            if user_started is not None:
+                group.create_task(_awaited(user_started()))
 
     async def _fence(self) -> None:
         """Return once this replica can no longer be sure it holds the Lease (see the module docstring)."""
@@ -205,13 +189,14 @@ class Manager:
         if unsynced:
             raise TimeoutError(f"caches did not sync within {self.cache_sync_timeout:.0f}s: {', '.join(unsynced)}")
         self._ready = True
-        tasks = [asyncio.create_task(c.run(), name=f"controller-{c.name}") for c in self.controllers]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        async with task_group() as group:
+            for c in self.controllers:
+                group.create_task(c.run(drain=self._may_drain), name=f"controller-{c.name}")
+
+    def _may_drain(self) -> bool:
+        """Whether cancelled controllers may finish their in-flight reconciles: not once leadership is
+        lost (this replica must stop acting at once), only on :meth:`stop` or without leader election."""
+        return self.leader_election is None or self._stopping.is_set()
 
     def _install_signal_handlers(self) -> Callable[[], None]:
         loop = asyncio.get_running_loop()

@@ -59,7 +59,7 @@ class GarbageCollector:
         self.dependents: dict[str, set[str]] = {}
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._pending: set[str] = set()
-        self._delayed: set[str] = set()  # keys waiting to be retried after a conflict
+        self._delayed: dict[str, asyncio.TimerHandle] = {}  # keys waiting to be retried after a conflict
         self._task: asyncio.Task[None] | None = None
         self.idle = asyncio.Event()
         self.idle.set()
@@ -90,6 +90,9 @@ class GarbageCollector:
             self.cache.listeners.remove(self.on_event)
         with contextlib.suppress(ValueError):
             self.cache.reset_listeners.remove(self.rebuild)
+        for timer in self._delayed.values():
+            timer.cancel()
+        self._delayed.clear()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -187,13 +190,12 @@ class GarbageCollector:
         """Re-queue ``key`` after :data:`CONFLICT_RETRY` seconds (time for this replica's cache to catch up)."""
         if key in self._delayed:
             return
-        self._delayed.add(key)
 
         def again() -> None:
-            self._delayed.discard(key)
+            del self._delayed[key]
             self.enqueue(key)
 
-        asyncio.get_running_loop().call_later(CONFLICT_RETRY, again)
+        self._delayed[key] = asyncio.get_running_loop().call_later(CONFLICT_RETRY, again)
 
     def _lookup(self, key: str) -> tuple[ResourceInfo, dict[str, Any], str, str] | None:
         prefix, ns, name = split_key(key)

@@ -6,7 +6,8 @@ Invariants:
   since it last became ready (a later ``add_after`` never postpones it);
 - ``_heap`` holds ``(ready_at, seq, item)`` entries; entries whose time no longer matches
   ``_waiting`` are stale and skipped when they surface;
-- one background task moves ready items into the queue; it sleeps on the queue's clock until the
+- one background task, owned by the queue (started by the first ``add_after``, cancelled by shutdown,
+  awaited by ``aclose``), moves ready items into the queue; it sleeps on the queue's clock until the
   earliest ready time, is woken early when a sooner item arrives, and ends at shutdown, which drops
   the items still waiting (as client-go does).
 """
@@ -17,6 +18,7 @@ import asyncio
 import heapq
 import itertools
 
+from kinformer.aio import first_completed
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.workqueue.metrics import MetricsProvider
 from kinformer.workqueue.queue import T, WorkQueue
@@ -100,12 +102,7 @@ class DelayingQueue(WorkQueue[T]):
                 await wakeup
                 continue
             self._next_ready = ready_at = heap[0][0]
-            sleeper = loop.create_task(clock.sleep(ready_at - clock.now()))
-            sleeper.add_done_callback(lambda _task, waiter=wakeup: _resolve(waiter))
-            try:
-                await wakeup
-            finally:
-                sleeper.cancel()
+            await first_completed(wakeup, clock.sleep(ready_at - clock.now()))
 
     def _add_ready(self, now: float) -> None:
         """Move every item whose ready time has come into the queue."""
@@ -116,6 +113,9 @@ class DelayingQueue(WorkQueue[T]):
             if waiting.get(item) == ready_at:
                 del waiting[item]
                 self.add(item)
+
+    def _background_tasks(self) -> list[asyncio.Task[None] | None]:
+        return [*super()._background_tasks(), self._waiter_task]
 
     def _begin_shutdown(self) -> None:
         super()._begin_shutdown()

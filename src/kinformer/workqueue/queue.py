@@ -8,6 +8,11 @@ Invariants, for every item (any hashable key):
 - so it is handed to at most one worker at a time: an item re-added while processing stays dirty
   and is queued again when its worker calls ``done``.
 
+Background work (a delaying queue's timer; refreshing unfinished-work gauges for a metrics provider that
+cannot compute them at scrape time, started by the first ``get``) runs in tasks the queue owns: ``shutdown``
+cancels them and :meth:`WorkQueue.aclose` (or leaving ``async with queue:``) waits until they have ended.
+``add`` never starts a task.
+
 After :meth:`WorkQueue.shutdown`, adds are dropped, and ``get`` keeps handing out queued items until
 the queue is empty, then raises :class:`ShutDown`.
 
@@ -84,8 +89,6 @@ class WorkQueue(Generic[T]):
         metrics = self._metrics
         if metrics is not None:
             metrics.add(item)
-            if self._metrics_task is None and metrics.needs_periodic_update:
-                self._start_metrics_updater()
         dirty.add(item)
         if item in self._processing:
             return
@@ -119,6 +122,8 @@ class WorkQueue(Generic[T]):
         metrics = self._metrics
         if metrics is not None:
             metrics.get(item)
+            if self._metrics_task is None and metrics.needs_periodic_update:
+                self._start_metrics_updater()
         return item
 
     def done(self, item: T) -> None:
@@ -197,6 +202,21 @@ class WorkQueue(Generic[T]):
             finally:
                 if waiter in self._drain_waiters:
                     self._drain_waiters.remove(waiter)
+
+    async def aclose(self) -> None:
+        """:meth:`shutdown`, then wait until the queue's background tasks have ended."""
+        self.shutdown()
+        tasks = [task for task in self._background_tasks() if task is not None]
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def __aenter__(self) -> WorkQueue[T]:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def _background_tasks(self) -> list[asyncio.Task[None] | None]:
+        return [self._metrics_task]
 
     def _begin_shutdown(self) -> None:
         self._shutting_down = True

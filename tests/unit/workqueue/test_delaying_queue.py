@@ -143,6 +143,14 @@ async def test_shutdown_stops_the_waiter_and_drops_waiting_items(clock: FakeCloc
         await q.get()
 
 
+async def test_async_with_ends_the_waiter(clock: FakeClock) -> None:
+    async with DelayingQueue(clock=clock) as q:
+        q.add_after("a", 1.0)
+        task = q._waiter_task
+        assert task is not None
+    assert task.done() and q.shutting_down
+
+
 async def test_getter_waiting_on_empty_queue_gets_the_delayed_item(clock: FakeClock) -> None:
     q = DelayingQueue(clock=clock)
     getter = asyncio.create_task(q.get())

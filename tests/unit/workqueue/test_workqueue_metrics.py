@@ -132,6 +132,17 @@ async def test_unfinished_work_is_refreshed_periodically() -> None:
     await wait_until(task.done)
 
 
+async def test_add_starts_no_task_and_aclose_awaits_the_updater() -> None:
+    q = WorkQueue("q", clock=FakeClock(), metrics=RecordingProvider())
+    q.add("a")
+    assert q._metrics_task is None, "a plain add never starts a task"
+    await q.get()
+    task = q._metrics_task
+    assert task is not None
+    await q.aclose()
+    assert task.done()
+
+
 async def test_retries_count_delayed_adds() -> None:
     clock = FakeClock()
     provider = RecordingProvider()
