@@ -66,6 +66,7 @@ _EXPORTS: dict[str, str] = {
     "remove_finalizer": "kinformer.controller.finalizers",
     "set_condition": "kinformer.controller.conditions",
     "find_condition": "kinformer.controller.conditions",
+    "wait_for": "kinformer.controller.wait",
     # selectors, time, errors
     "LabelSelector": "kinformer.selectors",
     "parse_label_selector": "kinformer.selectors",
