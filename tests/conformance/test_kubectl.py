@@ -156,6 +156,19 @@ def test_api_resources(kubectl: Kubectl) -> None:
     rows = {tuple(line.split()[:2]) for line in out.splitlines()[1:]}
     assert ("configmaps", "cm") in rows and ("deployments", "deploy") in rows and ("namespaces", "ns") in rows
     assert "customresourcedefinitions" in out and "leases" in out
+    wide = kubectl.run("api-resources", "-o", "wide", "--no-headers").stdout
+    by_name = {}
+    for line in wide.splitlines():
+        cells = line.split()
+        by_name.setdefault(cells[0], []).append(cells)
+    # kube 1.32's defaults: 58 resources in the preferred versions (autoscaling/v1 is not listed).
+    assert sum(len(v) for v in by_name.values()) == 58
+    for name in ("jobs", "cronjobs", "roles", "rolebindings", "ingresses", "poddisruptionbudgets",
+                 "persistentvolumeclaims", "endpointslices", "storageclasses", "selfsubjectaccessreviews"):
+        assert name in by_name, name
+    assert by_name["persistentvolumeclaims"][0][1] == "pvc"
+    assert by_name["selfsubjectaccessreviews"][0][-1] == "create"
+    assert kubectl.run("get", "all", "-n", "default").returncode == 0
 
 
 def test_create_file_and_get_json_yaml(kubectl: Kubectl, ns: str) -> None:

@@ -422,3 +422,42 @@ async def test_metrics_endpoint(http):
     assert r.status == 200
     assert 'apiserver_request_total{code="201",resource="configmaps",verb="POST"} 1.0' in text
     assert 'apiserver_request_total{code="404",resource="configmaps",verb="GET"} 1.0' in text
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/apis/batch/v1/namespaces/default/jobs",
+     {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+      "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}),
+    ("/api/v1/namespaces/default/persistentvolumeclaims",
+     {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+      "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}),
+    ("/apis/rbac.authorization.k8s.io/v1/clusterroles",
+     {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "reader"},
+      "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}),
+])
+async def test_catalogue_kinds_are_stored_like_any_kind(http, path, body):
+    code, obj, _ = await call(http, "POST", path, body)
+    assert code == 201, obj
+    assert obj["kind"] == body["kind"] and obj["metadata"]["uid"]
+    code, listed, _ = await call(http, "GET", path)
+    assert code == 200 and listed["kind"] == body["kind"] + "List"
+    assert [o["metadata"]["name"] for o in listed["items"]] == [body["metadata"]["name"]]
+
+
+@pytest.mark.parametrize("sub", ["log", "exec", "attach", "portforward", "proxy", "proxy/some/path"])
+async def test_kubelet_subresources_answer_a_clear_status(http, sub):
+    code, _, _ = await call(http, "POST", "/api/v1/namespaces/default/pods",
+                              {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                               "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    assert code == 201
+    code, body, _ = await call(http, "GET", f"/api/v1/namespaces/default/pods/p/{sub}")
+    assert_status(body, 400, "BadRequest")
+    assert "kubelet" in body["message"] and body["details"]["name"] == "p"
+
+
+async def test_verbs_a_resource_does_not_serve_are_405(http):
+    for method, path, params in (("GET", "/apis/authentication.k8s.io/v1/tokenreviews", None),
+                                 ("DELETE", "/api/v1/namespaces", None),
+                                 ("GET", "/api/v1/componentstatuses", {"watch": "true"})):
+        _, body, _ = await call(http, method, path, params=params)
+        assert_status(body, 405, "MethodNotAllowed")

@@ -34,6 +34,7 @@ __all__ = [
     "AGGREGATED_CONTENT_TYPES",
     "DiscoveryDocuments",
     "routes",
+    "subresource_kind",
     "subresource_verbs",
     "version_info",
 ]
@@ -48,20 +49,9 @@ AGGREGATED_CONTENT_TYPES: dict[str, str] = {
     "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList": "apidiscovery.k8s.io/v2beta1",
 }
 
-# Subresources whose response kind differs from the parent kind: subresource -> (group, version, kind).
-_SUBRESOURCE_KINDS: dict[str, tuple[str, str, str]] = {
-    "scale": ("autoscaling", "v1", "Scale"),
-    "eviction": ("policy", "v1", "Eviction"),
-    "binding": ("", "v1", "Binding"),
-}
-_SUBRESOURCE_VERBS: dict[str, tuple[str, ...]] = {
-    "status": ("get", "patch", "update"),
-    "scale": ("get", "patch", "update"),
-    "eviction": ("create",),
-    "binding": ("create",),
-    "finalize": ("update",),
-}
+# Verbs of CRD subresources (built-ins carry theirs in the catalogue).
 _DEFAULT_SUBRESOURCE_VERBS = ("get", "patch", "update")
+_SCALE = ("autoscaling", "v1", "Scale")
 
 _GO_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i686": "386",
             "armv7l": "arm", "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64"}
@@ -99,13 +89,20 @@ def _storage_version_hash(info: ResourceInfo) -> str:
     return base64.b64encode(digest[:8]).decode()
 
 
-def subresource_verbs(subresource: str) -> tuple[str, ...]:
-    """The verbs a subresource serves (``status``/``scale``: get, patch, update; ``finalize``: update)."""
-    return _SUBRESOURCE_VERBS.get(subresource, _DEFAULT_SUBRESOURCE_VERBS)
+def subresource_verbs(info: ResourceInfo, subresource: str) -> tuple[str, ...]:
+    """The verbs ``info``'s subresource serves: the catalogue's for built-ins, get/patch/update for CRDs."""
+    found = info.subresource(subresource)
+    if found is not None:
+        return found.verbs
+    return _DEFAULT_SUBRESOURCE_VERBS
 
 
-def _subresource_kind(info: ResourceInfo, sub: str) -> tuple[str, str, str]:
-    return _SUBRESOURCE_KINDS.get(sub, (info.group, info.version, info.kind))
+def subresource_kind(info: ResourceInfo, sub: str) -> tuple[str, str, str]:
+    """(group, version, kind) of the objects a subresource answers with (a CRD's scale: autoscaling/v1 Scale)."""
+    found = info.subresource(sub)
+    if found is not None:
+        return found.group, found.version, found.kind
+    return _SCALE if sub == "scale" else (info.group, info.version, info.kind)
 
 
 def _api_resource_entries(info: ResourceInfo) -> list[dict[str, Any]]:
@@ -124,13 +121,13 @@ def _api_resource_entries(info: ResourceInfo) -> list[dict[str, Any]]:
     main["storageVersionHash"] = _storage_version_hash(info)
     entries = [main]
     for sub in info.subresources:
-        group, version, kind = _subresource_kind(info, sub)
+        group, version, kind = subresource_kind(info, sub)
         entry: dict[str, Any] = {"name": f"{info.plural}/{sub}", "singularName": "", "namespaced": info.namespaced}
         if (group, version) != (info.group, info.version):
             entry["group"] = group
             entry["version"] = version
         entry["kind"] = kind
-        entry["verbs"] = list(subresource_verbs(sub))
+        entry["verbs"] = list(subresource_verbs(info, sub))
         entries.append(entry)
     return entries
 
@@ -151,11 +148,11 @@ def _aggregated_resource(info: ResourceInfo) -> dict[str, Any]:
     if info.subresources:
         subs = []
         for sub in info.subresources:
-            group, version, kind = _subresource_kind(info, sub)
+            group, version, kind = subresource_kind(info, sub)
             subs.append({
                 "subresource": sub,
                 "responseKind": {"group": group, "version": version, "kind": kind},
-                "verbs": list(subresource_verbs(sub)),
+                "verbs": list(subresource_verbs(info, sub)),
             })
         doc["subresources"] = subs
     return doc

@@ -20,7 +20,7 @@ from .objects import ObjectStore
 from .query import truthy
 from .reads import RV_WAIT_SECONDS
 from .registry import Registry, ResourceInfo
-from .routing import Target, resolve_target
+from .routing import Target, check_verb, request_verb, resolve_target
 from .storage.base import Storage
 from .table_watch import TABLE_WATCH_KEY, TableRequest
 from .watch import WatchHandlers
@@ -54,6 +54,7 @@ class ResourceAPI(WatchHandlers, WriteHandlers):
         t = self.resolve(group, version, mi["rest"])
         method = request.method
         q = request.query
+        check_verb(t, request_verb(method, t, truthy(q.get("watch"))))
         if method == "GET" and not t.subresource:
             table_version = tables.negotiate_table(request.headers.get("Accept", ""))
             if table_version is not None:

@@ -320,7 +320,7 @@ class _PathBuilder:
             sub_body = {"content": _json_content(_ref(sub_kind)), "required": True}
             self.paths[f"{item}/{sub}"] = self._item_ops(
                 info, sub_gvk, f"{item}/{sub}", scope, sub_kind, sub.capitalize(), sub_body, write_params,
-                scope_params, verbs=set(subresource_verbs(sub)))
+                scope_params, verbs=set(subresource_verbs(info, sub)))
 
     def _item_ops(self, info: ResourceInfo, gvk: dict[str, str], path: str, scope: str, kind_name: str,
                   suffix: str, body: dict[str, Any], write_params: tuple[str, ...],

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kinformer.server import builtin_catalog
+
 log = logging.getLogger(__name__)
 
 CRD_PREFIX = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
@@ -27,8 +29,29 @@ ALL_VERBS: tuple[str, ...] = ("create", "delete", "deletecollection", "get", "li
 
 
 @dataclass(frozen=True, slots=True)
+class Subresource:
+    """One subresource of a resource: its verbs and the kind its responses carry."""
+
+    name: str
+    verbs: tuple[str, ...]
+    group: str
+    version: str
+    kind: str
+
+
+# Subresources the generic handlers serve (status and finalize replace one part of the object, scale is a view).
+GENERIC_SUBRESOURCES = frozenset({"status", "scale", "finalize"})
+# Subresources kube-apiserver serves by calling the node's kubelet; without one there is nothing to answer.
+KUBELET_SUBRESOURCES = frozenset({"log", "exec", "attach", "portforward", "proxy"})
+
+
+@dataclass(frozen=True, slots=True)
 class ResourceInfo:
-    """One served resource (group, version, plural) and how the server treats it."""
+    """One served resource (group, version, plural) and how the server treats it.
+
+    ``subresources`` names every subresource discovery lists; ``subresource_details`` carries the verbs and
+    response kind of those the built-in catalogue describes (CRD subresources take the defaults).
+    """
 
     group: str
     version: str
@@ -44,6 +67,7 @@ class ResourceInfo:
     builtin: bool = True
     selectable_fields: tuple[str, ...] = ()
     crd_name: str = field(default="", compare=False)
+    subresource_details: tuple[Subresource, ...] = field(default=(), compare=False)
 
     @property
     def api_version(self) -> str:
@@ -66,39 +90,24 @@ class ResourceInfo:
     def has_status(self) -> bool:
         return "status" in self.subresources
 
+    def subresource(self, name: str) -> Subresource | None:
+        """The catalogue's description of subresource ``name``, or None (CRDs, unknown names)."""
+        for sub in self.subresource_details:
+            if sub.name == name:
+                return sub
+        return None
 
-def _info(group: str, version: str, kind: str, plural: str, *, namespaced: bool = True,
-          short: tuple[str, ...] = (), categories: tuple[str, ...] = (),
-          subresources: tuple[str, ...] = ()) -> ResourceInfo:
-    return ResourceInfo(group=group, version=version, kind=kind, plural=plural, singular=kind.lower(),
-                        namespaced=namespaced, short_names=short, categories=categories,
-                        subresources=subresources)
+
+def _catalog_info(row: tuple[Any, ...]) -> ResourceInfo:
+    group, version, kind, plural, singular, namespaced, verbs, short, categories, subs = row
+    details = tuple(Subresource(*sub) for sub in subs)
+    return ResourceInfo(group=group, version=version, kind=kind, plural=plural, singular=singular,
+                        namespaced=namespaced, short_names=short, categories=categories, verbs=verbs,
+                        subresources=tuple(s.name for s in details), subresource_details=details)
 
 
-_ALL = ("all",)
-
-BUILTINS: tuple[ResourceInfo, ...] = (
-    _info("", "v1", "Namespace", "namespaces", namespaced=False, short=("ns",), subresources=("status", "finalize")),
-    _info("", "v1", "ConfigMap", "configmaps", short=("cm",)),
-    _info("", "v1", "Secret", "secrets"),
-    _info("", "v1", "Pod", "pods", short=("po",), categories=_ALL, subresources=("status",)),
-    _info("", "v1", "Service", "services", short=("svc",), categories=_ALL, subresources=("status",)),
-    _info("", "v1", "Event", "events", short=("ev",)),
-    _info("", "v1", "ServiceAccount", "serviceaccounts", short=("sa",)),
-    _info("", "v1", "Endpoints", "endpoints", short=("ep",)),
-    _info("", "v1", "Node", "nodes", namespaced=False, short=("no",), subresources=("status",)),
-    _info("apps", "v1", "Deployment", "deployments", short=("deploy",), categories=_ALL,
-          subresources=("status", "scale")),
-    _info("apps", "v1", "ReplicaSet", "replicasets", short=("rs",), categories=_ALL,
-          subresources=("status", "scale")),
-    _info("apps", "v1", "StatefulSet", "statefulsets", short=("sts",), categories=_ALL,
-          subresources=("status", "scale")),
-    _info("apps", "v1", "DaemonSet", "daemonsets", short=("ds",), categories=_ALL, subresources=("status",)),
-    _info("coordination.k8s.io", "v1", "Lease", "leases"),
-    _info("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
-          namespaced=False, short=("crd", "crds"), categories=("api-extensions",), subresources=("status",)),
-    _info("events.k8s.io", "v1", "Event", "events", short=("ev",)),
-)
+# Every resource kube-apiserver 1.32 serves by default, from the generated catalogue (tools/gen_builtin_catalog.py).
+BUILTINS: tuple[ResourceInfo, ...] = tuple(_catalog_info(row) for row in builtin_catalog.RESOURCES)
 
 _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import status as st
-from .registry import Registry, ResourceInfo
+from .registry import GENERIC_SUBRESOURCES, Registry, ResourceInfo
 
 
 @dataclass(slots=True)
@@ -45,10 +45,37 @@ def resolve_target(registry: Registry, group: str, version: str, rest: str) -> T
             raise st.route_not_found()
         if info.namespaced and len(parts) > 1:
             raise st.route_not_found()
-    if len(parts) > 3:
+    sub = parts[2] if len(parts) > 2 else ""
+    if len(parts) > 3 and sub != "proxy":
         raise st.route_not_found()
     name = parts[1] if len(parts) > 1 else ""
-    sub = parts[2] if len(parts) > 2 else ""
     if sub and sub not in info.subresources:
         raise st.route_not_found()
+    if sub and sub not in GENERIC_SUBRESOURCES:
+        raise st.subresource_not_served(info, name, sub)
     return Target(info, namespace, name, sub, watch)
+
+
+_WRITE_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
+
+
+def request_verb(method: str, t: Target, watch_param: bool) -> str:
+    """kube's verb for a request (get, list, watch, create, update, patch, delete, deletecollection)."""
+    if method in ("GET", "HEAD"):
+        if t.watch or (watch_param and not t.name):
+            return "watch"
+        return "get" if t.name else "list"
+    if method == "DELETE":
+        return "delete" if t.name else "deletecollection"
+    return _WRITE_VERBS.get(method, method.lower())
+
+
+def check_verb(t: Target, verb: str) -> None:
+    """405 MethodNotAllowed unless the resource (or its subresource) serves ``verb``, as kube-apiserver answers."""
+    if t.subresource:
+        sub = t.info.subresource(t.subresource)
+        allowed = sub.verbs if sub is not None else ("get", "patch", "update")
+    else:
+        allowed = t.info.verbs
+    if verb not in allowed:
+        raise st.method_not_allowed()

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from .registry import ResourceInfo
+from .registry import KUBELET_SUBRESOURCES, ResourceInfo
 
 
 class StatusError(Exception):
@@ -100,6 +100,17 @@ def bad_request(message: str) -> StatusError:
 def method_not_allowed() -> StatusError:
     return StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource",
                        details={})
+
+
+def subresource_not_served(info: ResourceInfo, name: str, subresource: str) -> StatusError:
+    """A subresource discovery lists that this server cannot serve: those of a kubelet, or not implemented."""
+    what = f"{resource_label(info)}/{subresource}"
+    if subresource in KUBELET_SUBRESOURCES:
+        return StatusError(400, "BadRequest", f"{what} needs the kubelet of the node running the object, and this "
+                           "API server has no nodes or kubelets: logs, exec, attach, port-forward and proxy are not "
+                           "available", details=_details(info, name))
+    return StatusError(405, "MethodNotAllowed", f"{what} is not implemented by this API server",
+                       details=_details(info, name))
 
 
 def unsupported_media_type(content_type: str) -> StatusError:

@@ -138,8 +138,13 @@ async def test_aggregated_core_group(client: TestClient) -> None:
     assert pods["responseKind"] == {"group": "", "version": "v1", "kind": "Pod"}
     assert pods["scope"] == "Namespaced" and pods["singularResource"] == "pod"
     assert pods["shortNames"] == ["po"] and pods["categories"] == ["all"]
-    assert pods["subresources"] == [{"subresource": "status", "verbs": ["get", "patch", "update"],
-                                     "responseKind": {"group": "", "version": "v1", "kind": "Pod"}}]
+    subs = {s["subresource"]: s for s in pods["subresources"]}
+    assert sorted(subs) == ["attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward",
+                            "proxy", "status"]
+    assert subs["status"] == {"subresource": "status", "verbs": ["get", "patch", "update"],
+                              "responseKind": {"group": "", "version": "v1", "kind": "Pod"}}
+    assert subs["eviction"]["responseKind"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
+    assert subs["exec"]["verbs"] == ["create", "get"] and subs["log"]["verbs"] == ["get"]
     assert res["namespaces"]["scope"] == "Cluster"
     assert "pods/status" not in res
 

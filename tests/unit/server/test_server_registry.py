@@ -54,3 +54,26 @@ def test_crd_add_and_remove():
 def test_version_priority():
     versions = ["v1alpha1", "v2", "foo", "v1beta2", "v1", "v1beta1", "v10"]
     assert sorted(versions, key=version_priority) == ["v10", "v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "foo"]
+
+
+def test_builtins_are_kube_1_32_defaults():
+    reg = Registry()
+    gv = reg.group_versions()
+    assert set(gv) == {
+        "", "admissionregistration.k8s.io", "apiextensions.k8s.io", "apiregistration.k8s.io", "apps",
+        "authentication.k8s.io", "authorization.k8s.io", "autoscaling", "batch", "certificates.k8s.io",
+        "coordination.k8s.io", "discovery.k8s.io", "events.k8s.io", "flowcontrol.apiserver.k8s.io",
+        "networking.k8s.io", "node.k8s.io", "policy", "rbac.authorization.k8s.io", "scheduling.k8s.io",
+        "storage.k8s.io"}
+    assert gv["autoscaling"] == ["v2", "v1"] and all(v == ["v1"] for g, v in gv.items() if g != "autoscaling")
+    assert len(reg.resources()) == 59
+    pvc = reg.get("", "v1", "persistentvolumeclaims")
+    assert pvc is not None and pvc.short_names == ("pvc",) and pvc.has_status
+    ns = reg.get("", "v1", "namespaces")
+    assert ns is not None and "deletecollection" not in ns.verbs and ns.subresource("finalize").verbs == ("update",)
+    assert reg.get("authorization.k8s.io", "v1", "selfsubjectaccessreviews").verbs == ("create",)
+    token = reg.get("", "v1", "serviceaccounts").subresource("token")
+    assert (token.group, token.version, token.kind, token.verbs) == ("authentication.k8s.io", "v1", "TokenRequest",
+                                                                    ("create",))
+    assert "resize" not in reg.get("", "v1", "pods").subresources  # feature-gated off in 1.32
+    assert reg.get("", "v1", "componentstatuses").verbs == ("get", "list")
