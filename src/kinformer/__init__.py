@@ -36,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "WorkQueue": "kinformer.workqueue",
     "DelayingQueue": "kinformer.workqueue",
     "RateLimitingQueue": "kinformer.workqueue",
+    "PriorityQueue": "kinformer.workqueue",
     "ItemExponentialFailureRateLimiter": "kinformer.workqueue",
     "ItemFastSlowRateLimiter": "kinformer.workqueue",
     "BucketRateLimiter": "kinformer.workqueue",

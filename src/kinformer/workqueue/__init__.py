@@ -4,6 +4,7 @@
   at once (re-adding a key in flight queues it again at ``done``).
 - :class:`DelayingQueue`: adds ``add_after`` (the earliest requested time wins).
 - :class:`RateLimitingQueue`: adds ``add_rate_limited`` / ``forget`` / ``num_requeues``.
+- :class:`PriorityQueue`: a rate-limiting queue served by priority, with an aging bound and honest backoff.
 - Rate limiters: :class:`ItemExponentialFailureRateLimiter`, :class:`ItemFastSlowRateLimiter`,
   :class:`BucketRateLimiter`, :class:`MaxOfRateLimiter`, :func:`default_controller_rate_limiter`.
 - Metrics: pass ``metrics=PrometheusMetricsProvider()`` (or any :class:`MetricsProvider`) and a ``name``.
@@ -19,6 +20,7 @@ from kinformer.workqueue.metrics import (
     QueueMetrics,
     SettableGaugeMetric,
 )
+from kinformer.workqueue.priority_queue import LOW_PRIORITY, NORMAL_PRIORITY, PriorityQueue
 from kinformer.workqueue.queue import ShutDown, WorkQueue
 from kinformer.workqueue.rate_limiters import (
     BucketRateLimiter,
@@ -31,6 +33,8 @@ from kinformer.workqueue.rate_limiters import (
 from kinformer.workqueue.rate_limiting_queue import RateLimitingQueue
 
 __all__ = [
+    "LOW_PRIORITY",
+    "NORMAL_PRIORITY",
     "BucketRateLimiter",
     "CounterMetric",
     "DelayingQueue",
@@ -40,6 +44,7 @@ __all__ = [
     "ItemFastSlowRateLimiter",
     "MaxOfRateLimiter",
     "MetricsProvider",
+    "PriorityQueue",
     "PrometheusMetricsProvider",
     "QueueMetrics",
     "RateLimiter",

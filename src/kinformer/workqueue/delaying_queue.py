@@ -112,7 +112,11 @@ class DelayingQueue(WorkQueue[T]):
             ready_at, _, item = heapq.heappop(heap)
             if waiting.get(item) == ready_at:
                 del waiting[item]
-                self.add(item)
+                self._ready(item)
+
+    def _ready(self, item: T) -> None:
+        """An item's delay is over (a subclass may add it with more than the item)."""
+        self.add(item)
 
     def _background_tasks(self) -> list[asyncio.Task[None] | None]:
         return [*super()._background_tasks(), self._waiter_task]
