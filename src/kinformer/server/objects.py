@@ -16,11 +16,12 @@ Invariants:
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -43,6 +44,18 @@ CRD_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 NS_INFO_KEY = "/registry/core/namespaces/"
 
 MAX_RETRIES = 16
+
+Outcome = Literal["unchanged", "updated", "created", "deleted"]
+
+
+class _Delete:
+    """What a :meth:`ObjectStore.guaranteed_update` callback returns to delete the object."""
+
+
+DELETE = _Delete()
+Change = dict[str, Any] | _Delete | None
+TryUpdate = Callable[[dict[str, Any] | None], Awaitable[Change] | Change]
+State = tuple[dict[str, Any] | None, KeyValue | None]
 
 
 _last_stamp: tuple[int, str] = (-1, "")
@@ -136,6 +149,16 @@ def _owner_ref_causes(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
                        "message": "Invalid value: Only one reference can have Controller set to true. Found "
                                   f'"true" in references for {" and ".join(controllers)}'})
     return causes
+
+
+def _check_preconditions(info: ResourceInfo, name: str, pre: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
+    """409 when DeleteOptions preconditions (uid, resourceVersion) do not hold for the object's metadata."""
+    if pre.get("uid") and pre["uid"] != meta.get("uid"):
+        raise st.conflict(info, name, f"Precondition failed: UID in precondition: {pre['uid']}, "
+                          f"UID in object meta: {meta.get('uid')}")
+    if pre.get("resourceVersion") and str(pre["resourceVersion"]) != meta["resourceVersion"]:
+        raise st.conflict(info, name, "Precondition failed: ResourceVersion in precondition: "
+                          f"{pre['resourceVersion']}, ResourceVersion in object meta: {meta['resourceVersion']}")
 
 
 def _gc_finalizers(finalizers: list[str], policy: str | None) -> list[str]:
@@ -366,16 +389,22 @@ class ObjectStore:
 
         Raises :class:`RevisionMismatch` / :class:`KeyNotFound` for the caller to map or retry.
         """
+        out, _ = await self._write(info, old_kv, obj, dry_run=dry_run)
+        return out
+
+    async def _write(self, info: ResourceInfo, old_kv: KeyValue, obj: dict[str, Any], *,
+                     dry_run: bool = False) -> tuple[dict[str, Any], bool]:
+        """:meth:`write_update`, also saying whether the write deleted the object (no finalizers left)."""
         meta = obj["metadata"]
         data = encode(obj)
         if data == old_kv.value:
             if old_kv.create_revision == 0:
                 await self._confirm_current(old_kv)
             meta["resourceVersion"] = str(old_kv.mod_revision)
-            return obj
+            return obj, False
         if dry_run:
             meta["resourceVersion"] = str(old_kv.mod_revision)
-            return obj
+            return obj, False
         kv = await self.storage.update(old_kv.key, data, old_kv.mod_revision)
         meta["resourceVersion"] = str(kv.mod_revision)
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and not self._finalizes_elsewhere(info, obj):
@@ -385,9 +414,9 @@ class ObjectStore:
                 pass
             else:
                 self._after(info, obj, True)
-                return obj
+                return obj, True
         self._after(info, obj, False)
-        return obj
+        return obj, False
 
     async def _confirm_current(self, old_kv: KeyValue) -> None:
         """Check a cache-read key-value (``create_revision == 0``) is still what storage holds.
@@ -408,56 +437,120 @@ class ObjectStore:
             return bool((obj.get("spec") or {}).get("finalizers"))
         return False
 
-    async def update(self, info: ResourceInfo, namespace: str, name: str, new: dict[str, Any], *,
-                     subresource: str = "", dry_run: bool = False) -> dict[str, Any]:
-        """PUT semantics: 409 on a stale ``metadata.resourceVersion``; unconditional without one."""
-        meta = new.get("metadata") if isinstance(new.get("metadata"), dict) else {}
-        want = meta.get("resourceVersion") or ""
-        want_rv = parse_rv(want) if want else 0
-        for attempt in range(MAX_RETRIES):
-            old, kv = await self.read(info, namespace, name, cached=attempt == 0, want_rv=want_rv)
-            if want_rv and want_rv != kv.mod_revision:
-                raise st.conflict(info, name)
-            candidate = copy.deepcopy(new) if not want_rv else new
-            result = self.prepare_update(info, old, candidate, subresource=subresource)
-            self.validate(info, result, old)
+    # ---------------------------------------------------------------------------------- the update loop
+
+    async def guaranteed_update(self, info: ResourceInfo, namespace: str, name: str, try_update: TryUpdate, *,
+                                precondition_rv: int = 0, allow_create: bool = False,
+                                dry_run: bool = False) -> tuple[dict[str, Any], Outcome]:
+        """Read, mutate, compare-and-swap on the revision read, and retry on conflict (kube's GuaranteedUpdate).
+
+        ``try_update(current)`` gets a private, mutable copy of the current object (None when it does not
+        exist: only with ``allow_create``, otherwise the answer is 404) and returns the object to write,
+        ``None`` for no change, or :data:`DELETE`; it raises :class:`StatusError` to refuse. It may be called
+        again, on newer state, after a lost compare-and-swap: it must not have other side effects.
+
+        The first state may come from the watch cache; a refusal or a no-op judged on a cached copy is
+        judged again on a fresh read from storage, so a stale cache never decides an answer. A lost
+        compare-and-swap retries on the state storage reported (at most ``MAX_RETRIES`` attempts, then
+        409). With ``precondition_rv`` any other current revision is a 409 Conflict.
+        Returns the object as written (or as it is, when unchanged) and what happened.
+        """
+        key = self.key(info, namespace, name)
+        state = self._cached_state(info, key, precondition_rv)
+        fresh = state is None
+        if state is None:
+            state = await self._storage_state(info, key, name, allow_create)
+        for _ in range(MAX_RETRIES):
+            obj, kv = state
             try:
-                return await self.write_update(info, kv, result, dry_run=dry_run)
-            except RevisionMismatch:
-                if want_rv:
-                    raise st.conflict(info, name) from None
+                if precondition_rv and (kv is None or kv.mod_revision != precondition_rv):
+                    raise st.conflict(info, name)
+                change = try_update(obj)
+                if inspect.isawaitable(change):
+                    change = await change
+            except st.StatusError:
+                if fresh:
+                    raise
+                state, fresh = await self._storage_state(info, key, name, allow_create), True
+                continue
+            try:
+                if change is None or (kv is None and change is DELETE):
+                    if not fresh:
+                        state, fresh = await self._storage_state(info, key, name, allow_create), True
+                        continue
+                    if obj is None:
+                        raise st.not_found(info, name)
+                    return obj, "unchanged"
+                if kv is None:
+                    assert isinstance(change, dict)
+                    return await self.create(info, namespace, change, dry_run=dry_run), "created"
+                if isinstance(change, _Delete):
+                    assert obj is not None
+                    return await self._delete_at(info, kv, obj, dry_run), "deleted"
+                out, deleted = await self._write(info, kv, change, dry_run=dry_run)
+                return out, "deleted" if deleted else "updated"
+            except RevisionMismatch as e:
+                state = (served(e.current), e.current) if e.current is not None else \
+                    await self._storage_state(info, key, name, allow_create)
             except KeyNotFound:
-                raise st.not_found(info, name) from None
+                state = await self._storage_state(info, key, name, allow_create)
+            except st.StatusError as e:
+                if e.reason != "AlreadyExists" or not allow_create:
+                    raise
+                state = await self._storage_state(info, key, name, allow_create)  # lost a create race
+            fresh = True
         raise st.conflict(info, name)
+
+    def _cached_state(self, info: ResourceInfo, key: str, want_rv: int) -> State | None:
+        """The watch cache's copy of ``key`` (at ``want_rv`` when given), or None when it has none."""
+        if self.cache is None:
+            return None
+        bucket = self.cache.buckets.get(info.storage_prefix)
+        co = bucket.objects.get(key) if bucket is not None else None
+        if co is None or (want_rv and want_rv != co.rev):
+            return None
+        obj = orjson.loads(co.raw)
+        return obj, KeyValue(key, encode(obj), co.rev, 0)
+
+    async def _storage_state(self, info: ResourceInfo, key: str, name: str, allow_create: bool) -> State:
+        kv = await self.storage.get(key)
+        if kv is None:
+            if not allow_create:
+                raise st.not_found(info, name)
+            return None, None
+        return served(kv), kv
+
+    async def _delete_at(self, info: ResourceInfo, kv: KeyValue, obj: dict[str, Any], dry_run: bool) -> dict[str, Any]:
+        """Delete the key at the revision ``obj`` was read at; the object comes back at the deletion's revision."""
+        if dry_run:
+            return obj
+        dkv = await self.storage.delete(kv.key, kv.mod_revision)
+        obj["metadata"]["resourceVersion"] = str(dkv.mod_revision)
+        self._after(info, obj, True)
+        return obj
 
     async def mutate(self, info: ResourceInfo, namespace: str, name: str,
                      fn: Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None] | dict[str, Any] | None], *,
                      precondition_rv: int = 0, dry_run: bool = False, raw: bool = False) -> dict[str, Any] | None:
-        """Read-modify-write with retries: ``fn(current)`` returns the new object (or None for no change).
+        """Read-modify-write through :meth:`guaranteed_update`: ``fn(current)`` returns the new object or None.
 
         With ``raw`` the result is written as is (server-internal changes such as finalizer removal);
-        otherwise it goes through :meth:`prepare_update` like a client update of the main resource.
+        otherwise it goes through :meth:`prepare_update` and validation like a client update.
         """
-        for attempt in range(MAX_RETRIES):
-            old, kv = await self.read(info, namespace, name, cached=attempt == 0, want_rv=precondition_rv)
-            if precondition_rv and precondition_rv != kv.mod_revision:
-                raise st.conflict(info, name)
-            res = fn(copy.deepcopy(old))
-            if hasattr(res, "__await__"):
-                res = await res  # type: ignore[misc]
-            if res is None:
-                return old
-            result = res if raw else self.prepare_update(info, old, res)  # type: ignore[arg-type]
-            if not raw:
-                self.validate(info, result, old)
-            try:
-                return await self.write_update(info, kv, result, dry_run=dry_run)
-            except RevisionMismatch:
-                if precondition_rv:
-                    raise st.conflict(info, name) from None
-            except KeyNotFound:
-                raise st.not_found(info, name) from None
-        raise st.conflict(info, name)
+        async def try_update(old: dict[str, Any] | None) -> Change:
+            assert old is not None
+            res = fn(old if raw else copy.deepcopy(old))
+            if inspect.isawaitable(res):
+                res = await res
+            if res is None or raw:
+                return res
+            result = self.prepare_update(info, old, res)
+            self.validate(info, result, old)
+            return result
+
+        out, _ = await self.guaranteed_update(info, namespace, name, try_update, precondition_rv=precondition_rv,
+                                              dry_run=dry_run)
+        return out
 
     # ---------------------------------------------------------------------------------- delete
 
@@ -476,66 +569,36 @@ class ObjectStore:
         if not info.group and info.plural == "namespaces" and name in PROTECTED_NAMESPACES:
             raise st.StatusError(403, "Forbidden", f'namespaces "{name}" is forbidden: this namespace may not be '
                                  "deleted", details={"name": name, "kind": "namespaces"})
-        for attempt in range(MAX_RETRIES):
-            obj, kv = await self.read(info, namespace, name, cached=attempt == 0)
+
+        def try_delete(obj: dict[str, Any] | None) -> Change:
+            assert obj is not None
             meta = obj["metadata"]
-            if attempt == 0 and (pre.get("resourceVersion") or pre.get("uid")):
-                continue  # judge preconditions against storage, never a possibly stale cached copy
-            if pre.get("uid") and pre["uid"] != meta.get("uid"):
-                raise st.conflict(info, name, f"Precondition failed: UID in precondition: {pre['uid']}, "
-                                  f"UID in object meta: {meta.get('uid')}")
-            if pre.get("resourceVersion") and str(pre["resourceVersion"]) != meta["resourceVersion"]:
-                raise st.conflict(info, name, "Precondition failed: ResourceVersion in precondition: "
-                                  f"{pre['resourceVersion']}, ResourceVersion in object meta: "
-                                  f"{meta['resourceVersion']}")
+            _check_preconditions(info, name, pre, meta)
             current = list(meta.get("finalizers") or ())
             finalizers = _gc_finalizers(current, policy)
             if (info.group == "apiextensions.k8s.io" and info.plural == "customresourcedefinitions"
                     and CRD_FINALIZER not in finalizers and not meta.get("deletionTimestamp")):
                 finalizers.append(CRD_FINALIZER)
-            graceful = bool(finalizers) or self._finalizes_elsewhere(info, obj)
-            if graceful and meta.get("deletionTimestamp"):
+            if not finalizers and not self._finalizes_elsewhere(info, obj):
+                return DELETE
+            if meta.get("deletionTimestamp"):
                 if set(finalizers) == set(current):
-                    return obj, False
+                    return None
                 # A repeated delete may switch the GC finalizers (kube allows that while terminating).
-                meta["finalizers"] = finalizers
-                if not finalizers:
-                    meta.pop("finalizers", None)
-                try:
-                    out = await self.write_update(info, kv, obj, dry_run=dry_run)
-                except RevisionMismatch:
-                    continue
-                except KeyNotFound:
-                    raise st.not_found(info, name) from None
-                return out, not finalizers and not self._finalizes_elsewhere(info, out) and not dry_run
-            if graceful:
-                meta["finalizers"] = finalizers
+            else:
                 meta["deletionTimestamp"] = timestamp(self.clock)
                 meta["deletionGracePeriodSeconds"] = 0
                 if meta.get("generation"):
                     meta["generation"] += 1
                 if not info.group and info.plural == "namespaces":
                     obj.setdefault("status", {})["phase"] = "Terminating"
-                if not finalizers:
-                    meta.pop("finalizers", None)
-                try:
-                    return await self.write_update(info, kv, obj, dry_run=dry_run), False
-                except RevisionMismatch:
-                    continue
-                except KeyNotFound:
-                    raise st.not_found(info, name) from None
-            if dry_run:
-                return obj, True
-            try:
-                dkv = await self.storage.delete(kv.key, kv.mod_revision)
-            except RevisionMismatch:
-                continue
-            except KeyNotFound:
-                raise st.not_found(info, name) from None
-            obj["metadata"]["resourceVersion"] = str(dkv.mod_revision)
-            self._after(info, obj, True)
-            return obj, True
-        raise st.conflict(info, name)
+            meta["finalizers"] = finalizers
+            if not finalizers:
+                meta.pop("finalizers", None)
+            return obj
+
+        obj, outcome = await self.guaranteed_update(info, namespace, name, try_delete, dry_run=dry_run)
+        return obj, outcome == "deleted"
 
     def _after(self, info: ResourceInfo, obj: dict[str, Any], deleted: bool) -> None:
         for hook in self.after_write:

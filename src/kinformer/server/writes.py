@@ -14,13 +14,12 @@ from ..selectors import label_selector_from_dict
 from . import status as st
 from .apply import update_managed_fields
 from .bodies import check_delete_options, check_kind, content_type, decode_object, parse_document, read_body
-from .objects import MAX_RETRIES, ObjectStore, parse_rv, served, timestamp
+from .objects import parse_rv, timestamp
 from .query import make_filter, truthy
 from .reads import ReadHandlers
 from .registry import ResourceInfo
 from .responses import json_response
 from .routing import Target
-from .storage.base import KeyNotFound, RevisionMismatch
 from .validation import unknown_fields
 
 _QUOTE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
@@ -146,25 +145,17 @@ class WriteHandlers(ReadHandlers):
         if not isinstance(want, str):
             raise st.bad_request("json: cannot unmarshal into Go struct field ObjectMeta.metadata.resourceVersion "
                                  "of type string")
-        want_rv = parse_rv(want) if want else 0
         manager = self._manager(request)
-        for attempt in range(MAX_RETRIES):
-            old, kv = await self.store.read(info, t.namespace, t.name, cached=attempt == 0, want_rv=want_rv)
-            if want_rv and want_rv != kv.mod_revision:
-                raise st.conflict(info, t.name)
+
+        def try_update(old: dict[str, Any] | None) -> dict[str, Any]:
+            assert old is not None
             result = self.store.prepare_update(info, old, copy.deepcopy(new), subresource=t.subresource)
             self.store.validate(info, result, old)
-            result = self._managed(info, old, result, manager, t.subresource)
-            try:
-                out = await self.store.write_update(info, kv, result, dry_run=dry)
-            except RevisionMismatch:
-                if want_rv:
-                    raise st.conflict(info, t.name) from None
-                continue
-            except KeyNotFound:
-                raise st.not_found(info, t.name) from None
-            return json_response(out, 200, headers)
-        raise st.conflict(info, t.name)
+            return self._managed(info, old, result, manager, t.subresource)
+
+        out, _ = await self.store.guaranteed_update(info, t.namespace, t.name, try_update,
+                                                    precondition_rv=parse_rv(want) if want else 0, dry_run=dry)
+        return json_response(out, 200, headers)
 
     async def patch(self, request: web.Request, t: Target) -> web.Response:
         from .patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
@@ -192,8 +183,10 @@ class WriteHandlers(ReadHandlers):
             raise st.bad_request("error decoding patch: the patch must be a JSON object")
         manager = self._manager(request)
         headers: dict[str, str] = {}
-        for attempt in range(MAX_RETRIES):
-            old, kv = await self.store.read(info, t.namespace, t.name, cached=attempt == 0)
+
+        def try_update(old: dict[str, Any] | None) -> dict[str, Any]:
+            nonlocal headers
+            assert old is not None
             try:
                 if kind == "json":
                     new = json_patch(old, doc)
@@ -202,29 +195,20 @@ class WriteHandlers(ReadHandlers):
                 else:
                     new = strategic_merge_patch(old, doc, info)
             except PatchError as e:
-                if attempt == 0:
-                    continue  # the cached copy may be stale: judge the patch against storage
                 raise st.StatusError(e.code, e.reason, e.message,
                                      details={"causes": e.causes} if e.causes else None) from None
             new = decode_object(new)
             want = (new.get("metadata") or {}).get("resourceVersion")
             if want and str(want) != old["metadata"]["resourceVersion"]:
-                if attempt == 0:
-                    continue
                 raise st.conflict(info, t.name)
             headers = self._field_validation(request, info, new)
             new = self._prepare_custom(info, new)
             result = self.store.prepare_update(info, old, new, subresource=t.subresource)
             self.store.validate(info, result, old)
-            result = self._managed(info, old, result, manager, t.subresource)
-            try:
-                out = await self.store.write_update(info, kv, result, dry_run=dry)
-            except RevisionMismatch:
-                continue
-            except KeyNotFound:
-                raise st.not_found(info, t.name) from None
-            return json_response(out, 200, headers)
-        raise st.conflict(info, t.name)
+            return self._managed(info, old, result, manager, t.subresource)
+
+        out, _ = await self.store.guaranteed_update(info, t.namespace, t.name, try_update, dry_run=dry)
+        return json_response(out, 200, headers)
 
     async def _apply(self, request: web.Request, t: Target, body: bytes, dry: bool) -> web.Response:
         from .apply import ApplyConflict, server_side_apply
@@ -242,10 +226,9 @@ class WriteHandlers(ReadHandlers):
             raise st.bad_request(f'the name of the object ({ameta["name"]}) does not match the name on the URL '
                                  f"({t.name})")
         headers = self._field_validation(request, info, applied)
-        for _ in range(MAX_RETRIES):
-            kv = await self.storage.get(ObjectStore.key(info, t.namespace, t.name))
-            live = served(kv) if kv is not None else None
-            want = ameta.get("resourceVersion")
+        want = ameta.get("resourceVersion")
+
+        def try_apply(live: dict[str, Any] | None) -> dict[str, Any]:
             if want and (live is None or str(want) != live["metadata"]["resourceVersion"]):
                 raise st.conflict(info, t.name)
             try:
@@ -263,22 +246,14 @@ class WriteHandlers(ReadHandlers):
                 merged["metadata"].pop("resourceVersion", None)
                 obj = self.store.prepare_create(info, t.namespace, merged)
                 self.store.validate(info, obj)
-                try:
-                    created = await self.store.create(info, t.namespace, obj, dry_run=dry)
-                except st.StatusError as e:
-                    if e.reason == "AlreadyExists":
-                        continue
-                    raise
-                return json_response(created, 201, headers)
-            assert kv is not None
+                return obj
             result = self.store.prepare_update(info, live, merged, subresource=t.subresource)
             self.store.validate(info, result, live)
-            try:
-                out = await self.store.write_update(info, kv, result, dry_run=dry)
-            except (RevisionMismatch, KeyNotFound):
-                continue
-            return json_response(out, 200, headers)
-        raise st.conflict(info, t.name)
+            return result
+
+        out, outcome = await self.store.guaranteed_update(info, t.namespace, t.name, try_apply, allow_create=True,
+                                                          dry_run=dry)
+        return json_response(out, 201 if outcome == "created" else 200, headers)
 
     async def scale(self, request: web.Request, t: Target) -> web.Response:
         """The ``/scale`` subresource of built-in workloads: an autoscaling/v1 Scale view of spec.replicas."""
@@ -293,8 +268,9 @@ class WriteHandlers(ReadHandlers):
         dry = self._dry_run(request)
         ctype = content_type(request)
         body = await read_body(request)
-        for attempt in range(MAX_RETRIES):
-            old, kv = await self.store.read(info, t.namespace, t.name, cached=attempt == 0)
+
+        def try_scale(old: dict[str, Any] | None) -> dict[str, Any]:
+            assert old is not None
             current = scale_of(old)
             try:
                 if request.method == "PUT":
@@ -308,13 +284,9 @@ class WriteHandlers(ReadHandlers):
             except orjson.JSONDecodeError as e:
                 raise st.bad_request(f"error decoding patch: {e}") from None
             except PatchError as e:
-                if attempt == 0:
-                    continue
                 raise st.StatusError(e.code, e.reason, e.message) from None
             want = (wanted.get("metadata") or {}).get("resourceVersion")
             if want and str(want) != current["metadata"]["resourceVersion"]:
-                if attempt == 0:
-                    continue
                 raise st.conflict(info, t.name)
             wanted_spec = wanted.get("spec")
             if wanted_spec is not None and not isinstance(wanted_spec, dict):
@@ -329,14 +301,10 @@ class WriteHandlers(ReadHandlers):
             result.setdefault("spec", {})["replicas"] = replicas
             result = self.store.prepare_update(info, old, result)
             self.store.validate(info, result, old)
-            try:
-                out = await self.store.write_update(info, kv, result, dry_run=dry)
-            except RevisionMismatch:
-                continue
-            except KeyNotFound:
-                raise st.not_found(info, t.name) from None
-            return json_response(scale_of(out))
-        raise st.conflict(info, t.name)
+            return result
+
+        out, _ = await self.store.guaranteed_update(info, t.namespace, t.name, try_scale, dry_run=dry)
+        return json_response(scale_of(out))
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         body = await read_body(request)

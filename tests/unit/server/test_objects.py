@@ -1,0 +1,130 @@
+"""ObjectStore.guaranteed_update: the one read-mutate-compare-and-swap loop every write verb shares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kinformer.server import status as st
+from kinformer.server.objects import DELETE, MAX_RETRIES, ObjectStore, encode
+from kinformer.server.registry import Registry
+from kinformer.server.storage.memory import MemoryStorage
+from kinformer.server.watchcache import Bucket, decode
+
+
+class StaleCache:
+    """A watch cache that holds whatever the test put in it (it never follows storage)."""
+
+    def __init__(self) -> None:
+        self.buckets: dict[str, Bucket] = {}
+
+    def hold(self, prefix: str, key: str, value: bytes, rev: int) -> None:
+        bucket = self.buckets.setdefault(prefix, Bucket(prefix, 10, 0))
+        bucket.objects[key] = decode(key, value, rev)
+
+
+@pytest.fixture
+async def env() -> Any:
+    storage = MemoryStorage()
+    await storage.start()
+    registry = Registry()
+    info = registry.get("", "v1", "configmaps")
+    cache = StaleCache()
+    store = ObjectStore(storage, registry, cache=cache)  # type: ignore[arg-type]
+    obj = store.prepare_create(info, "default", {"metadata": {"name": "a"}, "data": {"n": "0"}})
+    key = ObjectStore.key(info, "default", "a")
+    kv = await storage.create(key, encode(obj))
+    yield store, info, storage, cache, key, kv
+    await storage.close()
+
+
+def bump(obj: dict[str, Any] | None) -> dict[str, Any]:
+    assert obj is not None
+    obj["data"]["n"] = str(int(obj["data"]["n"]) + 1)
+    return obj
+
+
+async def test_lost_compare_and_swap_retries_on_the_state_storage_reported(env):
+    store, info, storage, _, key, _ = env
+    seen: list[str] = []
+
+    async def racing(obj: dict[str, Any] | None) -> dict[str, Any]:
+        assert obj is not None
+        seen.append(obj["data"]["n"])
+        if len(seen) == 1:  # another writer wins between our read and our write
+            cur = await storage.get(key)
+            await storage.update(key, cur.value.replace(b'"n":"0"', b'"n":"10"'), cur.mod_revision)
+        return bump(obj)
+
+    out, outcome = await store.guaranteed_update(info, "default", "a", racing)
+    assert outcome == "updated" and out["data"]["n"] == "11" and seen == ["0", "10"]
+
+
+async def test_a_refusal_judged_on_a_stale_cached_copy_is_judged_again_on_storage(env):
+    store, info, storage, cache, key, kv = env
+    cache.hold(info.storage_prefix, key, kv.value, kv.mod_revision)
+    await storage.update(key, kv.value.replace(b'"n":"0"', b'"n":"5"'), kv.mod_revision)
+
+    def only_from_five(obj: dict[str, Any] | None) -> dict[str, Any]:
+        assert obj is not None
+        if obj["data"]["n"] != "5":
+            raise st.conflict(info, "a")
+        return bump(obj)
+
+    out, _ = await store.guaranteed_update(info, "default", "a", only_from_five)
+    assert out["data"]["n"] == "6"
+
+
+async def test_a_no_op_judged_on_a_cached_copy_is_confirmed_on_storage(env):
+    store, info, storage, cache, key, kv = env
+    cache.hold(info.storage_prefix, key, kv.value, kv.mod_revision)
+    new = await storage.update(key, kv.value.replace(b'"n":"0"', b'"n":"5"'), kv.mod_revision)
+    out, outcome = await store.guaranteed_update(info, "default", "a", lambda obj: None)
+    assert outcome == "unchanged" and out["data"]["n"] == "5"
+    assert out["metadata"]["resourceVersion"] == str(new.mod_revision)
+
+
+async def test_precondition_and_bounded_retries_answer_409(env):
+    store, info, storage, _, key, kv = env
+    with pytest.raises(st.StatusError) as e:
+        await store.guaranteed_update(info, "default", "a", bump, precondition_rv=kv.mod_revision + 7)
+    assert e.value.code == 409
+    calls = 0
+
+    async def always_loses(obj: dict[str, Any] | None) -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        cur = await storage.get(key)
+        await storage.update(key, cur.value, cur.mod_revision)
+        return bump(obj)
+
+    with pytest.raises(st.StatusError) as e:
+        await store.guaranteed_update(info, "default", "a", always_loses)
+    assert e.value.code == 409 and calls == MAX_RETRIES
+
+
+async def test_missing_object_is_404_unless_creation_is_allowed(env):
+    store, info, _, _, _, _ = env
+    with pytest.raises(st.StatusError) as e:
+        await store.guaranteed_update(info, "default", "b", bump)
+    assert e.value.code == 404
+
+    def create(obj: dict[str, Any] | None) -> dict[str, Any]:
+        assert obj is None
+        return store.prepare_create(info, "default", {"metadata": {"name": "b"}})
+
+    store.check_namespace = _namespace_exists  # type: ignore[method-assign]
+    out, outcome = await store.guaranteed_update(info, "default", "b", create, allow_create=True)
+    assert outcome == "created" and out["metadata"]["resourceVersion"]
+
+
+async def test_delete_removes_the_key_at_the_revision_read(env):
+    store, info, storage, _, key, _ = env
+    out, outcome = await store.guaranteed_update(info, "default", "a", lambda obj: DELETE)
+    assert outcome == "deleted" and await storage.get(key) is None
+    assert int(out["metadata"]["resourceVersion"]) == await storage.current_revision()
+
+
+async def _namespace_exists(namespace: str) -> None:
+    return None
