@@ -68,6 +68,11 @@ _EXPORTS: dict[str, str] = {
     "set_condition": "kinformer.controller.conditions",
     "find_condition": "kinformer.controller.conditions",
     "wait_for": "kinformer.controller.wait",
+    # webhooks
+    "WebhookServer": "kinformer.webhook",
+    "Denied": "kinformer.webhook",
+    "AdmissionRequest": "kinformer.webhook",
+    "patch_ca_bundle": "kinformer.webhook",
     # selectors, time, errors
     "LabelSelector": "kinformer.selectors",
     "parse_label_selector": "kinformer.selectors",

@@ -29,7 +29,7 @@ from kinformer.server.auth import UserInfo, user_from_peercert
 from kinformer.server.authz import ANONYMOUS, Policy, RequestAttributes, load_policy, parse_request
 from kinformer.server.cli import add_arguments, main, write_kubeconfig
 from kinformer.server.limits import RateLimiter, WatchLimiter
-from kinformer.server.tls import CertPaths, client_ssl_context, ensure_certs, issue_client_cert
+from kinformer.tls import CertPaths, client_ssl_context, ensure_certs, issue_client_cert
 from testlib import wait_until
 
 ADMIN, ALICE, BOB, CAROL, DAVE, ERIN = "t-admin", "t-alice", "t-bob", "t-carol", "t-dave", "t-erin"

@@ -47,7 +47,7 @@ class APIServer:
 
     ``port=0`` picks a free port; :attr:`url` is known once started. A non-loopback ``host`` requires
     ``tls`` and authentication (``tokens`` or ``client_ca``). ``tls`` is True (certificates generated
-    under ``data_dir``/pki or a temporary directory) or a :class:`kinformer.server.tls.CertPaths`.
+    under ``data_dir``/pki or a temporary directory) or a :class:`kinformer.tls.CertPaths`.
 
     Security and limits (see :mod:`.auth`, :mod:`.authz`, :mod:`.limits`): ``client_ca`` (a PEM path or
     several) authenticates TLS client certificates (CN = user, O = groups); ``authorization_policy`` (a
@@ -156,7 +156,7 @@ class APIServer:
     def _ssl_context(self) -> Any:
         if not self.tls:
             return None
-        from .tls import CertPaths, ensure_certs, server_ssl_context
+        from kinformer.tls import CertPaths, ensure_certs, server_ssl_context
 
         if isinstance(self.tls, CertPaths):
             paths = self.tls

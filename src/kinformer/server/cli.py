@@ -97,7 +97,7 @@ def ensure_admin_token(data_dir: str | os.PathLike[str]) -> str:
     except FileNotFoundError:
         token = ""
     if not token:
-        from kinformer.server.tls import write_atomic
+        from kinformer.tls import write_atomic
 
         token = secrets.token_urlsafe(32)
         write_atomic(path, token.encode() + b"\n")
@@ -129,7 +129,7 @@ def write_kubeconfig(path: str | os.PathLike[str], server_url: str, ca_path: str
         "current-context": context_name,
         "preferences": {},
     }
-    from kinformer.server.tls import write_atomic
+    from kinformer.tls import write_atomic
 
     out = Path(path)
     write_atomic(out, yaml.safe_dump(config, sort_keys=False).encode())
@@ -185,7 +185,7 @@ def _security_kwargs(args: argparse.Namespace, certs: Any, policy: Any) -> dict[
 def _kubeconfig_credentials(args: argparse.Namespace, certs: Any, admin_token: str | None) -> dict[str, Any]:
     """``write_kubeconfig`` keyword arguments: the admin token, or a fresh admin client certificate."""
     if args.kubeconfig_auth == "cert" and certs is not None:
-        from kinformer.server.tls import issue_client_cert
+        from kinformer.tls import issue_client_cert
 
         cert, key = issue_client_cert(certs, ADMIN_USER, [g for g in ADMIN_GROUPS if g != "system:authenticated"])
         return {"token": None, "client_cert": cert, "client_key": key}
@@ -195,7 +195,7 @@ def _kubeconfig_credentials(args: argparse.Namespace, certs: Any, admin_token: s
 async def _serve(args: argparse.Namespace, data: Path, storage: str, tokens: Mapping[str, Any] | None,
                  admin_token: str | None, policy: Any = None) -> int:
     from kinformer.server import APIServer
-    from kinformer.server.tls import ensure_certs
+    from kinformer.tls import ensure_certs
 
     certs = ensure_certs(data / "pki", hosts=_cert_hosts(args.host)) if args.tls else None
     kwargs: dict[str, Any] = {"storage": storage, "host": args.host, "port": args.port, "tls": certs,

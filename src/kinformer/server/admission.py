@@ -1,0 +1,407 @@
+"""Admission webhooks, called as kube-apiserver calls them (admissionregistration.k8s.io/v1).
+
+For every write the server runs, after defaulting and before storage:
+
+1. the **mutating** webhooks of every MutatingWebhookConfiguration, in order (configurations by name,
+   webhooks in their listed order); each one's JSONPatch is applied before the next is called; when a
+   later webhook changed the object, the earlier ones with ``reinvocationPolicy: IfNeeded`` run once more;
+2. the **validating** webhooks of every ValidatingWebhookConfiguration, concurrently; the first denial
+   in configuration order is the answer.
+
+A webhook is called when one of its ``rules`` matches (operations, apiGroups, apiVersions, resources with
+``*``, ``*/*``, ``pods/*``, ``*/status`` forms, scope), its ``namespaceSelector`` matches the namespace's
+labels (a Namespace object is matched by its own labels; other cluster-scoped objects always match), its
+``objectSelector`` matches the labels of the new or the old object, and every ``matchConditions`` CEL
+expression is true (evaluated with cel-python over ``object``, ``oldObject`` and ``request``).
+
+Answers, worded as kube-apiserver's:
+
+* a denial is the webhook's status code (at least 400) with the message
+  ``admission webhook "<name>" denied the request: <message>``;
+* a webhook that cannot be called, times out (``timeoutSeconds``, default 10, at most 30), answers
+  non-JSON, a wrong ``uid``, a patch that does not apply, or fails a matchCondition is, with
+  ``failurePolicy: Fail`` (the default), a 500 ``failed calling webhook "<name>": ...`` (a 504 on timeout);
+  with ``Ignore`` the webhook is skipped and the failure logged;
+* a dry-run request reaching a webhook whose ``sideEffects`` is not ``None``/``NoneOnDryRun`` is refused
+  (400), as kube does;
+* ``warnings`` of every webhook are collected for the response's ``Warning`` headers.
+
+``clientConfig.url`` is called as it is. ``clientConfig.service`` is resolved through the Service's
+Endpoints object in this server (the address of its first ready subset, the port whose name matches
+the Service port ``service.port``, default 443), with TLS verified for ``<name>.<namespace>.svc``:
+a test points a Service at a local webhook server by creating that Service and an Endpoints object with
+``127.0.0.1`` and the server's port. ``caBundle`` is the only trust for a call (no bundle: the system's).
+
+Limits: a webhook's answer over :data:`MAX_RESPONSE` bytes is a call failure; at most
+:data:`MAX_WARNINGS` warnings of :data:`MAX_WARNING_LENGTH` characters are kept per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import logging
+import ssl
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import orjson
+
+from ..errors import SelectorError
+from ..selectors import label_selector_from_dict
+from . import status as st
+from .patch import PatchError, json_patch
+from .registry import ResourceInfo
+
+log = logging.getLogger(__name__)
+
+__all__ = ["AdmissionAttributes", "WebhookDispatcher", "rule_matches"]
+
+MUTATING = "admissionregistration.k8s.io/mutatingwebhookconfigurations"
+VALIDATING = "admissionregistration.k8s.io/validatingwebhookconfigurations"
+MAX_RESPONSE = 8 * 1024 * 1024
+MAX_WARNINGS = 32
+MAX_WARNING_LENGTH = 256
+DEFAULT_TIMEOUT = 10
+MAX_TIMEOUT = 30
+
+
+@dataclass(slots=True)
+class AdmissionAttributes:
+    """What admission knows of one request (kube's admission.Attributes)."""
+
+    operation: str  # CREATE, UPDATE, DELETE, CONNECT
+    info: ResourceInfo
+    namespace: str
+    name: str
+    subresource: str = ""
+    user: str = ""
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    dry_run: bool = False
+    options: Mapping[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def warn(self, text: str) -> None:
+        if len(self.warnings) < MAX_WARNINGS:
+            self.warnings.append(text[:MAX_WARNING_LENGTH])
+
+
+class CallFailed(Exception):
+    """A webhook could not give a usable answer; ``timeout`` when it did not answer in time."""
+
+    def __init__(self, message: str, *, timeout: bool = False) -> None:
+        super().__init__(message)
+        self.timeout = timeout
+
+
+# -- matching --------------------------------------------------------------------------------------
+
+
+def _resource_matches(patterns: Iterable[str], plural: str, subresource: str) -> bool:
+    want = f"{plural}/{subresource}" if subresource else plural
+    for pattern in patterns:
+        if pattern in ("*/*", want):
+            return True
+        if pattern == "*" and not subresource:
+            return True
+        res, _, sub = pattern.partition("/")
+        if sub and subresource and (res == "*" or res == plural) and (sub == "*" or sub == subresource):
+            return True
+    return False
+
+
+def rule_matches(rule: Mapping[str, Any], attrs: AdmissionAttributes) -> bool:
+    """Whether one RuleWithOperations selects the request (kube's admission rule matcher)."""
+    info = attrs.info
+    ops = rule.get("operations") or []
+    if "*" not in ops and attrs.operation not in ops:
+        return False
+    groups = rule.get("apiGroups") or []
+    if "*" not in groups and info.group not in groups:
+        return False
+    versions = rule.get("apiVersions") or []
+    if "*" not in versions and info.version not in versions:
+        return False
+    if not _resource_matches(rule.get("resources") or [], info.plural, attrs.subresource):
+        return False
+    scope = rule.get("scope") or "*"
+    return scope == "*" or (scope == "Namespaced") == info.namespaced
+
+
+def _selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str] | None) -> bool:
+    if selector is None:
+        return True
+    try:
+        return label_selector_from_dict(selector).matches(labels or {})
+    except SelectorError:
+        return False
+
+
+def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, str] | None:
+    if obj is None:
+        return None
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+# -- the dispatcher --------------------------------------------------------------------------------
+
+
+class WebhookDispatcher:
+    """Finds the webhooks that apply to a request and calls them; owns one HTTP session.
+
+    ``objects(prefix)`` returns the current objects of a resource (``"group/plural"``) from the server's
+    cache; ``namespace_labels(name)`` the labels of a namespace (None when it does not exist).
+    """
+
+    def __init__(self, objects: Any, namespace_labels: Any, lookup: Any) -> None:
+        self._objects = objects
+        self._namespace_labels = namespace_labels
+        self._lookup = lookup  # (group/plural, namespace, name) -> object | None
+        self._session: aiohttp.ClientSession | None = None
+        self._contexts: dict[bytes, ssl.SSLContext] = {}
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _webhooks(self, resource: str) -> list[tuple[str, dict[str, Any]]]:
+        configs = sorted(self._objects(resource), key=lambda o: o["metadata"]["name"])
+        return [(c["metadata"]["name"], hook) for c in configs for hook in (c.get("webhooks") or [])]
+
+    def active(self) -> bool:
+        """Whether any webhook configuration exists (no configuration: admission costs nothing)."""
+        return bool(self._objects(MUTATING) or self._objects(VALIDATING))
+
+    # -- entry points ---------------------------------------------------------------------------
+
+    async def mutate(self, attrs: AdmissionAttributes, obj: dict[str, Any] | None,
+                     old: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """Run the matching mutating webhooks in order; return the (possibly patched) object."""
+        hooks = [h for h in self._webhooks(MUTATING) if await self._applies(h[1], attrs, obj, old)]
+        if not hooks:
+            return obj
+        ran: list[tuple[str, dict[str, Any]]] = []
+        changed_after: dict[int, bool] = {}
+        for i, (config, hook) in enumerate(hooks):
+            obj, changed = await self._mutate_one(hook, attrs, obj, old)
+            ran.append((config, hook))
+            if changed:
+                for j in range(i):
+                    changed_after[j] = True
+        for j, (_config, hook) in enumerate(ran):
+            if changed_after.get(j) and hook.get("reinvocationPolicy") == "IfNeeded":
+                obj, _ = await self._mutate_one(hook, attrs, obj, old)
+        return obj
+
+    async def validate(self, attrs: AdmissionAttributes, obj: Mapping[str, Any] | None,
+                       old: Mapping[str, Any] | None) -> None:
+        """Run the matching validating webhooks concurrently; raise the first denial in order."""
+        hooks = [h for h in self._webhooks(VALIDATING) if await self._applies(h[1], attrs, obj, old)]
+        if not hooks:
+            return
+        async with asyncio.TaskGroup() as tg:
+            tasks = [tg.create_task(self._outcome(hook, attrs, obj, old)) for _, hook in hooks]
+        for task in tasks:
+            err = task.result()
+            if err is not None:
+                raise err
+
+    # -- one webhook ----------------------------------------------------------------------------
+
+    async def _applies(self, hook: Mapping[str, Any], attrs: AdmissionAttributes, obj: Mapping[str, Any] | None,
+                       old: Mapping[str, Any] | None) -> bool:
+        if not any(rule_matches(r, attrs) for r in hook.get("rules") or []):
+            return False
+        if not _selector_matches(hook.get("objectSelector"), _labels(obj)) and \
+                not (old is not None and _selector_matches(hook.get("objectSelector"), _labels(old))):
+            return False
+        ns_selector = hook.get("namespaceSelector")
+        if ns_selector is not None:
+            if attrs.info.group == "" and attrs.info.plural == "namespaces":
+                labels = _labels(obj if obj is not None else old)
+            elif attrs.info.namespaced:
+                labels = self._namespace_labels(attrs.namespace)
+            else:
+                labels = None
+            if (attrs.info.namespaced or attrs.info.plural == "namespaces") and \
+                    not _selector_matches(ns_selector, labels):
+                return False
+        return True
+
+    def _request(self, attrs: AdmissionAttributes, obj: Mapping[str, Any] | None,
+                 old: Mapping[str, Any] | None) -> dict[str, Any]:
+        info = attrs.info
+        kind = {"group": info.group, "version": info.version, "kind": info.kind}
+        resource = {"group": info.group, "version": info.version, "resource": info.plural}
+        req: dict[str, Any] = {
+            "uid": str(uuid.uuid4()), "kind": kind, "resource": resource, "requestKind": kind,
+            "requestResource": resource, "name": attrs.name, "namespace": attrs.namespace,
+            "operation": attrs.operation,
+            "userInfo": {"username": attrs.user, "uid": attrs.uid, "groups": list(attrs.groups)},
+            "object": obj, "oldObject": old, "dryRun": attrs.dry_run, "options": attrs.options}
+        if attrs.subresource:
+            req["subResource"] = req["requestSubResource"] = attrs.subresource
+        return req
+
+    def _check_dry_run(self, name: str, hook: Mapping[str, Any], attrs: AdmissionAttributes) -> None:
+        if attrs.dry_run and hook.get("sideEffects") not in ("None", "NoneOnDryRun"):
+            raise st.bad_request(f'admission webhook "{name}" does not support dry run')
+
+    async def _conditions_hold(self, hook: Mapping[str, Any], request: Mapping[str, Any]) -> bool:
+        conditions = hook.get("matchConditions") or []
+        if not conditions:
+            return True
+        from .cel import evaluate_conditions
+
+        try:
+            return evaluate_conditions(conditions, request)
+        except ValueError as exc:
+            raise CallFailed(str(exc)) from None
+
+    async def _review(self, hook: Mapping[str, Any], attrs: AdmissionAttributes, obj: Mapping[str, Any] | None,
+                      old: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """Call ``hook``; its ``response``, or None when it was skipped (matchConditions, Ignore policy)."""
+        name = hook.get("name", "")
+        self._check_dry_run(name, hook, attrs)
+        request = self._request(attrs, obj, old)
+        try:
+            if not await self._conditions_hold(hook, request):
+                return None
+            response = await self._call(hook, {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                                               "request": request})
+            if response.get("uid") != request["uid"]:
+                raise CallFailed(f"expected response.uid=\"{request['uid']}\", got \"{response.get('uid')}\"")
+        except CallFailed as exc:
+            if hook.get("failurePolicy", "Fail") == "Ignore":
+                log.warning('failed calling webhook "%s" (failurePolicy Ignore): %s', name, exc)
+                return None
+            if exc.timeout:
+                raise st.StatusError(504, "Timeout", f'failed calling webhook "{name}": {exc}') from None
+            raise st.internal_error(f'failed calling webhook "{name}": {exc}') from None
+        for text in (response.get("warnings") or [])[:MAX_WARNINGS]:
+            if isinstance(text, str):
+                attrs.warn(text)
+        if not response.get("allowed"):
+            raise _denied(name, response.get("status"))
+        return response
+
+    async def _outcome(self, hook: Mapping[str, Any], attrs: AdmissionAttributes, obj: Mapping[str, Any] | None,
+                       old: Mapping[str, Any] | None) -> st.StatusError | None:
+        try:
+            await self._review(hook, attrs, obj, old)
+        except st.StatusError as err:
+            return err
+        return None
+
+    async def _mutate_one(self, hook: Mapping[str, Any], attrs: AdmissionAttributes, obj: dict[str, Any] | None,
+                          old: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, bool]:
+        response = await self._review(hook, attrs, obj, old)
+        if response is None or not response.get("patch") or obj is None:
+            return obj, False
+        name = hook.get("name", "")
+        try:
+            if response.get("patchType") != "JSONPatch":
+                raise CallFailed(f"unsupported patch type {response.get('patchType')!r}")
+            ops = orjson.loads(base64.b64decode(response["patch"], validate=True))
+            patched = json_patch(copy.deepcopy(obj), ops)
+            if not isinstance(patched, dict):
+                raise CallFailed("the patch does not leave an object")
+        except (CallFailed, PatchError, ValueError, TypeError) as exc:
+            if hook.get("failurePolicy", "Fail") == "Ignore":
+                log.warning('webhook "%s" patch ignored (failurePolicy Ignore): %s', name, exc)
+                return obj, False
+            raise st.internal_error(f'admission webhook "{name}" returned an invalid patch: {exc}') from None
+        return patched, patched != obj
+
+    # -- calling ----------------------------------------------------------------------------------
+
+    def _context(self, ca_bundle: str | None) -> ssl.SSLContext:
+        raw = base64.b64decode(ca_bundle) if ca_bundle else b""
+        ctx = self._contexts.get(raw)
+        if ctx is None:
+            ctx = ssl.create_default_context(cadata=raw.decode()) if raw else ssl.create_default_context()
+            self._contexts[raw] = ctx
+        return ctx
+
+    def _target(self, config: Mapping[str, Any]) -> tuple[str, str | None]:
+        """(URL to post to, TLS server name to verify when it differs from the URL's host)."""
+        if config.get("url"):
+            return str(config["url"]), None
+        svc = config.get("service") or {}
+        ns, name = svc.get("namespace", ""), svc.get("name", "")
+        port = int(svc.get("port") or 443)
+        path = svc.get("path") or "/"
+        service = self._lookup("core/services", ns, name)
+        if service is None:
+            raise CallFailed(f'service "{ns}/{name}" not found')
+        port_name = next((p.get("name", "") for p in (service.get("spec") or {}).get("ports") or []
+                          if p.get("port") == port), None)
+        if port_name is None:
+            raise CallFailed(f'service "{ns}/{name}" has no port {port}')
+        endpoints = self._lookup("core/endpoints", ns, name) or {}
+        for subset in endpoints.get("subsets") or []:
+            addresses = subset.get("addresses") or []
+            ports = subset.get("ports") or []
+            match = next((p for p in ports if p.get("name", "") == port_name), ports[0] if len(ports) == 1 else None)
+            if addresses and match is not None:
+                return f"https://{addresses[0]['ip']}:{match['port']}{path}", f"{name}.{ns}.svc"
+        raise CallFailed(f'service "{ns}/{name}" has no ready endpoints')
+
+    async def _call(self, hook: Mapping[str, Any], review: Mapping[str, Any]) -> dict[str, Any]:
+        config = hook.get("clientConfig") or {}
+        url, server_name = self._target(config)
+        timeout = min(int(hook.get("timeoutSeconds") or DEFAULT_TIMEOUT), MAX_TIMEOUT)
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        try:
+            async with asyncio.timeout(timeout):
+                async with self._session.post(
+                        url, data=orjson.dumps(review), ssl=self._context(config.get("caBundle")),
+                        server_hostname=server_name, headers={"Content-Type": "application/json"}) as resp:
+                    body = await resp.content.read(MAX_RESPONSE + 1)
+        except TimeoutError:
+            raise CallFailed(f'failed to call webhook: Post "{url}": context deadline exceeded',
+                             timeout=True) from None
+        except (aiohttp.ClientError, OSError, ssl.SSLError, ValueError) as exc:
+            raise CallFailed(f'failed to call webhook: Post "{url}": {exc}') from None
+        if len(body) > MAX_RESPONSE:
+            raise CallFailed(f"the webhook answer is over {MAX_RESPONSE} bytes")
+        if resp.status != 200:
+            raise CallFailed(f"failed to call webhook: the server responded with status {resp.status}")
+        try:
+            doc = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise CallFailed(f"received invalid webhook response: {exc}") from None
+        response = doc.get("response") if isinstance(doc, dict) else None
+        if not isinstance(response, dict):
+            raise CallFailed("received invalid webhook response: no response in the AdmissionReview")
+        return response
+
+
+def _denied(name: str, status: Any) -> st.StatusError:
+    """kube's ToStatusErr: the webhook's code (at least 400) and its message, prefixed with who denied."""
+    status = status if isinstance(status, Mapping) else {}
+    code = status.get("code")
+    code = code if isinstance(code, int) and 400 <= code <= 599 else 400
+    denied_by = f'admission webhook "{name}" denied the request'
+    message, reason = status.get("message") or "", status.get("reason") or ""
+    text = f"{denied_by}: {message}" if message else f"{denied_by}: {reason}" if reason else \
+        f"{denied_by} without explanation"
+    return st.StatusError(code, str(reason or ""), text, details=status.get("details"))
+
+
+def attributes_options(kind: str, dry_run: bool, field_manager: str = "") -> dict[str, Any]:
+    """The ``options`` of an AdmissionReview request (CreateOptions, UpdateOptions, ...)."""
+    opts: dict[str, Any] = {"apiVersion": "meta.k8s.io/v1", "kind": kind}
+    if dry_run:
+        opts["dryRun"] = ["All"]
+    if field_manager:
+        opts["fieldManager"] = field_manager
+    return opts
+
