@@ -461,3 +461,29 @@ async def test_verbs_a_resource_does_not_serve_are_405(http):
                                  ("GET", "/api/v1/componentstatuses", {"watch": "true"})):
         _, body, _ = await call(http, method, path, params=params)
         assert_status(body, 405, "MethodNotAllowed")
+
+
+async def test_hostile_bodies_are_client_errors_and_write_nothing(server, http):
+    """An alias bomb, nesting past the depth limit (inside an unknown field) and media types a browser may send
+    cross-site are each a 4xx Status; the store does not move."""
+    bomb = ["apiVersion: v1", "kind: ConfigMap", "metadata: {name: bomb}", "a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    bomb += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 7)]
+    bomb.append("data: {k: v}")
+    deep = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"x":' + b"[" * 600 + b"]" * 600 + b"}"
+    plain = json.dumps(cm("plain", k="v")).encode()
+    before = await server.storage.current_revision()
+    for raw, ctype, code, reason in ((("\n".join(bomb)).encode(), "application/yaml", 400, "BadRequest"),
+                                     (deep, "application/json", 400, "BadRequest"),
+                                     (plain, "text/plain", 415, "UnsupportedMediaType"),
+                                     (plain, "application/x-www-form-urlencoded", 415, "UnsupportedMediaType")):
+        got, body, _ = await call(http, "POST", CM, raw=raw, ctype=ctype)
+        assert got == code, (ctype, body)
+        assert_status(body, code, reason)
+    assert await server.storage.current_revision() == before
+    got, body, _ = await call(http, "POST", CM, cm("target"))
+    assert got == 201
+    before = await server.storage.current_revision()
+    deep_patch = b'{"data":{"k":"v"},"x":' + b"[" * 600 + b"]" * 600 + b"}"
+    got, body, _ = await call(http, "PATCH", f"{CM}/target", raw=deep_patch, ctype="application/merge-patch+json")
+    assert got == 400, body
+    assert await server.storage.current_revision() == before

@@ -2,6 +2,22 @@
 
 YAML is converted to JSON data the way sigs.k8s.io/yaml does before kube decodes it; a body that is
 not a document of the expected shape is a 400 Status, an unknown content type a 415.
+
+The decoding limits, all answered before anything is built from the body:
+
+* :data:`MAX_BODY` bytes read (413 ``RequestEntityTooLarge``), as kube-apiserver's ``--max-request-bytes``
+  default.
+* :data:`MAX_DEPTH` levels of nesting in any decoded document (400): well under the 254 levels the JSON
+  writer accepts, so whatever was read can be written back.
+* YAML aliases: a document is measured on its alias graph before it is expanded (no copy is made to
+  measure it). Refused (400): cycles; more than :data:`MAX_EXPANDED_BYTES` once expanded; and
+  excessive aliasing by the rule kube's YAML decoder applies (more than 100 aliased nodes among more
+  than 1000 and a share of aliased nodes above 99 %, falling to 10 % as documents grow from 400 000 to
+  4 000 000 nodes).
+* Media types: JSON, YAML and Kubernetes protobuf, as kube accepts. A body without a meaningful type (no
+  header, ``application/octet-stream`` or ``*/*``: HTTP libraries' defaults, which a browser cannot send
+  cross-site without a preflight) is read as JSON, else YAML. Anything else is a 415, in particular
+  ``text/plain`` and the form encodings, the types a page may send cross-site without asking.
 """
 
 from __future__ import annotations
@@ -17,8 +33,12 @@ from . import status as st
 from .registry import ResourceInfo
 
 MAX_BODY = 3 * 1024 * 1024
-# Bodies sent without a meaningful type (no header, or a client's default) are sniffed: JSON, else YAML.
-_GENERIC_TYPES = ("application/octet-stream", "*/*", "text/plain")
+MAX_DEPTH = 100
+MAX_EXPANDED_BYTES = 2 * MAX_BODY
+# Bodies sent without a meaningful type (no header, or an HTTP library's default) are sniffed: JSON, else YAML.
+_GENERIC_TYPES = ("application/octet-stream", "*/*")
+_JSON_TYPES = ("", "application/json")
+_YAML_TYPES = ("", "application/yaml", "application/x-yaml", "text/yaml")
 
 
 def content_type(request: web.Request) -> str:
@@ -98,25 +118,119 @@ def parse_document(body: bytes, content_type: str) -> Any:
         raise st.bad_request("the body of the request was empty")
     if content_type in _GENERIC_TYPES:
         content_type = ""
-    if content_type in ("", "application/json") or content_type.endswith("+json"):
+    if content_type in _JSON_TYPES or content_type.endswith("+json"):
         try:
-            return orjson.loads(body)
+            return load_json(body)
         except orjson.JSONDecodeError as e:
-            if content_type.endswith("+json") or content_type == "application/json":
+            if content_type:
                 raise st.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
-    if content_type in ("", "application/yaml", "application/x-yaml", "text/yaml") or content_type.endswith("+yaml"):
-        try:
-            return _to_json_value(yaml.load(body, Loader=_JSONYamlLoader))
-        except (yaml.YAMLError, _NotJSON, RecursionError) as e:
-            raise st.bad_request(f"error converting YAML to JSON: {e}") from None
+    if content_type in _YAML_TYPES or content_type.endswith("+yaml"):
+        return load_yaml(body)
     if content_type == "application/vnd.kubernetes.protobuf":
         from .protobuf import decode_k8s_protobuf
 
         try:
-            return decode_k8s_protobuf(body)
+            doc = decode_k8s_protobuf(body)
         except Exception as e:
             raise st.bad_request(f"unable to decode protobuf body: {e}") from None
+        if too_deep(doc):
+            raise st.bad_request(f"unable to decode protobuf body: {_DEPTH_MESSAGE}")
+        return doc
     raise st.unsupported_media_type(content_type)
+
+
+_DEPTH_MESSAGE = f"exceeded max depth of {MAX_DEPTH}"
+
+
+def load_json(body: bytes | str) -> Any:
+    """``orjson.loads`` that also refuses documents nested deeper than :data:`MAX_DEPTH` (as a JSONDecodeError)."""
+    doc = orjson.loads(body)
+    raw = body.encode() if isinstance(body, str) else body
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and too_deep(doc):
+        raise orjson.JSONDecodeError(_DEPTH_MESSAGE, "", 0)
+    return doc
+
+
+def too_deep(doc: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``doc`` (JSON data, no shared containers) nests objects/arrays more than ``limit`` levels."""
+    stack = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def load_yaml(body: bytes) -> Any:
+    """A YAML body as JSON data, its alias graph measured (:func:`_check_aliases`) before it is expanded."""
+    try:
+        doc = yaml.load(body, Loader=_JSONYamlLoader)
+        _check_aliases(doc)
+        return _to_json_value(doc)
+    except (yaml.YAMLError, ValueError, RecursionError) as e:
+        raise st.bad_request(f"error converting YAML to JSON: {e}") from None
+
+
+def _allowed_alias_ratio(nodes: int) -> float:
+    """The share of aliased nodes kube's YAML decoder tolerates in a document of ``nodes`` nodes."""
+    low, high = 400_000, 4_000_000
+    if nodes <= low:
+        return 0.99
+    if nodes >= high:
+        return 0.10
+    return 0.99 - 0.89 * (nodes - low) / (high - low)
+
+
+def _check_aliases(doc: Any) -> None:
+    """Raise :class:`_NotJSON` when ``doc`` (as YAML loaded it: aliases are shared containers) would expand
+    into a cycle, more than :data:`MAX_DEPTH` levels, more than :data:`MAX_EXPANDED_BYTES`, or mostly aliases.
+
+    Each distinct container is visited once; a container met again is an alias and counts its
+    expanded size without being walked, so the cost is linear in the body, whatever it expands to.
+    """
+    measured: dict[int, tuple[int, int, int]] = {}  # id -> (nodes, bytes, height) once expanded
+    on_path: set[int] = set()
+    aliased = 0
+
+    def visit(node: Any, depth: int) -> tuple[int, int, int]:
+        nonlocal aliased
+        if not isinstance(node, dict | list):
+            return 1, len(node) + 2 if isinstance(node, str) else 8, 0
+        key = id(node)
+        seen = measured.get(key)
+        if seen is not None:
+            aliased += seen[0]
+        elif key in on_path:
+            raise _NotJSON("yaml: document contains a cyclic alias")
+        else:
+            if depth > MAX_DEPTH:
+                raise _NotJSON(_DEPTH_MESSAGE)
+            on_path.add(key)
+            nodes, size, height = 1, 2, 0
+            pairs = node.items() if isinstance(node, dict) else ((None, v) for v in node)
+            for k, v in pairs:
+                n, b, h = visit(v, depth + 1)
+                nodes, size, height = nodes + n, size + b + 1, max(height, h)
+                if k is not None:
+                    size += len(str(k)) + 3
+            on_path.discard(key)
+            seen = measured[key] = (nodes, size, height + 1)
+        if depth + seen[2] - 1 > MAX_DEPTH:
+            raise _NotJSON(_DEPTH_MESSAGE)
+        return seen
+
+    nodes, size, _ = visit(doc, 1)
+    if aliased > 100 and nodes > 1000 and aliased / nodes > _allowed_alias_ratio(nodes):
+        raise _NotJSON("yaml: document contains excessive aliasing")
+    if size > MAX_EXPANDED_BYTES:
+        raise _NotJSON(f"yaml: document expands to more than {MAX_EXPANDED_BYTES} bytes")
 
 
 def decode_object(doc: Any) -> dict[str, Any]:

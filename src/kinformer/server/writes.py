@@ -13,7 +13,15 @@ from ..errors import SelectorError
 from ..selectors import label_selector_from_dict
 from . import status as st
 from .apply import update_managed_fields
-from .bodies import check_delete_options, check_kind, content_type, decode_object, parse_document, read_body
+from .bodies import (
+    check_delete_options,
+    check_kind,
+    content_type,
+    decode_object,
+    load_json,
+    parse_document,
+    read_body,
+)
 from .objects import parse_rv, timestamp
 from .query import make_filter, truthy
 from .reads import ReadHandlers
@@ -174,7 +182,7 @@ class WriteHandlers(ReadHandlers):
                                  f"accepted media types include: application/json-patch+json, "
                                  f"application/merge-patch+json, application/apply-patch+yaml (got {ctype})")
         try:
-            doc = orjson.loads(body) if body.strip() else None
+            doc = load_json(body) if body.strip() else None
         except orjson.JSONDecodeError as e:
             raise st.bad_request(f"error decoding patch: {e}") from None
         if kind == "json" and not isinstance(doc, list):
@@ -276,9 +284,9 @@ class WriteHandlers(ReadHandlers):
                 if request.method == "PUT":
                     wanted = decode_object(parse_document(body, ctype))
                 elif ctype == "application/json-patch+json":
-                    wanted = json_patch(current, orjson.loads(body))
+                    wanted = json_patch(current, load_json(body))
                 elif ctype in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
-                    wanted = json_merge_patch(current, orjson.loads(body))
+                    wanted = json_merge_patch(current, load_json(body))
                 else:
                     raise st.unsupported_media_type(ctype)
             except orjson.JSONDecodeError as e:

@@ -1,0 +1,92 @@
+"""Request-body decoding limits: YAML aliases measured before expansion, nesting depth, accepted media types."""
+
+from __future__ import annotations
+
+import pytest
+
+from kinformer.server.bodies import MAX_DEPTH, MAX_EXPANDED_BYTES, load_json, parse_document
+from kinformer.server.status import StatusError
+
+
+def _alias_bomb(levels: int, fanout: int = 9) -> bytes:
+    """``a0: &a0 [x, ...]`` then each level a list of ``fanout`` aliases of the previous one."""
+    lines = [f"a0: &a0 [{', '.join(['x'] * fanout)}]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * fanout)}]" for i in range(1, levels)]
+    return "\n".join(lines).encode()
+
+
+def _refused(body: bytes, ctype: str = "application/yaml") -> StatusError:
+    with pytest.raises(StatusError) as info:
+        parse_document(body, ctype)
+    return info.value
+
+
+def test_yaml_alias_bomb_is_refused_before_expanding() -> None:
+    for levels in (6, 8, 12):  # 531 441 leaves (the smallest refused by kube's ratio rule) .. 282 billion
+        err = _refused(_alias_bomb(levels))
+        assert (err.code, err.reason) == (400, "BadRequest")
+        assert err.message == "error converting YAML to JSON: yaml: document contains excessive aliasing"
+
+
+def test_yaml_alias_expanding_past_the_size_limit_is_refused() -> None:
+    big = "x" * 100_000
+    body = f"s: &s {big}\nl: [{', '.join(['*s'] * (MAX_EXPANDED_BYTES // len(big) + 1))}]".encode()
+    assert "expands to more than" in _refused(body).message
+
+
+def test_yaml_cyclic_alias_is_refused() -> None:
+    assert "cyclic alias" in _refused(b"a: &a [1, *a]").message
+    assert "cyclic alias" in _refused(b"&m {k: *m}").message
+
+
+def test_yaml_with_a_few_aliases_is_expanded() -> None:
+    body = b"base: &b {app: web, tier: fe}\nlabels: *b\nlist: [*b, *b]\nname: &n cm\nalso: *n\n"
+    assert parse_document(body, "application/yaml") == {
+        "base": {"app": "web", "tier": "fe"}, "labels": {"app": "web", "tier": "fe"},
+        "list": [{"app": "web", "tier": "fe"}, {"app": "web", "tier": "fe"}], "name": "cm", "also": "cm"}
+    # the expansion shares nothing: each alias became its own copy
+    doc = parse_document(body, "application/yaml")
+    assert doc["labels"] is not doc["base"] and doc["list"][0] is not doc["list"][1]
+
+
+def test_nesting_deeper_than_the_limit_is_refused_in_every_format() -> None:
+    ok = b"[" * MAX_DEPTH + b"]" * MAX_DEPTH
+    assert parse_document(ok, "application/json") is not None
+    deep = MAX_DEPTH + 1
+    for body, ctype in ((b"[" * deep + b"]" * deep, "application/json"),
+                        (b'{"kind":"ConfigMap","x":' + b"[" * 600 + b"]" * 600 + b"}", "application/json"),
+                        (b"[" * deep + b"]" * deep, "application/yaml"),
+                        (b"[" * deep + b"]" * deep, "")):
+        err = _refused(body, ctype)
+        assert err.code == 400 and f"max depth of {MAX_DEPTH}" in err.message, ctype
+    # an alias placed deeper than where it was defined counts at its new depth
+    half = MAX_DEPTH // 2 + 1
+    body = b"a: &a " + b"[" * half + b"]" * half + b"\nb: " + b"[" * half + b"*a" + b"]" * half
+    assert f"max depth of {MAX_DEPTH}" in _refused(body).message
+
+
+def test_load_json_depth_error_is_a_json_decode_error() -> None:
+    import orjson
+
+    with pytest.raises(orjson.JSONDecodeError, match="max depth"):
+        load_json(b"[" * 300 + b"]" * 300)
+    brackets_in_a_string = b'{"a": "' + b"[" * 300 + b'"}'
+    assert load_json(brackets_in_a_string) == {"a": "[" * 300}
+
+
+def test_yaml_numbers_beyond_conversion_limits_are_a_400() -> None:
+    assert _refused(b"a: " + b"1" * 5000).code == 400
+    assert _refused(b"a: 1.0e+999").code == 400
+
+
+@pytest.mark.parametrize("ctype", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data",
+                                   "image/png", "application/xml"])
+def test_media_types_kube_does_not_accept_are_415(ctype: str) -> None:
+    err = _refused(b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}', ctype)
+    assert (err.code, err.reason) == (415, "UnsupportedMediaType")
+
+
+def test_body_without_content_type_is_json_else_yaml() -> None:
+    for ctype in ("", "application/octet-stream", "*/*"):
+        assert parse_document(b'{"a": 1}', ctype) == {"a": 1}
+        assert parse_document(b"a: 1\n", ctype) == {"a": 1}
