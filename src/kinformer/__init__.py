@@ -15,7 +15,7 @@ _EXPORTS: dict[str, str] = {
     # cache
     "Indexer": "kinformer.cache.store",
     "Store": "kinformer.cache.store",
-    "meta_namespace_key": "kinformer.cache.store",
+    "meta_namespace_key": "kinformer.meta",
     "DeltaFIFO": "kinformer.cache.delta_fifo",
     "RealFIFO": "kinformer.cache.real_fifo",
     "FakeSource": "kinformer.cache.fake",

@@ -14,7 +14,7 @@ import sys
 _COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("kinformer.server.cli", "run the embedded Kubernetes-compatible API server"),
     "watch": ("kinformer.client.cli", "run an informer and print each delta as it arrives"),
-    "demo": ("kinformer.controller.demo", "the sample controller against an embedded server, with faults"),
+    "demo": ("kinformer.demo", "the sample controller against an embedded server, with faults"),
 }
 
 

@@ -28,6 +28,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from kinformer.errors import SelectorError
+from kinformer.names import is_qualified_name, is_valid_label_value
 
 __all__ = [
     "FieldRequirement",
@@ -63,73 +64,16 @@ class Operator(enum.StrEnum):
 _BINARY_OPERATORS = "in, notin, =, ==, !=, gt, lt"
 
 # --------------------------------------------------------------------------------------------------
-# validation (k8s.io/apimachinery/pkg/util/validation)
+# validation (the name rules live in kinformer.names)
 # --------------------------------------------------------------------------------------------------
 
-_QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QNAME_RE = re.compile(_QNAME_FMT)
-_QNAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-              "alphanumeric character")
-_LABEL_VALUE_FMT = f"({_QNAME_FMT})?"
-_LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-                    "and must start and end with an alphanumeric character")
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + r"(\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
-_DNS1123_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-                          "'.', and must start and end with an alphanumeric character")
 _INT64_RE = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def _max_len_error(n: int) -> str:
-    return f"must be no more than {n} characters"
-
-
-def _dns1123_subdomain_errors(value: str) -> list[str]:
-    errs = []
-    if len(value) > 253:
-        errs.append(_max_len_error(253))
-    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-        errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
-
-
-def validate_label_key(key: str) -> list[str]:
-    """The problems with ``key`` as a label key (a qualified name); empty when it is valid."""
-    parts = key.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-        errs: list[str] = []
-    elif len(parts) == 2:
-        prefix, name = parts
-        errs = ["prefix part must be non-empty"] if not prefix else [
-            "prefix part " + e for e in _dns1123_subdomain_errors(prefix)]
-    else:
-        return ["a qualified name " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part " + _max_len_error(63))
-    if not _QNAME_RE.fullmatch(name):
-        errs.append("name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc"))
-    return errs
-
-
-def validate_label_value(value: str) -> list[str]:
-    """The problems with ``value`` as a label value; empty when it is valid."""
-    errs = []
-    if len(value) > 63:
-        errs.append(_max_len_error(63))
-    if value and not _QNAME_RE.fullmatch(value):
-        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
+#: The problems with a label key (a qualified name) / a label value; empty when valid.
+validate_label_key = is_qualified_name
+validate_label_value = is_valid_label_value
 
 
 def _parse_int64(text: str) -> int | None:

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from kinformer.controller.demo import Demo
+from kinformer.demo import Demo
 
 SEEDS = [int(s) for s in os.environ.get("KINFORMER_CONTROLLER_CHAOS_SEEDS", "11,12,13").split(",")]
 

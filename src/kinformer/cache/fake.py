@@ -49,19 +49,13 @@ from kinformer.cache.listwatch import (
     ListResult,
     WatchEvent,
 )
+from kinformer.meta import meta_namespace_key, object_key
 from kinformer.selectors import object_fields, parse_field_selector, parse_label_selector
 
 __all__ = ["FakeClient", "FakeListerWatcher", "FakeSource"]
 
 Obj = dict[str, Any]
 Matcher = Callable[[Mapping[str, Any]], bool]
-
-
-def object_key(obj: Mapping[str, Any]) -> str:
-    """``namespace/name``, or ``name`` for cluster-scoped objects."""
-    meta = obj.get("metadata") or {}
-    ns = meta.get("namespace")
-    return f"{ns}/{meta['name']}" if ns else meta["name"]
 
 
 def _lookup(obj: Mapping[str, Any], path: str) -> str:
@@ -170,7 +164,7 @@ class FakeSource:
 
     def get(self, name: str, namespace: str | None = None) -> Obj:
         """A deep copy of the stored object; NotFound if absent."""
-        obj = self._objects.get(f"{namespace}/{name}" if namespace else name)
+        obj = self._objects.get(object_key(namespace, name))
         if obj is None:
             raise errors.NotFound(f'{self.kind} "{name}" not found')
         return copy.deepcopy(obj)
@@ -196,7 +190,7 @@ class FakeSource:
             raise errors.Invalid("metadata.name: Required value")
         self._rv += 1
         meta["resourceVersion"] = str(self._rv)
-        return object_key(new), new
+        return meta_namespace_key(new), new
 
     def _record(self, type_: str, obj: Obj, old: Obj | None) -> None:
         self._log.append(_Entry(self._rv, type_, obj, old))
@@ -206,7 +200,7 @@ class FakeSource:
 
     def create(self, obj: Mapping[str, Any]) -> Obj:
         """Store a new object; AlreadyExists if its key is taken. Returns a copy of what was stored."""
-        key = object_key(obj)
+        key = meta_namespace_key(obj)
         if key in self._objects:
             raise errors.AlreadyExists(f'{self.kind} "{key}" already exists')
         key, new = self._stamp(obj)
@@ -221,7 +215,7 @@ class FakeSource:
     def update(self, obj: Mapping[str, Any]) -> Obj:
         """Replace a stored object; NotFound if absent, Conflict if ``metadata.resourceVersion`` is set
         and stale. Returns a copy of what was stored."""
-        key = object_key(obj)
+        key = meta_namespace_key(obj)
         old = self._objects.get(key)
         if old is None:
             raise errors.NotFound(f'{self.kind} "{key}" not found')
@@ -237,7 +231,7 @@ class FakeSource:
 
     def put(self, obj: Mapping[str, Any]) -> Obj:
         """Create or unconditionally update (any resourceVersion in ``obj`` is ignored)."""
-        if object_key(obj) not in self._objects:
+        if meta_namespace_key(obj) not in self._objects:
             return self.create(obj)
         obj = dict(obj)
         obj["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
@@ -245,7 +239,7 @@ class FakeSource:
 
     def delete(self, name: str, namespace: str | None = None) -> Obj:
         """Remove an object; NotFound if absent. The DELETED event carries the deletion's resourceVersion."""
-        key = f"{namespace}/{name}" if namespace else name
+        key = object_key(namespace, name)
         old = self._objects.pop(key, None)
         if old is None:
             raise errors.NotFound(f'{self.kind} "{name}" not found')
@@ -471,7 +465,7 @@ def _translate(entry: _Entry, matcher: Matcher | None) -> WatchEvent | None:
 
 
 def _apply(state: dict[str, Obj], entry: _Entry) -> None:
-    key = object_key(entry.obj)
+    key = meta_namespace_key(entry.obj)
     if entry.type == DELETED:
         state.pop(key, None)
     else:

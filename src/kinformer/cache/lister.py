@@ -10,6 +10,7 @@ from typing import Any
 
 from kinformer.cache.store import NAMESPACE_INDEX, Indexer
 from kinformer.errors import NotFound
+from kinformer.meta import object_key
 from kinformer.selectors import LabelSelector, parse_label_selector
 
 __all__ = ["Lister", "NamespaceLister"]
@@ -70,7 +71,7 @@ class Lister:
             namespace, name = "", namespace_or_name
         else:
             namespace = namespace_or_name or ""
-        key = f"{namespace}/{name}" if namespace else name
+        key = object_key(namespace, name)
         obj = self._indexer.get_by_key(key)
         if obj is None:
             raise _not_found(self._resource, name)
@@ -101,7 +102,7 @@ class NamespaceLister:
 
     def get(self, name: str) -> Any:
         """The object ``name`` in this namespace; raise NotFound when absent."""
-        key = f"{self._namespace}/{name}" if self._namespace else name
+        key = object_key(self._namespace, name)
         obj = self._indexer.get_by_key(key)
         if obj is None:
             raise _not_found(self._resource, name)

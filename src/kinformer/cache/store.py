@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kinformer.cache.tombstone import DeletedFinalStateUnknown
+from kinformer.meta import fast_resource_version, meta_namespace_key, namespace_of, split_meta_namespace_key
 
 __all__ = [
     "NAMESPACE_INDEX",
@@ -23,6 +24,7 @@ __all__ = [
     "Indexer",
     "KeyFunc",
     "Store",
+    "fast_resource_version",
     "meta_namespace_index_func",
     "meta_namespace_key",
     "split_meta_namespace_key",
@@ -36,74 +38,9 @@ IndexFunc = Callable[[Any], Iterable[str]]
 NAMESPACE_INDEX = "namespace"
 
 
-#: Object classes that carry their key, namespace and resourceVersion precomputed (the client's LazyObject
-#: registers itself): class -> getter, which returns the value or None when this instance cannot answer
-#: fast (then the generic path runs). Getters must agree exactly with the generic path.
-_FAST_KEY: dict[type, Callable[[Any], str | None]] = {}
-_FAST_NAMESPACE: dict[type, Callable[[Any], str | None]] = {}
-_FAST_RESOURCE_VERSION: dict[type, Callable[[Any], str | None]] = {}
-
-
-def _register_fast_metadata(cls: type, *, key: Callable[[Any], str | None], namespace: Callable[[Any], str | None],
-                            resource_version: Callable[[Any], str | None]) -> None:
-    """Let the key, index and resourceVersion helpers read ``cls`` instances without a metadata lookup."""
-    _FAST_KEY[cls] = key
-    _FAST_NAMESPACE[cls] = namespace
-    _FAST_RESOURCE_VERSION[cls] = resource_version
-
-
-def fast_resource_version(obj: Any) -> str | None:
-    """``obj``'s resourceVersion when its class registered a fast getter and it can answer, else None."""
-    getter = _FAST_RESOURCE_VERSION.get(obj.__class__)
-    return None if getter is None else getter(obj)
-
-
-def meta_namespace_key(obj: Any) -> str:
-    """``namespace/name`` for namespaced objects, ``name`` for cluster-scoped ones.
-
-    A :class:`DeletedFinalStateUnknown` yields its recorded key, and a plain string is taken as a key
-    already (client-go's ExplicitKey). Raise ValueError for an object without ``metadata.name``.
-    """
-    fast = _FAST_KEY.get(obj.__class__)
-    if fast is not None:
-        key = fast(obj)
-        if key:
-            return key
-    try:
-        meta = obj["metadata"]
-        name = meta["name"]
-    except TypeError:
-        if isinstance(obj, DeletedFinalStateUnknown):
-            return obj.key
-        if isinstance(obj, str):
-            return obj
-        raise ValueError(f"object has no metadata: {type(obj).__name__}") from None
-    except KeyError:
-        raise ValueError("object has no metadata.name") from None
-    if not name or name.__class__ is not str:
-        raise ValueError(f"metadata.name must be a non-empty string, got {name!r}")
-    namespace = meta.get("namespace")
-    return f"{namespace}/{name}" if namespace else name
-
-
-def split_meta_namespace_key(key: str) -> tuple[str, str]:
-    """Split a key made by :func:`meta_namespace_key` into ``(namespace, name)``; namespace "" if none."""
-    parts = key.split("/")
-    if len(parts) == 1:
-        return "", parts[0]
-    if len(parts) == 2:
-        return parts[0], parts[1]
-    raise ValueError(f"unexpected key format: {key!r}")
-
-
 def meta_namespace_index_func(obj: Any) -> list[str]:
     """Index by namespace ("" for cluster-scoped objects)."""
-    fast = _FAST_NAMESPACE.get(obj.__class__)
-    if fast is not None:
-        ns = fast(obj)
-        if ns is not None:
-            return [ns]
-    return [obj["metadata"].get("namespace") or ""]
+    return [namespace_of(obj)]
 
 
 _MISSING: Any = object()

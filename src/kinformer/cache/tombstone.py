@@ -6,7 +6,10 @@ It lives in its own module so that both the store (whose key function accepts it
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any, NamedTuple
+
+from kinformer.meta import register_fast_metadata
 
 
 class DeletedFinalStateUnknown(NamedTuple):
@@ -17,3 +20,6 @@ class DeletedFinalStateUnknown(NamedTuple):
 
     key: str
     obj: Any
+
+
+register_fast_metadata(DeletedFinalStateUnknown, key=attrgetter("key"))

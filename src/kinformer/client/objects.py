@@ -23,7 +23,7 @@ import msgspec
 import orjson
 from msgspec import UNSET, Raw, Struct, UnsetType
 
-from kinformer.cache.store import _register_fast_metadata
+from kinformer.meta import object_key, register_fast_metadata
 
 __all__ = [
     "LazyObject",
@@ -122,7 +122,7 @@ class LazyObject(Mapping[str, Any]):
             ns = _intern(ns)
         self._ns = ns
         if ns and name:  # (UNSET is falsy)
-            self._key = f"{ns}/{name}"
+            self._key = object_key(ns, name)
             self._name = None
         else:
             self._key = "" if name is UNSET else name
@@ -190,7 +190,7 @@ class LazyObject(Mapping[str, Any]):
             return key
         name = self._meta_str("name")
         ns = self._meta_str("namespace")
-        return f"{ns}/{name}" if ns and name else name
+        return object_key(ns, name) if name else name
 
     # -- decoding -----------------------------------------------------------------------------------------
 
@@ -341,8 +341,8 @@ def _fast_resource_version(obj: LazyObject) -> str | None:
     return "" if rv is UNSET else rv  # type: ignore[return-value]
 
 
-_register_fast_metadata(LazyObject, key=attrgetter("_key"), namespace=_fast_namespace,
-                        resource_version=_fast_resource_version)
+register_fast_metadata(LazyObject, key=attrgetter("_key"), namespace=_fast_namespace,
+                       resource_version=_fast_resource_version)
 
 
 class MetadataView(Mapping[str, Any]):

@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from kinformer.meta import object_key
+
 
 @dataclass(frozen=True, slots=True, order=True)
 class Request:
@@ -33,7 +35,7 @@ class Request:
     @property
     def key(self) -> str:
         """The cache key of the object (``namespace/name`` or ``name``)."""
-        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return object_key(self.namespace, self.name)
 
     def __str__(self) -> str:
         return self.key

@@ -10,13 +10,20 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
-import functools
 import json
 import re
 import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kinformer.names import (
+    is_config_map_key,
+    is_dns1035_label,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_qualified_name,
+    is_valid_label_value,
+)
 from kinformer.server.patch import ResourceInfoLike
 
 __all__ = [
@@ -38,94 +45,7 @@ __all__ = [
 Cause = dict[str, str]
 
 # --------------------------------------------------------------------------------------------- name rules
-
-_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_SUBDOMAIN_FMT = _LABEL_FMT + r"(\." + _LABEL_FMT + ")*"
-_LABEL_RE = re.compile(f"^{_LABEL_FMT}$")
-_SUBDOMAIN_RE = re.compile(f"^{_SUBDOMAIN_FMT}$")
-_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
-              f"and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
-              f"'{_LABEL_FMT}')")
-_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
-                  "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation "
-                  f"is '{_SUBDOMAIN_FMT}')")
-_DNS1035_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_DNS1035_RE = re.compile(f"^{_DNS1035_FMT}$")
-_DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
-                f"character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
-                f"validation is '{_DNS1035_FMT}')")
-_QUALIFIED_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_RE = re.compile(f"^{_QUALIFIED_FMT}$")
-_QUALIFIED_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-                  "alphanumeric character")
-_LABEL_VALUE_RE = re.compile(f"^({_QUALIFIED_FMT})?$")
-_CONFIG_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]+$")
-
-
-def _length_and_format(value: str, max_len: int, pattern: re.Pattern[str], message: str,
-                       prefix: str = "") -> list[str]:
-    """The apimachinery shape of a name check: a length error, then a format error, each led by ``prefix``."""
-    errors = []
-    if len(value) > max_len:
-        errors.append(f"{prefix}must be no more than {max_len} characters")
-    if not pattern.match(value):
-        errors.append(prefix + message)
-    return errors
-
-
-def is_dns1123_label(name: str) -> list[str]:
-    """Error messages for ``name`` as an RFC 1123 label (max 63 chars); empty when valid."""
-    return _length_and_format(name, 63, _LABEL_RE, _LABEL_MSG)
-
-
-def is_dns1035_label(name: str) -> list[str]:
-    """Error messages for ``name`` as an RFC 1035 label (Service names: must start with a letter)."""
-    return _length_and_format(name, 63, _DNS1035_RE, _DNS1035_MSG)
-
-
-def is_dns1123_subdomain(name: str) -> list[str]:
-    """Error messages for ``name`` as an RFC 1123 subdomain (max 253 chars); empty when valid."""
-    return _length_and_format(name, 253, _SUBDOMAIN_RE, _SUBDOMAIN_MSG)
-
-
-def is_qualified_name(value: str) -> list[str]:
-    """Error messages for a label/annotation key: ``[prefix/]name`` (prefix a DNS subdomain)."""
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            return ["prefix part must be non-empty"]
-        errors = [f"prefix part {msg}" for msg in is_dns1123_subdomain(prefix)]
-        if errors:
-            return errors
-    else:
-        return [f"a qualified name {_QUALIFIED_MSG} (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-                f"validation is '{_QUALIFIED_FMT}') with an optional DNS subdomain prefix and '/' (e.g. "
-                "'example.com/MyName')"]
-    if not name:
-        return ["name part must be non-empty"]
-    return _length_and_format(name, 63, _QUALIFIED_RE, f"{_QUALIFIED_MSG} (e.g. 'MyName',  or 'my.name',  or "
-                              f"'123-abc', regex used for validation is '{_QUALIFIED_FMT}')", "name part ")
-
-
-@functools.lru_cache(maxsize=4096)
-def _cached_qualified(value: str) -> tuple[str, ...]:
-    return tuple(is_qualified_name(value))
-
-
-@functools.lru_cache(maxsize=4096)
-def _cached_label_value(value: str) -> tuple[str, ...]:
-    return tuple(is_valid_label_value(value))
-
-
-def is_valid_label_value(value: str) -> list[str]:
-    """Error messages for a label value (empty, or a qualified name part of at most 63 chars)."""
-    return _length_and_format(value, 63, _LABEL_VALUE_RE, f"a valid label must be an empty string or {_QUALIFIED_MSG} "
-                              f"(e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
-                              f"'({_QUALIFIED_FMT})?')")
-
+# (the checks themselves are kinformer.names, shared with selectors; re-exported here)
 
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _MAX_GENERATED_PREFIX = 63 - 5
@@ -248,11 +168,11 @@ def _validate_labels(labels: Any, field: str) -> list[Cause]:
         return [invalid(field, labels, "must be a map of string keys to string values")]
     causes = []
     for key, value in labels.items():
-        causes += [invalid(field, key, msg) for msg in _cached_qualified(str(key))]
+        causes += [invalid(field, key, msg) for msg in is_qualified_name(str(key))]
         if not isinstance(value, str):
             causes.append(invalid(f"{field}", value, "label values must be strings"))
         else:
-            causes += [invalid(field, value, msg) for msg in _cached_label_value(value)]
+            causes += [invalid(field, value, msg) for msg in is_valid_label_value(value)]
     return causes
 
 
@@ -264,7 +184,7 @@ def _validate_annotations(annotations: Any, field: str) -> list[Cause]:
     causes = []
     total = 0
     for key, value in annotations.items():
-        causes += [invalid(field, key, msg) for msg in _cached_qualified(str(key).lower())]
+        causes += [invalid(field, key, msg) for msg in is_qualified_name(str(key).lower())]
         if not isinstance(value, str):
             causes.append(invalid(field, value, "annotation values must be strings"))
             continue
@@ -277,20 +197,6 @@ def _validate_annotations(annotations: Any, field: str) -> list[Cause]:
 
 # ----------------------------------------------------------------------------------------------- kind rules
 
-@functools.lru_cache(maxsize=4096)
-def _config_key_errors(key: str) -> tuple[str, ...]:
-    errors = _length_and_format(key, 253, _CONFIG_KEY_RE, "a valid config key must consist of alphanumeric characters, "
-                                "'-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for "
-                                "validation is '[-._a-zA-Z0-9]+')")
-    if key == ".":
-        errors.append("must not be '.'")
-    elif key == "..":
-        errors.append("must not be '..'")
-    elif key.startswith(".."):
-        errors.append("must not start with '..'")
-    return tuple(errors)
-
-
 def _validate_string_map(obj: Mapping[str, Any], field: str, *, base64_values: bool) -> tuple[list[Cause], int]:
     value = obj.get(field)
     if value is None:
@@ -300,7 +206,7 @@ def _validate_string_map(obj: Mapping[str, Any], field: str, *, base64_values: b
     causes: list[Cause] = []
     size = 0
     for key, item in value.items():
-        causes += [invalid(f"{field}[{key}]", key, msg) for msg in _config_key_errors(str(key))]
+        causes += [invalid(f"{field}[{key}]", key, msg) for msg in is_config_map_key(str(key))]
         if not isinstance(item, str):
             causes.append(invalid(f"{field}[{key}]", item, "must be a string"))
             continue

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kinformer.meta import object_key
+
 GROUP, VERSION = "samplecontroller.k8s.io", "v1alpha1"
 FOOS = f"{GROUP}/{VERSION}/foos"
 DEPLOYMENTS = "apps/v1/deployments"
@@ -132,7 +134,7 @@ class FooReconciler:
         if self.faults.should_fail(request.key):
             raise RuntimeError(f"injected failure reconciling {request}")
         replicas = int(spec.get("replicas") or 0)
-        dep = self.deployments.indexer.get_by_key(f"{request.namespace}/{name}")
+        dep = self.deployments.indexer.get_by_key(object_key(request.namespace, name))
         if dep is None:
             with contextlib.suppress(AlreadyExists):
                 await self.client.create(DEPLOYMENTS, new_deployment(foo, name, replicas), namespace=request.namespace)
@@ -305,7 +307,7 @@ class Demo:
         n = self.args.foos
         keys = [(NAMESPACES[i % len(NAMESPACES)], f"foo-{i:02d}") for i in range(n)]
         for ns, name in keys[::4]:
-            self.faults.fail_first[f"{ns}/{name}"] = 2
+            self.faults.fail_first[object_key(ns, name)] = 2
         self.phase = "create"
         for i, (ns, name) in enumerate(keys):
             replicas = self.rng.randint(1, 3)
@@ -345,17 +347,17 @@ class Demo:
         body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Foo", "metadata": {"name": name, "namespace": ns},
                 "spec": {"deploymentName": f"{name}-deploy", "replicas": replicas}}
         await self.direct.create(FOOS, body, namespace=ns)
-        self.expected[f"{ns}/{name}"] = replicas
+        self.expected[object_key(ns, name)] = replicas
 
     async def _scale(self, ns: str, name: str, replicas: int) -> None:
-        if self.expected.get(f"{ns}/{name}") is None:
+        if self.expected.get(object_key(ns, name)) is None:
             return
         await self.direct.patch(FOOS, name, {"spec": {"replicas": replicas}}, namespace=ns)
-        self.expected[f"{ns}/{name}"] = replicas
+        self.expected[object_key(ns, name)] = replicas
 
     async def _delete_foo(self, ns: str, name: str) -> None:
         await self.direct.delete(FOOS, name, namespace=ns)
-        self.expected[f"{ns}/{name}"] = None
+        self.expected[object_key(ns, name)] = None
 
     def _drop(self, why: str) -> None:
         dropped = self.proxy.drop_connections()
@@ -371,7 +373,7 @@ class Demo:
         # Push the watch cache window past the informers' resourceVersion, then compact history.
         for i in range(120):
             ns, name = keys[i % len(keys)]
-            if self.expected.get(f"{ns}/{name}") is not None:
+            if self.expected.get(object_key(ns, name)) is not None:
                 await self._direct_annotate(ns, name, i)
         storage = self.server.storage
         await storage.compact(await storage.current_revision())

@@ -1,0 +1,45 @@
+"""kinformer.meta: the one key function and the metadata accessors, generic and fast paths alike."""
+
+from __future__ import annotations
+
+import pytest
+
+from kinformer.cache.tombstone import DeletedFinalStateUnknown
+from kinformer.client.objects import LazyObject
+from kinformer.meta import (
+    meta_namespace_key,
+    namespace_of,
+    object_key,
+    resource_version_of,
+    split_meta_namespace_key,
+)
+
+
+def test_object_key_spells_namespaced_and_cluster_scoped_keys() -> None:
+    assert object_key("default", "web") == "default/web"
+    assert object_key("", "node-1") == object_key(None, "node-1") == "node-1"
+    assert split_meta_namespace_key(object_key("ns", "a")) == ("ns", "a")
+
+
+@pytest.mark.parametrize("obj", [
+    {"metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7"}},
+    LazyObject.from_json(b'{"metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7"}}'),
+])
+def test_accessors_agree_on_dicts_and_lazy_objects(obj) -> None:
+    assert (meta_namespace_key(obj), namespace_of(obj), resource_version_of(obj)) == ("ns/a", "ns", "7")
+
+
+def test_cluster_scoped_and_missing_fields() -> None:
+    obj = {"metadata": {"name": "n"}}
+    assert (meta_namespace_key(obj), namespace_of(obj), resource_version_of(obj)) == ("n", "", "")
+
+
+def test_explicit_keys_and_tombstones() -> None:
+    assert meta_namespace_key("ns/x") == "ns/x"
+    assert meta_namespace_key(DeletedFinalStateUnknown("ns/gone", None)) == "ns/gone"
+
+
+@pytest.mark.parametrize("bad", [{"metadata": {}}, {"metadata": {"name": ""}}, {"metadata": {"name": 3}}, 42])
+def test_objects_without_a_name_have_no_key(bad) -> None:
+    with pytest.raises(ValueError):
+        meta_namespace_key(bad)
