@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from kinformer.cache.backoff import Backoff
 from kinformer.cache.listwatch import ListerWatcher, ListOptions, TweakedListerWatcher
-from kinformer.cache.shared_informer import SharedIndexInformer
+from kinformer.cache.shared_informer import DEFAULT_WATCH_IDLE_TIMEOUT, SharedIndexInformer
 from kinformer.cache.transforms import DEFAULT_TRANSFORM, Transform
 from kinformer.clock import REAL_CLOCK, Clock
 
@@ -49,14 +49,16 @@ class SharedInformerFactory:
     """Creates and owns shared informers. Use from one event loop; ``async with factory:`` starts nothing but
     guarantees :meth:`shutdown` on exit; ``async with factory.running():`` also starts the informers.
 
-    ``backoff`` (a zero-argument callable returning a :class:`~kinformer.cache.reflector.Backoff`) and
-    ``use_streaming_list`` are passed to every informer's reflector.
+    ``backoff`` (a zero-argument callable returning a :class:`~kinformer.cache.backoff.Backoff`),
+    ``use_streaming_list``, ``watch_idle_timeout`` (dead-watch detection, clock seconds; None: off) and
+    ``use_delta_fifo`` (DeltaFIFO instead of the in-order RealFIFO) are passed to every informer.
     """
 
     def __init__(self, client: ListerWatcherSource, resync: float = 0.0, namespace: str | None = None,
                  tweak_list_options: Callable[[ListOptions], None] | None = None,
                  transform: Transform | None = DEFAULT_TRANSFORM, clock: Clock = REAL_CLOCK,
-                 backoff: Callable[[], Backoff] | None = None, use_streaming_list: bool = False) -> None:
+                 backoff: Callable[[], Backoff] | None = None, use_streaming_list: bool = False,
+                 watch_idle_timeout: float | None = DEFAULT_WATCH_IDLE_TIMEOUT, use_delta_fifo: bool = False) -> None:
         self.client = client
         self.resync = resync
         self.namespace = namespace
@@ -65,14 +67,18 @@ class SharedInformerFactory:
         self.clock = clock
         self.backoff = backoff
         self.use_streaming_list = use_streaming_list
+        self.watch_idle_timeout = watch_idle_timeout
+        self.use_delta_fifo = use_delta_fifo
         self._informers: dict[InformerKey, SharedIndexInformer] = {}
         self._started: set[InformerKey] = set()
         self._shutting_down = False
 
     def informer(self, resource: str, *, namespace: str | None = _DEFAULT, resync: float | None = None,
-                 label_selector: str | None = None, field_selector: str | None = None) -> SharedIndexInformer:
+                 label_selector: str | None = None, field_selector: str | None = None,
+                 watch_idle_timeout: float | None = _DEFAULT) -> SharedIndexInformer:
         """The shared informer for ``resource`` (created on first request). ``namespace`` defaults to the
-        factory's (None: all namespaces); ``resync`` (first request only) defaults to the factory's."""
+        factory's (None: all namespaces); ``resync`` and ``watch_idle_timeout`` (first request only) default
+        to the factory's."""
         if namespace is _DEFAULT:
             namespace = self.namespace
         key: InformerKey = (resource, namespace or None, label_selector or None, field_selector or None)
@@ -87,7 +93,10 @@ class SharedInformerFactory:
             lw = TweakedListerWatcher(lw, self.tweak_list_options)
         informer = SharedIndexInformer(lw, resync=self.resync if resync is None else resync, clock=self.clock,
                                        transform=self.transform, name=_informer_name(key), resource=resource,
-                                       backoff=self.backoff, use_streaming_list=self.use_streaming_list)
+                                       backoff=self.backoff, use_streaming_list=self.use_streaming_list,
+                                       watch_idle_timeout=(self.watch_idle_timeout if watch_idle_timeout is _DEFAULT
+                                                           else watch_idle_timeout),
+                                       use_delta_fifo=self.use_delta_fifo)
         self._informers[key] = informer
         return informer
 

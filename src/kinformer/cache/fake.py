@@ -121,7 +121,7 @@ class _Watch:
         self.wake = asyncio.Event()
         self.closed = False
         self.broken = False
-        self.bookmark = False
+        self.bookmark: str | None = None  # the RV of a BOOKMARK to send next
 
 
 class FakeSource:
@@ -287,10 +287,11 @@ class FakeSource:
             w.broken = True
             w.wake.set()
 
-    def bookmark(self) -> None:
-        """Send a BOOKMARK at the current resourceVersion to every watch that allows bookmarks."""
+    def bookmark(self, resource_version: str | None = None) -> None:
+        """Send a BOOKMARK at ``resource_version`` (default: the current one; any text, to play a broken
+        server) to every watch that allows bookmarks."""
         for w in self._watches:
-            w.bookmark = True
+            w.bookmark = str(self._rv) if resource_version is None else resource_version
             w.wake.set()
 
     # ------------------------------------------------------------------ ListerWatcher
@@ -429,17 +430,17 @@ class FakeSource:
                         if event is not None:
                             yield event
                     continue
-                if w.bookmark:
-                    w.bookmark = False
+                if w.bookmark is not None:
+                    rv, w.bookmark = w.bookmark, None
                     if bookmarks:
-                        yield WatchEvent(BOOKMARK, self._bookmark_object(self._rv))
+                        yield WatchEvent(BOOKMARK, self._bookmark_object(rv))
                     continue
                 w.wake.clear()
                 await w.wake.wait()
         finally:
             self._watches.discard(w)
 
-    def _bookmark_object(self, rv: int, end_of_initial: bool = False) -> Obj:
+    def _bookmark_object(self, rv: int | str, end_of_initial: bool = False) -> Obj:
         meta: Obj = {"resourceVersion": str(rv)}
         if end_of_initial:
             meta["annotations"] = {INITIAL_EVENTS_END_ANNOTATION: "true"}

@@ -4,8 +4,12 @@ resourceVersion state machine (invariants):
 
 * The first list asks for resourceVersion "0" with ``limit=page_size`` and follows continue tokens; a later
   relist asks for the last synced RV without a limit (unless the server paginated the first "0" list), and
-  for "" (a consistent read) once the server said the last RV is unavailable (410 Expired or "too large").
-  An expired continue token falls back to one full list at the requested RV.
+  for "" (a consistent read) once the server said the last RV is unavailable (410 Expired or "too large") or
+  refused it as a bad request (400; client-go falls back only on the first two). An expired continue token
+  falls back to one full list at the requested RV.
+* Only sane resourceVersions (:mod:`kinformer.cache.resource_version`) are ever stored and sent back: a
+  watch event or bookmark with any other is ignored and logged; a list with one fails (back off, relist).
+  An event whose RV is below the last one is logged (and followed).
 * Every list ends in ``store.replace(items, rv)``; the watch then starts from that RV with bookmarks allowed
   and ``timeoutSeconds`` uniform in [min_watch_timeout, 2 * min_watch_timeout).
 * Each processed event (bookmarks included) advances :attr:`Reflector.last_sync_resource_version`; a
@@ -16,6 +20,8 @@ resourceVersion state machine (invariants):
 * Expired / too-large-RV (on opening a watch or as an ERROR event) forces a relist; other ERROR events,
   429 and transport errors when opening a watch back off and re-watch without a relist; other API errors
   when opening a watch back off and relist (as client-go); list failures back off and relist.
+* With ``watch_idle_timeout``, a watch that delivers nothing (no event, no bookmark) for that many clock
+  seconds is closed and reopened from the last RV without a relist (:mod:`kinformer.cache.watchdog`).
 * Every wait goes through :class:`Backoff` (0.8 s x 2^n with jitter 1.0, the base capped at 30 s, reset
   after 2 minutes without a failure); like client-go's BackoffUntil, a relist is also preceded by one.
 """
@@ -42,10 +48,19 @@ from kinformer.cache.listwatch import (
     ListOptions,
     WatchEvent,
 )
+from kinformer.cache.resource_version import is_sane_resource_version
 from kinformer.cache.store import fast_resource_version
 from kinformer.cache.transforms import Transform
+from kinformer.cache.watchdog import IdleWatchdog, WatchIdle
 from kinformer.clock import REAL_CLOCK, Clock
-from kinformer.errors import APIError, TooManyRequests, from_status, is_expired, is_too_large_resource_version
+from kinformer.errors import (
+    APIError,
+    BadRequest,
+    TooManyRequests,
+    from_status,
+    is_expired,
+    is_too_large_resource_version,
+)
 
 __all__ = ["Backoff", "DeltaStore", "Reflector", "ReflectorStats", "WatchErrorHandler", "WatchOutcome"]
 
@@ -98,6 +113,9 @@ class ReflectorStats:
     error_events: int = 0
     resyncs: int = 0
     store_errors: int = 0
+    bad_resource_versions: int = 0
+    resource_version_regressions: int = 0
+    idle_watch_restarts: int = 0
 
     @property
     def events(self) -> dict[str, int]:
@@ -136,7 +154,8 @@ class Reflector:
                  clock: Clock = REAL_CLOCK, page_size: int = 500, watch_error_handler: WatchErrorHandler | None = None,
                  use_streaming_list: bool = False, rng: random.Random | None = None,
                  should_resync: Callable[[], bool] | None = None, transform: Transform | None = None,
-                 min_watch_timeout: float = 300.0, backoff: Backoff | None = None) -> None:
+                 min_watch_timeout: float = 300.0, backoff: Backoff | None = None,
+                 watch_idle_timeout: float | None = None) -> None:
         self.lw = lw
         self.store = store
         self.name = name
@@ -148,6 +167,8 @@ class Reflector:
         self.should_resync = should_resync
         self.transform = transform
         self.min_watch_timeout = min_watch_timeout
+        self.watch_idle_timeout = watch_idle_timeout
+        self._last_event_at = 0.0
         self._rng = rng or random.Random()
         self.backoff = backoff or Backoff(clock=clock, rng=self._rng)
         self.stats = ReflectorStats()
@@ -175,6 +196,18 @@ class Reflector:
     @property
     def has_listed(self) -> bool:
         return self._listed
+
+    @property
+    def last_event_at(self) -> float:
+        """Clock time of the last list or watch event (bookmarks included); 0.0 before the first list."""
+        return self._last_event_at
+
+    def seconds_since_last_event(self) -> float | None:
+        """How stale the cache may be: clock seconds since the last list or watch event (None before the
+        first list)."""
+        if not self._listed:
+            return None
+        return max(0.0, self.clock.now() - self._last_event_at)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -305,8 +338,12 @@ class Reflector:
         try:
             items, list_rv = await self._list_at(rv)
         except APIError as exc:
-            if not (is_expired(exc) or is_too_large_resource_version(exc)):
+            refused = isinstance(exc, BadRequest) and rv != ""
+            if not (refused or is_expired(exc) or is_too_large_resource_version(exc)):
                 raise
+            if refused:
+                log.warning("%s: the server refused a list at resourceVersion %r (%s); listing at the latest "
+                            "version instead", self.name, rv, exc)
             self._rv_unavailable = True
             items, list_rv = await self._list_at("")
         self._rv_unavailable = False
@@ -333,12 +370,16 @@ class Reflector:
             options = ListOptions(limit=limit, continue_=result.continue_)
 
     def _replace(self, items: list[Any], rv: str) -> None:
+        if rv and not is_sane_resource_version(rv):
+            self.stats.bad_resource_versions += 1
+            raise ValueError(f"the server's list has no usable resourceVersion: {rv[:40]!r}")
         transform = self.transform
         if transform is not None:
             items = [transform(obj) for obj in items]
         self.store.replace(items, rv)
         self._last_rv = rv
         self._listed = True
+        self._last_event_at = self.clock.now()
 
     async def _streaming_list(self) -> AsyncIterator[WatchEvent]:
         """Watch with sendInitialEvents until the initial-events-end bookmark; replace; return the watch."""
@@ -394,16 +435,34 @@ class Reflector:
             except Exception as exc:
                 return self._watch_open_failed(exc)
         start = self.clock.now()
+        idle = self.watch_idle_timeout
         try:
-            return await self._consume(watch, started, start)
+            if not idle:
+                return await self._consume(watch, started, start)
+            self._last_event_at = max(self._last_event_at, start)
+            try:
+                async with IdleWatchdog(self.clock, idle, lambda: self._last_event_at):
+                    return await self._consume(watch, started, start)
+            except WatchIdle:
+                self.stats.idle_watch_restarts += 1
+                log.warning("%s: the watch delivered nothing (no event, no bookmark) for %gs; reopening it from "
+                            "resourceVersion %s", self.name, idle, self._last_rv)
+                return _REWATCH
         finally:
             await _aclose(watch)
 
     async def _consume(self, watch: AsyncIterator[WatchEvent], started: bool, start: float) -> WatchOutcome:
+        """Apply the watch's events to the store until it ends; returns what to do next.
+
+        An event whose resourceVersion is not a sane one is ignored (logged, counted), so it can never become
+        the resume point; one whose RV is below the last is logged and followed (the server's word wins).
+        """
         store = self.store
         stats = self.stats
         transform = self.transform
         fast_rv = fast_resource_version
+        sane = is_sane_resource_version
+        now = self.clock.now
         count = 0
         while True:
             try:
@@ -415,12 +474,22 @@ class Reflector:
                     return self._watch_open_failed(exc)
                 stats.watch_errors += 1
                 self._report(exc)
-                if count == 0 and self.clock.now() - start < _SHORT_WATCH:
+                if count == 0 and now() - start < _SHORT_WATCH:
                     return _BACKOFF_REWATCH
                 return _REWATCH
             count += 1
+            self._last_event_at = now()
             kind = event.type
             obj = event.object
+            if kind == ERROR:
+                stats.error_events += 1
+                return self._error_event(obj)
+            rv = fast_rv(obj)
+            if rv is None:
+                rv = _resource_version(obj) if isinstance(obj, Mapping) else ""
+            if rv and not sane(rv):
+                self._bad_resource_version(kind, rv)
+                continue
             try:
                 if kind == MODIFIED:
                     if transform is not None:
@@ -439,9 +508,6 @@ class Reflector:
                     stats.deleted += 1
                 elif kind == BOOKMARK:
                     stats.bookmarks += 1
-                elif kind == ERROR:
-                    stats.error_events += 1
-                    return self._error_event(obj)
                 else:
                     log.warning("%s: ignoring watch event of unknown type %r", self.name, kind)
                     continue
@@ -451,19 +517,26 @@ class Reflector:
                 stats.store_errors += 1
                 log.exception("%s: unable to apply %s watch event", self.name, kind)
                 continue
-            rv = fast_rv(obj)
-            if rv is None:
-                try:
-                    rv = obj["metadata"]["resourceVersion"]
-                except (KeyError, TypeError):
-                    continue
             if rv:
+                last = self._last_rv
+                if len(rv) < len(last) or (len(rv) == len(last) and rv < last):
+                    self._resource_version_went_back(kind, rv)
                 self._last_rv = rv
-        if count == 0 and self.clock.now() - start < _SHORT_WATCH:
+        if count == 0 and now() - start < _SHORT_WATCH:
             stats.watch_errors += 1
             self._report(ConnectionError("very short watch: the watch ended within 1s without any event"))
             return _BACKOFF_REWATCH
         return _REWATCH
+
+    def _bad_resource_version(self, kind: str, rv: str) -> None:
+        self.stats.bad_resource_versions += 1
+        log.warning("%s: ignoring a %s watch event with an invalid resourceVersion %r (keeping %r)", self.name,
+                    kind, rv[:40], self._last_rv)
+
+    def _resource_version_went_back(self, kind: str, rv: str) -> None:
+        self.stats.resource_version_regressions += 1
+        log.warning("%s: a %s watch event went back in resourceVersion from %s to %s", self.name, kind,
+                    self._last_rv, rv)
 
     def _error_event(self, status: Mapping[str, Any]) -> WatchOutcome:
         exc = from_status(status)

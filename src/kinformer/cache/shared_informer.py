@@ -7,7 +7,9 @@ Invariants:
 
 * Cache first: the indexer (and its indices) is updated before any handler hears of the change; whether a
   delta becomes ``on_add`` or ``on_update`` is decided by the cache, and ``on_update``'s old object is the
-  cached one it replaced.
+  cached one it replaced; a deletion of a key the cache does not hold reaches no handler.
+* Handlers see changes in the order the server sent them, across keys (RealFIFO, the default); with
+  ``use_delta_fifo=True`` the order is per key, with a key's queued changes delivered together.
 * A Sync delta, or a Replaced delta whose resourceVersion equals the cached one, is a *resync*: it goes only
   to handlers whose resync period is due (chosen by ``should_resync`` just before the FIFO's resync) and
   arrives as ``on_update(obj, obj)`` (``old is new``); a callback with an ``is_resync`` keyword parameter
@@ -43,6 +45,7 @@ from kinformer.cache.processor_listener import (
     ResourceEventHandlerRegistration,
     callbacks_of,
 )
+from kinformer.cache.real_fifo import RealFIFO
 from kinformer.cache.reflector import Reflector, ReflectorStats, WatchErrorHandler
 from kinformer.cache.store import Indexer, IndexFunc, meta_namespace_key
 from kinformer.cache.tombstone import DeletedFinalStateUnknown
@@ -51,6 +54,7 @@ from kinformer.clock import REAL_CLOCK, Clock
 
 __all__ = [
     "DEFAULT_TRANSFORM",
+    "DEFAULT_WATCH_IDLE_TIMEOUT",
     "MINIMUM_RESYNC_PERIOD",
     "CacheMutationError",
     "DeletedFinalStateUnknown",
@@ -65,6 +69,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MINIMUM_RESYNC_PERIOD = 1.0
+#: Seconds a watch may deliver nothing (no event, no bookmark) before it is closed and reopened; servers send
+#: a bookmark about once a minute to watches that allow them.
+DEFAULT_WATCH_IDLE_TIMEOUT = 90.0
 
 _DELETED, _SYNC, _REPLACED = DeltaType.DELETED, DeltaType.SYNC, DeltaType.REPLACED
 
@@ -91,13 +98,17 @@ class SharedIndexInformer:
     ``resync`` is the default handler resync period in seconds (0: never; otherwise at least 1 s).
     ``transform`` is applied to every object before it is cached (default: drop ``metadata.managedFields``).
     ``backoff`` makes the reflector's error backoff (default: client-go's 0.8 s doubling to 30 s).
+    ``watch_idle_timeout`` (clock seconds, None: never) restarts a watch that delivers nothing for that long.
+    The queue is a :class:`~kinformer.cache.real_fifo.RealFIFO` (handlers see changes in the server's order,
+    across keys, as client-go 1.33+); ``use_delta_fifo=True`` uses a DeltaFIFO instead.
     Use it from one event loop: ``start()`` / ``await run()``, then ``await stop()``.
     """
 
     def __init__(self, lw: ListerWatcher, *, resync: float = 0.0, indexers: Mapping[str, IndexFunc] | None = None,
                  clock: Clock = REAL_CLOCK, transform: Transform | None = DEFAULT_TRANSFORM, name: str = "",
                  resource: str = "", use_streaming_list: bool = False, rng: random.Random | None = None,
-                 namespaced: bool = True, backoff: Callable[[], Backoff] | None = None) -> None:
+                 namespaced: bool = True, backoff: Callable[[], Backoff] | None = None,
+                 watch_idle_timeout: float | None = DEFAULT_WATCH_IDLE_TIMEOUT, use_delta_fifo: bool = False) -> None:
         self.lw = lw
         self.clock = clock
         self.name = name or resource or "informer"
@@ -110,7 +121,10 @@ class SharedIndexInformer:
         self._check_period = self._default_resync
         self._transform = transform
         self._indexer = Indexer(meta_namespace_key, indexers)
-        self._fifo = DeltaFIFO(meta_namespace_key, known_objects=self._indexer, emit_delta_type_replaced=True)
+        self.watch_idle_timeout = watch_idle_timeout
+        fifo_type = DeltaFIFO if use_delta_fifo else RealFIFO
+        self._fifo = fifo_type(meta_namespace_key, known_objects=self._indexer, emit_delta_type_replaced=True)
+        self._last_processed: Any = None
         self._listeners: list[ProcessorListener] = []
         self._syncing: list[ProcessorListener] = []
         self._watch_error_handler: WatchErrorHandler | None = None
@@ -147,6 +161,25 @@ class SharedIndexInformer:
     @property
     def last_sync_resource_version(self) -> str:
         return self._reflector.last_sync_resource_version if self._reflector is not None else ""
+
+    @property
+    def cache_resource_version(self) -> str:
+        """The resourceVersion the cache has reached: the reflector's last RV (bookmarks included) once
+        everything received has been processed, else the RV of the last object processed ("" before)."""
+        if self._reflector is None:
+            return ""
+        if not len(self._fifo) and self._fifo.has_synced():
+            return self._reflector.last_sync_resource_version
+        last = self._last_processed
+        if isinstance(last, DeletedFinalStateUnknown):
+            last = last.obj
+        rv = _resource_version(last)
+        return rv if isinstance(rv, str) else ""
+
+    def seconds_since_last_event(self) -> float | None:
+        """Clock seconds since the last list result or watch event (bookmarks included) reached the
+        informer: how stale its cache may be. None before the first list."""
+        return self._reflector.seconds_since_last_event() if self._reflector is not None else None
 
     @property
     def stats(self) -> InformerStats:
@@ -300,7 +333,8 @@ class SharedIndexInformer:
         now = self.clock.now()
         for kind, obj in deltas:
             if kind is _DELETED:
-                indexer.delete(obj)
+                if indexer.delete(obj) is None:
+                    continue  # never cached (or already reported): the cache decides, as for add vs update
                 if detector is not None:
                     detector.forget(indexer.key_of(obj))
                 note = Notification(DELETE, obj, None, False, now)
@@ -319,6 +353,7 @@ class SharedIndexInformer:
             note = Notification(UPDATE, old, obj, is_sync, now)
             for listener in (self._syncing if is_sync else listeners):
                 listener.enqueue(note)
+        self._last_processed = obj
         self._stats.deltas += len(deltas)
 
     # ------------------------------------------------------------------ lifecycle
@@ -340,7 +375,8 @@ class SharedIndexInformer:
                                     clock=self.clock, watch_error_handler=self._watch_error_handler,
                                     use_streaming_list=self.use_streaming_list, rng=self._rng,
                                     should_resync=self._should_resync, transform=self._transform,
-                                    backoff=self._backoff() if self._backoff else None)
+                                    backoff=self._backoff() if self._backoff else None,
+                                    watch_idle_timeout=self.watch_idle_timeout)
         try:
             async with asyncio.TaskGroup() as tg:
                 self._tg = tg

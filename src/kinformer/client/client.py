@@ -46,6 +46,7 @@ PATCH_CONTENT_TYPES = {
 }
 
 _JSON = "application/json"
+_LIST_ATTEMPTS = 3
 _USER_AGENT = "kinformer/0.1"
 
 
@@ -94,8 +95,9 @@ class Client:
     ``await Client.auto()``. ``ca``, ``client_cert`` and ``client_key`` take a file path or PEM text. Use it as
     an async context manager, or call :meth:`close`.
 
-    ``timeout`` bounds each ordinary request (seconds, None: unbounded); watches have no total timeout and
-    end by the server's ``timeoutSeconds`` (their reads time out after ``watch_idle_timeout``, by default
+    ``timeout`` bounds each ordinary request (seconds, None: unbounded); ``list_timeout`` (default: ``timeout``)
+    bounds each list page, which is retried on timeout (3 attempts in all, each logged); watches have no total
+    timeout and end by the server's ``timeoutSeconds`` (their reads time out after ``watch_idle_timeout``, by default
     ``timeoutSeconds + 60`` when set). ``pool_size`` caps pooled connections (0: no cap, so long watches never
     starve other requests). ``qps``/``burst`` enable client-side throttling as client-go's rate limiter.
 
@@ -110,7 +112,8 @@ class Client:
                  timeout: float | None = 60.0, connect_timeout: float = 10.0, max_retries: int = 10,
                  qps: float | None = None, burst: int = 10, watch_idle_timeout: float | None = None,
                  default_namespace: str | None = None, auth: AuthProvider | None = None,
-                 config: ClientConfig | None = None, clock: Clock = REAL_CLOCK, pool_size: int = 0) -> None:
+                 config: ClientConfig | None = None, clock: Clock = REAL_CLOCK, pool_size: int = 0,
+                 list_timeout: float | None = None) -> None:
         if config is None:
             if not url:
                 raise ValueError("Client needs a server URL (or use from_kubeconfig/in_cluster/auto)")
@@ -138,6 +141,7 @@ class Client:
         self.url = config.server
         self.default_namespace = config.default_namespace
         self.timeout = timeout
+        self.list_timeout = list_timeout if list_timeout is not None else timeout
         self.connect_timeout = connect_timeout
         self.max_retries = max_retries
         self.watch_idle_timeout = watch_idle_timeout
@@ -335,10 +339,24 @@ class Client:
         """One page of a list with exactly ``options`` (no auto-pagination)."""
         res = await self.resolve(resource)
         options = options or ListOptions()
-        body = await self.request_bytes("GET", res.path(namespace if res.namespaced else None),
-                                        params=options.to_query())
+        path = res.path(namespace if res.namespaced else None)
+        body = await self._list_bytes(path, options.to_query())
         items, rv, cont, remaining = decode_list(body)
         return ListResult(items, rv, cont, remaining)
+
+    async def _list_bytes(self, path: str, params: dict[str, str]) -> bytes:
+        """GET a list body within ``list_timeout`` seconds (a response that never ends is cut), retried up to
+        ``_LIST_ATTEMPTS`` times in all, each timeout logged; the last one raises TimeoutError."""
+        for attempt in range(1, _LIST_ATTEMPTS + 1):
+            try:
+                async with asyncio.timeout(self.list_timeout):
+                    return await self.request_bytes("GET", path, params=params)
+            except TimeoutError:
+                if attempt == _LIST_ATTEMPTS:
+                    raise
+                log.warning("list %s: no complete response within %gs (attempt %d of %d); retrying", path,
+                            self.list_timeout, attempt, _LIST_ATTEMPTS)
+        raise AssertionError("unreachable")
 
     async def iter_list(self, resource: str | Resource, namespace: str | None = None, *,
                         label_selector: str | None = None, field_selector: str | None = None,

@@ -390,3 +390,128 @@ async def test_fake_source_pagination_compaction_and_exact_reads() -> None:
     assert event.type == "ERROR" and errors.is_expired(errors.from_status(event.object))
     with pytest.raises(StopAsyncIteration):
         await anext(watch)
+
+
+@pytest.mark.parametrize("garbage", ["-5", "abc", "1" * 23, "007", "18446744073709551616", " 5"])
+async def test_bookmark_with_an_invalid_resource_version_is_ignored(garbage: str) -> None:
+    async with Env() as env:
+        await env.synced()
+        env.src.create(cm("a"))
+        await wait_until(lambda: env.reflector.last_sync_resource_version == "1")
+        env.src.bookmark(garbage)
+        await wait_until(lambda: env.reflector.stats.bad_resource_versions == 1)
+        assert env.reflector.last_sync_resource_version == "1"
+        env.src.create(cm("b"))
+        await wait_until(lambda: env.reflector.last_sync_resource_version == "2")
+        env.src.close_watches()
+        await wait_until(lambda: len(env.src.watch_requests) == 2)
+        assert [r.resource_version for r in env.src.watch_requests] == ["0", "2"]
+        assert env.store.ops == [("add", "a"), ("add", "b")] and env.reflector.stats.bookmarks == 0
+
+
+async def test_list_refused_as_bad_request_falls_back_to_a_consistent_list() -> None:
+    async with Env() as env:
+        await env.synced()
+        env.src.create(cm("a"))
+        await wait_until(lambda: env.reflector.last_sync_resource_version == "1")
+        env.src.fail_next_watch(errors.BadRequest("invalid resource version"))
+        env.src.fail_next_list(errors.BadRequest("invalid resource version"))
+        env.src.close_watches()
+        await env.step_backoff(1.6)  # one backoff before the relist, then at once the fallback
+        await env.synced(lists=2)
+        assert [r.resource_version for r in env.src.list_requests] == ["0", "1", ""]
+        assert env.store.replaced[-1][1] == "1" and not env.reflector.is_last_sync_resource_version_unavailable
+
+
+async def test_list_with_an_invalid_resource_version_fails_and_is_retried() -> None:
+    src = FakeSource()
+    src.create(cm("a"))
+    calls: list[str | None] = []
+
+    class GarbageFirstList:
+        async def list(self, options: ListOptions) -> ListResult:
+            calls.append(options.resource_version)
+            result = await src.list(options)
+            return ListResult(result.items, "-5" if len(calls) == 1 else result.resource_version)
+
+        def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+            return src.watch(options)
+
+    async with Env(src, lw=GarbageFirstList()) as env:
+        await wait_until(lambda: len(calls) == 1)
+        assert env.store.replaced == [] and env.reflector.stats.bad_resource_versions == 1
+        await env.step_backoff(1.6)
+        await env.synced()
+        assert env.store.replaced[0][1] == "1" and calls == ["0", "0"]
+
+
+async def test_resource_version_going_backwards_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    src = FakeSource()
+
+    class Backwards:
+        async def list(self, options: ListOptions) -> ListResult:
+            return ListResult([], "10")
+
+        async def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+            for rv in ("11", "12", "9"):
+                yield WatchEvent("ADDED", {"metadata": {"name": f"o{rv}", "namespace": "d", "resourceVersion": rv}})
+            await asyncio.Event().wait()
+
+    with caplog.at_level("WARNING", logger="kinformer.cache.reflector"):
+        async with Env(src, lw=Backwards()) as env:
+            await wait_until(lambda: len(env.store.ops) == 3)
+            assert env.reflector.stats.resource_version_regressions == 1
+            assert env.reflector.last_sync_resource_version == "9"
+    assert any("went back in resourceVersion from 12 to 9" in r.getMessage() for r in caplog.records)
+
+
+async def test_silent_watch_is_reopened_from_the_last_rv_after_the_idle_timeout() -> None:
+    async with Env(watch_idle_timeout=90.0) as env:
+        await env.synced()
+        env.src.create(cm("a"))
+        await wait_until(lambda: env.reflector.last_sync_resource_version == "1")
+        await env.clock.wait_for_waiters(1)  # the watchdog
+        env.clock.step(60)
+        env.src.bookmark()  # a healthy idle watch: the server's bookmark keeps it alive
+        await wait_until(lambda: env.reflector.stats.bookmarks == 1)
+        env.clock.step(60)
+        await asyncio.sleep(0)
+        assert env.reflector.stats.idle_watch_restarts == 0 and len(env.src.watch_requests) == 1
+        assert env.reflector.seconds_since_last_event() == 60.0
+        env.clock.step(30)  # 90 s without anything: dead
+        await wait_until(lambda: len(env.src.watch_requests) == 2)
+        assert env.reflector.stats.idle_watch_restarts == 1
+        assert [r.resource_version for r in env.src.watch_requests] == ["0", "1"]
+        assert len(env.src.list_requests) == 1
+        env.src.create(cm("b"))
+        await wait_until(lambda: env.store.ops == [("add", "a"), ("add", "b")])
+
+
+async def test_garbage_bookmark_then_lost_history_relists_and_converges() -> None:
+    """The wedge of a garbage BOOKMARK: after it the watch breaks and the history is gone; the relist asks for
+    the last sane RV, then a consistent list, and the informer's cache matches the server again."""
+    from kinformer.cache.shared_informer import SharedIndexInformer
+
+    src = FakeSource()
+    src.create(cm("a"))
+    clock = FakeClock()
+    inf = SharedIndexInformer(src, clock=clock, rng=random.Random(3), watch_idle_timeout=None)
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(5)
+        src.bookmark("-5")
+        await wait_until(lambda: inf.stats.reflector.bad_resource_versions == 1)
+        src.delete("a", "default")
+        src.create(cm("b"))
+        src.compact()
+        src.fail_next_list(errors.BadRequest("invalid resource version"))
+        src.break_watches()  # re-watch from RV 1: 410 -> relist at 1 (refused, 400) -> list at ""
+        await wait_until(lambda: len(src.watch_requests) == 2)
+        await clock.wait_for_waiters(1)
+        clock.step(1.6)
+        await wait_until(lambda: inf.indexer.list_keys() == ["default/b"])
+        rvs = [r.resource_version for r in src.list_requests] + [r.resource_version for r in src.watch_requests]
+        assert "-5" not in rvs and [r.resource_version for r in src.list_requests] == ["0", "1", ""]
+        assert inf.cache_resource_version == src.resource_version
+    finally:
+        await inf.stop()
