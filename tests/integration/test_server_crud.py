@@ -487,3 +487,16 @@ async def test_hostile_bodies_are_client_errors_and_write_nothing(server, http):
     got, body, _ = await call(http, "PATCH", f"{CM}/target", raw=deep_patch, ctype="application/merge-patch+json")
     assert got == 400, body
     assert await server.storage.current_revision() == before
+
+
+async def test_json_patch_copy_amplification_is_refused_and_writes_nothing(server, http):
+    code, _, _ = await call(http, "POST", CM, cm("amp", k="v" * 1000))
+    assert code == 201
+    before = await server.storage.current_revision()
+    ops = [{"op": "copy", "from": "/data", "path": f"/data/c{i}"} for i in range(28)]
+    code, body, _ = await call(http, "PATCH", f"{CM}/amp", ops, ctype="application/json-patch+json")
+    assert code == 422, body
+    assert_status(body, 422, "Invalid")
+    assert "accumulated size increase of copy" in body["details"]["causes"][0]["message"]
+    assert len(json.dumps(body)) < 4096
+    assert await server.storage.current_revision() == before
