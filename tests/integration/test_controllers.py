@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import Counter
 
 import pytest
@@ -18,20 +17,7 @@ from kinformer.controller import (
     TerminalError,
 )
 from kinformer.errors import NotFound
-from testlib import configmap, wait_until
-
-
-@contextlib.asynccontextmanager
-async def running(mgr: Manager):
-    task = asyncio.create_task(mgr.run())
-    try:
-        await wait_until(lambda: mgr.ready() or task.done(), what="manager ready")
-        if task.done():
-            task.result()
-        yield task
-    finally:
-        mgr.stop()
-        await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 30)
+from testlib import configmap, running, wait_until
 
 
 async def test_reconcile_outcomes_against_server(kube_client) -> None:

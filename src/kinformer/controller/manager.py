@@ -39,6 +39,7 @@ from kinformer.aio import first_completed, task_group
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.controller.builder import Builder
 from kinformer.controller.controller import Controller
+from kinformer.controller.events import EventRecorder
 from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
 from kinformer.controller.reconcile import Reconciler, Request
 
@@ -66,10 +67,14 @@ class Manager:
                  resync: float = 0.0, namespace: str | None = None, health_bind: str | None = None,
                  clock: Clock = REAL_CLOCK, cache_sync_timeout: float = 120.0,
                  graceful_shutdown_timeout: float = 30.0, handle_signals: bool = False,
-                 factory: Any = None) -> None:
+                 factory: Any = None, ryow_timeout: float = 10.0) -> None:
         from kinformer.cache.factory import SharedInformerFactory
+        from kinformer.controller.cached_client import CachedClient
 
-        self.client = client
+        self.api_client = client
+        self.client = CachedClient(self)
+        self.ryow_timeout = ryow_timeout
+        self._recorders: list[EventRecorder] = []
         self.clock = clock
         self.leader_election = leader_election
         self.cache_sync_timeout = cache_sync_timeout
@@ -99,9 +104,21 @@ class Manager:
         """The shared informer for ``resource`` (one per resource and options)."""
         return self.factory.informer(resource, **options)
 
+    def add_index(self, resource: str, name: str, fn: Callable[[Any], Any]) -> None:
+        """Index the cache of ``resource`` by ``fn(obj)`` (a string or a list of strings); ``mgr.client.list(
+        resource, field_selector=f"{name}=value")`` then reads that index. Spell ``resource`` as elsewhere."""
+        self.factory.informer(resource).add_indexers({name: fn})
+
+    def event_recorder(self, component: str, **options: Any) -> EventRecorder:
+        """An :class:`~kinformer.controller.events.EventRecorder` writing through the API client; the
+        Manager flushes and closes it when :meth:`run` ends."""
+        recorder = EventRecorder(self.api_client, component, clock=self.clock, **options)
+        self._recorders.append(recorder)
+        return recorder
+
     async def resolve(self, resource: str) -> Any:
         """Discovery information (group, kind, namespaced, ...) for ``resource``."""
-        return await self.client.resolve(resource)
+        return await self.api_client.resolve(resource)
 
     def ready(self) -> bool:
         return self._ready
@@ -119,6 +136,8 @@ class Manager:
         finally:
             if restore:
                 restore()
+            await asyncio.gather(*(r.close(timeout=self.graceful_shutdown_timeout) for r in self._recorders),
+                                 return_exceptions=True)
             await self.factory.shutdown()
             if health is not None:
                 await health.cleanup()
@@ -145,7 +164,7 @@ class Manager:
 
         # a copy: the caller's config keeps its own callback (and can be reused for another Manager)
         cfg = dataclasses.replace(self.leader_election, on_started_leading=lead)
-        self.elector = LeaderElector(cfg, self.client, clock=self.clock)
+        self.elector = LeaderElector(cfg, self.api_client, clock=self.clock)
         index, ended = await first_completed(self._stopping.wait(), fenced.wait(), self.elector.run())
         if self._stopping.is_set():
             return

@@ -40,6 +40,18 @@ ACTIVE_WORKERS = Gauge(
     "controller_runtime_active_workers",
     "Number of currently used workers per controller",
     ["controller"], registry=REGISTRY)
+RECONCILE_TIMEOUTS = Counter(
+    "kinformer_reconcile_timeouts_total",
+    "Reconciles cancelled because they ran past the controller's reconcile timeout",
+    ["controller"], registry=REGISTRY)
+READ_YOUR_WRITES = Counter(
+    "kinformer_read_your_writes_total",
+    "Reconciles that first waited for the cache to reach their previous reconcile's writes, by outcome",
+    ["controller", "outcome"], registry=REGISTRY)
+READ_YOUR_WRITES_WAIT = Histogram(
+    "kinformer_read_your_writes_wait_seconds",
+    "Time a reconcile waited for the cache to reach its previous reconcile's writes",
+    ["controller"], buckets=_BUCKETS, registry=REGISTRY)
 LEADER_ELECTION_STATUS = Gauge(
     "leader_election_master_status",
     "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.",
