@@ -1,8 +1,9 @@
 """pytest fixtures that run controllers against a real, embedded API server (kinformer's envtest).
 
-Enable in ``conftest.py``::
-
-    pytest_plugins = ["kinformer.testing.plugin"]
+Installed with kinformer, the plugin is active in every pytest run (a ``pytest11`` entry point); it needs
+pytest-asyncio (``pip install 'kinformer[testing]'``) and async tests marked ``@pytest.mark.asyncio``, or
+``asyncio_mode = "auto"`` in the pytest configuration. Without pytest-asyncio the fixtures fail with that
+advice instead of breaking pytest's start-up.
 
 Fixtures (each test gets its own server, so tests never see each other's objects):
 
@@ -13,13 +14,23 @@ Fixtures (each test gets its own server, so tests never see each other's objects
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import pytest_asyncio
+import pytest
+
+try:
+    from pytest_asyncio import fixture as _async_fixture
+except ImportError:  # pragma: no cover - exercised only where pytest-asyncio is absent
+    def _async_fixture(fn: Callable[..., Any]) -> Any:
+        def needs_pytest_asyncio() -> None:
+            pytest.fail("kinformer's fixtures need pytest-asyncio: pip install 'kinformer[testing]'")
+
+        needs_pytest_asyncio.__name__ = fn.__name__
+        return pytest.fixture(needs_pytest_asyncio, name=fn.__name__)
 
 
-@pytest_asyncio.fixture
+@_async_fixture
 async def kube_server() -> AsyncIterator[Any]:
     from kinformer.server import APIServer
 
@@ -27,7 +38,7 @@ async def kube_server() -> AsyncIterator[Any]:
         yield server
 
 
-@pytest_asyncio.fixture
+@_async_fixture
 async def kube_client(kube_server: Any) -> AsyncIterator[Any]:
     from kinformer.client import Client
 
@@ -38,7 +49,7 @@ async def kube_client(kube_server: Any) -> AsyncIterator[Any]:
         await client.close()
 
 
-@pytest_asyncio.fixture
+@_async_fixture
 async def kube_factory(kube_client: Any) -> AsyncIterator[Any]:
     from kinformer.cache.factory import SharedInformerFactory
 
