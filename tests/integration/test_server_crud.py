@@ -358,7 +358,7 @@ async def test_scale_subresource(http):
 async def test_tls_and_token_auth(tmp_path):
     import ssl
 
-    async with APIServer(compaction_interval=0, tls=True, tokens={"s3cret": "admin"}, data_dir=str(tmp_path)) as s:
+    async with APIServer(compaction_interval=0, tls=True, tokens=["s3cret"], data_dir=str(tmp_path)) as s:
         assert s.url.startswith("https://") and s.ca_cert
         ctx = ssl.create_default_context(cafile=s.ca_cert)
         async with aiohttp.ClientSession(base_url=s.url, connector=aiohttp.TCPConnector(ssl=ctx)) as http:

@@ -9,7 +9,8 @@ Invariants:
   aggregation controller (:mod:`kinformer.server.aggregation`) from ``system:aggregate-to-*`` and any
   ClusterRole labelled ``rbac.authorization.k8s.io/aggregate-to-<name>: "true"``.
 * A seed file (``--authorization-policy-file``) holds RBAC objects only (YAML documents, a JSON object,
-  or a ``List``); :func:`load_seed_file` refuses anything else with a message naming the document.
+  or a ``List``); :func:`load_seed_file` refuses anything else with a message naming the document. Seed
+  objects are created, or replace the stored ones, at every start; their namespaces are created if missing.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ async def seed_objects(store: Any, registry: Any, cache: Any, objects: Iterable[
                        replace: bool = False) -> int:
     """Create each RBAC object the cache does not hold (with ``replace``, overwrite the ones it does).
 
-    Returns how many objects were written. Namespaced objects need their namespace to exist (404 otherwise).
+    Returns how many objects were written. The namespaces of namespaced objects are created when missing.
     """
     written = 0
     for doc in objects:
@@ -166,6 +167,8 @@ async def seed_objects(store: Any, registry: Any, cache: Any, objects: Iterable[
         if exists and not replace:
             continue
         obj = json.loads(json.dumps(doc))
+        if namespace:
+            await _ensure_namespace(store, registry, namespace)
         if exists:
             await store.mutate(info, namespace, name, lambda old, new=obj: {**new, "metadata": {
                 **old["metadata"], **{k: v for k, v in new["metadata"].items() if k in ("labels", "annotations")}}})
@@ -178,6 +181,15 @@ async def seed_objects(store: Any, registry: Any, cache: Any, objects: Iterable[
                 continue
         written += 1
     return written
+
+
+async def _ensure_namespace(store: Any, registry: Any, namespace: str) -> None:
+    info = registry.get("", "v1", "namespaces")
+    try:
+        await store.create(info, "", store.prepare_create(info, "", {"metadata": {"name": namespace}}))
+    except st.StatusError as e:
+        if e.code != 409:
+            raise
 
 
 async def ensure_bootstrap_policy(store: Any, registry: Any, cache: Any) -> int:

@@ -25,9 +25,11 @@ from . import status as st
 from .auth import CURRENT_USER, UserInfo
 from .authz import RequestAttributes
 from .rbac import GROUP, SUPERUSER_GROUP, PolicyRule, RBACAuthorizer, rules_of
-from .registry import Registry, ResourceInfo
+from .registry import ResourceInfo
+from .strategy import Cause, DefaultStrategy, StrategyRegistry
 
-__all__ = ["FULL_AUTHORITY", "confirm_no_escalation", "covers", "install", "validate_binding", "validate_role"]
+__all__ = ["FULL_AUTHORITY", "RBACStrategy", "binding_causes", "confirm_no_escalation", "covers", "install",
+           "role_causes"]
 
 FULL_AUTHORITY = (PolicyRule(verbs=("*",), api_groups=("*",), resources=("*",)),
                   PolicyRule(verbs=("*",), non_resource_urls=("*",)))
@@ -50,7 +52,7 @@ def _resources_cover(owner: Sequence[str], servant: Sequence[str]) -> bool:
     if "*" in owner or all(r in owner for r in servant):
         return True
     for r in servant:
-        base, slash, sub = r.partition("/")
+        _, slash, sub = r.partition("/")
         if not slash or ("*/" + sub) not in owner:
             return False
     return True
@@ -117,16 +119,16 @@ def confirm_no_escalation(authz: RBACAuthorizer, user: UserInfo, namespace: str,
 # ------------------------------------------------------------------------------------------ validation
 
 
-def _cause(field: str, message: str, reason: str = "FieldValueInvalid") -> dict[str, str]:
+def _cause(field: str, message: str, reason: str = "FieldValueInvalid") -> Cause:
     return {"reason": reason, "field": field, "message": message}
 
 
-def _rule_causes(rules: Any, namespaced: bool) -> list[dict[str, str]]:
+def _rule_causes(rules: Any, namespaced: bool) -> list[Cause]:
     if rules is None:
         return []
     if not isinstance(rules, list):
         return [_cause("rules", "Invalid value: must be a list")]
-    causes: list[dict[str, str]] = []
+    causes: list[Cause] = []
     for i, r in enumerate(rules):
         where = f"rules[{i}]"
         if not isinstance(r, Mapping):
@@ -161,16 +163,14 @@ def _rule_causes(rules: Any, namespaced: bool) -> list[dict[str, str]]:
     return causes
 
 
-def validate_role(info: ResourceInfo, obj: Mapping[str, Any]) -> None:
-    """kube's Role/ClusterRole validation of ``rules`` (422 Invalid)."""
-    causes = _rule_causes(obj.get("rules"), info.namespaced)
-    if causes:
-        raise st.invalid(info, (obj.get("metadata") or {}).get("name", ""), causes)
+def role_causes(info: ResourceInfo, obj: Mapping[str, Any]) -> list[Cause]:
+    """kube's Role/ClusterRole validation of ``rules``."""
+    return _rule_causes(obj.get("rules"), info.namespaced)
 
 
-def validate_binding(info: ResourceInfo, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
-    """kube's RoleBinding/ClusterRoleBinding validation: roleRef and subjects (422 Invalid)."""
-    causes: list[dict[str, str]] = []
+def binding_causes(info: ResourceInfo, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Cause]:
+    """kube's RoleBinding/ClusterRoleBinding validation: roleRef (immutable) and subjects."""
+    causes: list[Cause] = []
     ref = obj.get("roleRef")
     kinds = ("Role", "ClusterRole") if info.namespaced else ("ClusterRole",)
     if not isinstance(ref, Mapping):
@@ -206,8 +206,7 @@ def validate_binding(info: ResourceInfo, obj: Mapping[str, Any], old: Mapping[st
         elif s.get("apiGroup") != GROUP:
             causes.append(_cause(f"{where}.apiGroup", f'Unsupported value: "{s.get("apiGroup", "")}": supported '
                                  f'values: "{GROUP}"', "FieldValueNotSupported"))
-    if causes:
-        raise st.invalid(info, (obj.get("metadata") or {}).get("name", ""), causes)
+    return causes
 
 
 def _describe_ref(ref: Any) -> str:
@@ -281,21 +280,34 @@ def check_binding(authz: RBACAuthorizer, info: ResourceInfo, obj: Mapping[str, A
         raise _forbidden(info, name, why)
 
 
-def install(hooks: dict[tuple[str, str], Any], registry: Registry, authz: RBACAuthorizer) -> None:
-    """Register the RBAC kinds' write checks as ``(group, plural) -> hook(obj, old)`` prepare hooks."""
-    for plural, check, validate in (("roles", check_role, None), ("clusterroles", check_role, None),
-                                    ("rolebindings", check_binding, validate_binding),
-                                    ("clusterrolebindings", check_binding, validate_binding)):
-        info = registry.get(GROUP, "v1", plural)
-        if info is None:
-            continue
+class RBACStrategy(DefaultStrategy):
+    """The write rules of one RBAC kind: escalation checks in ``prepare_*`` (they run first), then validation."""
 
-        def hook(obj: dict[str, Any], old: dict[str, Any] | None, info: ResourceInfo = info, check: Any = check,
-                 validate: Any = validate) -> None:
-            if validate is None:
-                validate_role(info, obj)
-            else:
-                validate(info, obj, old)
-            check(authz, info, obj, old)
+    def __init__(self, authz: RBACAuthorizer, binding: bool) -> None:
+        self.authz = authz
+        self.binding = binding
 
-        hooks[(GROUP, plural)] = hook
+    def _check(self, info: ResourceInfo, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
+        (check_binding if self.binding else check_role)(self.authz, info, obj, old)
+
+    def prepare_for_create(self, info: ResourceInfo, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(info, obj)
+        self._check(info, obj, None)
+
+    def prepare_for_update(self, info: ResourceInfo, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
+        super().prepare_for_update(info, obj, old)
+        self._check(info, obj, old)
+
+    def validate(self, info: ResourceInfo, obj: Mapping[str, Any]) -> list[Cause]:
+        return binding_causes(info, obj, None) if self.binding else role_causes(info, obj)
+
+    def validate_update(self, info: ResourceInfo, obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+        return binding_causes(info, obj, old) if self.binding else role_causes(info, obj)
+
+
+def install(strategies: StrategyRegistry, authz: RBACAuthorizer) -> None:
+    """Use :class:`RBACStrategy` for the four RBAC kinds."""
+    for plural in ("roles", "clusterroles"):
+        strategies.register(GROUP, plural, RBACStrategy(authz, binding=False))
+    for plural in ("rolebindings", "clusterrolebindings"):
+        strategies.register(GROUP, plural, RBACStrategy(authz, binding=True))
