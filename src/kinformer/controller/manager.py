@@ -4,7 +4,8 @@
 
 1. builds every registered controller (resolving resources through discovery) and starts the
    shared informers;
-2. serves ``/healthz``, ``/readyz`` (ready once every cache has synced) and ``/metrics`` when a
+2. serves ``/healthz``, ``/readyz`` (ready once every cache has synced, and not while an informer has
+   heard nothing, no event nor bookmark, for over ``stale_after`` seconds) and ``/metrics`` when a
    ``health_bind`` address is given;
 3. runs the controllers: at once, or — with leader election — only while this replica holds the
    Lease; losing the Lease stops the controllers and ends ``run()`` with :class:`LeaderElectionLost`
@@ -67,7 +68,7 @@ class Manager:
                  resync: float = 0.0, namespace: str | None = None, health_bind: str | None = None,
                  clock: Clock = REAL_CLOCK, cache_sync_timeout: float = 120.0,
                  graceful_shutdown_timeout: float = 30.0, handle_signals: bool = False,
-                 factory: Any = None, ryow_timeout: float = 10.0) -> None:
+                 factory: Any = None, ryow_timeout: float = 10.0, stale_after: float | None = 300.0) -> None:
         from kinformer.cache.factory import SharedInformerFactory
         from kinformer.controller.cached_client import CachedClient
 
@@ -78,6 +79,7 @@ class Manager:
         self.clock = clock
         self.leader_election = leader_election
         self.cache_sync_timeout = cache_sync_timeout
+        self.stale_after = stale_after
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.handle_signals = handle_signals
         self.health_bind = health_bind
@@ -122,6 +124,13 @@ class Manager:
 
     def ready(self) -> bool:
         return self._ready
+
+    def stale_informers(self) -> dict[str, float]:
+        """Informers that heard nothing (no event, no bookmark) for over ``stale_after`` seconds, with those
+        seconds; while any is, ``/readyz`` fails and names them."""
+        if self.stale_after is None:
+            return {}
+        return self.factory.stale_informers(self.stale_after)
 
     # -- running ----------------------------------------------------------------------------------
 
@@ -242,9 +251,13 @@ class Manager:
             return web.Response(text="ok")
 
         async def readyz(_: web.Request) -> web.Response:
-            if self._ready:
-                return web.Response(text="ok")
-            return web.Response(status=503, text="caches not synced")
+            if not self._ready:
+                return web.Response(status=503, text="caches not synced")
+            stale = self.stale_informers()
+            if stale:
+                text = ", ".join(f"{name}: nothing for {since:.0f}s" for name, since in sorted(stale.items()))
+                return web.Response(status=503, text=f"informers stale: {text}")
+            return web.Response(text="ok")
 
         async def metrics_handler(_: web.Request) -> web.Response:
             body = generate_latest(metrics.REGISTRY)
