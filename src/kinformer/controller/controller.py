@@ -40,7 +40,7 @@ from kinformer.controller.reconcile import (
     TerminalError,
     as_reconcile_func,
 )
-from kinformer.workqueue import PriorityQueue, RateLimitingQueue, ShutDown
+from kinformer.workqueue import LOW_PRIORITY, PriorityQueue, RateLimitingQueue, ShutDown
 
 log = logging.getLogger(__name__)
 
@@ -308,7 +308,8 @@ class Controller:
             metrics.RECONCILE_TOTAL.labels(self.name, "success").inc()
             self.queue.forget(request)
             if self.every and self.primary is not None and self.primary.indexer.get_by_key(request.key) is not None:
-                self._add(request, self.every, result.priority)
+                timer_priority = LOW_PRIORITY if result.priority is None else result.priority  # as a resync
+                self._add(request, self.every, timer_priority)
 
     def _record_error(self, request: Request, exc: BaseException, *, requeue: bool) -> None:
         self.stats.errors += 1
