@@ -34,6 +34,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from . import status as st
+
 __all__ = [
     "ADMIN",
     "ANONYMOUS",
@@ -206,9 +208,13 @@ class Authenticator:
         self.token_authenticators = list(token_authenticators)
         self.default_user = default_user
 
+    def add_token(self, token: str, user: UserInfo) -> None:
+        """Accept ``token`` as ``user`` from now on (how the test fixtures mint a client for any identity)."""
+        self.users.update(_users({token: user}))
+
     def authenticate_token(self, token: str) -> UserInfo | None:
         """The user of a bearer token; None when no authenticator knows it."""
-        user = self.users.get(_digest(token)) if self.users else None
+        user = self.users.get(_digest(token))
         if user is None:
             for authenticate in self.token_authenticators:
                 user = authenticate(token)
@@ -256,7 +262,10 @@ def authentication_middleware(tokens: Mapping[str, str | UserInfo] | Iterable[st
                 return _unauthorized()
             user = ANONYMOUS
         if impersonate is not None:
-            user = await impersonate(request, user)
+            try:
+                user = await impersonate(request, user)
+            except st.StatusError as exc:  # a refusal: this middleware runs outside the error middleware
+                return exc.response()
         request[USER_KEY] = user
         CURRENT_USER.set(user)
         return await handler(request)

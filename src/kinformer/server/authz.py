@@ -9,7 +9,9 @@ Invariants:
 * The authorizer is RBAC (:mod:`kinformer.server.rbac`), which allows ``system:masters`` everything first,
   as kube's privileged-group authorizer. A server without authentication configured makes every request
   the admin (in ``system:masters``), so only impersonated users and ServiceAccount tokens meet RBAC there.
-* A denial is a 403 ``Forbidden`` Status worded as kube-apiserver words it.
+* A denial is decided again after the authorizer caught up with the store, so a request right after the
+  write of a Role or binding that allows it is allowed; a final denial is a 403 ``Forbidden`` Status worded
+  as kube-apiserver words it.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from aiohttp import web
 from . import status as st
 from .auth import ANONYMOUS, USER_KEY, UserInfo
 
-__all__ = ["ANONYMOUS", "Authorizer", "RequestAttributes", "authorization_middleware", "forbidden", "parse_request",
-           "request_attributes"]
+__all__ = ["ANONYMOUS", "Authorizer", "RequestAttributes", "authorization_middleware", "authorize_fresh", "forbidden",
+           "parse_request", "request_attributes"]
 
 SUPERUSER_GROUP = "system:masters"
 _METHOD_VERBS = {"GET": "get", "HEAD": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
@@ -113,6 +115,19 @@ class Authorizer(Protocol):
 
     def authorize(self, user: UserInfo, a: RequestAttributes) -> tuple[bool, str]: ...
 
+    async def refresh(self) -> None:
+        """Catch up with the store (so a denial is never due to a policy write not yet seen)."""
+        ...
+
+
+async def authorize_fresh(authorizer: Authorizer, user: UserInfo, a: RequestAttributes) -> tuple[bool, str]:
+    """``authorizer.authorize``; a denial is re-decided once after :meth:`Authorizer.refresh`."""
+    allowed, reason = authorizer.authorize(user, a)
+    if not allowed:
+        await authorizer.refresh()
+        allowed, reason = authorizer.authorize(user, a)
+    return allowed, reason
+
 
 def forbidden(user: UserInfo, a: RequestAttributes, reason: str = "") -> st.StatusError:
     """The 403 kube-apiserver answers when ``user`` may not do ``a`` (``reason``: the authorizer's, if any)."""
@@ -146,7 +161,7 @@ def authorization_middleware(authorizer: Authorizer) -> Callable[..., Awaitable[
         if SUPERUSER_GROUP in user.groups:
             return await handler(request)
         attrs = request_attributes(request)
-        allowed, reason = authorizer.authorize(user, attrs)
+        allowed, reason = await authorize_fresh(authorizer, user, attrs)
         if not allowed:
             return forbidden(user, attrs, reason).response()
         return await handler(request)

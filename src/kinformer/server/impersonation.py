@@ -25,7 +25,7 @@ from aiohttp import web
 
 from . import status as st
 from .auth import AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP, UserInfo
-from .authz import Authorizer, RequestAttributes, forbidden
+from .authz import Authorizer, RequestAttributes, authorize_fresh, forbidden
 
 audit = logging.getLogger("kinformer.server.audit")
 
@@ -69,8 +69,8 @@ def requested(request: web.Request) -> tuple[str, list[str], str, dict[str, list
 def impersonation_hook(authorizer: Authorizer) -> Callable[[web.Request, UserInfo], Awaitable[UserInfo]]:
     """The authentication middleware's impersonation step (see the module invariants)."""
 
-    def allow(user: UserInfo, a: RequestAttributes) -> None:
-        ok, reason = authorizer.authorize(user, a)
+    async def allow(user: UserInfo, a: RequestAttributes) -> None:
+        ok, reason = await authorize_fresh(authorizer, user, a)
         if not ok:
             raise forbidden(user, a, reason)
 
@@ -81,18 +81,18 @@ def impersonation_hook(authorizer: Authorizer) -> Callable[[web.Request, UserInf
         name, groups, uid, extra = asked
         if name.startswith(_SA_PREFIX) and name.count(":") == 3:
             ns, sa = name[len(_SA_PREFIX):].split(":")
-            allow(user, _attrs("serviceaccounts", sa, namespace=ns))
+            await allow(user, _attrs("serviceaccounts", sa, namespace=ns))
             if not groups:
                 groups = ["system:serviceaccounts", f"system:serviceaccounts:{ns}"]
         else:
-            allow(user, _attrs("users", name))
+            await allow(user, _attrs("users", name))
         for g in request.headers.getall(GROUP_HEADER, []):
-            allow(user, _attrs("groups", g))
+            await allow(user, _attrs("groups", g))
         if uid:
-            allow(user, _attrs("uids", uid, group="authentication.k8s.io"))
+            await allow(user, _attrs("uids", uid, group="authentication.k8s.io"))
         for key, values in extra.items():
             for v in values:
-                allow(user, _attrs("userextras", v, group="authentication.k8s.io", sub=key))
+                await allow(user, _attrs("userextras", v, group="authentication.k8s.io", sub=key))
         if name == "system:anonymous":
             if UNAUTHENTICATED_GROUP not in groups:
                 groups = [*groups, UNAUTHENTICATED_GROUP]

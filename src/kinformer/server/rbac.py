@@ -12,10 +12,13 @@ Invariants (kube's ``plugin/pkg/auth/authorizer/rbac`` and ``pkg/registry/rbac/v
 * A ServiceAccount subject without a namespace means the binding's own namespace (none for a cluster binding).
 * Members of ``system:masters`` are allowed everything before RBAC is consulted, as kube's privileged group.
 * Subjects are indexed per (kind, name); the index is rebuilt lazily after any RBAC object changes.
+* :meth:`RBACAuthorizer.refresh` waits until the cache holds every committed write; callers re-decide a
+  denial after it, so a just-written binding counts at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -268,6 +271,11 @@ class RBACAuthorizer:
         if any(rule_allows(a, r) for r in rules):
             return True, ""
         return False, ("RBAC: " + ", ".join(errors)) if errors else ""
+
+    async def refresh(self, timeout: float = 1.0) -> None:
+        """Wait (bounded) until the cache has applied every write the store has committed."""
+        with contextlib.suppress(TimeoutError):
+            await self.cache.sync(timeout)
 
     def allows(self, user: UserInfo, a: RequestAttributes) -> bool:
         return self.authorize(user, a)[0]

@@ -22,7 +22,7 @@ from aiohttp import web
 
 from . import status as st
 from .auth import ANONYMOUS, USER_KEY, Authenticator, InvalidToken, UserInfo
-from .authz import SUPERUSER_GROUP, RequestAttributes
+from .authz import SUPERUSER_GROUP, RequestAttributes, authorize_fresh
 from .bodies import content_type, decode_object, parse_document, read_body
 from .rbac import RBACAuthorizer
 from .responses import json_response
@@ -78,10 +78,10 @@ class Reviews:
         self.authenticator = authenticator
         self.issuer = issuer
 
-    def _decide(self, user: UserInfo, a: RequestAttributes) -> dict[str, Any]:
+    async def _decide(self, user: UserInfo, a: RequestAttributes) -> dict[str, Any]:
         if SUPERUSER_GROUP in user.groups:
             return {"allowed": True}
-        allowed, reason = self.authorizer.authorize(user, a)
+        allowed, reason = await authorize_fresh(self.authorizer, user, a)
         status: dict[str, Any] = {"allowed": allowed}
         if reason:
             status["reason"] = reason
@@ -89,11 +89,11 @@ class Reviews:
 
     async def self_access(self, request: web.Request, doc: dict[str, Any]) -> dict[str, Any]:
         a = attributes_of("SelfSubjectAccessReview", doc["spec"])
-        return self._decide(request.get(USER_KEY) or ANONYMOUS, a)
+        return await self._decide(request.get(USER_KEY) or ANONYMOUS, a)
 
     async def subject_access(self, request: web.Request, doc: dict[str, Any]) -> dict[str, Any]:
         a = attributes_of("SubjectAccessReview", doc["spec"])
-        return self._decide(_user_of_spec(doc["spec"]), a)
+        return await self._decide(_user_of_spec(doc["spec"]), a)
 
     async def local_access(self, request: web.Request, doc: dict[str, Any]) -> dict[str, Any]:
         ns = request.match_info["namespace"]
@@ -105,7 +105,7 @@ class Reviews:
         if a.namespace != ns:
             raise st.bad_request(f"spec.resourceAttributes.namespace must match namespace: {ns}")
         doc["metadata"]["namespace"] = ns
-        return self._decide(_user_of_spec(spec), a)
+        return await self._decide(_user_of_spec(spec), a)
 
     async def self_rules(self, request: web.Request, doc: dict[str, Any]) -> dict[str, Any]:
         user = request.get(USER_KEY) or ANONYMOUS
@@ -115,6 +115,7 @@ class Reviews:
         if SUPERUSER_GROUP in user.groups:
             resource_rules.append({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]})
             url_rules.append({"verbs": ["*"], "nonResourceURLs": ["*"]})
+        await self.authorizer.refresh()
         rules, errors = self.authorizer.rules_for(user, ns if isinstance(ns, str) else "")
         for r in rules:
             if r.resources:
