@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableSequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -208,7 +208,7 @@ class CachedClient:
         write.__doc__ = method.__doc__
         return write
 
-    async def _remember(self, writes: list[PendingWrite], resource: Any, result: Any) -> None:
+    async def _remember(self, writes: MutableSequence[PendingWrite], resource: Any, result: Any) -> None:
         meta = result.get("metadata") if isinstance(result, Mapping) else None
         if not meta or result.get("kind") == "Status" or not meta.get("resourceVersion"):
             return

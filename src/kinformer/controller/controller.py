@@ -34,6 +34,7 @@ from kinformer.controller.handlers import EnqueueHandler, MapFunc, request_for_o
 from kinformer.controller.predicates import Predicate
 from kinformer.controller.reconcile import (
     ObjectReconciler,
+    ReconcileFunc,
     Reconciler,
     Request,
     Result,
@@ -93,6 +94,7 @@ class Controller:
         self.sources = list(sources)
         self.primary: Any = None  # the informer of the primary resource (set by watch(..., primary=True))
         self._pending_writes: dict[Request, dict[tuple[int, str], PendingWrite]] = {}
+        self._reconcile: ReconcileFunc
         if isinstance(reconciler, ObjectReconciler):
             self._object_reconciler = reconciler.reconcile
             self._reconcile = self._reconcile_object
