@@ -126,13 +126,16 @@ class Controller:
         return all(r.has_synced() for r in self._registrations)
 
     async def wait_for_sync(self) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.cache_sync_timeout
-        while not self.has_synced():
-            if loop.time() > deadline:
-                raise TimeoutError(f"controller {self.name!r}: caches did not sync within "
-                                   f"{self.cache_sync_timeout:.0f}s")
-            await asyncio.sleep(0.05)
+        """Wait (woken by the caches, never polling) until every source synced, at most cache_sync_timeout."""
+        try:
+            async with asyncio.timeout(self.cache_sync_timeout):
+                for registration in self._registrations:
+                    await registration.wait_for_sync()
+        except TimeoutError:
+            pass
+        if not self.has_synced():
+            raise TimeoutError(f"controller {self.name!r}: caches did not sync within "
+                               f"{self.cache_sync_timeout:.0f}s")
 
     async def run(self, *, drain: Callable[[], bool] = lambda: True) -> None:
         """Wait for the caches, then run the workers until cancelled.
