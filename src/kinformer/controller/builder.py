@@ -138,7 +138,8 @@ class Builder:
         primary = await mgr.resolve(self._for.resource)
         name = self._name or primary.kind.lower()
         if isinstance(self._reconciler, ObjectReconciler):
-            self._reconciler.client = self._reconciler.client or mgr.client
+            if self._reconciler.client is None:
+                self._reconciler.client = mgr.client
             self._reconciler.manager = mgr
         ctrl = Controller(name, self._reconciler, workers=self._workers, rate_limiter=self._rate_limiter,
                           clock=mgr.clock, cache_sync_timeout=mgr.cache_sync_timeout,
