@@ -475,3 +475,34 @@ async def test_plain_http_without_auth(tmp_path: Path) -> None:
         code, out, err = await kubectl("get", "cm", "plain", "-o", "json")
         assert code == 0, err
         assert json.loads(out)["data"] == {"x": "y"}
+
+
+async def test_validating_webhook_denies_a_create_through_kubectl(kubectl: Kubectl, ns: str) -> None:
+    """kubectl prints the webhook's denial; the object is not stored (the server calls this test's webhook)."""
+    from kinformer.webhook import Denied, WebhookServer
+
+    def deny_debug(req: Any) -> None:
+        if (req.object or {}).get("data", {}).get("debug") == "true":
+            raise Denied("debug mode is not allowed here")
+
+    async with WebhookServer(port=0) as hooks:
+        hooks.validating("/validate", deny_debug)
+        await asyncio.to_thread(kubectl.run, "label", "namespace", ns, "webhooks=on")
+        config = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                  "metadata": {"name": f"deny-debug-{ns}"},
+                  "webhooks": [{"name": "deny-debug.example.com", "clientConfig": hooks.client_config("/validate"),
+                                "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                                           "resources": ["configmaps"]}],
+                                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                                "sideEffects": "None", "admissionReviewVersions": ["v1"]}]}
+        await asyncio.to_thread(kubectl.apply_yaml, config, "--validate=false")
+        try:
+            denied = await asyncio.to_thread(kubectl.run, "-n", ns, "create", "configmap", "dbg",
+                                             "--from-literal=debug=true", check=False)
+            assert denied.returncode != 0
+            assert ('admission webhook "deny-debug.example.com" denied the request: debug mode is not allowed here'
+                    in denied.stderr)
+            assert not await asyncio.to_thread(kubectl.exists, "-n", ns, "configmap", "dbg")
+            await asyncio.to_thread(kubectl.run, "-n", ns, "create", "configmap", "ok", "--from-literal=debug=false")
+        finally:
+            await asyncio.to_thread(kubectl.run, "delete", "validatingwebhookconfiguration", f"deny-debug-{ns}")

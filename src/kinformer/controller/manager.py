@@ -34,7 +34,7 @@ import dataclasses
 import logging
 import signal
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinformer.aio import first_completed, task_group
 from kinformer.clock import REAL_CLOCK, Clock
@@ -43,6 +43,9 @@ from kinformer.controller.controller import Controller
 from kinformer.controller.events import EventRecorder
 from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
 from kinformer.controller.reconcile import Reconciler, Request
+
+if TYPE_CHECKING:
+    from kinformer.webhook import WebhookServer
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +71,8 @@ class Manager:
                  resync: float = 0.0, namespace: str | None = None, health_bind: str | None = None,
                  clock: Clock = REAL_CLOCK, cache_sync_timeout: float = 120.0,
                  graceful_shutdown_timeout: float = 30.0, handle_signals: bool = False,
-                 factory: Any = None, ryow_timeout: float = 10.0, stale_after: float | None = 300.0) -> None:
+                 factory: Any = None, ryow_timeout: float = 10.0, stale_after: float | None = 300.0,
+                 webhook_server: WebhookServer | None = None) -> None:
         from kinformer.cache.factory import SharedInformerFactory
         from kinformer.controller.cached_client import CachedClient
 
@@ -93,6 +97,7 @@ class Manager:
         self.health_url: str | None = None
         self._stopping = asyncio.Event()
         self._ready = False
+        self._webhook_server = webhook_server
 
     # -- setup ------------------------------------------------------------------------------------
 
@@ -122,6 +127,19 @@ class Manager:
         """Discovery information (group, kind, namespaced, ...) for ``resource``."""
         return await self.api_client.resolve(resource)
 
+    @property
+    def webhook_server(self) -> WebhookServer:
+        """The webhook server :meth:`run` serves beside the controllers (created on first use, port 9443).
+
+        It runs on every replica, leader or not, as controller-runtime's does; it is started only when a
+        webhook is registered on it.
+        """
+        if self._webhook_server is None:
+            from kinformer.webhook import WebhookServer
+
+            self._webhook_server = WebhookServer(clock=self.clock)
+        return self._webhook_server
+
     def ready(self) -> bool:
         return self._ready
 
@@ -138,16 +156,25 @@ class Manager:
         """Run until :meth:`stop`, a signal, or the loss of leadership (see the module docstring)."""
         restore = self._install_signal_handlers() if self.handle_signals else None
         health = await self._start_health_server() if self.health_bind else None
+        webhooks = self._webhook_server
+        if webhooks is None or not webhooks.paths or webhooks.started.is_set():
+            webhooks = None  # nothing to serve, or the caller runs it
         try:
+            if webhooks is not None:
+                await webhooks.start()
             self.controllers = [await b.build() for b in self.builders]
             self.factory.start()
             await self._run_controllers_or_lead()
+            if webhooks is not None:
+                await self._stopping.wait()  # webhooks are served until stop(), even with no controller left
         finally:
             if restore:
                 restore()
             await asyncio.gather(*(r.close(timeout=self.graceful_shutdown_timeout) for r in self._recorders),
                                  return_exceptions=True)
             await self.factory.shutdown()
+            if webhooks is not None:
+                await webhooks.stop()
             if health is not None:
                 await health.cleanup()
 

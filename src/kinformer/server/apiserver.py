@@ -22,6 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from ..clock import REAL_CLOCK, Clock
+from .admission import dispatcher_over_cache
 from .app import build_app
 from .gc import CRD_PREFIX, GarbageCollector
 from .handlers import ResourceAPI
@@ -96,6 +97,7 @@ class APIServer:
         self.security = Security(self.cache, self.store, self.registry, clock, tokens=tokens,
                                  client_certs=client_ca is not None, data_dir=data_dir,
                                  seed=seed_documents(authorization_policy))
+        self.api.admission = dispatcher_over_cache(self.cache)
         self.url = ""
         self.ca_cert: str | None = None
         self._runner: web.AppRunner | None = None
@@ -237,6 +239,8 @@ class APIServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self.api.admission is not None:
+            await self.api.admission.close()
         await self.gc.stop()
         await self.cache.stop()
         await self.storage.close()

@@ -13,7 +13,10 @@ Fixtures (each test gets its own server, so tests never see each other's objects
 * ``kube_client_as`` — a factory of clients with another identity, authorized by RBAC like any user:
   ``await kube_client_as("alice", groups=["dev"])`` or ``await kube_client_as(serviceaccount="ns/name")``
   (the ServiceAccount is created when missing and its client carries a TokenRequest token). Clients it
-  made are closed after the test.
+  made are closed after the test;
+* ``kube_webhook_server`` — a started :class:`kinformer.WebhookServer` on 127.0.0.1 with a generated
+  certificate: register handlers on it, point a webhook configuration at ``client_config(path)``, and the
+  embedded server calls it on the test's own writes (as envtest's kube-apiserver calls a manager's webhooks).
 
 ``kube_client`` is the admin (``system:masters``); a client from ``kube_client_as`` can do exactly what the
 Roles bound to its user, groups or ServiceAccount grant, so a test can prove a controller works with the
@@ -132,3 +135,11 @@ async def kube_client_as(kube_server: Any) -> AsyncIterator[Callable[..., Awaita
     finally:
         for client in made:
             await client.close()
+
+
+@_async_fixture
+async def kube_webhook_server() -> AsyncIterator[Any]:
+    from kinformer.webhook import WebhookServer
+
+    async with WebhookServer(port=0, shutdown_timeout=1.0) as server:
+        yield server
