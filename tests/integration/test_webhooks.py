@@ -64,7 +64,7 @@ async def test_mutating_webhook_patch_is_stored(kube_client, kube_webhook_server
     await kube_client.create(MUTATING, configuration("MutatingWebhookConfiguration", "stamper",
                                                      kube_webhook_server.client_config("/mutate")))
     created = await kube_client.create("configmaps", cm("one", a="1"), namespace="default")
-    assert created["metadata"]["labels"]["stamped-by"] == "system-admin"
+    assert created["metadata"]["labels"]["stamped-by"] == "kinformer-admin"  # the identity of an auth-less server
     stored = await kube_client.get("configmaps", "one", namespace="default")
     assert stored["data"] == {"a": "1", "defaulted": "yes"}
 

@@ -402,11 +402,10 @@ def admission_attributes(request: Any, t: Any, operation: str, dry_run: bool, *,
 
     A server without authentication serves everyone as the admin, so such requests carry that identity.
     """
-    from .auth import USER_KEY
+    from .auth import ADMIN, USER_KEY
 
-    user = request.get(USER_KEY)
-    username, uid, groups = (user.name, user.uid, tuple(user.groups)) if user is not None else \
-        ("system:admin", "", ("system:masters", "system:authenticated"))
+    user = request.get(USER_KEY) or ADMIN
+    username, uid, groups = user.name, user.uid, tuple(user.groups)
     kinds = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
     options: dict[str, Any] = {"apiVersion": "meta.k8s.io/v1", "kind": kinds.get(operation, "CreateOptions")}
     if dry_run:
