@@ -88,7 +88,7 @@ class TokenIssuer:
             if key is None:
                 key = RSAKey.generate_key(2048, private=True)
                 if self.key_path is not None:
-                    from .tls import write_atomic
+                    from ..tls import write_atomic
 
                     write_atomic(self.key_path, key.as_pem(private=True), 0o600)
             self._key = key
