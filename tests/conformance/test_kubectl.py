@@ -193,6 +193,23 @@ def test_create_with_unknown_field_is_rejected(kubectl: Kubectl, ns: str) -> Non
     assert 'unknown field "dataa"' in proc.stderr
 
 
+def test_apply_with_misspelled_nested_field_fails(kubectl: Kubectl, ns: str) -> None:
+    for field, where in (("containerPrt", "spec.template.spec.containers[0].ports[0]"), ("replica", "spec")):
+        port: dict[str, Any] = {"containerPort": 80}
+        spec: dict[str, Any] = {
+            "selector": {"matchLabels": {"app": "typo"}},
+            "template": {"metadata": {"labels": {"app": "typo"}},
+                         "spec": {"containers": [{"name": "web", "image": "nginx", "ports": [port]}]}}}
+        (port if field == "containerPrt" else spec)[field] = 1
+        name = f"typo-{field.lower()}"
+        doc = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+               "spec": spec}
+        proc = kubectl.run("apply", "-f", "-", input=yaml.safe_dump(doc), check=False)
+        assert proc.returncode != 0
+        assert f'unknown field "{where}.{field}"' in proc.stderr
+        assert not kubectl.exists("deployment", name, "-n", ns)
+
+
 # -- imperative creates (protobuf bodies) -----------------------------------------------------------
 
 

@@ -29,7 +29,7 @@ from .reads import ReadHandlers
 from .registry import ResourceInfo
 from .responses import json_response
 from .routing import Target
-from .validation import unknown_fields
+from .validation import prune_builtin, unknown_fields
 
 _QUOTE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
                   "\r": "\\r", "\t": "\\t", "\v": "\\v"}
@@ -119,8 +119,10 @@ class WriteHandlers(ReadHandlers):
         return {"Warning": warnings}
 
     def _prepare_custom(self, info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
-        """Prune and default a custom resource by its structural schema."""
-        if info.builtin or not info.schema:
+        """Drop what a built-in kind does not define; prune and default a custom resource by its schema."""
+        if info.builtin:
+            return prune_builtin(info, obj)
+        if not info.schema:
             return obj
         from .validation import apply_defaults, prune
 
