@@ -431,8 +431,8 @@ async def test_metrics_endpoint(http):
     ("/api/v1/namespaces/default/persistentvolumeclaims",
      {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
       "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}),
-    ("/apis/rbac.authorization.k8s.io/v1/clusterroles",
-     {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "reader"},
+    ("/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+     {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "reader"},
       "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}),
 ])
 async def test_catalogue_kinds_are_stored_like_any_kind(http, path, body):

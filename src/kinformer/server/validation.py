@@ -451,6 +451,10 @@ def validate_object(info: ResourceInfoLike, obj: Mapping[str, Any],
             node.check(obj, "", found)
             causes += [c for c in found if (c.get("field"), c.get("reason")) not in seen]
         return causes
+    schema = getattr(info, "schema", None)
+    if schema:
+        causes += validate_against_schema(schema, obj)
+    return causes
 
 
 # ---------------------------------------------------------------------------------------- unknown fields
