@@ -5,7 +5,9 @@ shared informers: the first read of a resource creates its informer, starts it a
 Manager's ``cache_sync_timeout``) until it has synced. ``list`` filters by namespace, label selector and
 field selector; a field-selector term whose field names an index added with ``mgr.add_index(resource,
 name, fn)`` is answered from that index, other fields are read from the object by their dotted path
-(``spec.nodeName``). Objects are the cached ones: read-only. Every other verb (create, replace, patch,
+(``spec.nodeName``). Objects are the cached ones: read-only. Informers started this way belong to the
+Manager's factory: :meth:`Manager.run` shuts them down when it ends (without ``run``, call
+``await mgr.factory.shutdown()``). Every other verb (create, replace, patch,
 delete, the status verbs, watch, resolve...) goes to the API server through the wrapped client.
 
 Read-your-own-writes: a write made through this client while a controller reconciles a Request is
