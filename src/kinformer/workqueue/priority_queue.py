@@ -148,6 +148,8 @@ class PriorityQueue(RateLimitingQueue[T]):
         if self._shutting_down:
             return
         if delay <= 0:
+            if self._metrics is not None:
+                self._metrics.retry()  # as the delaying queue counts it
             self.add(item, priority)
             return
         self._delayed_priority[item] = max(priority, self._delayed_priority.get(item, priority))
