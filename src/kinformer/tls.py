@@ -29,7 +29,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["CertPaths", "client_ssl_context", "ensure_certs", "issue_client_cert", "server_ssl_context", "write_atomic"]
+__all__ = ["CertPaths", "client_ssl_context", "ensure_certs", "issue_client_cert", "self_signed_ca_pem",
+           "server_ssl_context", "write_atomic"]
 
 CA_VALIDITY = dt.timedelta(days=3650)
 SERVER_VALIDITY = dt.timedelta(days=365)
@@ -108,6 +109,12 @@ def _make_ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
         .sign(key, hashes.SHA256())
     )
     return cert, key
+
+
+def self_signed_ca_pem() -> str:
+    """A fresh self-signed CA certificate (PEM, key discarded): what a server without TLS publishes as its CA."""
+    cert, _ = _make_ca()
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
 
 
 def _make_server(ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey,

@@ -90,7 +90,7 @@ class ServerThread:
         from kinformer.server import APIServer
 
         self._stop = asyncio.Event()
-        async with APIServer(storage="memory", host="127.0.0.1", port=0) as server:
+        async with APIServer(storage="memory", host="127.0.0.1", port=0, namespace_defaults=False) as server:
             self.url = server.url
             self._ready.set()
             await self._stop.wait()
@@ -207,9 +207,10 @@ def test_get_deployments_and_wide(kubectl: Kubectl) -> None:
 
 @kubectl_test
 def test_get_pods_and_wide(kubectl: Kubectl) -> None:
-    for name in ("pod-pending", "pod-running"):
+    for name, node in (("pod-pending", {}), ("pod-running", {"nodeName": "node-1"})):
         kubectl.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"t": "pods"}},
-                       "spec": {"containers": [{"name": "a", "image": "busybox"}, {"name": "b", "image": "busybox"}]}})
+                       "spec": {**node, "containers": [{"name": "a", "image": "busybox"},
+                                                       {"name": "b", "image": "busybox"}]}})
     status = {"phase": "Running", "podIP": "10.1.2.3", "podIPs": [{"ip": "10.1.2.3"}],
               "conditions": [{"type": "Ready", "status": "False"}],
               "containerStatuses": [
@@ -219,7 +220,6 @@ def test_get_pods_and_wide(kubectl: Kubectl) -> None:
                    "state": {"running": {"startedAt": "2024-01-01T00:00:00Z"}}}]}
     kubectl.run("patch", "pod", "pod-running", "--subresource=status", "--type=merge", "-p",
                 json.dumps({"status": status}))
-    kubectl.run("patch", "pod", "pod-running", "--type=merge", "-p", json.dumps({"spec": {"nodeName": "node-1"}}))
     names, rows = parse_table(kubectl.run("get", "pods", "-l", "t=pods"))
     assert names == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
     by_name = {r["NAME"]: r for r in rows}
@@ -246,8 +246,8 @@ def test_get_namespaces(kubectl: Kubectl) -> None:
 def test_get_services_secrets_and_crds(kubectl: Kubectl) -> None:
     kubectl.apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc-np"},
                    "spec": {"type": "NodePort", "selector": {"app": "web"},
-                            "ports": [{"port": 80, "targetPort": 8080, "nodePort": 30080},
-                                      {"port": 53, "protocol": "UDP"}]}})
+                            "ports": [{"name": "http", "port": 80, "targetPort": 8080, "nodePort": 30080},
+                                      {"name": "dns", "port": 53, "protocol": "UDP"}]}})
     names, rows = parse_table(kubectl.run("get", "svc", "svc-np", "-o", "wide"))
     assert names == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE", "SELECTOR"]
     row = rows[0]

@@ -21,7 +21,7 @@ from kinformer.server import APIServer  # noqa: E402
 
 @pytest.fixture
 async def server():
-    async with APIServer(compaction_interval=0, compaction_keep=0, watch_cache_size=4) as s:
+    async with APIServer(compaction_interval=0, compaction_keep=0, watch_cache_size=4, namespace_defaults=False) as s:
         yield s
 
 

@@ -17,7 +17,8 @@ from kinformer.server import APIServer
 
 @pytest.fixture
 async def server() -> AsyncIterator[APIServer]:
-    async with APIServer(compaction_interval=0) as s:
+    # Tests count a namespace's objects: no default ServiceAccount / kube-root-ca.crt (test_cluster_objects has them).
+    async with APIServer(compaction_interval=0, namespace_defaults=False) as s:
         yield s
 
 

@@ -14,6 +14,9 @@ from kinformer.client import Client, LazyObject
 from kinformer.server import APIServer
 from testlib import configmap
 
+# No default ServiceAccount / kube-root-ca.crt: these tests count the objects of a namespace.
+BARE = {"namespace_defaults": False}
+
 
 @pytest.fixture
 async def client(server: APIServer) -> AsyncIterator[Client]:
@@ -111,7 +114,7 @@ async def test_watch_from_resource_version(client: Client) -> None:
 
 
 async def test_unauthorized_with_token_server() -> None:
-    async with APIServer(storage="memory", tokens=["good-token"]) as s:
+    async with APIServer(storage="memory", tokens={"good-token": "admin"}, **BARE) as s:
         async with Client(s.url, token="wrong") as bad:
             with pytest.raises(errors.Unauthorized):
                 await bad.list("configmaps")
@@ -152,7 +155,8 @@ async def test_informer_syncs_5000_objects(server: APIServer, client: Client) ->
 
 
 async def test_too_old_resource_version_is_410() -> None:
-    async with APIServer(storage="memory", watch_cache_size=10, compaction_keep=5) as s, Client(s.url) as client:
+    async with APIServer(storage="memory", watch_cache_size=10, compaction_keep=5, **BARE) as s, \
+            Client(s.url) as client:
         first = await client.create("configmaps", configmap("old"))
         for i in range(40):
             await client.patch("configmaps", "old", {"data": {"i": str(i)}})

@@ -15,10 +15,13 @@ from testlib import call
 
 CM = "/api/v1/namespaces/default/configmaps"
 
+# No default ServiceAccount / kube-root-ca.crt: these tests count the objects of a namespace.
+BARE = {"namespace_defaults": False}
+
 
 @pytest.fixture
 async def server():
-    async with APIServer(compaction_interval=0, compaction_keep=0) as s:
+    async with APIServer(compaction_interval=0, compaction_keep=0, **BARE) as s:
         s.api.rv_wait = 0.3
         yield s
 
@@ -200,7 +203,7 @@ async def test_send_initial_events_ends_with_bookmark(http):
 
 async def test_bookmarks_only_on_request():
     clock = FakeClock()
-    async with APIServer(compaction_interval=0, bookmark_interval=60.0, clock=clock) as server, \
+    async with APIServer(compaction_interval=0, bookmark_interval=60.0, clock=clock, **BARE) as server, \
             aiohttp.ClientSession(base_url=server.url) as http:
         await make(http, "bm")
         async with http.get(CM, params={"watch": "1", "resourceVersion": "0", "allowWatchBookmarks": "true"}) as r1, \
@@ -218,7 +221,7 @@ async def test_bookmarks_only_on_request():
 
 async def test_watch_timeout_closes_cleanly():
     clock = FakeClock()
-    async with APIServer(compaction_interval=0, clock=clock) as server, \
+    async with APIServer(compaction_interval=0, clock=clock, **BARE) as server, \
             aiohttp.ClientSession(base_url=server.url) as http:
         async with http.get(CM, params={"watch": "1", "timeoutSeconds": "30"}) as resp:
             await clock.wait_for_waiters(1)
@@ -227,7 +230,7 @@ async def test_watch_timeout_closes_cleanly():
 
 
 async def test_watch_too_old_resource_version_gets_410_error():
-    async with APIServer(compaction_interval=0, compaction_keep=2, watch_cache_size=2) as server, \
+    async with APIServer(compaction_interval=0, compaction_keep=2, watch_cache_size=2, **BARE) as server, \
             aiohttp.ClientSession(base_url=server.url) as http:
         objs = [await make(http, f"o{i}") for i in range(8)]
         # Outside the 2-event ring but still in storage history: served from history, no gap.
@@ -274,7 +277,7 @@ async def test_disconnected_idle_watch_is_released(server):
 
 
 async def test_stop_ends_open_watches():
-    server = APIServer(compaction_interval=0)
+    server = APIServer(compaction_interval=0, **BARE)
     await server.start()
     async with aiohttp.ClientSession(base_url=server.url) as http:
         resp = await http.get(CM, params={"watch": "1", "resourceVersion": "0"})
@@ -303,7 +306,8 @@ async def test_watch_under_concurrent_writes_sees_every_change_once(http):
 
 async def test_history_served_watch_sends_requested_bookmarks():
     clock = FakeClock()
-    async with APIServer(compaction_interval=0, watch_cache_size=1, bookmark_interval=60.0, clock=clock) as server, \
+    async with APIServer(compaction_interval=0, watch_cache_size=1, bookmark_interval=60.0, clock=clock,
+                         **BARE) as server, \
             aiohttp.ClientSession(base_url=server.url) as http:
         objs = [await make(http, f"h{i}") for i in range(4)]
         rv = objs[0]["metadata"]["resourceVersion"]  # older than the 1-event ring: served from storage history

@@ -22,10 +22,11 @@ from typing import Any
 from aiohttp import web
 
 from ..clock import REAL_CLOCK, Clock
-from .admission import dispatcher_over_cache
 from .app import build_app
+from .bootstrap import ClusterBootstrap, used_cluster_ips, used_node_ports
 from .gc import CRD_PREFIX, GarbageCollector
 from .handlers import ResourceAPI
+from .ipallocator import DEFAULT_SERVICE_CIDR, ServiceAllocator, parse_port_range
 from .objects import ObjectStore
 from .registry import Registry
 from .storage import Compacted, Storage, open_storage
@@ -50,12 +51,15 @@ class APIServer:
     ``tls`` and authentication (``tokens`` or ``client_ca``). ``tls`` is True (certificates generated
     under ``data_dir``/pki or a temporary directory) or a :class:`kinformer.tls.CertPaths`.
 
-    Security and limits (see :mod:`.security`, :mod:`.limits`): ``client_ca`` (a PEM path or several)
-    authenticates TLS client certificates (CN = user, O = groups); what users may do is RBAC (the bootstrap
-    policy plus the Roles and bindings written to the server); ``authorization_policy`` (a seed file path or
-    a list of RBAC object dicts) is written at start; ``max_watches_per_client`` and
-    ``rate_limit_qps``/``rate_limit_burst`` answer 429 with Retry-After. Without ``tokens`` or ``client_ca``
-    every request is the admin (``system:masters``) unless it impersonates or carries a ServiceAccount token.
+    Security and limits (see :mod:`.auth`, :mod:`.authz`, :mod:`.limits`): ``client_ca`` (a PEM path or
+    several) authenticates TLS client certificates (CN = user, O = groups); ``authorization_policy`` (a
+    policy file path or a :class:`~kinformer.server.authz.Policy`) restricts what users may do (403);
+    ``max_watches_per_client`` and ``rate_limit_qps``/``rate_limit_burst`` answer 429 with Retry-After.
+
+    Services get ClusterIPs from ``service_cluster_ip_range`` (default 10.96.0.0/12, as kubeadm and kind
+    set it up; ``default/kubernetes`` takes its first address) and node ports from ``service_node_port_range``.
+    ``namespace_defaults`` (on by default, as in every cluster) keeps a ``default`` ServiceAccount and a
+    ``kube-root-ca.crt`` ConfigMap in each namespace; tests that count a namespace's objects may turn it off.
     """
 
     def __init__(self, storage: str | Storage = "memory", *, host: str = "127.0.0.1", port: int = 0,
@@ -64,7 +68,9 @@ class APIServer:
                  tokens: Mapping[str, Any] | Iterable[str] | None = None, data_dir: str | None = None,
                  clock: Clock = REAL_CLOCK, max_inflight: int = 1000, client_ca: Any = None,
                  authorization_policy: Any = None, max_watches_per_client: int | None = 100,
-                 rate_limit_qps: float | None = None, rate_limit_burst: int = 0) -> None:
+                 rate_limit_qps: float | None = None, rate_limit_burst: int = 0,
+                 service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR,
+                 service_node_port_range: str = "30000-32767", namespace_defaults: bool = True) -> None:
         if client_ca is not None and not tls:
             raise ValueError("client certificate authentication (client_ca) needs tls")
         if not is_loopback(host) and not (tls and (tokens or client_ca)):
@@ -88,16 +94,15 @@ class APIServer:
         self.rate_limit_burst = rate_limit_burst
         self.registry = Registry()
         self.cache = WatchCache(self.storage, watch_cache_size)
-        self.store = ObjectStore(self.storage, self.registry, clock, self.cache)
+        self.allocator = ServiceAllocator(used_cluster_ips(self.cache), used_node_ports(self.cache),
+                                          cidr=service_cluster_ip_range,
+                                          node_ports=parse_port_range(service_node_port_range))
+        self.store = ObjectStore(self.storage, self.registry, clock, self.cache, self.allocator)
         self.api = ResourceAPI(self.storage, self.registry, self.cache, self.store, clock,
                                bookmark_interval=bookmark_interval)
         self.gc = GarbageCollector(self.cache, self.store, self.registry)
-        from .security import Security, seed_documents
-
-        self.security = Security(self.cache, self.store, self.registry, clock, tokens=tokens,
-                                 client_certs=client_ca is not None, data_dir=data_dir,
-                                 seed=seed_documents(authorization_policy))
-        self.api.admission = dispatcher_over_cache(self.cache)
+        self.bootstrap = ClusterBootstrap(self.store, self.cache, self.registry, self.allocator, self._ca_pem,
+                                          ca_authoritative=bool(tls), namespace_defaults=namespace_defaults)
         self.url = ""
         self.ca_cert: str | None = None
         self._runner: web.AppRunner | None = None
@@ -119,10 +124,10 @@ class APIServer:
             await self.cache.start()
             self._follow_crds()
             await self.store.ensure_namespaces()
-            await self.security.bootstrap()
             self.gc.start()
             await self._listen()
-            self._tasks.append(asyncio.create_task(self.security.aggregator.run(), name="kinformer-aggregation"))
+            await self.bootstrap.ensure_kubernetes_service(self.host, self.port)
+            self.bootstrap.start()
         except BaseException:
             await self._shutdown()
             raise
@@ -132,8 +137,7 @@ class APIServer:
 
     async def _listen(self) -> None:
         middlewares = self._security_middlewares()
-        app = build_app(self.api, self.registry, middlewares=middlewares, max_inflight=self.max_inflight,
-                        extra_routes=self.security.routes())
+        app = build_app(self.api, self.registry, middlewares=middlewares, max_inflight=self.max_inflight)
         ssl_ctx = self._ssl_context()
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -145,18 +149,24 @@ class APIServer:
         self.port = port
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"{'https' if ssl_ctx else 'http'}://{host}:{port}"
-        self.security.issuer.url = self.url
 
     def _security_middlewares(self) -> list[Any]:
-        """Authentication and impersonation, then per-client limits, then authorization (kube's filter order)."""
+        """Authentication, then per-client limits, then authorization (kube's filter order)."""
+        from .authz import Policy, authorization_middleware, load_policy
         from .limits import limits_middleware
 
-        middlewares: list[Any] = [self.security.authentication()]
+        middlewares: list[Any] = []
+        if self.tokens or self.client_ca is not None:
+            from .auth import authentication_middleware
+
+            middlewares.append(authentication_middleware(self.tokens, client_certs=self.client_ca is not None))
         if self.max_watches_per_client or self.rate_limit_qps:
             middlewares.append(limits_middleware(max_watches_per_client=self.max_watches_per_client,
                                                  rate_limit_qps=self.rate_limit_qps,
                                                  rate_limit_burst=self.rate_limit_burst, clock=self.clock))
-        middlewares.append(self.security.authorization())
+        policy = self.authorization_policy
+        if policy is not None:
+            middlewares.append(authorization_middleware(policy if isinstance(policy, Policy) else load_policy(policy)))
         return middlewares
 
     def _ssl_context(self) -> Any:
@@ -176,6 +186,15 @@ class APIServer:
             paths = ensure_certs(base, hosts=hosts)
         self.ca_cert = str(paths.ca_cert)
         return server_ssl_context(paths, client_ca=self.client_ca)
+
+    def _ca_pem(self) -> str:
+        """The CA published in every namespace's ``kube-root-ca.crt``: the TLS CA, or a generated one."""
+        if self.ca_cert:
+            with open(self.ca_cert, encoding="ascii") as f:
+                return f.read()
+        from kinformer.tls import self_signed_ca_pem
+
+        return self_signed_ca_pem()
 
     async def _compactor(self) -> None:
         while True:
@@ -239,8 +258,7 @@ class APIServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        if self.api.admission is not None:
-            await self.api.admission.close()
+        await self.bootstrap.stop()
         await self.gc.stop()
         await self.cache.stop()
         await self.storage.close()

@@ -27,9 +27,11 @@ import orjson
 
 from ..clock import REAL_CLOCK, Clock
 from . import status as st
+from .ipallocator import ServiceAllocator
 from .registry import Registry, ResourceInfo
 from .storage.base import KeyExists, KeyNotFound, KeyValue, RevisionMismatch, Storage
-from .strategy import DefaultStrategy, Strategy, StrategyRegistry
+from .strategies import FallbackStrategy, strategy_table
+from .strategy import Strategy, StrategyRegistry
 from .validation import generate_name, validate_object
 from .watchcache import WatchCache
 
@@ -177,6 +179,14 @@ def _gc_finalizers(finalizers: list[str], policy: str | None) -> list[str]:
     return out
 
 
+def _set_on_create(rv: Any) -> bool:
+    """Whether a create's resourceVersion is refused: like etcd3 storage, only a non-zero number is."""
+    try:
+        return int(str(rv)) != 0
+    except ValueError:
+        return False
+
+
 def _set_type(obj: dict[str, Any], info: ResourceInfo) -> None:
     """Set kind and apiVersion, placing them first as kube-apiserver serialises them."""
     if obj.get("kind") == info.kind and obj.get("apiVersion") == info.api_version and \
@@ -189,21 +199,18 @@ def _set_type(obj: dict[str, Any], info: ResourceInfo) -> None:
     obj.update(rest)
 
 
-class _ReturnsDeletedObject(DefaultStrategy):
-    returns_deleted_object = True
-
-
 class ObjectStore:
     """CRUD of API objects on top of the MVCC storage (see the module invariants)."""
 
     def __init__(self, storage: Storage, registry: Registry, clock: Clock = REAL_CLOCK,
-                 cache: WatchCache | None = None) -> None:
+                 cache: WatchCache | None = None, allocator: ServiceAllocator | None = None) -> None:
         self.storage = storage
         self.registry = registry
         self.clock = clock
         self.cache = cache
-        self.strategies = StrategyRegistry()
-        self.strategies.register("", "pods", _ReturnsDeletedObject())
+        self.strategies = StrategyRegistry(FallbackStrategy())
+        for (group, plural), strategy in strategy_table(allocator).items():
+            self.strategies.register(group, plural, strategy)
         # Hooks run after a successful (non-dry-run) write: (info, object or None when deleted).
         self.after_write: list[Callable[[ResourceInfo, dict[str, Any], bool], None]] = []
 
@@ -270,7 +277,7 @@ class ObjectStore:
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
-        if meta.get("resourceVersion"):
+        if _set_on_create(meta.get("resourceVersion")):
             raise st.invalid(info, meta.get("name", ""), [{
                 "reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
                 "message": "Invalid value: 0x0: resourceVersion should not be set on objects to be created"}])
@@ -284,19 +291,6 @@ class ObjectStore:
             meta.pop(k, None)
         if info.has_status and not (info.builtin and info.plural in ("pods", "namespaces", "nodes")):
             obj.pop("status", None)
-        if not info.group and info.plural == "namespaces":
-            spec = obj["spec"] = obj["spec"] if isinstance(obj.get("spec"), dict) else {}
-            fins = spec["finalizers"] = [f for f in spec.get("finalizers") or () if isinstance(f, str)]
-            if NAMESPACE_FINALIZER not in fins:
-                fins.append(NAMESPACE_FINALIZER)
-            obj["status"] = {"phase": "Active"}
-            meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta.get("name", "")
-        elif not info.group and info.plural == "pods":
-            obj["status"] = {"phase": "Pending", **(obj.get("status") or {})}
-        elif not info.group and info.plural == "secrets":
-            obj.setdefault("type", "Opaque")
-        elif not info.group and info.plural == "services" and isinstance(obj.get("spec"), dict):
-            obj["spec"].setdefault("type", "ClusterIP")
         self.strategies.get(info).prepare_for_create(info, obj)
         return obj
 
@@ -575,7 +569,7 @@ class ObjectStore:
             meta = obj["metadata"]
             _check_preconditions(info, name, pre, meta)
             current = list(meta.get("finalizers") or ())
-            finalizers = _gc_finalizers(current, policy)
+            finalizers = _gc_finalizers(current, policy or self._default_gc_policy(info, current))
             if (info.group == "apiextensions.k8s.io" and info.plural == "customresourcedefinitions"
                     and CRD_FINALIZER not in finalizers and not meta.get("deletionTimestamp")):
                 finalizers.append(CRD_FINALIZER)
@@ -599,6 +593,13 @@ class ObjectStore:
 
         obj, outcome = await self.guaranteed_update(info, namespace, name, try_delete, dry_run=dry_run)
         return obj, outcome == "deleted"
+
+    def _default_gc_policy(self, info: ResourceInfo, finalizers: list[str]) -> str | None:
+        """The kind's propagation policy when a delete names none and no GC finalizer decides (batch/v1 Jobs
+        orphan their pods, as kube keeps for compatibility)."""
+        if ORPHAN in finalizers or FOREGROUND in finalizers:
+            return None
+        return getattr(self.strategies.get(info), "default_gc_policy", None)
 
     def _after(self, info: ResourceInfo, obj: dict[str, Any], deleted: bool) -> None:
         for hook in self.after_write:

@@ -1,0 +1,171 @@
+"""The Pod strategy, with the admission plugins every cluster runs on new pods.
+
+On create, after defaulting, as kube-apiserver 1.32 with its default admission chain does it:
+
+* ServiceAccount admission: ``serviceAccountName`` defaults to ``default`` (mirrored to the
+  deprecated ``serviceAccount``) and, unless ``automountServiceAccountToken`` is false, a projected
+  ``kube-api-access-xxxxx`` volume (token, ``kube-root-ca.crt``, namespace) is mounted read-only at
+  :data:`TOKEN_MOUNT_PATH` in every container;
+* DefaultTolerationSeconds: NoExecute tolerations of ``not-ready`` and ``unreachable`` for 300 s;
+* Priority: ``priority: 0`` and ``preemptionPolicy: PreemptLowerPriority`` without a priority class;
+* the status starts as ``Pending`` with the pod's QoS class (and ``PodScheduled=False`` while
+  scheduling gates remain).
+
+On update of the main resource only what kube lets change may change: container images,
+``activeDeadlineSeconds``, added tolerations, ``terminationGracePeriodSeconds`` and scheduling gate
+removal (otherwise 422 ``spec: Forbidden: pod updates may not change fields other than ...``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from ..validation import generate_name
+from .base import Cause, KindStrategy, ReturnedOnDeleteMixin, forbidden
+
+TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+TOKEN_EXPIRATION_SECONDS = 3607
+ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
+DEFAULT_TOLERATION_SECONDS = 300
+_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+_POD_UPDATE_FORBIDDEN = (
+    "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,"
+    "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),"
+    "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)")
+
+
+def token_volume() -> dict[str, Any]:
+    """The projected service account volume of a new pod (a fresh random name)."""
+    return {
+        "name": generate_name("kube-api-access-"),
+        "projected": {
+            "defaultMode": 420,
+            "sources": [
+                {"serviceAccountToken": {"expirationSeconds": TOKEN_EXPIRATION_SECONDS, "path": "token"}},
+                {"configMap": {"name": ROOT_CA_CONFIGMAP, "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                                            "path": "namespace"}]}},
+            ],
+        },
+    }
+
+
+def _containers(spec: Mapping[str, Any], *keys: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for key in keys:
+        out.extend(c for c in spec.get(key) or () if isinstance(c, dict))
+    return out
+
+
+def admit_service_account(spec: dict[str, Any]) -> None:
+    spec.setdefault("serviceAccountName", "default")
+    spec.setdefault("serviceAccount", spec["serviceAccountName"])
+    if spec.get("automountServiceAccountToken") is False:
+        return
+    containers = _containers(spec, "initContainers", "containers")
+    if any(m.get("mountPath") == TOKEN_MOUNT_PATH for c in containers for m in c.get("volumeMounts") or ()
+           if isinstance(m, Mapping)):
+        return
+    volume = token_volume()
+    volumes = spec.get("volumes") if isinstance(spec.get("volumes"), list) else []
+    spec["volumes"] = [*volumes, volume]
+    for container in containers:
+        mounts = container.get("volumeMounts") if isinstance(container.get("volumeMounts"), list) else []
+        container["volumeMounts"] = [*mounts, {"mountPath": TOKEN_MOUNT_PATH, "name": volume["name"],
+                                               "readOnly": True}]
+
+
+def admit_tolerations(spec: dict[str, Any]) -> None:
+    tolerations = spec.get("tolerations") if isinstance(spec.get("tolerations"), list) else []
+    added = []
+    for taint in _TAINTS:
+        if any(isinstance(t, Mapping) and t.get("key") == taint and t.get("effect") in ("NoExecute", None, "")
+               for t in tolerations):
+            continue
+        added.append({"effect": "NoExecute", "key": taint, "operator": "Exists",
+                      "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
+    if added:
+        spec["tolerations"] = [*tolerations, *added]
+
+
+def admit_priority(spec: dict[str, Any]) -> None:
+    if not spec.get("priorityClassName"):
+        spec.setdefault("priority", 0)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+
+
+_QOS_RESOURCES = ("cpu", "memory")
+
+
+def qos_class(spec: Mapping[str, Any]) -> str:
+    """BestEffort without any cpu/memory request or limit; Guaranteed when every container's limits
+    cover cpu and memory and equal its requests; Burstable otherwise."""
+    containers = _containers(spec, "initContainers", "containers")
+    any_set = False
+    guaranteed = True
+    for container in containers:
+        resources = container.get("resources") if isinstance(container.get("resources"), Mapping) else {}
+        requests = {k: v for k, v in (resources.get("requests") or {}).items() if k in _QOS_RESOURCES}
+        limits = {k: v for k, v in (resources.get("limits") or {}).items() if k in _QOS_RESOURCES}
+        if requests or limits:
+            any_set = True
+        if set(limits) != set(_QOS_RESOURCES) or any(str(requests.get(k, limits[k])) != str(limits[k])
+                                                       for k in limits):
+            guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _mutable_view(spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> dict[str, Any]:
+    """``spec`` with the fields a pod update may change replaced by the old values."""
+    view = copy.deepcopy(dict(spec))
+    for key in ("containers", "initContainers"):
+        old_list = old_spec.get(key) or []
+        for i, container in enumerate(view.get(key) or []):
+            if isinstance(container, dict) and i < len(old_list) and isinstance(old_list[i], Mapping):
+                container["image"] = old_list[i].get("image")
+    for key in ("activeDeadlineSeconds", "terminationGracePeriodSeconds", "schedulingGates"):
+        if key in old_spec:
+            view[key] = old_spec[key]
+        else:
+            view.pop(key, None)
+    old_tolerations = list(old_spec.get("tolerations") or [])
+    new_tolerations = list(view.get("tolerations") or [])
+    if new_tolerations[:len(old_tolerations)] == old_tolerations:
+        view["tolerations"] = old_tolerations
+        if not old_tolerations and "tolerations" not in old_spec:
+            view.pop("tolerations", None)
+    return view
+
+
+class PodStrategy(ReturnedOnDeleteMixin, KindStrategy):
+    def create(self, obj: dict[str, Any]) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        admit_service_account(spec)
+        admit_tolerations(spec)
+        admit_priority(spec)
+        status: dict[str, Any] = {"phase": "Pending", "qosClass": qos_class(spec)}
+        if spec.get("schedulingGates"):
+            status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+                                     "message": "Scheduling is blocked due to non-empty scheduling gates",
+                                     "lastProbeTime": None, "lastTransitionTime": None}]
+        obj["status"] = status
+
+    def update_causes(self, obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+        spec, old_spec = obj.get("spec"), old.get("spec")
+        if not isinstance(spec, Mapping) or not isinstance(old_spec, Mapping) or spec == old_spec:
+            return []
+        causes: list[Cause] = []
+        old_gates = [g.get("name") for g in old_spec.get("schedulingGates") or () if isinstance(g, Mapping)]
+        new_gates = [g.get("name") for g in spec.get("schedulingGates") or () if isinstance(g, Mapping)]
+        if any(g not in old_gates for g in new_gates):
+            causes.append(forbidden("spec.schedulingGates", "only deletion is allowed, but found new scheduling "
+                                                            "gate"))
+        if _mutable_view(spec, old_spec) != dict(old_spec):
+            causes.append(forbidden("spec", _POD_UPDATE_FORBIDDEN))
+        return causes

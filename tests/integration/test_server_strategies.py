@@ -1,0 +1,96 @@
+"""Per-kind rules over HTTP: defaulting, generation, kind validation, immutables and DELETE answers."""
+
+from __future__ import annotations
+
+import base64
+import copy
+
+from testlib import call
+from unit.server.test_defaults import NGINX, NGINX_AS_RETURNED
+
+NS = "/api/v1/namespaces/default"
+DEPLOYS = "/apis/apps/v1/namespaces/default/deployments"
+SERVER_SET = ("uid", "creationTimestamp", "resourceVersion", "managedFields", "namespace")
+
+
+async def test_nginx_deployment_comes_back_defaulted_as_kube_returns_it(http):
+    code, created = await call(http, "POST", DEPLOYS, NGINX)
+    assert code == 201, created
+    for key in SERVER_SET:
+        created["metadata"].pop(key)
+    assert created == NGINX_AS_RETURNED
+    code, got = await call(http, "GET", f"{DEPLOYS}/nginx-deployment")
+    assert got["spec"] == NGINX_AS_RETURNED["spec"]
+
+
+async def test_generation_only_on_kinds_that_have_one(http):
+    code, cm = await call(http, "POST", f"{NS}/configmaps", {"metadata": {"name": "c"}, "data": {"k": "1"}})
+    assert code == 201 and "generation" not in cm["metadata"]
+    code, cm = await call(http, "PATCH", f"{NS}/configmaps/c", {"data": {"k": "2"}},
+                          ctype="application/merge-patch+json")
+    assert code == 200 and "generation" not in cm["metadata"]
+    code, dep = await call(http, "PATCH", f"{DEPLOYS}/nginx", {"spec": {"replicas": 2}},
+                           ctype="application/merge-patch+json")
+    assert code == 404 and dep["details"] == {"name": "nginx", "group": "apps", "kind": "deployments"}
+    nginx = copy.deepcopy(NGINX)
+    nginx["metadata"]["name"] = "nginx"
+    assert (await call(http, "POST", DEPLOYS, nginx))[0] == 201
+    code, dep = await call(http, "PATCH", f"{DEPLOYS}/nginx", {"spec": {"replicas": 2}},
+                           ctype="application/merge-patch+json")
+    assert code == 200 and dep["metadata"]["generation"] == 2
+
+
+async def test_deployment_selector_rules(http):
+    bad = copy.deepcopy(NGINX)
+    bad["spec"]["selector"] = {"matchLabels": {"app": "other"}}
+    code, err = await call(http, "POST", DEPLOYS, bad)
+    assert code == 422 and err["reason"] == "Invalid"
+    assert err["details"]["causes"][0]["field"] == "spec.template.metadata.labels"
+    assert (await call(http, "POST", DEPLOYS, NGINX))[0] == 201
+    code, err = await call(http, "PATCH", f"{DEPLOYS}/nginx-deployment",
+                           {"spec": {"selector": {"matchLabels": {"tier": "x"}},
+                                     "template": {"metadata": {"labels": {"tier": "x"}}}}},
+                           ctype="application/merge-patch+json")
+    assert code == 422 and "spec.selector: Invalid value" in err["message"] and "field is immutable" in err["message"]
+
+
+async def test_delete_answers_the_object_for_pods_services_and_service_accounts(http):
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    code, created = await call(http, "POST", f"{NS}/pods", pod)
+    assert code == 201 and created["spec"]["tolerations"][0]["tolerationSeconds"] == 300
+    assert created["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
+    code, body = await call(http, "DELETE", f"{NS}/pods/p")
+    assert code == 200 and body["kind"] == "Pod"
+    assert (await call(http, "POST", f"{NS}/serviceaccounts", {"metadata": {"name": "sa"}}))[0] == 201
+    code, body = await call(http, "DELETE", f"{NS}/serviceaccounts/sa")
+    assert code == 200 and body["kind"] == "ServiceAccount"
+    assert (await call(http, "POST", f"{NS}/configmaps", {"metadata": {"name": "gone"}}))[0] == 201
+    code, body = await call(http, "DELETE", f"{NS}/configmaps/gone")
+    assert code == 200 and body["kind"] == "Status" and body["status"] == "Success"
+    code, body = await call(http, "DELETE", f"{NS}/configmaps/gone")
+    assert code == 404 and body["details"] == {"name": "gone", "kind": "configmaps"}
+
+
+async def test_secret_data_wrapped_across_lines_is_accepted(http):
+    wrapped = base64.encodebytes(b"y" * 90).decode()
+    secret = {"metadata": {"name": "s"}, "data": {"big": wrapped}, "stringData": {"extra": "text"}}
+    code, created = await call(http, "POST", f"{NS}/secrets", secret)
+    assert code == 201, created
+    assert created["data"] == {"big": base64.b64encode(b"y" * 90).decode(),
+                               "extra": base64.b64encode(b"text").decode()}
+    assert "stringData" not in created and created["type"] == "Opaque"
+
+
+async def test_create_with_a_non_numeric_resource_version_is_accepted(http):
+    code, _ = await call(http, "POST", f"{NS}/configmaps", {"metadata": {"name": "a", "resourceVersion": "abc"}})
+    assert code == 201
+    code, err = await call(http, "POST", f"{NS}/configmaps", {"metadata": {"name": "b", "resourceVersion": "5"}})
+    assert code == 422 and err["details"]["causes"][0]["field"] == "metadata.resourceVersion"
+
+
+async def test_immutable_configmap(http):
+    body = {"metadata": {"name": "frozen"}, "data": {"k": "1"}, "immutable": True}
+    assert (await call(http, "POST", f"{NS}/configmaps", body))[0] == 201
+    code, err = await call(http, "PATCH", f"{NS}/configmaps/frozen", {"data": {"k": "2"}},
+                           ctype="application/merge-patch+json")
+    assert code == 422 and "field is immutable when `immutable` is set" in err["message"]
