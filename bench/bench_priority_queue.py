@@ -1,11 +1,12 @@
 """Priority queue: add/get/done throughput beside the plain queues, and the starvation bound under load.
 
-Run: ``python bench/bench_priority_queue.py [--keys 20000] [--rounds 5] [--repeat 3] [--max-wait 2.0]``.
+Run: ``python bench/bench_priority_queue.py [--keys 20000] [--rounds 5] [--repeat 5] [--max-wait 2.0]``.
 
 Throughput: ``rounds`` passes over ``keys`` distinct keys, added in batches of 100 with a yield between
-batches, consumed by one worker (``get`` + ``done``); ops/s = (adds + gets + dones) / wall time, best of
-``repeat``, for WorkQueue, RateLimitingQueue and PriorityQueue (half the keys at LOW_PRIORITY, so the heap
-really orders them). Ratios are PriorityQueue / WorkQueue.
+batches, consumed by one worker (``get`` + ``done``); ops/s = (adds + gets + dones) / wall time,
+for WorkQueue, RateLimitingQueue and PriorityQueue (half the keys at LOW_PRIORITY, so the heap really orders
+them), in ``repeat`` interleaved rounds; reported: the median ops/s and the median of the within-round ratios
+to WorkQueue.
 
 Starvation (simulated time on a FakeClock, so the figures do not depend on the machine's load): one worker
 takes ``service`` = 1 ms of clock time per item; 1000 initial-list items are queued at LOW_PRIORITY and then
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -64,14 +66,6 @@ async def run_throughput(make: Callable[[], Any], keys: int, rounds: int, priori
     return (adds + 2 * done_items) / elapsed
 
 
-async def best_throughput(repeat: int, make: Callable[[], Any], keys: int, rounds: int, prioritised: bool) -> float:
-    best = 0.0
-    for _ in range(repeat):
-        gc.collect()
-        best = max(best, await run_throughput(make, keys, rounds, prioritised))
-    return best
-
-
 async def run_starvation(max_wait: float | None, *, initial: int = 1000, service: float = 0.001,
                          arrivals_per_service: float = 1.25, duration: float = 20.0) -> dict[str, float]:
     """Simulate one worker under an event stream; the clock moves only by the simulated service time."""
@@ -107,12 +101,16 @@ async def main(args: argparse.Namespace) -> None:
         "RateLimitingQueue": (RateLimitingQueue, False),
         "PriorityQueue": (PriorityQueue, True),
     }
-    results = {name: await best_throughput(args.repeat, make, args.keys, args.rounds, prio)
-               for name, (make, prio) in makers.items()}
-    base = results["WorkQueue"]
-    print(f"throughput, {args.keys} keys x {args.rounds} rounds, 1 worker (best of {args.repeat}):")
-    for name, ops in results.items():
-        print(f"  {name:<18} {ops:>12,.0f} ops/s   {ops / base:5.2f}x WorkQueue")
+    rounds: dict[str, list[float]] = {name: [] for name in makers}
+    for _ in range(args.repeat):  # interleaved, so a noisy moment hits every queue alike
+        for name, (make, prio) in makers.items():
+            gc.collect()
+            rounds[name].append(await run_throughput(make, args.keys, args.rounds, prio))
+    print(f"throughput, {args.keys} keys x {args.rounds} rounds, 1 worker ({args.repeat} interleaved rounds; "
+          "median ops/s, median of the within-round ratios):")
+    for name, ops in rounds.items():
+        ratio = statistics.median(o / base for o, base in zip(ops, rounds["WorkQueue"], strict=True))
+        print(f"  {name:<18} {statistics.median(ops):>12,.0f} ops/s   {ratio:5.2f}x WorkQueue")
     print(f"starvation: 1000 initial-list items, events at 1.25x the service rate, {args.duration:.0f} s simulated:")
     for label, max_wait in ((f"aging max_wait={args.max_wait:g}s", args.max_wait), ("no aging", None)):
         r = await run_starvation(max_wait, duration=args.duration)
@@ -124,7 +122,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--max-wait", type=float, default=2.0)
     parser.add_argument("--duration", type=float, default=20.0)
     asyncio.run(main(parser.parse_args()))
