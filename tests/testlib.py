@@ -10,6 +10,7 @@ instead of hanging it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import inspect
 import json
@@ -24,7 +25,7 @@ from kinformer.errors import AlreadyExists, Conflict, NotFound
 
 _T = TypeVar("_T")
 
-__all__ = ["LeaseStore", "call", "cm", "collect", "configmap", "wait_until", "wait_until_sync"]
+__all__ = ["LeaseStore", "call", "cm", "collect", "configmap", "running", "wait_until", "wait_until_sync"]
 
 
 async def wait_until(cond: Callable[[], bool | Awaitable[bool]], timeout: float = 15.0, what: str = "condition",
@@ -47,6 +48,20 @@ async def wait_until(cond: Callable[[], bool | Awaitable[bool]], timeout: float 
         if loop.time() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         await asyncio.sleep(interval if interval is not None else (0.02 if awaited else 0.001))
+
+
+@contextlib.asynccontextmanager
+async def running(mgr: Any) -> AsyncIterator[asyncio.Task[None]]:
+    """Run a Manager in a task until the block ends (then stop it, bounded); yields once it is ready."""
+    task = asyncio.create_task(mgr.run())
+    try:
+        await wait_until(lambda: mgr.ready() or task.done(), what="manager ready")
+        if task.done():
+            task.result()
+        yield task
+    finally:
+        mgr.stop()
+        await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 30)
 
 
 def wait_until_sync(predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition",

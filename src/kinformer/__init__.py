@@ -48,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "Client": "kinformer.client",
     # controllers
     "Reconciler": "kinformer.controller",
+    "ObjectReconciler": "kinformer.controller",
     "Request": "kinformer.controller",
     "Result": "kinformer.controller",
     "TerminalError": "kinformer.controller",

@@ -18,7 +18,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``kinformer`` parser (building it imports no server or client code)."""
     parser = argparse.ArgumentParser(prog="kinformer", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (module, help_text) in _COMMANDS.items():
@@ -30,6 +31,11 @@ def main(argv: list[str] | None = None) -> int:
             if exc.name != module:
                 raise
             p.set_defaults(_missing=True)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "_missing", False):
         parser.error(f"'{args.command}' is not available in this build")

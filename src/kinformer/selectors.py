@@ -37,6 +37,7 @@ __all__ = [
     "Operator",
     "Requirement",
     "escape_field_value",
+    "field_value",
     "label_selector_from_dict",
     "object_fields",
     "parse_field_selector",
@@ -627,3 +628,17 @@ def object_fields(obj: Mapping[str, Any]) -> dict[str, str]:
     """The fields every object supports in field selectors: ``metadata.name`` and ``metadata.namespace``."""
     meta = obj.get("metadata") or {}
     return {"metadata.name": meta.get("name") or "", "metadata.namespace": meta.get("namespace") or ""}
+
+
+def field_value(obj: Mapping[str, Any], path: str) -> str:
+    """The string form of the value at a dotted ``path`` ("" when absent), as field selectors compare it."""
+    cur: Any = obj
+    for part in path.split("."):
+        if not isinstance(cur, Mapping):
+            return ""
+        cur = cur.get(part)
+        if cur is None:
+            return ""
+    if isinstance(cur, bool):
+        return "true" if cur else "false"
+    return str(cur)

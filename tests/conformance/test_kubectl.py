@@ -195,6 +195,23 @@ def test_create_with_unknown_field_is_rejected(kubectl: Kubectl, ns: str) -> Non
     assert 'unknown field "dataa"' in proc.stderr
 
 
+def test_apply_with_misspelled_nested_field_fails(kubectl: Kubectl, ns: str) -> None:
+    for field, where in (("containerPrt", "spec.template.spec.containers[0].ports[0]"), ("replica", "spec")):
+        port: dict[str, Any] = {"containerPort": 80}
+        spec: dict[str, Any] = {
+            "selector": {"matchLabels": {"app": "typo"}},
+            "template": {"metadata": {"labels": {"app": "typo"}},
+                         "spec": {"containers": [{"name": "web", "image": "nginx", "ports": [port]}]}}}
+        (port if field == "containerPrt" else spec)[field] = 1
+        name = f"typo-{field.lower()}"
+        doc = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+               "spec": spec}
+        proc = kubectl.run("apply", "-f", "-", input=yaml.safe_dump(doc), check=False)
+        assert proc.returncode != 0
+        assert f'unknown field "{where}.{field}"' in proc.stderr
+        assert not kubectl.exists("deployment", name, "-n", ns)
+
+
 # -- imperative creates (protobuf bodies) -----------------------------------------------------------
 
 
@@ -478,3 +495,34 @@ async def test_plain_http_without_auth(tmp_path: Path) -> None:
         code, out, err = await kubectl("get", "cm", "plain", "-o", "json")
         assert code == 0, err
         assert json.loads(out)["data"] == {"x": "y"}
+
+
+async def test_validating_webhook_denies_a_create_through_kubectl(kubectl: Kubectl, ns: str) -> None:
+    """kubectl prints the webhook's denial; the object is not stored (the server calls this test's webhook)."""
+    from kinformer.webhook import Denied, WebhookServer
+
+    def deny_debug(req: Any) -> None:
+        if (req.object or {}).get("data", {}).get("debug") == "true":
+            raise Denied("debug mode is not allowed here")
+
+    async with WebhookServer(port=0) as hooks:
+        hooks.validating("/validate", deny_debug)
+        await asyncio.to_thread(kubectl.run, "label", "namespace", ns, "webhooks=on")
+        config = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                  "metadata": {"name": f"deny-debug-{ns}"},
+                  "webhooks": [{"name": "deny-debug.example.com", "clientConfig": hooks.client_config("/validate"),
+                                "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                                           "resources": ["configmaps"]}],
+                                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                                "sideEffects": "None", "admissionReviewVersions": ["v1"]}]}
+        await asyncio.to_thread(kubectl.apply_yaml, config, "--validate=false")
+        try:
+            denied = await asyncio.to_thread(kubectl.run, "-n", ns, "create", "configmap", "dbg",
+                                             "--from-literal=debug=true", check=False)
+            assert denied.returncode != 0
+            assert ('admission webhook "deny-debug.example.com" denied the request: debug mode is not allowed here'
+                    in denied.stderr)
+            assert not await asyncio.to_thread(kubectl.exists, "-n", ns, "configmap", "dbg")
+            await asyncio.to_thread(kubectl.run, "-n", ns, "create", "configmap", "ok", "--from-literal=debug=false")
+        finally:
+            await asyncio.to_thread(kubectl.run, "delete", "validatingwebhookconfiguration", f"deny-debug-{ns}")

@@ -77,3 +77,4 @@ async def test_watch_stats_line_reports_sync_state() -> None:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         assert "cache 1" in err.getvalue() and "bound method" not in err.getvalue()
+        assert "ago, cache at RV " in err.getvalue() and "cache at RV -" not in err.getvalue().splitlines()[-1]

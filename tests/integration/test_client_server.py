@@ -114,7 +114,7 @@ async def test_watch_from_resource_version(client: Client) -> None:
 
 
 async def test_unauthorized_with_token_server() -> None:
-    async with APIServer(storage="memory", tokens={"good-token": "admin"}, **BARE) as s:
+    async with APIServer(storage="memory", tokens=["good-token"], **BARE) as s:
         async with Client(s.url, token="wrong") as bad:
             with pytest.raises(errors.Unauthorized):
                 await bad.list("configmaps")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import Counter
 
 import pytest
@@ -18,20 +17,7 @@ from kinformer.controller import (
     TerminalError,
 )
 from kinformer.errors import NotFound
-from testlib import configmap, wait_until
-
-
-@contextlib.asynccontextmanager
-async def running(mgr: Manager):
-    task = asyncio.create_task(mgr.run())
-    try:
-        await wait_until(lambda: mgr.ready() or task.done(), what="manager ready")
-        if task.done():
-            task.result()
-        yield task
-    finally:
-        mgr.stop()
-        await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 30)
+from testlib import configmap, running, wait_until
 
 
 async def test_reconcile_outcomes_against_server(kube_client) -> None:
@@ -182,6 +168,30 @@ async def test_manager_serves_health_and_metrics(kube_client) -> None:
     assert 'kinformer_informer_events_total{informer="configmaps",type="ADDED"}' in text
     assert 'kinformer_informer_cache_objects{informer="configmaps"}' in text
     assert "kinformer_informer_handler_pending_notifications" in text
+
+
+async def test_readyz_fails_while_an_informer_is_stale_and_names_it(kube_client) -> None:
+    import aiohttp
+
+    from kinformer.clock import FakeClock
+
+    clock = FakeClock()
+    mgr = Manager(kube_client, health_bind="127.0.0.1:0", clock=clock, stale_after=300.0)
+    mgr.controller(lambda req: None, name="stale").for_("configmaps")
+    async with running(mgr), aiohttp.ClientSession() as s:
+        await wait_until(lambda: mgr.ready(), what="ready")
+        async with s.get(mgr.health_url + "/readyz") as r:
+            assert r.status == 200
+        clock.step(301)  # nothing heard for 301 s (the idle watch is reopened meanwhile, which is no news)
+        async with s.get(mgr.health_url + "/readyz") as r:
+            assert r.status == 503 and "configmaps: nothing for 301s" in await r.text()
+        async with s.get(mgr.health_url + "/metrics") as r:
+            text = await r.text()
+            assert "kinformer_informer_seconds_since_last_event{informer=\"configmaps\"}" in text, text[-3000:]
+        await kube_client.create("configmaps", configmap("news"), namespace="default")
+        await wait_until(lambda: not mgr.stale_informers(), what="an event")
+        async with s.get(mgr.health_url + "/readyz") as r:
+            assert r.status == 200
 
 
 async def test_deleted_object_reaches_reconciler(kube_client) -> None:

@@ -26,7 +26,8 @@ from kinformer.clock import FakeClock
 from kinformer.errors import Forbidden, ServerError, TooManyRequests, Unauthorized
 from kinformer.server import APIServer
 from kinformer.server.auth import UserInfo, user_from_peercert
-from kinformer.server.authz import ANONYMOUS, Policy, RequestAttributes, load_policy, parse_request
+from kinformer.server.authz import RequestAttributes, parse_request
+from kinformer.server.bootstrappolicy import load_seed_file
 from kinformer.server.cli import add_arguments, main, write_kubeconfig
 from kinformer.server.limits import RateLimiter, WatchLimiter
 from kinformer.tls import CertPaths, client_ssl_context, ensure_certs, issue_client_cert
@@ -41,25 +42,65 @@ TOKENS = {
     DAVE: UserInfo("dave"),
     ERIN: UserInfo("erin"),
 }
+# the same users, all in system:masters (for the tests of limits)
+MASTERS = {token: UserInfo(user.name, groups=("system:masters",)) for token, user in TOKENS.items()}
 POLICY = """
-- user: alice
-  verbs: [get, list, create, update, patch, delete]
-  resources: [configmaps]
-  namespaces: [team-a]
-- group: watchers
-  verbs: [watch]
-  resources: [configmaps]
-  namespaces: [team-a]
-- user: dave
-  verbs: [get, update, patch]
-  resources: [pods/status]
-  namespaces: [team-a]
-- user: erin
-  verbs: ["*"]
-  resources: [deployments.apps, "*/scale"]
-- group: monitoring
-  verbs: [get]
-  nonResourceURLs: [/metrics]
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: configmap-editor, namespace: team-a}
+rules:
+- {apiGroups: [""], resources: [configmaps], verbs: [get, list, create, update, patch, delete]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-configmaps, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: configmap-editor}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: configmap-watcher}
+rules:
+- {apiGroups: [""], resources: [configmaps], verbs: [watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: watchers, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: configmap-watcher}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: watchers}]
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: Role
+  metadata: {name: pod-status, namespace: team-a}
+  rules:
+  - {apiGroups: [""], resources: [pods/status], verbs: [get, update, patch]}
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: RoleBinding
+  metadata: {name: dave-pod-status, namespace: team-a}
+  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pod-status}
+  subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: dave}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: deployer}
+rules:
+- {apiGroups: [apps], resources: [deployments], verbs: ["*"]}
+- {apiGroups: ["*"], resources: ["*/scale"], verbs: ["*"]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: erin-deployer}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: deployer}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: erin}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: monitoring-metrics}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:monitoring}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: monitoring}]
 """
 
 
@@ -79,6 +120,17 @@ async def _status(session: aiohttp.ClientSession, method: str, url: str, token: 
             return resp.status, orjson.loads(raw)
         except orjson.JSONDecodeError:
             return resp.status, raw.decode()
+
+
+def _grant(subject: str, verb: str, resource: str, *, kind: str = "User", group: str = "") -> list[dict[str, Any]]:
+    """A ClusterRole granting ``verb`` on ``resource`` and a ClusterRoleBinding of it to ``subject``."""
+    name = f"{subject}-{verb}-{resource}"
+    rbac = "rbac.authorization.k8s.io/v1"
+    return [{"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": name},
+             "rules": [{"apiGroups": [group], "resources": [resource], "verbs": [verb]}]},
+            {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": name},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": subject}]}]
 
 
 def _configmap(name: str, ns: str) -> dict[str, Any]:
@@ -123,60 +175,20 @@ def test_non_resource_paths(path: str) -> None:
     assert parse_request("POST", path, {}).verb == "post"
 
 
-def test_policy_matching_rules() -> None:
-    policy = Policy.from_document(yaml.safe_load(POLICY))
-    alice, carol, erin = TOKENS[ALICE], TOKENS[CAROL], TOKENS[ERIN]
-
-    def allows(user: UserInfo, method: str, path: str, **query: str) -> bool:
-        return policy.allows(user, parse_request(method, path, query))
-
-    assert allows(alice, "GET", "/api/v1/namespaces/team-a/configmaps")
-    assert not allows(alice, "GET", "/api/v1/namespaces/team-a/configmaps", watch="true")
-    assert not allows(alice, "GET", "/api/v1/namespaces/team-b/configmaps")
-    assert not allows(alice, "GET", "/api/v1/configmaps")  # every namespace needs "*"
-    assert not allows(alice, "DELETE", "/api/v1/namespaces/team-a/configmaps")  # deletecollection
-    assert allows(carol, "GET", "/api/v1/namespaces/team-a/configmaps", watch="1")
-    assert not allows(carol, "GET", "/api/v1/namespaces/team-a/configmaps")
-    assert allows(erin, "GET", "/apis/apps/v1/deployments")  # no namespaces: cluster-wide
-    assert not allows(erin, "GET", "/apis/apps/v1/namespaces/x/deployments/d/status")  # bare plural: no subresources
-    assert allows(erin, "PUT", "/apis/apps/v1/namespaces/x/deployments/d/scale")
-    assert allows(erin, "GET", "/apis/apps/v1/namespaces/x/replicasets/r/scale")
-    assert not allows(erin, "GET", "/apis/apps/v1/namespaces/x/replicasets")
-    assert allows(carol, "GET", "/metrics") and not allows(erin, "GET", "/metrics")
-    for user in (alice, erin):  # discovery for every authenticated user
-        assert all(allows(user, "GET", p) for p in ("/api", "/apis/apps/v1", "/openapi/v3/api/v1", "/version"))
-        assert not allows(user, "POST", "/api")
-    assert not policy.allows(ANONYMOUS, parse_request("GET", "/api", {}))
-    assert policy.allows(UserInfo("root", groups=("system:masters",)), parse_request("DELETE", "/api/v1/nodes", {}))
-    wild = Policy.from_document({"rules": [{"group": "system:authenticated", "verbs": ["get"],
-                                            "resources": ["*"], "namespaces": ["*"]}]})
-    assert wild.allows(alice, parse_request("GET", "/apis/apps/v1/namespaces/x/deployments/d/status", {}))
-    assert not wild.allows(ANONYMOUS, parse_request("GET", "/api/v1/namespaces/x/pods/p", {}))
-
-
-@pytest.mark.parametrize(("doc", "error"), [
-    ({"rules": "x"}, "list of rules"),
-    ([{"verbs": ["get"], "resources": ["pods"]}], "user or a group"),
-    ([{"user": "a", "verbs": [], "resources": ["pods"]}], "verbs"),
-    ([{"user": "a", "verbs": ["lists"], "resources": ["pods"]}], "unknown verb"),
-    ([{"user": "a", "verbs": ["get"]}], "resources or nonResourceURLs"),
-    ([{"user": "a", "verbs": ["get"], "resource": ["pods"]}], "unknown key"),
-    ([{"user": "a", "verbs": ["get"], "resources": ["pods/"]}], "invalid resource pattern"),
-    ([{"user": "a", "verbs": ["get"], "nonResourceURLs": ["metrics"]}], "must start with /"),
-    (["rule"], "mapping"),
-])
-def test_policy_validation(doc: Any, error: str) -> None:
-    with pytest.raises(ValueError, match=error):
-        Policy.from_document(doc)
-
-
-def test_load_policy_yaml_and_json(tmp_path: Path) -> None:
+def test_load_seed_file_yaml_json_and_lists(tmp_path: Path) -> None:
     (tmp_path / "p.yaml").write_text(POLICY, encoding="utf-8")
-    (tmp_path / "p.json").write_text(orjson.dumps(yaml.safe_load(POLICY)).decode(), encoding="utf-8")
-    assert load_policy(tmp_path / "p.yaml").rules == load_policy(tmp_path / "p.json").rules
-    (tmp_path / "bad.json").write_text("[{", encoding="utf-8")
-    with pytest.raises(ValueError, match="not valid JSON"):
-        load_policy(tmp_path / "bad.json")
+    objects = load_seed_file(tmp_path / "p.yaml")
+    assert [o["kind"] for o in objects][:4] == ["Role", "RoleBinding", "ClusterRole", "RoleBinding"]
+    assert len(objects) == 9  # the List's two items included
+    (tmp_path / "p.json").write_text(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": objects}).decode(),
+                                     encoding="utf-8")
+    assert load_seed_file(tmp_path / "p.json") == objects
+    for text, error in (("[{", "not valid JSON"), ('{"kind": "Pod", "apiVersion": "v1"}', "expected an rbac"),
+                        ('{"kind": "Role", "apiVersion": "v1"}', "apiVersion must be"),
+                        ('{"kind": "Role", "apiVersion": "rbac.authorization.k8s.io/v1"}', "metadata.name")):
+        (tmp_path / "bad.json").write_text(text, encoding="utf-8")
+        with pytest.raises(ValueError, match=error):
+            load_seed_file(tmp_path / "bad.json")
 
 
 def test_rate_limiter_token_bucket() -> None:
@@ -237,10 +249,7 @@ def test_issued_client_certificate_names_user_and_groups(tmp_path: Path) -> None
 
 async def test_client_certificate_authentication(tmp_path: Path) -> None:
     paths = ensure_certs(tmp_path / "pki")
-    policy = Policy.from_document([
-        {"user": "alice", "verbs": ["list"], "resources": ["namespaces"]},
-        {"group": "ops", "verbs": ["get"], "resources": ["namespaces"]},
-    ])
+    policy = [*_grant("alice", "list", "namespaces"), *_grant("ops", "get", "namespaces", kind="Group")]
     alice = _pem_pair(tmp_path, "alice", issue_client_cert(paths, "alice", ["dev"]))
     bob = _pem_pair(tmp_path, "bob", issue_client_cert(paths, "bob", ["ops"]))
     foreign = _pem_pair(tmp_path, "eve", issue_client_cert(ensure_certs(tmp_path / "other"), "alice"))
@@ -290,9 +299,9 @@ async def _policy_server(tmp_path: Path, **kwargs: Any) -> AsyncIterator[tuple[A
     policy_file.write_text(POLICY, encoding="utf-8")
     async with APIServer(tokens=TOKENS, authorization_policy=str(policy_file), **kwargs) as server:
         async with aiohttp.ClientSession() as session:
-            for ns in ("team-a", "team-b"):
-                body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
-                assert (await _status(session, "POST", f"{server.url}/api/v1/namespaces", ADMIN, body))[0] == 201
+            body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}}
+            assert (await _status(session, "POST", f"{server.url}/api/v1/namespaces", ADMIN, body))[0] == 201
+            # team-a was created for the seed file's Roles
             yield server, session
 
 
@@ -404,7 +413,7 @@ async def _open_watch(session: aiohttp.ClientSession, url: str, token: str) -> a
 
 
 async def test_watch_limit_per_client(tmp_path: Path) -> None:
-    async with APIServer(tokens=TOKENS, max_watches_per_client=2) as server:
+    async with APIServer(tokens=MASTERS, max_watches_per_client=2) as server:
         async with aiohttp.ClientSession() as session:
             open_watches = [await _open_watch(session, server.url, ALICE) for _ in range(2)]
             assert [r.status for r in open_watches] == [200, 200]
@@ -436,7 +445,7 @@ async def test_watch_limit_per_client(tmp_path: Path) -> None:
 
 async def test_rate_limit_retry_after_and_recovery() -> None:
     clock = FakeClock()
-    async with APIServer(tokens=TOKENS, clock=clock, rate_limit_qps=0.5, rate_limit_burst=3,
+    async with APIServer(tokens=MASTERS, clock=clock, rate_limit_qps=0.5, rate_limit_burst=3,
                          compaction_interval=0) as server:
         async with aiohttp.ClientSession() as session:
             url = f"{server.url}/api/v1/namespaces"
@@ -487,9 +496,9 @@ def test_serve_security_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(_parse(["--no-tls", "--kubeconfig-auth", "cert", "--data", str(tmp_path / "d")])) == 2
     assert "need --tls" in capsys.readouterr().err
     bad = tmp_path / "policy.yaml"
-    bad.write_text("- user: a\n  verbs: [fly]\n  resources: [pods]\n", encoding="utf-8")
+    bad.write_text("- user: a\n  verbs: [get]\n  resources: [pods]\n", encoding="utf-8")  # the old rule format
     assert main(_parse(["--authorization-policy-file", str(bad), "--data", str(tmp_path / "d")])) == 2
-    assert "unknown verb" in capsys.readouterr().err
+    assert "expected an rbac.authorization.k8s.io/v1 Role" in capsys.readouterr().err
     assert main(_parse(["--rate-limit-qps", "-1", "--data", str(tmp_path / "d")])) == 2
 
 
@@ -548,8 +557,14 @@ async def _kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
 async def test_kubectl_with_client_certificate_kubeconfig(tmp_path: Path) -> None:
     data = tmp_path / "data"
     policy = tmp_path / "policy.yaml"
-    policy.write_text("- user: bob\n  verbs: [get, list, create]\n  resources: [configmaps]\n"
-                      "  namespaces: [default]\n", encoding="utf-8")
+    policy.write_text(yaml.safe_dump_all([
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": "cm", "namespace": "default"},
+         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": "bob-cm", "namespace": "default"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm"},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]}]), encoding="utf-8")
     async with _kinformer_serve(data, "--kubeconfig-auth", "cert", "--authorization-policy-file", str(policy)) as url:
         kubeconfig = data / "kubeconfig"
         user = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]

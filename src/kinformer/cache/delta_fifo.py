@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, Protocol
 
 from kinformer.cache.store import KeyFunc, meta_namespace_key
 from kinformer.cache.tombstone import DeletedFinalStateUnknown
+from kinformer.cache.waiters import park, wake_all
 from kinformer.errors import KinformerError
 
 __all__ = [
@@ -72,25 +73,6 @@ ADDED, UPDATED, DELETED, REPLACED, SYNC = (DeltaType.ADDED, DeltaType.UPDATED, D
 YIELD_EVERY = 128
 
 
-def _wake_all(waiters: list[asyncio.Future[None]]) -> list[asyncio.Future[None]]:
-    """Resolve every waiter; returns the new (empty) waiter list."""
-    for fut in waiters:
-        if not fut.done():
-            fut.set_result(None)
-    return []
-
-
-async def _park(waiters: list[asyncio.Future[None]]) -> None:
-    """Wait on a new future in ``waiters`` until woken (it leaves the list however the wait ends)."""
-    fut = asyncio.get_running_loop().create_future()
-    waiters.append(fut)
-    try:
-        await fut
-    finally:
-        if fut in waiters:
-            waiters.remove(fut)
-
-
 class _Waitable:
     """Per-waiter futures for an asyncio queue: cancellation of one waiter never disturbs another."""
 
@@ -102,11 +84,11 @@ class _Waitable:
         self._streak = 0
 
     def _wake(self) -> None:
-        self._waiters = _wake_all(self._waiters)
+        self._waiters = wake_all(self._waiters)
 
     async def _wait(self) -> None:
         self._streak = 0
-        await _park(self._waiters)
+        await park(self._waiters)
 
     def close(self) -> None:
         """Close the queue: ``pop`` drains what is queued, then raises :class:`FIFOClosed`."""
@@ -157,11 +139,11 @@ class _PoppingFIFO(_Waitable):
         while not self.has_synced():
             if self._closed:
                 raise FIFOClosed("closed before it synced")
-            await _park(self._sync_waiters)
+            await park(self._sync_waiters)
 
     def _notify_synced(self) -> None:
         """Wake :meth:`wait_synced` callers (after a change that may have made the queue synced, or close)."""
-        self._sync_waiters = _wake_all(self._sync_waiters)
+        self._sync_waiters = wake_all(self._sync_waiters)
 
     def _set_populated(self) -> None:
         self._populated = True

@@ -105,6 +105,16 @@ class SharedInformerFactory:
         """Every informer by name (resource, plus namespace/selectors when set)."""
         return {inf.name: inf for inf in self._informers.values()}
 
+    def stale_informers(self, threshold: float) -> dict[str, float]:
+        """Started informers that heard nothing (no list, event or bookmark) for more than ``threshold``
+        clock seconds: ``{name: seconds since the last one}``."""
+        stale: dict[str, float] = {}
+        for key, informer in self._informers.items():
+            since = informer.seconds_since_last_event() if key in self._started else None
+            if since is not None and since > threshold:
+                stale[informer.name] = since
+        return stale
+
     def start(self) -> None:
         """Start every informer not started yet (call from the event loop)."""
         if self._shutting_down:

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kinformer.cache.waiters import park, wake_all
 from kinformer.clock import Clock
 
 if TYPE_CHECKING:
@@ -146,8 +147,9 @@ def callbacks_of(handler: Any, on_add: Callable[..., Any] | None, on_update: Cal
 class ProcessorListener:
     """One handler's buffer, task and (for plain callbacks) worker thread (client-go's processorListener)."""
 
-    __slots__ = ("_executor", "_inflight", "_inflight_done", "_task", "_waiter", "active", "buffer",
-                 "callbacks", "errors", "initial_pending", "name", "next_resync", "processed", "resync_period")
+    __slots__ = ("_executor", "_inflight", "_inflight_done", "_initial_waiters", "_task", "_waiter", "active",
+                 "buffer", "callbacks", "errors", "initial_pending", "name", "next_resync", "processed",
+                 "resync_period")
 
     def __init__(self, callbacks: Callbacks, resync_period: float, clock: Clock, name: str) -> None:
         self.callbacks = callbacks
@@ -164,6 +166,7 @@ class ProcessorListener:
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._inflight: list[Notification] = []
         self._inflight_done = 0
+        self._initial_waiters: list[asyncio.Future[None]] = []
 
     # -- producer side (event loop thread)
 
@@ -176,6 +179,16 @@ class ProcessorListener:
             self._waiter = None
             if not waiter.done():
                 waiter.set_result(None)
+
+    async def wait_initial_delivered(self) -> bool:
+        """Wait until every initial-list notification enqueued so far was delivered (woken by the delivery,
+        never polled); False if the listener stopped first."""
+        while self.initial_pending > 0 and self.active:
+            await park(self._initial_waiters)
+        return self.initial_pending <= 0
+
+    def _wake_initial_waiters(self) -> None:
+        self._initial_waiters = wake_all(self._initial_waiters)
 
     def should_resync(self, now: float) -> bool:
         return self.resync_period > 0 and now >= self.next_resync
@@ -203,6 +216,7 @@ class ProcessorListener:
     def stop(self) -> None:
         """Deliver nothing more; the task is cancelled (its owner awaits it)."""
         self.active = False
+        self._wake_initial_waiters()
         if self._task is not None:
             self._task.cancel()
         if self._executor is not None:
@@ -234,7 +248,11 @@ class ProcessorListener:
     def _account(self, batch: list[Notification]) -> None:
         # notifications never delivered (cancelled) leave the pending count too
         self.processed += self._inflight_done
-        self.initial_pending -= sum(1 for note in batch if note.flag and note.kind is ADD)
+        initial = sum(1 for note in batch if note.flag and note.kind is ADD)
+        if initial:
+            self.initial_pending -= initial
+            if self.initial_pending <= 0:
+                self._wake_initial_waiters()
 
     async def _dispatch(self, batch: list[Notification], loop: asyncio.AbstractEventLoop) -> None:
         callbacks = self.callbacks
@@ -328,6 +346,12 @@ class ResourceEventHandlerRegistration:
     def has_synced(self) -> bool:
         """True once the informer synced and this handler processed its initial-list notifications."""
         return self._listener.initial_pending <= 0 and self._informer.has_synced()
+
+    async def wait_for_sync(self) -> bool:
+        """Wait until :meth:`has_synced` (event-driven); False if the informer or this handler stopped first."""
+        if not await self._informer.wait_for_sync():
+            return False
+        return await self._listener.wait_initial_delivered() and self.has_synced()
 
     def remove(self) -> None:
         """Stop delivering to this handler (idempotent)."""

@@ -91,8 +91,11 @@ async def _stats_loop(informer: Any, printer: _Printer, interval: float, err: Te
         rate = (printer.count - last_count) / (now - last_time)
         last_count, last_time = printer.count, now
         rs = informer.stats.reflector
-        err.write(f"# {rate:.1f} events/s, {printer.count} total, cache {len(informer.indexer.list())}, "
-                  f"relists {rs.relists}, watch restarts {rs.watch_restarts}, synced {informer.has_synced()}\n")
+        since = informer.seconds_since_last_event()
+        stale = "-" if since is None else f"{since:.0f}s"
+        err.write(f"# {rate:.1f} events/s, {printer.count} total, cache {len(informer.indexer)}, "
+                  f"relists {rs.relists}, watch restarts {rs.watch_restarts}, synced {informer.has_synced()}, "
+                  f"last event {stale} ago, cache at RV {informer.cache_resource_version or '-'}\n")
         err.flush()
 
 

@@ -17,7 +17,7 @@ from kinformer.controller.predicates import (
     not_,
     or_,
 )
-from kinformer.controller.reconcile import Reconciler, Request, Result, TerminalError
+from kinformer.controller.reconcile import ObjectReconciler, Reconciler, Request, Result, TerminalError
 
 __all__ = [
     "AnnotationsChanged",
@@ -33,6 +33,7 @@ __all__ = [
     "LeaderElectionLost",
     "LeaderElector",
     "Manager",
+    "ObjectReconciler",
     "Predicate",
     "Reconciler",
     "Request",

@@ -1,20 +1,24 @@
 """The controller builder: ``mgr.controller(r).for_(...).owns(...).watches(...).workers(n)``.
 
-A builder only records what to watch; the Manager builds the Controller when it runs, once the
-resources have been resolved through discovery (the owner kind for ``owns`` comes from the
-``for_`` resource).
+``for_``, ``owns`` and ``watches`` create (or reuse) the Manager's shared informer at once, so an informer
+is declared in one place; the Manager builds the Controller when it runs, once the resources have been
+resolved through discovery (the owner kind for ``owns`` comes from the ``for_`` resource). Options:
+``.workers(n)``, ``.reconcile_timeout(s)``, ``.priority_queue(max_wait=...)``, ``.every(s)``,
+``.source(async_iterable)``, ``.with_rate_limiter(...)``, ``.with_event_filter(...)``, ``.named(...)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kinformer.controller import metrics
 from kinformer.controller.controller import Controller
 from kinformer.controller.handlers import MapFunc, owner_mapper, request_for_object
 from kinformer.controller.predicates import Predicate
-from kinformer.controller.reconcile import Reconciler, Request
+from kinformer.controller.reconcile import ObjectReconciler, Reconciler, Request
+from kinformer.workqueue.priority_queue import DEFAULT_MAX_WAIT, PriorityQueue
 
 if TYPE_CHECKING:
     from kinformer.controller.manager import Manager
@@ -27,6 +31,7 @@ class _Watch:
     predicates: tuple[Predicate, ...]
     controller_only: bool = True
     options: dict[str, Any] = field(default_factory=dict)
+    informer: Any = None
 
 
 class Builder:
@@ -42,25 +47,34 @@ class Builder:
         self._filters: list[Predicate] = []
         self._workers = 1
         self._rate_limiter: Any = None
+        self._reconcile_timeout: float | None = None
+        self._every: float | None = None
+        self._priority: float | bool | None = False  # False: a plain queue; else the PriorityQueue's max_wait
+        self._sources: list[AsyncIterable[Any]] = []
         self.controller: Controller | None = None
+
+    def _watch(self, watch: _Watch) -> _Watch:
+        watch.informer = self._manager.informer(watch.resource, **watch.options)
+        return watch
 
     def for_(self, resource: str, *predicates: Predicate, **informer_options: Any) -> Builder:
         """The primary resource: its events enqueue the object itself."""
         if self._for is not None:
             raise ValueError("for_() may be called only once")
-        self._for = _Watch(resource, request_for_object, predicates, options=informer_options)
+        self._for = self._watch(_Watch(resource, request_for_object, predicates, options=informer_options))
         return self
 
     def owns(self, resource: str, *predicates: Predicate, controller_only: bool = True,
              **informer_options: Any) -> Builder:
         """Objects owned by the primary resource: their events enqueue the owner."""
-        self._watches.append(_Watch(resource, None, predicates, controller_only, informer_options))
+        self._watches.append(self._watch(_Watch(resource, None, predicates, controller_only, informer_options)))
         return self
 
     def watches(self, resource: str, mapper: Callable[[Mapping[str, Any]], Iterable[Request]] | None = None,
                 *predicates: Predicate, **informer_options: Any) -> Builder:
         """Any resource, mapped to Requests by ``mapper`` (default: the object itself)."""
-        self._watches.append(_Watch(resource, mapper or request_for_object, predicates, options=informer_options))
+        self._watches.append(self._watch(_Watch(resource, mapper or request_for_object, predicates,
+                                                options=informer_options)))
         return self
 
     def with_event_filter(self, predicate: Predicate) -> Builder:
@@ -82,6 +96,40 @@ class Builder:
         self._rate_limiter = rate_limiter
         return self
 
+    def reconcile_timeout(self, seconds: float) -> Builder:
+        """Cancel a reconcile running longer than ``seconds``; it is counted and retried with backoff."""
+        if seconds <= 0:
+            raise ValueError(f"reconcile_timeout must be > 0, got {seconds}")
+        self._reconcile_timeout = seconds
+        return self
+
+    def priority_queue(self, max_wait: float | None = DEFAULT_MAX_WAIT) -> Builder:
+        """Serve live events before initial-list items and resyncs; nothing waits longer than ``max_wait``
+        behind newer items (see :mod:`kinformer.workqueue.priority_queue`)."""
+        self._priority = max_wait
+        return self
+
+    def every(self, seconds: float) -> Builder:
+        """Reconcile each primary object again ``seconds`` after its last successful reconcile."""
+        if seconds <= 0:
+            raise ValueError(f"every must be > 0, got {seconds}")
+        self._every = seconds
+        return self
+
+    def source(self, requests: AsyncIterable[Any]) -> Builder:
+        """Also reconcile what ``requests`` yields (Requests or objects) while the controller runs."""
+        if not hasattr(requests, "__aiter__"):
+            raise TypeError("source() takes an async iterable of Requests or objects")
+        self._sources.append(requests)
+        return self
+
+    def _queue(self, name: str) -> PriorityQueue[Request] | None:
+        if self._priority is False:
+            return None
+        mgr = self._manager
+        return PriorityQueue(self._rate_limiter, name, clock=mgr.clock, metrics=metrics.queue_metrics_provider(),
+                             max_wait=self._priority)  # type: ignore[arg-type]
+
     async def build(self) -> Controller:
         """Resolve resources, create the Controller and register its informer handlers."""
         if self._for is None:
@@ -89,13 +137,19 @@ class Builder:
         mgr = self._manager
         primary = await mgr.resolve(self._for.resource)
         name = self._name or primary.kind.lower()
+        if isinstance(self._reconciler, ObjectReconciler):
+            if self._reconciler.client is None:
+                self._reconciler.client = mgr.client
+            self._reconciler.manager = mgr
         ctrl = Controller(name, self._reconciler, workers=self._workers, rate_limiter=self._rate_limiter,
                           clock=mgr.clock, cache_sync_timeout=mgr.cache_sync_timeout,
-                          shutdown_timeout=mgr.graceful_shutdown_timeout)
+                          shutdown_timeout=mgr.graceful_shutdown_timeout, queue=self._queue(name),
+                          reconcile_timeout=self._reconcile_timeout, every=self._every,
+                          ryow_timeout=mgr.ryow_timeout, resource=str(primary),
+                          leader_elected=mgr.leader_election is not None, sources=self._sources)
         for w in [self._for, *self._watches]:
             mapper = w.mapper or owner_mapper(primary.group, primary.kind, owner_namespaced=primary.namespaced,
                                               controller_only=w.controller_only)
-            informer = mgr.informer(w.resource, **w.options)
-            ctrl.watch(informer, mapper, (*self._filters, *w.predicates))
+            ctrl.watch(w.informer, mapper, (*self._filters, *w.predicates), primary=w is self._for)
         self.controller = ctrl
         return ctrl

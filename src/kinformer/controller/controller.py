@@ -8,7 +8,12 @@ Invariants:
 * a reconcile's outcome maps to the queue as in :mod:`kinformer.controller.reconcile`; exceptions are
   caught, logged and counted and never kill a worker;
 * shutdown stops taking new work, lets in-flight reconciles finish (bounded by ``shutdown_timeout``),
-  then cancels what is left.
+  then cancels what is left;
+* a reconcile running past ``reconcile_timeout`` is cancelled, counted and retried with backoff;
+* the writes a reconcile made through the Manager's client are in the cache before the next reconcile
+  of the same Request starts (waited for at most ``ryow_timeout``; see :mod:`kinformer.controller.cached_client`);
+* with ``every``, a successfully reconciled object still in the primary cache is reconciled again after
+  that many seconds; ``sources`` (async iterables of Requests or objects) feed the queue while it runs.
 """
 
 from __future__ import annotations
@@ -17,17 +22,26 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kinformer.aio import task_group
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.controller import metrics
+from kinformer.controller.cached_client import PendingWrite, track_writes, wait_for_writes
 from kinformer.controller.handlers import EnqueueHandler, MapFunc, request_for_object
 from kinformer.controller.predicates import Predicate
-from kinformer.controller.reconcile import Reconciler, Request, Result, TerminalError, as_reconcile_func
-from kinformer.workqueue import RateLimitingQueue, ShutDown
+from kinformer.controller.reconcile import (
+    ObjectReconciler,
+    ReconcileFunc,
+    Reconciler,
+    Request,
+    Result,
+    TerminalError,
+    as_reconcile_func,
+)
+from kinformer.workqueue import LOW_PRIORITY, PriorityQueue, RateLimitingQueue, ShutDown
 
 log = logging.getLogger(__name__)
 
@@ -42,35 +56,66 @@ class ControllerStats:
     terminal_errors: int = 0
     requeues: int = 0
     requeues_after: int = 0
+    timeouts: int = 0
+    skipped_deleted: int = 0  # ObjectReconciler: the object was no longer cached
+    waited_for_writes: int = 0
     active: int = 0
     events: Counter[str] = field(default_factory=Counter)  # informer events seen, by kind
+
+
+class ReconcileTimeout(Exception):
+    """A reconcile ran past the controller's ``reconcile_timeout`` and was cancelled."""
 
 
 class Controller:
     """Reconciles Requests enqueued by the informer handlers registered with :meth:`watch`."""
 
-    def __init__(self, name: str, reconciler: Reconciler | Callable[[Request], Any], *, workers: int = 1,
-                 rate_limiter: Any = None, clock: Clock = REAL_CLOCK, cache_sync_timeout: float = 120.0,
-                 shutdown_timeout: float = 30.0, queue: RateLimitingQueue | None = None) -> None:
+    def __init__(self, name: str, reconciler: Reconciler | ObjectReconciler | Callable[[Request], Any], *,
+                 workers: int = 1, rate_limiter: Any = None, clock: Clock = REAL_CLOCK,
+                 cache_sync_timeout: float = 120.0, shutdown_timeout: float = 30.0,
+                 queue: RateLimitingQueue | None = None, reconcile_timeout: float | None = None,
+                 every: float | None = None, ryow_timeout: float = 10.0, resource: str = "",
+                 leader_elected: bool = False, sources: Sequence[AsyncIterable[Any]] = ()) -> None:
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
+        for label, value in (("reconcile_timeout", reconcile_timeout), ("every", every)):
+            if value is not None and value <= 0:
+                raise ValueError(f"{label} must be > 0, got {value}")
         self.name = name
         self.workers = workers
         self.clock = clock
         self.cache_sync_timeout = cache_sync_timeout
         self.shutdown_timeout = shutdown_timeout
-        self._reconcile = as_reconcile_func(reconciler)
-        self.queue = queue or RateLimitingQueue(rate_limiter, name=name, clock=clock,
-                                                metrics=metrics.queue_metrics_provider())
+        self.reconcile_timeout = reconcile_timeout
+        self.every = every
+        self.ryow_timeout = ryow_timeout
+        self.resource = resource
+        self.leader_elected = leader_elected
+        self.sources = list(sources)
+        self.primary: Any = None  # the informer of the primary resource (set by watch(..., primary=True))
+        self._pending_writes: dict[Request, dict[tuple[int, str], PendingWrite]] = {}
+        self._reconcile: ReconcileFunc
+        if isinstance(reconciler, ObjectReconciler):
+            self._object_reconciler = reconciler.reconcile
+            self._reconcile = self._reconcile_object
+        else:
+            self._reconcile = as_reconcile_func(reconciler)
+        if queue is None:  # (an empty queue is falsy: never `queue or ...`)
+            queue = RateLimitingQueue(rate_limiter, name=name, clock=clock, metrics=metrics.queue_metrics_provider())
+        self.queue = queue
         self.stats = ControllerStats()
         self._registrations: list[Any] = []
         self._workers: list[asyncio.Task[None]] = []
+        self._feeders: list[asyncio.Task[None]] = []
         self._abort = False
         self.started = False
 
     def watch(self, informer: Any, mapper: MapFunc = request_for_object,
-              predicates: Sequence[Predicate] = ()) -> Any:
-        """Enqueue ``mapper(obj)`` for the informer's events that pass every predicate."""
+              predicates: Sequence[Predicate] = (), *, primary: bool = False) -> Any:
+        """Enqueue ``mapper(obj)`` for the informer's events that pass every predicate; ``primary``: the
+        informer whose objects an ObjectReconciler receives (default: the first one watched)."""
+        if primary or self.primary is None:
+            self.primary = informer
         handler = EnqueueHandler(self.queue, mapper, predicates, self.stats.events)
         registration = informer.add_event_handler(
             on_add=handler.on_add, on_update=handler.on_update, on_delete=handler.on_delete)
@@ -81,13 +126,16 @@ class Controller:
         return all(r.has_synced() for r in self._registrations)
 
     async def wait_for_sync(self) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.cache_sync_timeout
-        while not self.has_synced():
-            if loop.time() > deadline:
-                raise TimeoutError(f"controller {self.name!r}: caches did not sync within "
-                                   f"{self.cache_sync_timeout:.0f}s")
-            await asyncio.sleep(0.05)
+        """Wait (woken by the caches, never polling) until every source synced, at most cache_sync_timeout."""
+        try:
+            async with asyncio.timeout(self.cache_sync_timeout):
+                for registration in self._registrations:
+                    await registration.wait_for_sync()
+        except TimeoutError:
+            pass
+        if not self.has_synced():
+            raise TimeoutError(f"controller {self.name!r}: caches did not sync within "
+                               f"{self.cache_sync_timeout:.0f}s")
 
     async def run(self, *, drain: Callable[[], bool] = lambda: True) -> None:
         """Wait for the caches, then run the workers until cancelled.
@@ -99,15 +147,34 @@ class Controller:
         await self.wait_for_sync()
         self.started = True
         metrics.MAX_CONCURRENT_RECONCILES.labels(self.name).set(self.workers)
-        async with task_group() as group:
-            self._workers = [group.create_task(self._worker(), name=f"{self.name}-worker-{i}")
-                             for i in range(self.workers)]
+        log.info("controller %s: started (resource %s, %d worker%s, %s)", self.name, self.resource or "?",
+                 self.workers, "" if self.workers == 1 else "s",
+                 "as the leader" if self.leader_elected else "no leader election")
+        try:
+            async with task_group() as group:
+                self._workers = [group.create_task(self._worker(), name=f"{self.name}-worker-{i}")
+                                 for i in range(self.workers)]
+                self._feeders = [group.create_task(self._feed(source), name=f"{self.name}-source-{i}")
+                                 for i, source in enumerate(self.sources)]
+                try:
+                    # asyncio.wait, not the group: a cancelled run() must not cancel in-flight reconciles
+                    # before the drain decision. The workers end by themselves once the queue is shut down.
+                    await asyncio.wait(self._workers)
+                finally:
+                    await self._shutdown(drain_allowed=not self._abort and drain())
+        finally:
+            log.info("controller %s: stopped (%d reconciles, %d errors)", self.name, self.stats.reconciles,
+                     self.stats.errors)
+
+    async def _feed(self, source: AsyncIterable[Any]) -> None:
+        """Enqueue what an external source yields (Requests, or objects: their own Request) until it ends."""
+        async for item in source:
             try:
-                # asyncio.wait, not the group: a cancelled run() must not cancel in-flight reconciles before
-                # the drain decision. The workers end by themselves once the queue is shut down.
-                await asyncio.wait(self._workers)
-            finally:
-                await self._shutdown(drain_allowed=not self._abort and drain())
+                request = item if isinstance(item, Request) else Request.for_object(item)
+            except (KeyError, TypeError, AttributeError):
+                log.error("controller %s: source yielded %r, neither a Request nor an object", self.name, item)
+                continue
+            self.queue.add(request)
 
     def abort(self) -> None:
         """Stop at once: cancel in-flight reconciles instead of draining them (e.g. leadership was lost,
@@ -127,7 +194,7 @@ class Controller:
             log.warning("controller %s: shutdown timed out with work in flight", self.name)
         finally:
             self.queue.shutdown()
-            for task in self._workers:
+            for task in (*self._workers, *self._feeders):
                 task.cancel()
             await self.queue.aclose()
 
@@ -150,7 +217,7 @@ class Controller:
         metrics.ACTIVE_WORKERS.labels(name).inc()
         start = time.perf_counter()
         try:
-            result = await self._reconcile(request)
+            result = await self._invoke(request)
         except asyncio.CancelledError as exc:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -166,6 +233,9 @@ class Controller:
             queue.forget(request)
             return
         except Exception as exc:
+            if isinstance(exc, ReconcileTimeout):
+                stats.timeouts += 1
+                metrics.RECONCILE_TIMEOUTS.labels(name).inc()
             self._record_error(request, exc, requeue=True)
             queue.add_rate_limited(request)
             return
@@ -175,20 +245,76 @@ class Controller:
             metrics.RECONCILE_TIME.labels(name).observe(time.perf_counter() - start)
         self._apply_result(request, result if isinstance(result, Result) else Result())
 
+    async def _invoke(self, request: Request) -> Any:
+        """Wait for the previous reconcile's writes, then reconcile within ``reconcile_timeout``, collecting
+        this reconcile's writes through the Manager's client."""
+        pending = self._pending_writes.pop(request, None)
+        if pending:
+            await self._wait_for_writes(list(pending.values()))
+        with track_writes() as writes:
+            try:
+                async with asyncio.timeout(self.reconcile_timeout) as deadline:
+                    return await self._reconcile(request)
+            except TimeoutError as exc:
+                if not deadline.expired():
+                    raise
+                raise ReconcileTimeout(f"reconcile did not finish within {self.reconcile_timeout}s") from exc
+            finally:
+                if writes:
+                    by_key = self._pending_writes.setdefault(request, {})
+                    for write in writes:
+                        by_key[(id(write.informer), write.key)] = write
+
+    async def _wait_for_writes(self, writes: list[PendingWrite]) -> None:
+        if all(w.reached() for w in writes):
+            metrics.READ_YOUR_WRITES.labels(self.name, "in_cache").inc()
+            return
+        self.stats.waited_for_writes += 1
+        start = time.perf_counter()
+        reached = await wait_for_writes(writes, self.ryow_timeout)
+        metrics.READ_YOUR_WRITES_WAIT.labels(self.name).observe(time.perf_counter() - start)
+        metrics.READ_YOUR_WRITES.labels(self.name, "waited" if reached else "timeout").inc()
+        if not reached:
+            log.warning("controller %s: the cache did not reach this controller's own writes within %.1fs; "
+                        "reconciling anyway", self.name, self.ryow_timeout)
+
+    async def _reconcile_object(self, request: Request) -> Any:
+        """ObjectReconciler: hand over the cached object; an object gone from the cache is not reconciled."""
+        obj = self.primary.indexer.get_by_key(request.key) if self.primary is not None else None
+        if obj is None:
+            self.stats.skipped_deleted += 1
+            return None
+        return await self._object_reconciler(obj)
+
+    def _add(self, request: Request, delay: float | None, priority: int | None, *, rate_limited: bool = False) -> None:
+        queue = self.queue
+        if isinstance(queue, PriorityQueue) and priority is not None:
+            if rate_limited:
+                queue.add_rate_limited(request, priority)
+            else:
+                queue.add_after(request, delay or 0.0, priority)
+        elif rate_limited:
+            queue.add_rate_limited(request)
+        else:
+            queue.add_after(request, delay or 0.0)
+
     def _apply_result(self, request: Request, result: Result) -> None:
         if result.requeue_after:
             self.stats.requeues_after += 1
             metrics.RECONCILE_TOTAL.labels(self.name, "requeue_after").inc()
             self.queue.forget(request)
-            self.queue.add_after(request, result.requeue_after)
+            self._add(request, result.requeue_after, result.priority)
         elif result.requeue:
             self.stats.requeues += 1
             metrics.RECONCILE_TOTAL.labels(self.name, "requeue").inc()
-            self.queue.add_rate_limited(request)
+            self._add(request, None, result.priority, rate_limited=True)
         else:
             self.stats.successes += 1
             metrics.RECONCILE_TOTAL.labels(self.name, "success").inc()
             self.queue.forget(request)
+            if self.every and self.primary is not None and self.primary.indexer.get_by_key(request.key) is not None:
+                timer_priority = LOW_PRIORITY if result.priority is None else result.priority  # as a resync
+                self._add(request, self.every, timer_priority)
 
     def _record_error(self, request: Request, exc: BaseException, *, requeue: bool) -> None:
         self.stats.errors += 1

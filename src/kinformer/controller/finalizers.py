@@ -2,7 +2,8 @@
 
 Each change is a merge patch of the whole ``metadata.finalizers`` list *with* the ``resourceVersion`` it
 was computed from, so the API server applies it only to that exact version (a stale one answers 409
-Conflict). On Conflict the latest object is read and the change recomputed, up to ``steps`` times. A
+Conflict). On Conflict the latest object is read from the server (``client.api_client`` when ``client``
+is the Manager's cache-reading client) and the change recomputed, up to ``steps`` times. A
 finalizer another controller added meanwhile is therefore never dropped, and nothing else is written.
 
 A finalizer is not added to an object that is being deleted (the API server forbids new finalizers then):
@@ -42,8 +43,8 @@ async def _change(client: Any, resource: str, obj: Obj, compute: Callable[[Obj],
     async def attempt() -> bool:
         latest = current[0]
         rv = (latest.get("metadata") or {}).get("resourceVersion")
-        if not rv:
-            latest = current[0] = await client.get(resource, name, namespace)
+        if not rv:  # a retry: read the server, not a cache that may not have the conflicting write yet
+            latest = current[0] = await getattr(client, "api_client", client).get(resource, name, namespace)
             rv = latest["metadata"]["resourceVersion"]
         finalizers = compute(latest)
         if finalizers is None:

@@ -3,7 +3,9 @@
 Each handler maps an event's object to Requests and adds them to the controller's queue when every
 predicate accepts the event. The callbacks are coroutine functions so they run on the event loop,
 next to the queue. A resync arrives as ``on_update(obj, obj, is_resync=True)`` and enqueues like
-any update (the change predicates let resyncs through).
+any update (the change predicates let resyncs through). With a
+:class:`~kinformer.workqueue.priority_queue.PriorityQueue`, initial-list adds and resyncs are queued at
+``LOW_PRIORITY`` and live events at the normal priority.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Protocol
 
 from kinformer.controller.predicates import Predicate
 from kinformer.controller.reconcile import Request
+from kinformer.workqueue.priority_queue import LOW_PRIORITY, PriorityQueue
 
 Obj = Mapping[str, Any]
 MapFunc = Callable[[Obj], Iterable[Request]]
@@ -73,22 +76,27 @@ class EnqueueHandler:
         self.mapper = mapper
         self.predicates = tuple(predicates)
         self.events: Counter[str] = events if events is not None else Counter()  # by kind: add/update/resync/delete
+        self.prioritised = isinstance(queue, PriorityQueue)
 
-    def _enqueue(self, *objs: Obj | None) -> None:
+    def _enqueue(self, *objs: Obj | None, low: bool = False) -> None:
         requests = dict.fromkeys(r for obj in objs if obj is not None for r in self.mapper(obj))
+        if low and self.prioritised:
+            for request in requests:
+                self.queue.add(request, LOW_PRIORITY)  # type: ignore[call-arg]
+            return
         for request in requests:
             self.queue.add(request)
 
-    async def on_add(self, obj: Obj) -> None:
+    async def on_add(self, obj: Obj, is_in_initial_list: bool = False) -> None:
         self.events["add"] += 1
         if all(p.create(obj) for p in self.predicates):
-            self._enqueue(obj)
+            self._enqueue(obj, low=is_in_initial_list)
 
     async def on_update(self, old: Obj, new: Obj, is_resync: bool = False) -> None:
         is_resync = is_resync or old is new
         self.events["resync" if is_resync else "update"] += 1
         if all(p.update(old, new, is_resync) for p in self.predicates):
-            self._enqueue(old, new)
+            self._enqueue(old, new, low=is_resync)
 
     async def on_delete(self, obj: Any) -> None:
         real = _unwrap(obj)

@@ -4,7 +4,8 @@
 
 1. builds every registered controller (resolving resources through discovery) and starts the
    shared informers;
-2. serves ``/healthz``, ``/readyz`` (ready once every cache has synced) and ``/metrics`` when a
+2. serves ``/healthz``, ``/readyz`` (ready once every cache has synced, and not while an informer has
+   heard nothing, no event nor bookmark, for over ``stale_after`` seconds) and ``/metrics`` when a
    ``health_bind`` address is given;
 3. runs the controllers: at once, or — with leader election — only while this replica holds the
    Lease; losing the Lease stops the controllers and ends ``run()`` with :class:`LeaderElectionLost`
@@ -33,14 +34,18 @@ import dataclasses
 import logging
 import signal
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinformer.aio import first_completed, task_group
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.controller.builder import Builder
 from kinformer.controller.controller import Controller
+from kinformer.controller.events import EventRecorder
 from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
 from kinformer.controller.reconcile import Reconciler, Request
+
+if TYPE_CHECKING:
+    from kinformer.webhook import WebhookServer
 
 log = logging.getLogger(__name__)
 
@@ -66,13 +71,19 @@ class Manager:
                  resync: float = 0.0, namespace: str | None = None, health_bind: str | None = None,
                  clock: Clock = REAL_CLOCK, cache_sync_timeout: float = 120.0,
                  graceful_shutdown_timeout: float = 30.0, handle_signals: bool = False,
-                 factory: Any = None) -> None:
+                 factory: Any = None, ryow_timeout: float = 10.0, stale_after: float | None = 300.0,
+                 webhook_server: WebhookServer | None = None) -> None:
         from kinformer.cache.factory import SharedInformerFactory
+        from kinformer.controller.cached_client import CachedClient
 
-        self.client = client
+        self.api_client = client
+        self.client = CachedClient(self)
+        self.ryow_timeout = ryow_timeout
+        self._recorders: list[EventRecorder] = []
         self.clock = clock
         self.leader_election = leader_election
         self.cache_sync_timeout = cache_sync_timeout
+        self.stale_after = stale_after
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.handle_signals = handle_signals
         self.health_bind = health_bind
@@ -86,6 +97,7 @@ class Manager:
         self.health_url: str | None = None
         self._stopping = asyncio.Event()
         self._ready = False
+        self._webhook_server = webhook_server
 
     # -- setup ------------------------------------------------------------------------------------
 
@@ -99,12 +111,44 @@ class Manager:
         """The shared informer for ``resource`` (one per resource and options)."""
         return self.factory.informer(resource, **options)
 
+    def add_index(self, resource: str, name: str, fn: Callable[[Any], Any]) -> None:
+        """Index the cache of ``resource`` by ``fn(obj)`` (a string or a list of strings); ``mgr.client.list(
+        resource, field_selector=f"{name}=value")`` then reads that index. Spell ``resource`` as elsewhere."""
+        self.factory.informer(resource).add_indexers({name: fn})
+
+    def event_recorder(self, component: str, **options: Any) -> EventRecorder:
+        """An :class:`~kinformer.controller.events.EventRecorder` writing through the API client; the
+        Manager flushes and closes it when :meth:`run` ends."""
+        recorder = EventRecorder(self.api_client, component, clock=self.clock, **options)
+        self._recorders.append(recorder)
+        return recorder
+
     async def resolve(self, resource: str) -> Any:
         """Discovery information (group, kind, namespaced, ...) for ``resource``."""
-        return await self.client.resolve(resource)
+        return await self.api_client.resolve(resource)
+
+    @property
+    def webhook_server(self) -> WebhookServer:
+        """The webhook server :meth:`run` serves beside the controllers (created on first use, port 9443).
+
+        It runs on every replica, leader or not, as controller-runtime's does; it is started only when a
+        webhook is registered on it.
+        """
+        if self._webhook_server is None:
+            from kinformer.webhook import WebhookServer
+
+            self._webhook_server = WebhookServer(clock=self.clock)
+        return self._webhook_server
 
     def ready(self) -> bool:
         return self._ready
+
+    def stale_informers(self) -> dict[str, float]:
+        """Informers that heard nothing (no event, no bookmark) for over ``stale_after`` seconds, with those
+        seconds; while any is, ``/readyz`` fails and names them."""
+        if self.stale_after is None:
+            return {}
+        return self.factory.stale_informers(self.stale_after)
 
     # -- running ----------------------------------------------------------------------------------
 
@@ -112,14 +156,25 @@ class Manager:
         """Run until :meth:`stop`, a signal, or the loss of leadership (see the module docstring)."""
         restore = self._install_signal_handlers() if self.handle_signals else None
         health = await self._start_health_server() if self.health_bind else None
+        webhooks = self._webhook_server
+        if webhooks is None or not webhooks.paths or webhooks.started.is_set():
+            webhooks = None  # nothing to serve, or the caller runs it
         try:
+            if webhooks is not None:
+                await webhooks.start()
             self.controllers = [await b.build() for b in self.builders]
             self.factory.start()
             await self._run_controllers_or_lead()
+            if webhooks is not None:
+                await self._stopping.wait()  # webhooks are served until stop(), even with no controller left
         finally:
             if restore:
                 restore()
+            await asyncio.gather(*(r.close(timeout=self.graceful_shutdown_timeout) for r in self._recorders),
+                                 return_exceptions=True)
             await self.factory.shutdown()
+            if webhooks is not None:
+                await webhooks.stop()
             if health is not None:
                 await health.cleanup()
 
@@ -145,7 +200,7 @@ class Manager:
 
         # a copy: the caller's config keeps its own callback (and can be reused for another Manager)
         cfg = dataclasses.replace(self.leader_election, on_started_leading=lead)
-        self.elector = LeaderElector(cfg, self.client, clock=self.clock)
+        self.elector = LeaderElector(cfg, self.api_client, clock=self.clock)
         index, ended = await first_completed(self._stopping.wait(), fenced.wait(), self.elector.run())
         if self._stopping.is_set():
             return
@@ -223,9 +278,13 @@ class Manager:
             return web.Response(text="ok")
 
         async def readyz(_: web.Request) -> web.Response:
-            if self._ready:
-                return web.Response(text="ok")
-            return web.Response(status=503, text="caches not synced")
+            if not self._ready:
+                return web.Response(status=503, text="caches not synced")
+            stale = self.stale_informers()
+            if stale:
+                text = ", ".join(f"{name}: nothing for {since:.0f}s" for name, since in sorted(stale.items()))
+                return web.Response(status=503, text=f"informers stale: {text}")
+            return web.Response(text="ok")
 
         async def metrics_handler(_: web.Request) -> web.Response:
             body = generate_latest(metrics.REGISTRY)

@@ -40,6 +40,18 @@ ACTIVE_WORKERS = Gauge(
     "controller_runtime_active_workers",
     "Number of currently used workers per controller",
     ["controller"], registry=REGISTRY)
+RECONCILE_TIMEOUTS = Counter(
+    "kinformer_reconcile_timeouts_total",
+    "Reconciles cancelled because they ran past the controller's reconcile timeout",
+    ["controller"], registry=REGISTRY)
+READ_YOUR_WRITES = Counter(
+    "kinformer_read_your_writes_total",
+    "Reconciles that first waited for the cache to reach their previous reconcile's writes, by outcome",
+    ["controller", "outcome"], registry=REGISTRY)
+READ_YOUR_WRITES_WAIT = Histogram(
+    "kinformer_read_your_writes_wait_seconds",
+    "Time a reconcile waited for the cache to reach its previous reconcile's writes",
+    ["controller"], buckets=_BUCKETS, registry=REGISTRY)
 LEADER_ELECTION_STATUS = Gauge(
     "leader_election_master_status",
     "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.",
@@ -65,8 +77,11 @@ class InformerCollector:
     ``kinformer_informer_events_total{type}``, ``kinformer_informer_relists_total``,
     ``kinformer_informer_lists_total``, ``kinformer_informer_list_errors_total``,
     ``kinformer_informer_watch_restarts_total``, ``kinformer_informer_watch_errors_total``,
-    ``kinformer_informer_resyncs_total``, ``kinformer_informer_cache_objects`` and
-    ``kinformer_informer_handler_pending_notifications{handler}``.
+    ``kinformer_informer_resyncs_total``, ``kinformer_informer_idle_watch_restarts_total``,
+    ``kinformer_informer_bad_resource_versions_total``, ``kinformer_informer_cache_objects``,
+    ``kinformer_informer_handler_pending_notifications{handler}``, and the staleness gauges
+    ``kinformer_informer_seconds_since_last_event`` (list, event or bookmark; the largest when summed) and
+    ``kinformer_informer_cache_resource_version`` (the RV the cache reached, as a number).
     """
 
     def __init__(self) -> None:
@@ -84,13 +99,22 @@ class InformerCollector:
                     for name, help_ in (("relists", "Relists (410 Gone or errors)"), ("lists", "Lists"),
                                         ("list_errors", "Failed lists"), ("watch_restarts", "Watches reopened"),
                                         ("watch_errors", "Watches that failed"),
-                                        ("resyncs", "Periodic resyncs of the cache"))}
+                                        ("resyncs", "Periodic resyncs of the cache"),
+                                        ("idle_watch_restarts", "Watches reopened after delivering nothing"),
+                                        ("bad_resource_versions", "Events or lists with an invalid RV"))}
         events = CounterMetricFamily("kinformer_informer_events", "Watch events received, by type",
                                      labels=["informer", "type"])
         size = GaugeMetricFamily("kinformer_informer_cache_objects", "Objects in the informer's cache",
                                  labels=["informer"])
         pending = GaugeMetricFamily("kinformer_informer_handler_pending_notifications",
                                     "Notifications queued per event handler (its lag)", labels=["informer", "handler"])
+        since = GaugeMetricFamily("kinformer_informer_seconds_since_last_event",
+                                  "Seconds since the informer last heard from the server (list, event or bookmark)",
+                                  labels=["informer"])
+        cache_rv = GaugeMetricFamily("kinformer_informer_cache_resource_version",
+                                     "The resourceVersion the informer's cache has reached", labels=["informer"])
+        staleness: dict[str, float] = {}
+        reached: dict[str, float] = {}
         totals: dict[tuple[str, ...], float] = {}
         for factory in list(self._factories):
             for name, informer in factory.informers.items():
@@ -100,13 +124,23 @@ class InformerCollector:
                 for kind, count in stats.events.items():
                     totals[("events", name, kind)] = totals.get(("events", name, kind), 0) + count
                 totals[("size", name)] = totals.get(("size", name), 0) + len(informer.indexer)
+                seconds = informer.seconds_since_last_event()
+                if seconds is not None:
+                    staleness[name] = max(staleness.get(name, 0.0), seconds)
+                rv = informer.cache_resource_version
+                if rv.isdigit():
+                    reached[name] = max(reached.get(name, 0.0), float(rv))
                 for handler, queued in informer.pending_notifications().items():
                     totals[("pending", name, handler)] = totals.get(("pending", name, handler), 0) + queued
         for (kind, *labels), value in totals.items():
             family = {"events": events, "size": size, "pending": pending}.get(kind) or counters[kind]
             family.add_metric(labels, value)
+        for name, value in staleness.items():
+            since.add_metric([name], value)
+        for name, value in reached.items():
+            cache_rv.add_metric([name], value)
         yield from counters.values()
-        yield from (events, size, pending)
+        yield from (events, size, pending, since, cache_rv)
 
 
 INFORMERS = InformerCollector()

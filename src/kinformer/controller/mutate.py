@@ -7,7 +7,8 @@ result is written (``"updated"``), else nothing is written (``"unchanged"``). ``
 mutable dict, may be a coroutine function, and must not change the name or namespace.
 
 * :func:`create_or_update` writes with PUT, so the write applies only to the version it read; a Conflict
-  (or an AlreadyExists from a racing create) re-reads and re-runs ``mutate``, up to ``steps`` times.
+  (or an AlreadyExists from a racing create) re-reads and re-runs ``mutate``, up to ``steps`` times. The
+  first read may come from a cache (``mgr.client``); retries read the server (``client.api_client``).
 * :func:`create_or_patch` sends only what ``mutate`` changed, as a JSON merge patch (lists are replaced
   whole, as merge patches do), and the ``status`` changes through the status subresource when the resource
   has one. Without ``optimistic_lock`` the patch applies to whatever version is live (no conflicts);
@@ -95,10 +96,13 @@ async def _create_or_write(client: Any, info: Any, obj: Mapping[str, Any], mutat
                            write: WriteFunc, steps: int) -> tuple[OperationResult, Any]:
     """Read, mutate a copy, and ``write(live, before, after)`` when it changed; retried on Conflict."""
     name, namespace = _key(obj)
+    reader = [client]
 
     async def attempt() -> tuple[OperationResult, Any]:
+        # a retry reads the server: a cache may not have the conflicting write yet
+        read, reader[0] = reader[0], getattr(client, "api_client", client)
         try:
-            live = await client.get(info, name, namespace)
+            live = await read.get(info, name, namespace)
         except NotFound:
             return await _create(client, info, obj, mutate, name, namespace)
         before = to_plain(live)

@@ -7,6 +7,12 @@ state (from an informer's cache) and acts. The Result tells the controller what 
 * ``requeue_after`` > 0 -> forget the failure history and requeue after that delay;
 * ``requeue`` -> rate-limited requeue;
 * otherwise -> forget (success).
+
+``priority`` (with a controller built with ``.priority_queue()``) is the priority of the requeue.
+
+An :class:`ObjectReconciler` is handed the cached object instead of the Request: the controller looks the
+key up in its primary informer; an object being deleted (``deletionTimestamp`` set, finalizers pending) is
+still reconciled, an object no longer in the cache is not.
 """
 
 from __future__ import annotations
@@ -47,10 +53,25 @@ class Result:
 
     requeue: bool = False
     requeue_after: float | None = None
+    priority: int | None = None
 
     def __post_init__(self) -> None:
         if self.requeue_after is not None and self.requeue_after < 0:
             raise ValueError(f"requeue_after must be >= 0, got {self.requeue_after}")
+
+
+class ObjectReconciler:
+    """Subclass and define ``async def reconcile(self, obj) -> Result`` (``obj``: the cached, read-only object).
+
+    When the Manager builds the controller it sets :attr:`client` (the Manager's cache-reading client,
+    unless the subclass set its own) and :attr:`manager`.
+    """
+
+    client: Any = None
+    manager: Any = None
+
+    async def reconcile(self, obj: Mapping[str, Any]) -> Result | None:
+        raise NotImplementedError
 
 
 class TerminalError(Exception):

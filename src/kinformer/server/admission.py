@@ -59,7 +59,7 @@ from .registry import ResourceInfo
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AdmissionAttributes", "WebhookDispatcher", "rule_matches"]
+__all__ = ["AdmissionAttributes", "WebhookDispatcher", "dispatcher_over_cache", "rule_matches"]
 
 MUTATING = "admissionregistration.k8s.io/mutatingwebhookconfigurations"
 VALIDATING = "admissionregistration.k8s.io/validatingwebhookconfigurations"
@@ -396,12 +396,46 @@ def _denied(name: str, status: Any) -> st.StatusError:
     return st.StatusError(code, str(reason or ""), text, details=status.get("details"))
 
 
-def attributes_options(kind: str, dry_run: bool, field_manager: str = "") -> dict[str, Any]:
-    """The ``options`` of an AdmissionReview request (CreateOptions, UpdateOptions, ...)."""
-    opts: dict[str, Any] = {"apiVersion": "meta.k8s.io/v1", "kind": kind}
-    if dry_run:
-        opts["dryRun"] = ["All"]
-    if field_manager:
-        opts["fieldManager"] = field_manager
-    return opts
+def admission_attributes(request: Any, t: Any, operation: str, dry_run: bool, *, namespace: str | None = None,
+                         name: str | None = None) -> AdmissionAttributes:
+    """The attributes of an HTTP request to resource target ``t`` (a :class:`~kinformer.server.routing.Target`).
 
+    A server without authentication serves everyone as the admin, so such requests carry that identity.
+    """
+    from .auth import ADMIN, USER_KEY
+
+    user = request.get(USER_KEY) or ADMIN
+    username, uid, groups = user.name, user.uid, tuple(user.groups)
+    kinds = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
+    options: dict[str, Any] = {"apiVersion": "meta.k8s.io/v1", "kind": kinds.get(operation, "CreateOptions")}
+    if dry_run:
+        options["dryRun"] = ["All"]
+    manager = request.query.get("fieldManager")
+    if manager and operation != "DELETE":
+        options["fieldManager"] = manager
+    return AdmissionAttributes(operation=operation, info=t.info,
+                               namespace=t.namespace if namespace is None else namespace,
+                               name=t.name if name is None else name, subresource=t.subresource, user=username,
+                               uid=uid, groups=groups, dry_run=dry_run, options=options)
+
+
+def dispatcher_over_cache(cache: Any) -> WebhookDispatcher:
+    """A dispatcher reading configurations, namespaces, Services and Endpoints from the server's watch cache."""
+
+    def bucket_objects(resource: str) -> dict[str, Any]:
+        bucket = cache.buckets.get(f"/registry/{resource}/")
+        return bucket.objects if bucket is not None else {}
+
+    def objects(resource: str) -> list[dict[str, Any]]:
+        return [co.obj for co in bucket_objects(resource).values()]
+
+    def lookup(resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+        key = f"/registry/{resource}/{namespace}/{name}" if namespace else f"/registry/{resource}/{name}"
+        co = bucket_objects(resource).get(key)
+        return co.obj if co is not None else None
+
+    def namespace_labels(name: str) -> Mapping[str, str] | None:
+        ns = lookup("core/namespaces", "", name)
+        return _labels(ns) if ns is not None else None
+
+    return WebhookDispatcher(objects, namespace_labels, lookup)

@@ -22,6 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from ..clock import REAL_CLOCK, Clock
+from .admission import dispatcher_over_cache
 from .app import build_app
 from .bootstrap import ClusterBootstrap, used_cluster_ips, used_node_ports
 from .gc import CRD_PREFIX, GarbageCollector
@@ -51,10 +52,12 @@ class APIServer:
     ``tls`` and authentication (``tokens`` or ``client_ca``). ``tls`` is True (certificates generated
     under ``data_dir``/pki or a temporary directory) or a :class:`kinformer.tls.CertPaths`.
 
-    Security and limits (see :mod:`.auth`, :mod:`.authz`, :mod:`.limits`): ``client_ca`` (a PEM path or
-    several) authenticates TLS client certificates (CN = user, O = groups); ``authorization_policy`` (a
-    policy file path or a :class:`~kinformer.server.authz.Policy`) restricts what users may do (403);
-    ``max_watches_per_client`` and ``rate_limit_qps``/``rate_limit_burst`` answer 429 with Retry-After.
+    Security and limits (see :mod:`.security`, :mod:`.limits`): ``client_ca`` (a PEM path or several)
+    authenticates TLS client certificates (CN = user, O = groups); what users may do is RBAC (the bootstrap
+    policy plus the Roles and bindings written to the server); ``authorization_policy`` (a seed file path or
+    a list of RBAC object dicts) is written at start; ``max_watches_per_client`` and
+    ``rate_limit_qps``/``rate_limit_burst`` answer 429 with Retry-After. Without ``tokens`` or ``client_ca``
+    every request is the admin (``system:masters``) unless it impersonates or carries a ServiceAccount token.
 
     Services get ClusterIPs from ``service_cluster_ip_range`` (default 10.96.0.0/12, as kubeadm and kind
     set it up; ``default/kubernetes`` takes its first address) and node ports from ``service_node_port_range``.
@@ -101,6 +104,12 @@ class APIServer:
         self.api = ResourceAPI(self.storage, self.registry, self.cache, self.store, clock,
                                bookmark_interval=bookmark_interval)
         self.gc = GarbageCollector(self.cache, self.store, self.registry)
+        from .security import Security, seed_documents
+
+        self.security = Security(self.cache, self.store, self.registry, clock, tokens=tokens,
+                                 client_certs=client_ca is not None, data_dir=data_dir,
+                                 seed=seed_documents(authorization_policy))
+        self.api.admission = dispatcher_over_cache(self.cache)
         self.bootstrap = ClusterBootstrap(self.store, self.cache, self.registry, self.allocator, self._ca_pem,
                                           ca_authoritative=bool(tls), namespace_defaults=namespace_defaults)
         self.url = ""
@@ -124,8 +133,10 @@ class APIServer:
             await self.cache.start()
             self._follow_crds()
             await self.store.ensure_namespaces()
+            await self.security.bootstrap()
             self.gc.start()
             await self._listen()
+            self._tasks.append(asyncio.create_task(self.security.aggregator.run(), name="kinformer-aggregation"))
             await self.bootstrap.ensure_kubernetes_service(self.host, self.port)
             self.bootstrap.start()
         except BaseException:
@@ -137,7 +148,8 @@ class APIServer:
 
     async def _listen(self) -> None:
         middlewares = self._security_middlewares()
-        app = build_app(self.api, self.registry, middlewares=middlewares, max_inflight=self.max_inflight)
+        app = build_app(self.api, self.registry, middlewares=middlewares, max_inflight=self.max_inflight,
+                        extra_routes=self.security.routes())
         ssl_ctx = self._ssl_context()
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -149,24 +161,18 @@ class APIServer:
         self.port = port
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"{'https' if ssl_ctx else 'http'}://{host}:{port}"
+        self.security.issuer.url = self.url
 
     def _security_middlewares(self) -> list[Any]:
-        """Authentication, then per-client limits, then authorization (kube's filter order)."""
-        from .authz import Policy, authorization_middleware, load_policy
+        """Authentication and impersonation, then per-client limits, then authorization (kube's filter order)."""
         from .limits import limits_middleware
 
-        middlewares: list[Any] = []
-        if self.tokens or self.client_ca is not None:
-            from .auth import authentication_middleware
-
-            middlewares.append(authentication_middleware(self.tokens, client_certs=self.client_ca is not None))
+        middlewares: list[Any] = [self.security.authentication()]
         if self.max_watches_per_client or self.rate_limit_qps:
             middlewares.append(limits_middleware(max_watches_per_client=self.max_watches_per_client,
                                                  rate_limit_qps=self.rate_limit_qps,
                                                  rate_limit_burst=self.rate_limit_burst, clock=self.clock))
-        policy = self.authorization_policy
-        if policy is not None:
-            middlewares.append(authorization_middleware(policy if isinstance(policy, Policy) else load_policy(policy)))
+        middlewares.append(self.security.authorization())
         return middlewares
 
     def _ssl_context(self) -> Any:
@@ -258,6 +264,8 @@ class APIServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self.api.admission is not None:
+            await self.api.admission.close()
         await self.bootstrap.stop()
         await self.gc.stop()
         await self.cache.stop()

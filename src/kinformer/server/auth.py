@@ -1,33 +1,56 @@
-"""Authentication for the embedded API server: bearer tokens and TLS client certificates.
+"""Authentication for the embedded API server: client certificates, bearer tokens, ServiceAccount tokens.
 
-Every request must authenticate, except the paths that kube-apiserver's default RBAC
-(``system:public-info-viewer``) lets anonymous users read: the health endpoints (``/healthz``,
-``/livez``, ``/readyz`` and their sub-checks) and ``/version``. As in kube's union authenticator a
-verified client certificate is tried first (user = its CN, groups = its O values; the TLS handshake
-has already checked it against the client CA), then ``Authorization: Bearer <token>``. Without
-either, or with an unknown token, the answer is ``401`` with an ``Unauthorized`` Status. What an
-authenticated user may do is :mod:`kinformer.server.authz`'s business.
+As in kube's union authenticator a verified client certificate is tried first (user = its CN, groups = its O
+values; the TLS handshake has already checked it against the client CA), then ``Authorization: Bearer
+<token>`` against the static tokens and then each token authenticator (ServiceAccount JWTs). Every
+authenticated user is in ``system:authenticated``. What the user may do is the authorizer's business
+(:mod:`kinformer.server.authz`, :mod:`kinformer.server.rbac`).
 
-Tokens are compared through their SHA-256 digests in a dict, so the lookup time does not depend on how
-much of a guessed token matches a real one. The authenticated user is stored on the request as
-``request[USER_KEY]`` (a :class:`UserInfo`).
+Invariants:
+
+* With authentication configured, a request without credentials is ``system:anonymous`` (group
+  ``system:unauthenticated``) on the paths kube's ``system:public-info-viewer`` opens to anonymous users
+  (health, ``/version``) and is answered ``401`` elsewhere; so is a wrong credential anywhere.
+* Without authentication configured (``default_user`` given: an in-process server, ``--no-tls``), a request
+  without credentials is that user (the admin, in ``system:masters``). A ServiceAccount token is still
+  checked: a valid one is its ServiceAccount, an invalid one is ``401``; other bearer tokens are ignored.
+* Static tokens are compared through their SHA-256 digests in a dict, so the lookup time does not depend
+  on how much of a guessed token matches a real one. Credentials are never logged nor stored on the request.
+* The user is stored as ``request[USER_KEY]`` (a :class:`UserInfo`) and in :data:`CURRENT_USER` for the
+  handler's task (registry hooks such as RBAC escalation checks read it there).
 """
 
 from __future__ import annotations
 
+import contextvars
 import csv
 import hashlib
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 from aiohttp import web
 
-__all__ = ["PUBLIC_PATHS", "USER_KEY", "UserInfo", "authentication_middleware", "load_token_file",
-           "token_auth_middleware", "user_from_peercert"]
+from . import status as st
+
+__all__ = [
+    "ADMIN",
+    "ANONYMOUS",
+    "AUTHENTICATED_GROUP",
+    "CURRENT_USER",
+    "PUBLIC_PATHS",
+    "USER_KEY",
+    "Authenticator",
+    "InvalidToken",
+    "UserInfo",
+    "authentication_middleware",
+    "load_token_file",
+    "token_auth_middleware",
+    "user_from_peercert",
+]
 
 # Exact paths, and prefixes followed by "/", reachable without credentials.
 PUBLIC_PATHS: frozenset[str] = frozenset({"/healthz", "/livez", "/readyz", "/version"})
@@ -40,11 +63,47 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 @dataclass(frozen=True, slots=True)
 class UserInfo:
-    """Who a token belongs to, as in kube's static token file."""
+    """Who a request is from, as kube's ``user.Info``: name, uid, groups and extra values."""
 
     name: str
     uid: str = ""
     groups: tuple[str, ...] = ()
+    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+
+    def with_group(self, group: str) -> UserInfo:
+        """This user, also in ``group``."""
+        if group in self.groups:
+            return self
+        return UserInfo(self.name, self.uid, (*self.groups, group), self.extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The authentication.k8s.io/v1 ``UserInfo`` form (empty fields left out)."""
+        out: dict[str, Any] = {"username": self.name}
+        if self.uid:
+            out["uid"] = self.uid
+        if self.groups:
+            out["groups"] = list(self.groups)
+        if self.extra:
+            out["extra"] = {k: list(v) for k, v in self.extra.items()}
+        return out
+
+
+AUTHENTICATED_GROUP = "system:authenticated"
+UNAUTHENTICATED_GROUP = "system:unauthenticated"
+ANONYMOUS = UserInfo(name="system:anonymous", groups=(UNAUTHENTICATED_GROUP,))
+# Who every request is when the server has no authentication configured.
+ADMIN = UserInfo(name="kinformer-admin", uid="kinformer-admin", groups=("system:masters", AUTHENTICATED_GROUP))
+
+# The user of the request the current task serves (set by the authentication middleware).
+CURRENT_USER: contextvars.ContextVar[UserInfo | None] = contextvars.ContextVar("kinformer_user", default=None)
+
+
+class InvalidToken(Exception):
+    """A token authenticator recognised a token as its own and rejects it (expired, revoked, bad signature)."""
+
+
+# A token authenticator: the user of a bearer token, None when the token is not of its kind.
+TokenAuthenticator = Callable[[str], UserInfo | None]
 
 
 # Where the authenticated user is kept on the request: ``request[USER_KEY]``.
@@ -82,7 +141,7 @@ def _users(tokens: Mapping[str, str | UserInfo] | Iterable[str]) -> dict[bytes, 
     if isinstance(tokens, Mapping):
         items = tokens.items()
     else:
-        items = ((t, "kinformer-user") for t in tokens)
+        items = ((t, ADMIN) for t in tokens)
     users: dict[bytes, UserInfo] = {}
     for token, user in items:
         if not token:
@@ -132,31 +191,83 @@ def _unauthorized() -> web.Response:
                         headers={"WWW-Authenticate": 'Bearer realm="kinformer"'})
 
 
+def bearer_token(request: web.Request) -> str:
+    """The request's ``Authorization: Bearer`` credential, or ""."""
+    scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
+    return credential.strip() if scheme.lower() == "bearer" else ""
+
+
+class Authenticator:
+    """Who a request is from (see the module invariants); :meth:`authenticate` raises :class:`InvalidToken`."""
+
+    def __init__(self, tokens: Mapping[str, str | UserInfo] | Iterable[str] | None = None, *,
+                 client_certs: bool = False, token_authenticators: Sequence[TokenAuthenticator] = (),
+                 default_user: UserInfo | None = None) -> None:
+        self.users = _users(tokens) if tokens else {}
+        self.client_certs = client_certs
+        self.token_authenticators = list(token_authenticators)
+        self.default_user = default_user
+
+    def add_token(self, token: str, user: UserInfo) -> None:
+        """Accept ``token`` as ``user`` from now on (how the test fixtures mint a client for any identity)."""
+        self.users.update(_users({token: user}))
+
+    def authenticate_token(self, token: str) -> UserInfo | None:
+        """The user of a bearer token; None when no authenticator knows it."""
+        user = self.users.get(_digest(token))
+        if user is None:
+            for authenticate in self.token_authenticators:
+                user = authenticate(token)
+                if user is not None:
+                    break
+        return user.with_group(AUTHENTICATED_GROUP) if user is not None else None
+
+    def authenticate(self, request: web.Request) -> UserInfo | None:
+        """The request's user: certificate, then token, then the default user; None: unauthenticated."""
+        user = _peer_user(request) if self.client_certs else None
+        if user is not None:
+            return user.with_group(AUTHENTICATED_GROUP)
+        token = bearer_token(request)
+        if token:
+            user = self.authenticate_token(token)
+            if user is not None or self.default_user is None:
+                return user
+        return self.default_user
+
+
+RequestHook = Callable[[web.Request, UserInfo], Awaitable[UserInfo]]
+
+
 def authentication_middleware(tokens: Mapping[str, str | UserInfo] | Iterable[str] | None = None, *,
-                              client_certs: bool = False) -> Callable[..., Awaitable]:
-    """An aiohttp middleware authenticating by verified client certificate (when ``client_certs``) or bearer token.
+                              client_certs: bool = False, authenticator: Authenticator | None = None,
+                              impersonate: RequestHook | None = None) -> Callable[..., Awaitable]:
+    """An aiohttp middleware authenticating each request (see the module invariants).
 
     ``tokens`` maps token -> user name (or :class:`UserInfo`, as :func:`load_token_file` returns), or is
     a plain collection of tokens; the set is fixed when the middleware is made. Client certificates are
     only seen when the server's TLS context asks for them (``server_ssl_context(..., client_ca=...)``).
-    The user lands in ``request[USER_KEY]``; credentials are never logged nor stored on the request.
+    ``impersonate`` (kube's impersonation filter) may replace the authenticated user; it raises a
+    ``StatusError`` to refuse.
     """
-    users = _users(tokens) if tokens else {}
+    auth = authenticator or Authenticator(tokens, client_certs=client_certs)
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        user = _peer_user(request) if client_certs else None
-        if user is None and users:
-            header = request.headers.get("Authorization", "")
-            scheme, _, credential = header.partition(" ")
-            credential = credential.strip()
-            if credential and scheme.lower() == "bearer":
-                user = users.get(_digest(credential))
-        if user is None:
-            if is_public(request.path):
-                return await handler(request)
+        try:
+            user = auth.authenticate(request)
+        except InvalidToken:
             return _unauthorized()
+        if user is None:
+            if not is_public(request.path):
+                return _unauthorized()
+            user = ANONYMOUS
+        if impersonate is not None:
+            try:
+                user = await impersonate(request, user)
+            except st.StatusError as exc:  # a refusal: this middleware runs outside the error middleware
+                return exc.response()
         request[USER_KEY] = user
+        CURRENT_USER.set(user)
         return await handler(request)
 
     return middleware

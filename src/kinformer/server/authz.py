@@ -1,60 +1,34 @@
-"""A simple allow-only authorization policy for the embedded API server (RBAC-like).
-
-A policy file (YAML or JSON) is a list of rules, or a mapping with a ``rules`` list::
-
-    - user: alice                      # or users: [...], group: ..., groups: [...]
-      verbs: [get, list, watch]        # get list watch create update patch delete deletecollection "*"
-      resources: [configmaps, deployments.apps, pods/status, "*"]
-      namespaces: [team-a]             # absent or "*": every namespace and cluster-scoped resources
-    - group: monitoring
-      verbs: [get]
-      nonResourceURLs: [/metrics, "/debug/*"]
+"""Authorization for the embedded API server: kube's request attributes, the authorizer chain, the 403 Status.
 
 Invariants:
 
-* A request is allowed when any rule naming its user, or one of its groups, matches it; nothing is
-  ever denied explicitly. Every authenticated user is in ``system:authenticated``, an anonymous one is
-  ``system:anonymous`` in ``system:unauthenticated``; members of ``system:masters`` are allowed
-  everything (as kube's privileged group).
 * Request attributes follow kube's ``RequestInfo``: the verb comes from the HTTP method, a GET on a
-  collection is ``list`` (``watch`` with ``?watch=true`` or the ``/watch/`` prefix), a DELETE on a
-  collection is ``deletecollection``; ``/api/v1`` and ``/apis/<group>/<version>`` alone are
-  non-resource paths.
-* Resource patterns: ``plural`` (core group), ``plural.group``, ``*`` (every resource and subresource
-  in every group), ``*.group``, ``plural/sub``, ``plural/*`` (every subresource of plural) and
-  ``*/sub``; a bare plural never matches its subresources.
-* Discovery, OpenAPI, ``/version`` and the health paths are readable (``get``) by every authenticated
-  user, like kube's ``system:discovery`` role; health and ``/version`` also anonymously.
-* A denial is a 403 ``Forbidden`` Status worded as kube-apiserver words it.
+  collection is ``list`` (``watch`` with ``?watch=true`` or the ``/watch/`` prefix; a list or watch pinned
+  to one name by ``fieldSelector=metadata.name=`` carries that name), a DELETE on a collection is
+  ``deletecollection``; ``/api/v1`` and ``/apis/<group>/<version>`` alone are non-resource paths.
+* The authorizer is RBAC (:mod:`kinformer.server.rbac`), which allows ``system:masters`` everything first,
+  as kube's privileged-group authorizer. A server without authentication configured makes every request
+  the admin (in ``system:masters``), so only impersonated users and ServiceAccount tokens meet RBAC there.
+* A denial is decided again after the authorizer caught up with the store, so a request right after the
+  write of a Role or binding that allows it is allowed; a final denial is a 403 ``Forbidden`` Status worded
+  as kube-apiserver words it.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-import yaml
 from aiohttp import web
 
 from . import status as st
-from .auth import USER_KEY, UserInfo, is_public
+from .auth import ANONYMOUS, USER_KEY, UserInfo
 
-__all__ = ["ANONYMOUS", "Policy", "RequestAttributes", "Rule", "authorization_middleware", "forbidden",
-           "load_policy", "request_attributes"]
+__all__ = ["ANONYMOUS", "Authorizer", "RequestAttributes", "authorization_middleware", "authorize_fresh", "forbidden",
+           "parse_request", "request_attributes"]
 
-RESOURCE_VERBS = frozenset({"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"})
-HTTP_VERBS = frozenset({"get", "head", "post", "put", "patch", "delete", "options"})
 SUPERUSER_GROUP = "system:masters"
-AUTHENTICATED_GROUP = "system:authenticated"
-UNAUTHENTICATED_GROUP = "system:unauthenticated"
-ANONYMOUS = UserInfo(name="system:anonymous", groups=(UNAUTHENTICATED_GROUP,))
-DISCOVERY_URLS = ("/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*", "/version", "/version/",
-                  "/healthz", "/healthz/*", "/livez", "/livez/*", "/readyz", "/readyz/*")
-_RULE_KEYS = frozenset({"user", "users", "group", "groups", "verbs", "resources", "namespaces", "nonResourceURLs"})
 _METHOD_VERBS = {"GET": "get", "HEAD": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 _NS_SUBRESOURCES = frozenset({"status", "finalize"})
 
@@ -133,168 +107,37 @@ def request_attributes(request: web.Request) -> RequestAttributes:
     return attrs
 
 
-# ------------------------------------------------------------------------------------------ rules
-
-
-@dataclass(frozen=True, slots=True)
-class _ResourcePattern:
-    """``plural``/``group`` are a name or "*"; ``sub`` is None (any, even none), "" (none), "*" (any) or a name."""
-
-    plural: str
-    group: str
-    sub: str | None
-
-    @classmethod
-    def parse(cls, text: str) -> _ResourcePattern:
-        head, slash, sub = text.partition("/")
-        plural, dot, group = head.partition(".")
-        if not plural or (slash and not sub) or (dot and not group) or "/" in sub:
-            raise ValueError(f"invalid resource pattern {text!r}")
-        if not dot:
-            group = "*" if plural == "*" else ""
-        return cls(plural, group, sub if slash else (None if plural == "*" else ""))
-
-    def matches(self, a: RequestAttributes) -> bool:
-        if self.group != "*" and self.group != a.api_group:
-            return False
-        if self.plural != "*" and self.plural != a.resource:
-            return False
-        sub = self.sub
-        return sub is None or sub == a.subresource or (sub == "*" and a.subresource != "")
-
-
-def _url_matches(pattern: str, path: str) -> bool:
-    if pattern.endswith("*"):
-        return path.startswith(pattern[:-1])
-    return pattern == path
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """One allow rule: its subjects, verbs, and the resources (in ``namespaces``) or paths it grants."""
-
-    users: frozenset[str]
-    groups: frozenset[str]
-    verbs: frozenset[str]
-    resources: tuple[_ResourcePattern, ...] = ()
-    namespaces: frozenset[str] | None = None  # None: every namespace and the cluster scope
-    non_resource_urls: tuple[str, ...] = ()
-
-    def matches(self, a: RequestAttributes) -> bool:
-        if "*" not in self.verbs and a.verb not in self.verbs:
-            return False
-        if not a.resource_request:
-            return any(_url_matches(p, a.path) for p in self.non_resource_urls)
-        if self.namespaces is not None and a.namespace not in self.namespaces:
-            return False
-        return any(p.matches(a) for p in self.resources)
-
-
-def _names(doc: Mapping[str, Any], key: str, where: str) -> list[str]:
-    value = doc.get(key)
-    if value is None:
-        return []
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list) or not all(isinstance(v, str) and v for v in items):
-        raise ValueError(f"{where}: {key} must be a non-empty string or a list of them")
-    return items
-
-
-def parse_rule(doc: Any, where: str = "rule") -> Rule:
-    """Validate one rule document (see the module docstring); ``ValueError`` names what is wrong."""
-    if not isinstance(doc, Mapping):
-        raise ValueError(f"{where}: a rule must be a mapping")
-    unknown = set(doc) - _RULE_KEYS
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}")
-    users = _names(doc, "user", where) + _names(doc, "users", where)
-    groups = _names(doc, "group", where) + _names(doc, "groups", where)
-    if not users and not groups:
-        raise ValueError(f"{where}: a rule needs a user or a group")
-    verbs = _names(doc, "verbs", where)
-    if not verbs:
-        raise ValueError(f"{where}: verbs must not be empty")
-    bad = [v for v in verbs if v != "*" and v not in RESOURCE_VERBS | HTTP_VERBS]
-    if bad:
-        raise ValueError(f"{where}: unknown verb(s) {bad}")
-    resources = tuple(_ResourcePattern.parse(r) for r in _names(doc, "resources", where))
-    urls = tuple(_names(doc, "nonResourceURLs", where))
-    if not resources and not urls:
-        raise ValueError(f"{where}: a rule needs resources or nonResourceURLs")
-    if any(not u.startswith("/") and u != "*" for u in urls):
-        raise ValueError(f"{where}: nonResourceURLs must start with /")
-    namespaces = _names(doc, "namespaces", where)
-    ns = None if not namespaces or "*" in namespaces else frozenset(namespaces)
-    return Rule(frozenset(users), frozenset(groups), frozenset(verbs), resources, ns, urls)
-
-
-class Policy:
-    """Rules indexed by subject; :meth:`allows` answers whether any rule grants a request."""
-
-    __slots__ = ("_by_group", "_by_user", "rules")
-
-    def __init__(self, rules: Iterable[Rule]) -> None:
-        self.rules = tuple(rules)
-        self._by_user: dict[str, list[Rule]] = {}
-        self._by_group: dict[str, list[Rule]] = {}
-        for rule in self.rules:
-            for u in rule.users:
-                self._by_user.setdefault(u, []).append(rule)
-            for g in rule.groups:
-                self._by_group.setdefault(g, []).append(rule)
-
-    @classmethod
-    def from_document(cls, doc: Any, source: str = "policy") -> Policy:
-        """A policy from a parsed document: a list of rules or ``{"rules": [...]}``."""
-        if isinstance(doc, Mapping) and set(doc) == {"rules"}:
-            doc = doc["rules"]
-        if doc is None:
-            doc = []
-        if not isinstance(doc, list):
-            raise ValueError(f"{source}: expected a list of rules")
-        return cls(parse_rule(r, f"{source}: rule {i}") for i, r in enumerate(doc))
-
-    def allows(self, user: UserInfo, a: RequestAttributes) -> bool:
-        groups = user.groups
-        if SUPERUSER_GROUP in groups:
-            return True
-        authenticated = user is not ANONYMOUS
-        if authenticated and a.verb == "get" and not a.resource_request \
-                and any(_url_matches(p, a.path) for p in DISCOVERY_URLS):
-            return True
-        for rule in self._by_user.get(user.name, ()):
-            if rule.matches(a):
-                return True
-        implicit = (AUTHENTICATED_GROUP,) if authenticated else ()
-        for g in (*groups, *implicit):
-            for rule in self._by_group.get(g, ()):
-                if rule.matches(a):
-                    return True
-        return False
-
-
-def load_policy(path: str | os.PathLike[str]) -> Policy:
-    """Read a policy file: JSON when it ends in ``.json``, YAML otherwise. ``ValueError`` when it is invalid."""
-    text = Path(path).read_text(encoding="utf-8")
-    try:
-        doc = json.loads(text) if os.fspath(path).endswith(".json") else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise ValueError(f"{path}: not valid {'JSON' if os.fspath(path).endswith('.json') else 'YAML'}: {exc}"
-                         ) from None
-    return Policy.from_document(doc, os.fspath(path))
-
-
 # ------------------------------------------------------------------------------------------ enforcement
 
 
-def forbidden(user: UserInfo, a: RequestAttributes) -> st.StatusError:
-    """The 403 kube-apiserver answers when ``user`` may not do ``a``."""
+class Authorizer(Protocol):
+    """What the middleware asks: (allowed, reason); the reason is appended to a denial's message."""
+
+    def authorize(self, user: UserInfo, a: RequestAttributes) -> tuple[bool, str]: ...
+
+    async def refresh(self) -> None:
+        """Catch up with the store (so a denial is never due to a policy write not yet seen)."""
+        ...
+
+
+async def authorize_fresh(authorizer: Authorizer, user: UserInfo, a: RequestAttributes) -> tuple[bool, str]:
+    """``authorizer.authorize``; a denial is re-decided once after :meth:`Authorizer.refresh`."""
+    allowed, reason = authorizer.authorize(user, a)
+    if not allowed:
+        await authorizer.refresh()
+        allowed, reason = authorizer.authorize(user, a)
+    return allowed, reason
+
+
+def forbidden(user: UserInfo, a: RequestAttributes, reason: str = "") -> st.StatusError:
+    """The 403 kube-apiserver answers when ``user`` may not do ``a`` (``reason``: the authorizer's, if any)."""
+    suffix = f": {reason}" if reason else ""
     if not a.resource_request:
-        why = f'User "{user.name}" cannot {a.verb} path "{a.path}"'
+        why = f'User "{user.name}" cannot {a.verb} path "{a.path}"{suffix}'
         return st.StatusError(403, "Forbidden", f"forbidden: {why}", details={})
     resource = f"{a.resource}/{a.subresource}" if a.subresource else a.resource
     where = f'in the namespace "{a.namespace}"' if a.namespace else "at the cluster scope"
-    why = f'User "{user.name}" cannot {a.verb} resource "{resource}" in API group "{a.api_group}" {where}'
+    why = f'User "{user.name}" cannot {a.verb} resource "{resource}" in API group "{a.api_group}" {where}{suffix}'
     qualified = f"{a.resource}.{a.api_group}" if a.api_group else a.resource
     message = f'{qualified} "{a.name}" is forbidden: {why}' if a.name else f"{qualified} is forbidden: {why}"
     details: dict[str, Any] = {}
@@ -309,17 +152,18 @@ def forbidden(user: UserInfo, a: RequestAttributes) -> st.StatusError:
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def authorization_middleware(policy: Policy) -> Callable[..., Awaitable[web.StreamResponse]]:
-    """An aiohttp middleware answering 403 to requests ``policy`` does not allow (runs after authentication)."""
+def authorization_middleware(authorizer: Authorizer) -> Callable[..., Awaitable[web.StreamResponse]]:
+    """An aiohttp middleware answering 403 to requests ``authorizer`` refuses (runs after authentication)."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         user = request.get(USER_KEY) or ANONYMOUS
-        if request.method in ("GET", "HEAD") and is_public(request.path):
+        if SUPERUSER_GROUP in user.groups:
             return await handler(request)
         attrs = request_attributes(request)
-        if not policy.allows(user, attrs):
-            return forbidden(user, attrs).response()
+        allowed, reason = await authorize_fresh(authorizer, user, attrs)
+        if not allowed:
+            return forbidden(user, attrs, reason).response()
         return await handler(request)
 
     return middleware

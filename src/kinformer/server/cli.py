@@ -9,8 +9,10 @@ using them is written, because kubectl never sends credentials to an ``http://``
 
 ``--kubeconfig-auth cert`` writes the kubeconfig with an admin client certificate (CN
 ``kinformer-admin``, O ``system:masters``) issued by the generated CA, which is then trusted for client
-certificates too (besides any ``--client-ca-file``). ``--authorization-policy-file`` restricts users
-(see :mod:`kinformer.server.authz`; ``system:masters`` stays unrestricted). Per-client limits are on
+certificates too (besides any ``--client-ca-file``). Users are authorized by RBAC (the bootstrap
+roles, and the Roles and bindings written to the server; ``system:masters`` is unrestricted);
+``--authorization-policy-file`` names a YAML/JSON file of RBAC objects written at every start (see
+:mod:`kinformer.server.bootstrappolicy`). Per-client limits are on
 by default: ``--rate-limit-qps``/``--rate-limit-burst`` and ``--max-watches-per-client`` (0 turns
 either off).
 
@@ -69,8 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="credentials written to the kubeconfig: the admin token or an admin client "
                              "certificate (default: token)")
     parser.add_argument("--authorization-policy-file", default=None, metavar="F",
-                        help="YAML/JSON allow rules (user|group, verbs, resources, namespaces, nonResourceURLs); "
-                             "default: every authenticated user may do everything")
+                        help="YAML/JSON file of RBAC objects (Role, ClusterRole, RoleBinding, ClusterRoleBinding) "
+                             "created or replaced at start; users are authorized by RBAC")
     parser.add_argument("--max-watches-per-client", type=int, default=DEFAULT_MAX_WATCHES, metavar="N",
                         help=f"concurrent watches per user (or address), 0: unlimited (default: {DEFAULT_MAX_WATCHES})")
     parser.add_argument("--rate-limit-qps", type=float, default=DEFAULT_QPS, metavar="QPS",
@@ -255,10 +257,10 @@ def main(args: argparse.Namespace) -> int:
         return 2
     policy = None
     if args.authorization_policy_file:
-        from kinformer.server.authz import load_policy
+        from kinformer.server.bootstrappolicy import load_seed_file
 
         try:
-            policy = load_policy(args.authorization_policy_file)
+            policy = load_seed_file(args.authorization_policy_file)
         except (OSError, ValueError) as exc:
             print(f"kinformer serve: --authorization-policy-file: {exc}", file=sys.stderr)
             return 2

@@ -25,7 +25,7 @@ from aiohttp import web
 
 from ..clock import REAL_CLOCK, Clock
 from . import status as st
-from .auth import USER_KEY
+from .auth import ADMIN, ANONYMOUS, USER_KEY
 from .authz import request_attributes
 
 __all__ = ["RateLimiter", "WatchLimiter", "client_key", "limits_middleware"]
@@ -37,9 +37,12 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def client_key(request: web.Request) -> str:
-    """Who a request counts against: ``user:<name>`` when authenticated, else ``addr:<remote address>``."""
+    """Who a request counts against: ``user:<name>`` when authenticated, else ``addr:<remote address>``.
+
+    Anonymous requests, and those of a server without authentication (all the default admin), count by address.
+    """
     user = request.get(USER_KEY)
-    if user is not None:
+    if user is not None and user is not ANONYMOUS and user is not ADMIN:
         return "user:" + user.name
     return "addr:" + (request.remote or "")
 

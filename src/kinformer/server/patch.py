@@ -4,6 +4,14 @@ Every function here is pure: inputs are never mutated and the result shares no m
 inputs. Errors are :class:`PatchError` carrying the HTTP code the server answers with (400 malformed patch,
 415 unsupported format for the kind, 422 a JSON-patch operation that does not apply).
 
+What a patch may build is bounded here, for every patch format, before anything validates the result:
+
+* a JSON patch has at most :data:`MAX_JSON_PATCH_OPERATIONS` operations (413), as kube-apiserver;
+* its ``copy`` operations together copy at most :data:`MAX_COPY_BYTES` of JSON (422), kube's
+  ``JSONPatchMaxCopyBytes`` (the accumulated copy size of the JSON-patch library it uses);
+* every patch result (JSON, merge and strategic merge) nests at most ``bodies.MAX_DEPTH`` levels (422)
+  and encodes to at most :data:`MAX_PATCHED_BYTES` (413).
+
 The list-merge table (:func:`list_strategy`) is shared with server-side apply: built-in kinds use the merge
 keys of their Go types (``patchMergeKey``/``patchStrategy``), custom resources use ``x-kubernetes-list-type``
 and ``x-kubernetes-list-map-keys`` from their structural schema.
@@ -16,7 +24,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
+import orjson
+
+from .bodies import MAX_BODY, MAX_DEPTH, too_deep
+
 __all__ = [
+    "MAX_COPY_BYTES",
+    "MAX_JSON_PATCH_OPERATIONS",
+    "MAX_PATCHED_BYTES",
     "ListStrategy",
     "PatchError",
     "ResourceInfoLike",
@@ -66,10 +81,38 @@ def _unprocessable(detail: str) -> PatchError:
                       [{"reason": "UnexpectedServerResponse", "message": detail, "field": ""}])
 
 
+MAX_JSON_PATCH_OPERATIONS = 10000
+MAX_COPY_BYTES = MAX_BODY
+MAX_PATCHED_BYTES = 2 * MAX_BODY
+
+
+def _encoded_size(value: Any) -> int:
+    """The JSON size of ``value``; a value too deep to encode is a 422 (JSON data can hold deeper than JSON text)."""
+    try:
+        return len(orjson.dumps(value))
+    except orjson.JSONEncodeError:
+        raise _unprocessable(f"the patched object nests deeper than {MAX_DEPTH} levels") from None
+
+
+def checked_result(doc: Any) -> Any:
+    """``doc``, the result of a patch, when within the depth and size limits; a PatchError otherwise."""
+    if too_deep(doc):
+        raise _unprocessable(f"the patched object nests deeper than {MAX_DEPTH} levels")
+    size = _encoded_size(doc)
+    if size > MAX_PATCHED_BYTES:
+        raise PatchError(f"Request entity too large: the patched object is {size} bytes, the limit is "
+                         f"{MAX_PATCHED_BYTES}", 413)
+    return doc
+
+
 # --------------------------------------------------------------------------------------------- merge patch
 
 def json_merge_patch(original: Any, patch: Any) -> Any:
     """Apply an RFC 7386 JSON merge patch; a non-object patch replaces the document."""
+    return checked_result(_merge_patch(original, patch))
+
+
+def _merge_patch(original: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     result = dict(original) if isinstance(original, dict) else {}
@@ -77,7 +120,7 @@ def json_merge_patch(original: Any, patch: Any) -> Any:
         if value is None:
             result.pop(key, None)
         elif isinstance(value, dict):
-            result[key] = json_merge_patch(result.get(key), value)
+            result[key] = _merge_patch(result.get(key), value)
         else:
             result[key] = copy.deepcopy(value)
     # Untouched values are still shared with the original: copy them so the result is independent.
@@ -90,7 +133,6 @@ def json_merge_patch(original: Any, patch: Any) -> Any:
 
 _MISSING = object()
 _INDEX_RE = re.compile(r"0|[1-9][0-9]*")
-MAX_JSON_PATCH_OPERATIONS = 10000
 
 
 def _parse_pointer(pointer: Any) -> list[str]:
@@ -189,7 +231,22 @@ def _field(op: Mapping[str, Any], name: str, kind: str) -> Any:
     return value
 
 
-def _apply_op(doc: Any, op: Mapping[str, Any]) -> Any:
+class _CopyBudget:
+    """The bytes the ``copy`` operations of one JSON patch may still copy."""
+
+    __slots__ = ("copied",)
+
+    def __init__(self) -> None:
+        self.copied = 0
+
+    def take(self, value: Any) -> None:
+        self.copied += _encoded_size(value)
+        if self.copied > MAX_COPY_BYTES:
+            raise _unprocessable(f"Unable to complete the copy, the accumulated size increase of copy is "
+                                 f"{self.copied}, exceeding the limit {MAX_COPY_BYTES}")
+
+
+def _apply_op(doc: Any, op: Mapping[str, Any], budget: _CopyBudget) -> Any:
     kind = op.get("op")
     path = _field(op, "path", str(kind))
     if kind == "add":
@@ -210,8 +267,9 @@ def _apply_op(doc: Any, op: Mapping[str, Any]) -> Any:
         doc, value = _remove(doc, source, kind)
         return _add(doc, path, value, kind)
     if kind == "copy":
-        value = copy.deepcopy(_get(doc, _field(op, "from", kind), kind))
-        return _add(doc, path, value, kind)
+        source = _get(doc, _field(op, "from", kind), kind)
+        budget.take(source)
+        return _add(doc, path, copy.deepcopy(source), kind)
     if kind == "test":
         expected = _field(op, "value", kind)
         try:
@@ -229,13 +287,15 @@ def json_patch(original: Any, ops: Any) -> Any:
     if not isinstance(ops, list):
         raise PatchError("json: cannot unmarshal object into Go value of type jsonpatch.Patch", 400)
     if len(ops) > MAX_JSON_PATCH_OPERATIONS:
-        raise PatchError(f"The allowed count of patch operations is {MAX_JSON_PATCH_OPERATIONS}", 413)
+        raise PatchError(f"The allowed count of patch operations is {MAX_JSON_PATCH_OPERATIONS}, got {len(ops)}",
+                         413)
     doc = copy.deepcopy(original)
+    budget = _CopyBudget()
     for op in ops:
         if not isinstance(op, dict):
             raise PatchError("json: cannot unmarshal into Go value of type jsonpatch.Operation", 400)
-        doc = _apply_op(doc, op)
-    return doc
+        doc = _apply_op(doc, op, budget)
+    return checked_result(doc)
 
 
 # ------------------------------------------------------------------------------------- list merge strategies
@@ -403,7 +463,7 @@ def strategic_merge_patch(original: Mapping[str, Any], patch: Any, info: Resourc
     if not isinstance(patch, dict):
         raise PatchError("json: cannot unmarshal into Go value of type map[string]interface {}", 400)
     merger = _StrategicMerger(info)
-    return merger.merge_map(copy.deepcopy(dict(original)), patch, ())
+    return checked_result(merger.merge_map(copy.deepcopy(dict(original)), patch, ()))
 
 
 class _StrategicMerger:

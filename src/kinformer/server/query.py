@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from ..errors import SelectorError
-from ..selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
+from ..selectors import FieldSelector, LabelSelector, field_value, parse_field_selector, parse_label_selector
 from . import status as st
 from .registry import ResourceInfo
 
@@ -63,20 +63,6 @@ class Filter:
             if not self.fields.matches(values):
                 return False
         return True
-
-
-def field_value(obj: Mapping[str, Any], path: str) -> str:
-    """The string form of the value at a dotted ``path`` ("" when absent), as field selectors compare it."""
-    cur: Any = obj
-    for part in path.split("."):
-        if not isinstance(cur, Mapping):
-            return ""
-        cur = cur.get(part)
-        if cur is None:
-            return ""
-    if isinstance(cur, bool):
-        return "true" if cur else "false"
-    return str(cur)
 
 
 def make_filter(info: ResourceInfo, query: Mapping[str, str]) -> Filter:

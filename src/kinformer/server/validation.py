@@ -1,16 +1,17 @@
-"""Object validation, name generation and structural-schema handling (pruning, defaulting) for the API server.
+"""Object validation and name generation for the API server.
 
 Validators return Kubernetes Status causes ``{"reason", "message", "field"}`` (empty list = valid); the
-message texts follow kube-apiserver's so clients and users see familiar errors. Nothing here mutates its
-inputs except :func:`apply_defaults`, which documents that it returns a new object.
+message texts follow kube-apiserver's so clients and users see familiar errors. Built-in kinds are checked
+against their compiled 1.32 schema (:mod:`kinformer.server.schemas`: types, required fields, enums, unknown
+fields) plus the kind rules below; custom resources against their CRD's structural schema
+(:mod:`kinformer.server.structural`, re-exported here). Nothing here mutates its inputs except
+:func:`prune_builtin`, which documents that it works in place.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import copy
-import json
 import re
 import secrets
 from collections.abc import Callable, Mapping
@@ -24,7 +25,18 @@ from kinformer.names import (
     is_qualified_name,
     is_valid_label_value,
 )
+from kinformer.server import schemas
+from kinformer.server.causes import (
+    Cause,
+    duplicate,
+    invalid,
+    invalid_message,
+    not_supported,
+    required,
+    type_invalid,
+)
 from kinformer.server.patch import ResourceInfoLike
+from kinformer.server.structural import apply_defaults, prune, validate_against_schema, validate_schema_structure
 
 __all__ = [
     "apply_defaults",
@@ -36,13 +48,12 @@ __all__ = [
     "is_qualified_name",
     "is_valid_label_value",
     "prune",
+    "prune_builtin",
     "unknown_fields",
     "validate_against_schema",
     "validate_object",
     "validate_schema_structure",
 ]
-
-Cause = dict[str, str]
 
 # --------------------------------------------------------------------------------------------- name rules
 # (the checks themselves are kinformer.names, shared with selectors; re-exported here)
@@ -54,57 +65,6 @@ _MAX_GENERATED_PREFIX = 63 - 5
 def generate_name(prefix: str) -> str:
     """``prefix`` (cut to 58 chars) followed by 5 random characters from kube's consonant-digit alphabet."""
     return prefix[:_MAX_GENERATED_PREFIX] + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(5))
-
-
-# ------------------------------------------------------------------------------------------------- causes
-
-def _render(value: Any) -> str:
-    if isinstance(value, str):
-        return json.dumps(value)
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def invalid(field: str, value: Any, detail: str) -> Cause:
-    return {"reason": "FieldValueInvalid", "message": f"Invalid value: {_render(value)}: {detail}", "field": field}
-
-
-def required(field: str, detail: str = "") -> Cause:
-    return {"reason": "FieldValueRequired", "message": "Required value" + (f": {detail}" if detail else ""),
-            "field": field}
-
-
-def not_supported(field: str, value: Any, supported: list[Any]) -> Cause:
-    valid = ", ".join(_render(v) for v in supported)
-    return {"reason": "FieldValueNotSupported", "message": f"Unsupported value: {_render(value)}: supported values: "
-            f"{valid}", "field": field}
-
-
-def too_long(field: str, limit: int, unit: str = "bytes") -> Cause:
-    return {"reason": "FieldValueTooLong", "message": f"Too long: may not be more than {limit} {unit}", "field": field}
-
-
-def duplicate(field: str, value: Any) -> Cause:
-    return {"reason": "FieldValueDuplicate", "message": f"Duplicate value: {_render(value)}", "field": field}
-
-
-def type_invalid(field: str, value: Any, expected: str) -> Cause:
-    actual = _render(_go_type(value))
-    return {"reason": "FieldValueTypeInvalid", "message": f"Invalid value: {actual}: {field or '<root>'} in "
-            f"body must be of type {expected}: {actual}", "field": field}
-
-
-def invalid_message(kind: str, name: str, causes: list[Cause]) -> str:
-    """The Status message of a 422 answer: ``Kind "name" is invalid: field: message, ...``."""
-    parts = [f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes]
-    if len(parts) == 1:
-        return f'{kind} "{name}" is invalid: {parts[0]}'
-    return f'{kind} "{name}" is invalid: [{", ".join(parts)}]'
 
 
 # ------------------------------------------------------------------------------------------------ metadata
@@ -483,286 +443,18 @@ def validate_object(info: ResourceInfoLike, obj: Mapping[str, Any],
     validator = _KIND_VALIDATORS.get(info.kind) if getattr(info, "builtin", True) else None
     if validator is not None:
         causes += validator(obj, old)
+    if getattr(info, "builtin", True):
+        node = _builtin_node(info)
+        if node is not None and not node.valid(obj):
+            seen = {(c.get("field"), c.get("reason")) for c in causes}
+            found: list[Cause] = []
+            node.check(obj, "", found)
+            causes += [c for c in found if (c.get("field"), c.get("reason")) not in seen]
+        return causes
     schema = getattr(info, "schema", None)
-    if not getattr(info, "builtin", True) and schema:
+    if schema:
         causes += validate_against_schema(schema, obj)
     return causes
-
-
-# ------------------------------------------------------------------------------------- structural schemas
-
-_SCHEMA_TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean"})
-_SCHEMA_BOOLS = ("nullable", "x-kubernetes-preserve-unknown-fields", "x-kubernetes-int-or-string",
-                 "x-kubernetes-embedded-resource", "exclusiveMinimum", "exclusiveMaximum", "uniqueItems")
-_SCHEMA_COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
-
-
-def validate_schema_structure(schema: Any, path: str = "openAPIV3Schema") -> list[Cause]:
-    """Causes for a CRD schema the functions below cannot use safely (wrong shapes, bad patterns).
-
-    Every schema accepted here is safe for :func:`validate_against_schema`, :func:`prune` and
-    :func:`apply_defaults`; the CRD validator runs it on each version's ``openAPIV3Schema``.
-    """
-    if not isinstance(schema, Mapping):
-        return [invalid(path, schema, "must be an object")]
-    causes: list[Cause] = []
-    kind = schema.get("type")
-    if kind is not None and (not isinstance(kind, str) or kind not in _SCHEMA_TYPES):
-        causes.append(not_supported(f"{path}.type", kind, sorted(_SCHEMA_TYPES)))
-    for name in _SCHEMA_BOOLS:
-        if name in schema and not isinstance(schema[name], bool):
-            causes.append(invalid(f"{path}.{name}", schema[name], "must be a boolean"))
-    for name in _SCHEMA_COUNTS:
-        value = schema.get(name)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            causes.append(invalid(f"{path}.{name}", value, "must be a non-negative integer"))
-    for name in ("minimum", "maximum"):
-        value = schema.get(name)
-        if value is not None and (not isinstance(value, int | float) or isinstance(value, bool)):
-            causes.append(invalid(f"{path}.{name}", value, "must be a number"))
-    causes += _validate_schema_lists(schema, path)
-    causes += _validate_schema_children(schema, path)
-    return causes
-
-
-def _validate_schema_lists(schema: Mapping[str, Any], path: str) -> list[Cause]:
-    causes: list[Cause] = []
-    for name in ("required", "x-kubernetes-list-map-keys"):
-        value = schema.get(name)
-        if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
-            causes.append(invalid(f"{path}.{name}", value, "must be a list of strings"))
-    if schema.get("enum") is not None and not isinstance(schema["enum"], list):
-        causes.append(invalid(f"{path}.enum", schema["enum"], "must be a list"))
-    list_type = schema.get("x-kubernetes-list-type")
-    if list_type is not None and list_type not in ("atomic", "set", "map"):
-        causes.append(not_supported(f"{path}.x-kubernetes-list-type", list_type, ["atomic", "map", "set"]))
-    pattern = schema.get("pattern")
-    if pattern is not None:
-        try:
-            re.compile(pattern)
-        except (re.error, TypeError) as exc:
-            causes.append(invalid(f"{path}.pattern", pattern, f"must be a valid regular expression: {exc}"))
-    return causes
-
-
-def _validate_schema_children(schema: Mapping[str, Any], path: str) -> list[Cause]:
-    causes: list[Cause] = []
-    props = schema.get("properties")
-    if props is not None:
-        if not isinstance(props, Mapping):
-            causes.append(invalid(f"{path}.properties", props, "must be an object"))
-        else:
-            for name, sub in props.items():
-                causes += validate_schema_structure(sub, f"{path}.properties[{name}]")
-    items = schema.get("items")
-    if items is not None:
-        causes += validate_schema_structure(items, f"{path}.items")
-    additional = schema.get("additionalProperties")
-    if additional is not None and not isinstance(additional, bool):
-        causes += validate_schema_structure(additional, f"{path}.additionalProperties")
-    return causes
-
-
-_JSON_TYPES = {"object": "object", "array": "array", "string": "string", "integer": "integer",
-               "number": "number", "boolean": "boolean"}
-
-
-def _go_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _type_ok(expected: str, value: Any) -> bool:
-    actual = _go_type(value)
-    if expected == "number":
-        return actual in ("integer", "number")
-    if expected == "integer" and isinstance(value, float):
-        return value.is_integer()
-    return actual == expected
-
-
-def validate_against_schema(schema: Mapping[str, Any], obj: Any) -> list[Cause]:
-    """Causes for ``obj`` against a CRD ``openAPIV3Schema``; apiVersion/kind/metadata at the root are implicit."""
-    causes: list[Cause] = []
-    _validate_node(schema, obj, "", causes, root=True)
-    return causes
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
-def _validate_node(schema: Mapping[str, Any], value: Any, path: str, causes: list[Cause], *,
-                   root: bool = False) -> None:
-    if value is None:
-        if not schema.get("nullable"):
-            if schema.get("type") and not schema.get("x-kubernetes-preserve-unknown-fields"):
-                causes.append(type_invalid(path, value, schema["type"]))
-        return
-    if schema.get("x-kubernetes-int-or-string"):
-        if not (isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))):
-            causes.append(type_invalid(path, value, "integer or string"))
-            return
-    elif schema.get("type") in _JSON_TYPES and not _type_ok(schema["type"], value):
-        causes.append(type_invalid(path, value, schema["type"]))
-        return
-    _validate_scalar(schema, value, path, causes)
-    if isinstance(value, dict):
-        _validate_object_node(schema, value, path, causes, root=root)
-    elif isinstance(value, list):
-        _validate_array_node(schema, value, path, causes)
-
-
-def _validate_scalar(schema: Mapping[str, Any], value: Any, path: str, causes: list[Cause]) -> None:
-    label = path or "<root>"
-    enum = schema.get("enum")
-    if enum is not None and value not in enum:
-        causes.append(not_supported(path, value, list(enum)))
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        minimum, maximum = schema.get("minimum"), schema.get("maximum")
-        if minimum is not None:
-            exclusive = schema.get("exclusiveMinimum") is True
-            if value < minimum or (exclusive and value == minimum):
-                op = "greater than" if exclusive else "greater than or equal to"
-                causes.append(invalid(path, value, f"{label} in body should be {op} {_render(minimum)}"))
-        if maximum is not None:
-            exclusive = schema.get("exclusiveMaximum") is True
-            if value > maximum or (exclusive and value == maximum):
-                op = "less than" if exclusive else "less than or equal to"
-                causes.append(invalid(path, value, f"{label} in body should be {op} {_render(maximum)}"))
-    if isinstance(value, str):
-        if schema.get("maxLength") is not None and len(value) > schema["maxLength"]:
-            causes.append(too_long(path, schema["maxLength"]))
-        if schema.get("minLength") is not None and len(value) < schema["minLength"]:
-            causes.append(invalid(path, value, f"{label} in body should be at least {schema['minLength']} chars long"))
-        pattern = schema.get("pattern")
-        if pattern is not None and not re.search(pattern, value):
-            causes.append(invalid(path, value, f"{label} in body should match '{pattern}'"))
-
-
-def _validate_object_node(schema: Mapping[str, Any], value: dict[str, Any], path: str, causes: list[Cause], *,
-                          root: bool) -> None:
-    props = schema.get("properties") or {}
-    implicit = ("apiVersion", "kind", "metadata") if root or schema.get("x-kubernetes-embedded-resource") else ()
-    for name in schema.get("required") or ():
-        if name not in value and name not in implicit:
-            causes.append(required(_join(path, name)))
-    additional = schema.get("additionalProperties")
-    for name, item in value.items():
-        if name in implicit and name not in props:
-            continue
-        sub = props.get(name)
-        if sub is None and isinstance(additional, Mapping):
-            sub = additional
-        if sub is not None:
-            _validate_node(sub, item, _join(path, name), causes)
-    if "maxProperties" in schema and len(value) > schema["maxProperties"]:
-        causes.append(too_long(path, schema["maxProperties"], "properties"))
-
-
-def _validate_array_node(schema: Mapping[str, Any], value: list[Any], path: str, causes: list[Cause]) -> None:
-    items = schema.get("items")
-    if isinstance(items, Mapping):
-        for i, item in enumerate(value):
-            _validate_node(items, item, f"{path}[{i}]", causes)
-    if schema.get("maxItems") is not None and len(value) > schema["maxItems"]:
-        causes.append(too_long(path, schema["maxItems"], "items"))
-    if schema.get("minItems") is not None and len(value) < schema["minItems"]:
-        causes.append(invalid(path, len(value), f"{path} in body should have at least {schema['minItems']} items"))
-    if schema.get("x-kubernetes-list-type") in ("set", "map"):
-        keys = schema.get("x-kubernetes-list-map-keys") or ()
-        seen = set()
-        for i, item in enumerate(value):
-            ident = json.dumps([item.get(k) for k in keys] if keys and isinstance(item, dict) else item,
-                               sort_keys=True)
-            if ident in seen:
-                causes.append(duplicate(f"{path}[{i}]", item))
-            seen.add(ident)
-
-
-def prune(schema: Mapping[str, Any], obj: Any) -> tuple[Any, list[str]]:
-    """Drop fields the structural schema does not specify; returns (new object, removed field paths).
-
-    ``x-kubernetes-preserve-unknown-fields`` keeps a subtree's unknown fields; apiVersion, kind and metadata
-    survive at the root and in embedded resources. Paths look like ``spec.foo`` and ``spec.items[0].bar``.
-    """
-    removed: list[str] = []
-    return _prune(schema, copy.deepcopy(obj), "", removed, root=True), removed
-
-
-def _prune(schema: Mapping[str, Any] | None, value: Any, path: str, removed: list[str], *, root: bool = False) -> Any:
-    if schema is None:
-        return value
-    if isinstance(value, dict):
-        props = schema.get("properties") or {}
-        additional = schema.get("additionalProperties")
-        keep_unknown = bool(schema.get("x-kubernetes-preserve-unknown-fields")) or additional is True
-        implicit = root or schema.get("x-kubernetes-embedded-resource")
-        for name in list(value):
-            if implicit and name in ("apiVersion", "kind", "metadata"):
-                if name == "metadata" and not root and isinstance(value[name], dict):
-                    value[name] = _prune_embedded_meta(value[name], _join(path, name), removed)
-                continue
-            sub = props.get(name)
-            if sub is None and isinstance(additional, Mapping):
-                sub = additional
-            if sub is not None:
-                value[name] = _prune(sub, value[name], _join(path, name), removed)
-            elif not keep_unknown:
-                removed.append(_join(path, name))
-                del value[name]
-    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
-        for i, item in enumerate(value):
-            value[i] = _prune(schema["items"], item, f"{path}[{i}]", removed)
-    return value
-
-
-_EMBEDDED_META_FIELDS = frozenset({"name", "namespace", "generateName", "labels", "annotations", "finalizers"})
-
-
-def _prune_embedded_meta(meta: dict[str, Any], path: str, removed: list[str]) -> dict[str, Any]:
-    for name in [n for n in meta if n not in _EMBEDDED_META_FIELDS]:
-        removed.append(_join(path, name))
-        del meta[name]
-    return meta
-
-
-def apply_defaults(schema: Mapping[str, Any], obj: Any) -> Any:
-    """A copy of ``obj`` with the schema's ``default`` values filled in for absent properties, depth first.
-
-    Defaults apply only inside objects that exist (a defaulted object's own children are defaulted too).
-    """
-    return _default(schema, copy.deepcopy(obj))
-
-
-def _default(schema: Mapping[str, Any], value: Any) -> Any:
-    if isinstance(value, dict):
-        props = schema.get("properties") or {}
-        for name, sub in props.items():
-            if name not in value and "default" in sub:
-                value[name] = copy.deepcopy(sub["default"])
-            if name in value:
-                value[name] = _default(sub, value[name])
-        additional = schema.get("additionalProperties")
-        if isinstance(additional, Mapping):
-            for name in value:
-                if name not in props:
-                    value[name] = _default(additional, value[name])
-    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
-        for i, item in enumerate(value):
-            value[i] = _default(schema["items"], item)
-    return value
 
 
 # ---------------------------------------------------------------------------------------- unknown fields
@@ -772,30 +464,39 @@ _META_FIELDS = frozenset({
     "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences", "finalizers",
     "managedFields",
 })
-_COMMON_TOP = frozenset({"apiVersion", "kind", "metadata"})
-_TOP_FIELDS: dict[str, frozenset[str]] = {
-    "ConfigMap": frozenset({"data", "binaryData", "immutable"}),
-    "Secret": frozenset({"data", "stringData", "type", "immutable"}),
-    "ServiceAccount": frozenset({"secrets", "imagePullSecrets", "automountServiceAccountToken"}),
-    "Event": frozenset({"involvedObject", "reason", "message", "source", "firstTimestamp", "lastTimestamp", "count",
-                        "type", "eventTime", "series", "action", "related", "reportingComponent",
-                        "reportingInstance"}),
-    "CustomResourceDefinition": frozenset({"spec", "status"}),
-}
+
+
+def _builtin_node(info: ResourceInfoLike) -> schemas.Node | None:
+    return schemas.kind_node(info.group, getattr(info, "version", ""), info.kind)
+
+
+def _builtin_unknown(info: ResourceInfoLike, obj: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
+    node = _builtin_node(info)
+    out: list[tuple[str, dict[str, Any], str]] = []
+    if node is not None and isinstance(obj, dict) and not node.clean(obj):
+        node.unknown(obj, "", out)
+    return out
 
 
 def unknown_fields(info: ResourceInfoLike, obj: Mapping[str, Any]) -> list[str]:
     """Field paths of ``obj`` the kind does not define, for ``fieldValidation=Strict|Warn``.
 
-    Custom resources: what structural pruning would drop. Built-ins: unknown top-level and metadata fields.
+    Built-ins: every field the kind's compiled schema lacks, at any depth (``spec.template.spec.containers[0].x``).
+    Custom resources: what structural pruning would drop, plus unknown metadata fields.
     """
+    if getattr(info, "builtin", True):
+        return [path for path, _, _ in _builtin_unknown(info, obj)]
     schema = getattr(info, "schema", None)
-    if not getattr(info, "builtin", True):
-        if not schema:
-            return []
-        return prune(schema, obj)[1] + _unknown_meta(obj)
-    known = _COMMON_TOP | _TOP_FIELDS.get(info.kind, frozenset({"spec", "status"}))
-    return [name for name in obj if name not in known] + _unknown_meta(obj)
+    if not schema:
+        return []
+    return prune(schema, obj)[1] + _unknown_meta(obj)
+
+
+def prune_builtin(info: ResourceInfoLike, obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` without the fields its built-in kind does not define (kube drops them when decoding); in place."""
+    for _, container, key in _builtin_unknown(info, obj):
+        container.pop(key, None)
+    return obj
 
 
 def _unknown_meta(obj: Mapping[str, Any]) -> list[str]:

@@ -12,6 +12,7 @@ from aiohttp import web
 from ..errors import SelectorError
 from ..selectors import label_selector_from_dict
 from . import status as st
+from .admission import WebhookDispatcher, admission_attributes
 from .apply import update_managed_fields
 from .bodies import (
     check_delete_options,
@@ -28,7 +29,7 @@ from .reads import ReadHandlers
 from .registry import ResourceInfo
 from .responses import json_response
 from .routing import Target
-from .validation import unknown_fields
+from .validation import prune_builtin, unknown_fields
 
 _QUOTE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
                   "\r": "\\r", "\t": "\\t", "\v": "\\v"}
@@ -56,6 +57,15 @@ def _quote_warning(text: str) -> str:
     return "".join(out)
 
 
+def add_warnings(headers: dict[str, str], texts: list[str]) -> None:
+    """Append ``texts`` to the response's ``Warning`` header as kube's ``299 - "text"`` entries."""
+    if not texts:
+        return
+    entries = [headers["Warning"]] if headers.get("Warning") else []
+    entries += ["299 - " + _quote_warning(text) for text in texts]
+    headers["Warning"] = ", ".join(entries)
+
+
 def scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The autoscaling/v1 Scale view of a workload object."""
     meta = obj.get("metadata") or {}
@@ -75,6 +85,9 @@ def scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 class WriteHandlers(ReadHandlers):
     """create/update/patch/apply/scale/delete of the resource API."""
+
+    #: The admission webhooks called on every write (None: none are called).
+    admission: WebhookDispatcher | None = None
 
     async def _decode(self, request: web.Request) -> dict[str, Any]:
         body = await read_body(request)
@@ -106,8 +119,10 @@ class WriteHandlers(ReadHandlers):
         return {"Warning": warnings}
 
     def _prepare_custom(self, info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
-        """Prune and default a custom resource by its structural schema."""
-        if info.builtin or not info.schema:
+        """Drop what a built-in kind does not define; prune and default a custom resource by its schema."""
+        if info.builtin:
+            return prune_builtin(info, obj)
+        if not info.schema:
             return obj
         from .validation import apply_defaults, prune
 
@@ -128,6 +143,37 @@ class WriteHandlers(ReadHandlers):
         return update_managed_fields(old, new, manager=manager, operation="Update", info=info,
                                      subresource=subresource or None, now=timestamp(self.clock))
 
+    async def _admitted(self, request: web.Request, t: Target, obj: dict[str, Any], old: Mapping[str, Any] | None,
+                        dry: bool, headers: dict[str, str]) -> dict[str, Any]:
+        """Mutating webhooks, the store's validation, then validating webhooks (kube-apiserver's order).
+
+        Webhook warnings are added to ``headers``. Without webhook configurations this is only the validation.
+        """
+        hooks = self.admission
+        if hooks is None or not hooks.active():
+            self.store.validate(t.info, obj, old)
+            return obj
+        attrs = admission_attributes(request, t, "CREATE" if old is None else "UPDATE", dry,
+                                     name=(obj.get("metadata") or {}).get("name", ""))
+        mutated = await hooks.mutate(attrs, obj, old)
+        assert mutated is not None
+        self.store.validate(t.info, mutated, old)
+        await hooks.validate(attrs, mutated, old)
+        add_warnings(headers, attrs.warnings)
+        return mutated
+
+    async def _admit_delete(self, request: web.Request, t: Target, namespace: str, name: str, dry: bool,
+                            headers: dict[str, str]) -> None:
+        """Run the webhooks of a DELETE against the object as it is (refusals raise before anything changes)."""
+        hooks = self.admission
+        if hooks is None or not hooks.active():
+            return
+        old, _ = await self.store.read(t.info, namespace, name, cached=True)
+        attrs = admission_attributes(request, t, "DELETE", dry, namespace=namespace, name=name)
+        await hooks.mutate(attrs, None, old)
+        await hooks.validate(attrs, None, old)
+        add_warnings(headers, attrs.warnings)
+
     async def create(self, request: web.Request, t: Target) -> web.Response:
         info = t.info
         dry = self._dry_run(request)
@@ -136,7 +182,7 @@ class WriteHandlers(ReadHandlers):
         headers = self._field_validation(request, info, obj)
         obj = self._prepare_custom(info, obj)
         obj = self.store.prepare_create(info, t.namespace, obj)
-        self.store.validate(info, obj)
+        obj = await self._admitted(request, t, obj, None, dry, headers)
         obj = self._managed(info, None, obj, self._manager(request))
         created = await self.store.create(info, t.namespace, obj, dry_run=dry)
         return json_response(created, 201, headers)
@@ -155,10 +201,10 @@ class WriteHandlers(ReadHandlers):
                                  "of type string")
         manager = self._manager(request)
 
-        def try_update(old: dict[str, Any] | None) -> dict[str, Any]:
+        async def try_update(old: dict[str, Any] | None) -> dict[str, Any]:
             assert old is not None
             result = self.store.prepare_update(info, old, copy.deepcopy(new), subresource=t.subresource)
-            self.store.validate(info, result, old)
+            result = await self._admitted(request, t, result, old, dry, headers)
             return self._managed(info, old, result, manager, t.subresource)
 
         out, _ = await self.store.guaranteed_update(info, t.namespace, t.name, try_update,
@@ -192,7 +238,7 @@ class WriteHandlers(ReadHandlers):
         manager = self._manager(request)
         headers: dict[str, str] = {}
 
-        def try_update(old: dict[str, Any] | None) -> dict[str, Any]:
+        async def try_update(old: dict[str, Any] | None) -> dict[str, Any]:
             nonlocal headers
             assert old is not None
             try:
@@ -212,7 +258,7 @@ class WriteHandlers(ReadHandlers):
             headers = self._field_validation(request, info, new)
             new = self._prepare_custom(info, new)
             result = self.store.prepare_update(info, old, new, subresource=t.subresource)
-            self.store.validate(info, result, old)
+            result = await self._admitted(request, t, result, old, dry, headers)
             return self._managed(info, old, result, manager, t.subresource)
 
         out, _ = await self.store.guaranteed_update(info, t.namespace, t.name, try_update, dry_run=dry)
@@ -236,7 +282,7 @@ class WriteHandlers(ReadHandlers):
         headers = self._field_validation(request, info, applied)
         want = ameta.get("resourceVersion")
 
-        def try_apply(live: dict[str, Any] | None) -> dict[str, Any]:
+        async def try_apply(live: dict[str, Any] | None) -> dict[str, Any]:
             if want and (live is None or str(want) != live["metadata"]["resourceVersion"]):
                 raise st.conflict(info, t.name)
             try:
@@ -253,11 +299,9 @@ class WriteHandlers(ReadHandlers):
                 merged.setdefault("metadata", {})["name"] = t.name
                 merged["metadata"].pop("resourceVersion", None)
                 obj = self.store.prepare_create(info, t.namespace, merged)
-                self.store.validate(info, obj)
-                return obj
+                return await self._admitted(request, t, obj, None, dry, headers)
             result = self.store.prepare_update(info, live, merged, subresource=t.subresource)
-            self.store.validate(info, result, live)
-            return result
+            return await self._admitted(request, t, result, live, dry, headers)
 
         out, outcome = await self.store.guaranteed_update(info, t.namespace, t.name, try_apply, allow_create=True,
                                                           dry_run=dry)
@@ -276,8 +320,9 @@ class WriteHandlers(ReadHandlers):
         dry = self._dry_run(request)
         ctype = content_type(request)
         body = await read_body(request)
+        headers: dict[str, str] = {}
 
-        def try_scale(old: dict[str, Any] | None) -> dict[str, Any]:
+        async def try_scale(old: dict[str, Any] | None) -> dict[str, Any]:
             assert old is not None
             current = scale_of(old)
             try:
@@ -308,11 +353,10 @@ class WriteHandlers(ReadHandlers):
             result = copy.deepcopy(old)
             result.setdefault("spec", {})["replicas"] = replicas
             result = self.store.prepare_update(info, old, result)
-            self.store.validate(info, result, old)
-            return result
+            return await self._admitted(request, t, result, old, dry, headers)
 
         out, _ = await self.store.guaranteed_update(info, t.namespace, t.name, try_scale, dry_run=dry)
-        return json_response(scale_of(out))
+        return json_response(scale_of(out), headers=headers)
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         body = await read_body(request)
@@ -338,11 +382,13 @@ class WriteHandlers(ReadHandlers):
         info = t.info
         opts = await self._delete_options(request)
         dry = self._dry_run(request) or opts.get("dryRun") == ["All"]
+        headers: dict[str, str] = {}
+        await self._admit_delete(request, t, t.namespace, t.name, dry, headers)
         obj, deleted = await self.store.delete(info, t.namespace, t.name, opts, dry_run=dry)
         if deleted and not self.store.strategies.get(info).returns_deleted_object:
-            return json_response(st.success(info, t.name, obj["metadata"].get("uid")))
+            return json_response(st.success(info, t.name, obj["metadata"].get("uid")), headers=headers)
         code = 202 if (not deleted and opts.get("orphanDependents") is False) else 200
-        return json_response(obj, code)
+        return json_response(obj, code, headers)
 
     async def delete_collection(self, request: web.Request, t: Target) -> web.Response:
         info = t.info
@@ -355,12 +401,14 @@ class WriteHandlers(ReadHandlers):
         objs = [co for co in self.cache.bucket(info.storage_prefix).snapshot(t.namespace)
                 if flt.empty or flt(co.obj)]
         items: list[bytes] = []
+        headers: dict[str, str] = {}
         for co in objs:
             try:
+                await self._admit_delete(request, t, co.namespace, co.name, dry, headers)
                 obj, _ = await self.store.delete(info, co.namespace, co.name, opts, dry_run=dry)
             except st.StatusError as e:
                 if e.code == 404:
                     continue
                 raise
             items.append(orjson.dumps(obj))
-        return json_response(self._list_bytes(info, self.cache.revision, items))
+        return json_response(self._list_bytes(info, self.cache.revision, items), headers=headers)

@@ -1,25 +1,48 @@
 """pytest fixtures that run controllers against a real, embedded API server (kinformer's envtest).
 
-Enable in ``conftest.py``::
-
-    pytest_plugins = ["kinformer.testing.plugin"]
+Installed with kinformer, the plugin is active in every pytest run (a ``pytest11`` entry point); it needs
+pytest-asyncio (``pip install 'kinformer[testing]'``) and async tests marked ``@pytest.mark.asyncio``, or
+``asyncio_mode = "auto"`` in the pytest configuration. Without pytest-asyncio the fixtures fail with that
+advice instead of breaking pytest's start-up.
 
 Fixtures (each test gets its own server, so tests never see each other's objects):
 
 * ``kube_server`` — a started :class:`kinformer.server.APIServer` with in-memory storage on 127.0.0.1;
 * ``kube_client`` — a :class:`kinformer.Client` connected to it (closed after the test);
-* ``kube_factory`` — a :class:`kinformer.SharedInformerFactory` over that client (shut down after the test).
+* ``kube_factory`` — a :class:`kinformer.SharedInformerFactory` over that client (shut down after the test);
+* ``kube_client_as`` — a factory of clients with another identity, authorized by RBAC like any user:
+  ``await kube_client_as("alice", groups=["dev"])`` or ``await kube_client_as(serviceaccount="ns/name")``
+  (the ServiceAccount is created when missing and its client carries a TokenRequest token). Clients it
+  made are closed after the test;
+* ``kube_webhook_server`` — a started :class:`kinformer.WebhookServer` on 127.0.0.1 with a generated
+  certificate: register handlers on it, point a webhook configuration at ``client_config(path)``, and the
+  embedded server calls it on the test's own writes (as envtest's kube-apiserver calls a manager's webhooks).
+
+``kube_client`` is the admin (``system:masters``); a client from ``kube_client_as`` can do exactly what the
+Roles bound to its user, groups or ServiceAccount grant, so a test can prove a controller works with the
+Role it ships.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
-import pytest_asyncio
+import pytest
+
+try:
+    from pytest_asyncio import fixture as _async_fixture
+except ImportError:  # pragma: no cover - exercised only where pytest-asyncio is absent
+    def _async_fixture(fn: Callable[..., Any]) -> Any:
+        def needs_pytest_asyncio() -> None:
+            pytest.fail("kinformer's fixtures need pytest-asyncio: pip install 'kinformer[testing]'")
+
+        needs_pytest_asyncio.__name__ = fn.__name__
+        return pytest.fixture(needs_pytest_asyncio, name=fn.__name__)
 
 
-@pytest_asyncio.fixture
+@_async_fixture
 async def kube_server() -> AsyncIterator[Any]:
     from kinformer.server import APIServer
 
@@ -27,7 +50,7 @@ async def kube_server() -> AsyncIterator[Any]:
         yield server
 
 
-@pytest_asyncio.fixture
+@_async_fixture
 async def kube_client(kube_server: Any) -> AsyncIterator[Any]:
     from kinformer.client import Client
 
@@ -38,7 +61,7 @@ async def kube_client(kube_server: Any) -> AsyncIterator[Any]:
         await client.close()
 
 
-@pytest_asyncio.fixture
+@_async_fixture
 async def kube_factory(kube_client: Any) -> AsyncIterator[Any]:
     from kinformer.cache.factory import SharedInformerFactory
 
@@ -47,3 +70,76 @@ async def kube_factory(kube_client: Any) -> AsyncIterator[Any]:
         yield factory
     finally:
         await factory.shutdown()
+
+
+async def client_as(server: Any, user: str | None = None, *, groups: Sequence[str] = (),
+                    serviceaccount: str | None = None, **client_options: Any) -> Any:
+    """A :class:`kinformer.Client` of ``server`` (an in-process APIServer) acting as ``user`` or a ServiceAccount.
+
+    ``user`` (in ``groups`` and ``system:authenticated``) gets a bearer token the server accepts from then
+    on; ``serviceaccount="namespace/name"`` is created when missing and authenticates with a token from its
+    TokenRequest API, exactly as a pod's projected token would. The caller closes the client.
+    """
+    import orjson
+
+    from kinformer.client import Client
+    from kinformer.errors import AlreadyExists
+    from kinformer.server.auth import UserInfo
+
+    if (user is None) == (serviceaccount is None):
+        raise ValueError("give a user or a serviceaccount")
+    ca = client_options.pop("ca", server.ca_cert)
+    if user is not None:
+        token = "kinformer-test-" + secrets.token_urlsafe(24)
+        server.security.authenticator.add_token(token, UserInfo(name=user, groups=tuple(groups)))
+        return Client(server.url, token=token, ca=ca, **client_options)
+    namespace, _, name = (serviceaccount or "").partition("/")
+    if not namespace or not name:
+        raise ValueError(f'serviceaccount must be "namespace/name", got {serviceaccount!r}')
+    async with Client(server.url, ca=ca, token=_admin_token(server)) as admin:
+        try:
+            await admin.create("serviceaccounts", {"metadata": {"name": name}}, namespace=namespace)
+        except AlreadyExists:
+            pass
+        path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
+        body = orjson.dumps({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}})
+        answer = orjson.loads(await admin.request_bytes("POST", path, data=body,
+                                                        headers={"Content-Type": "application/json"}))
+    return Client(server.url, token=answer["status"]["token"], ca=ca, **client_options)
+
+
+def _admin_token(server: Any) -> str:
+    """A token the server accepts as the admin (registered on first use)."""
+    from kinformer.server.auth import ADMIN
+
+    token = getattr(server, "_kinformer_test_admin_token", None)
+    if token is None:
+        token = "kinformer-test-admin-" + secrets.token_urlsafe(24)
+        server.security.authenticator.add_token(token, ADMIN)
+        server._kinformer_test_admin_token = token
+    return token
+
+
+@_async_fixture
+async def kube_client_as(kube_server: Any) -> AsyncIterator[Callable[..., Awaitable[Any]]]:
+    made: list[Any] = []
+
+    async def make(user: str | None = None, *, groups: Sequence[str] = (), serviceaccount: str | None = None,
+                   **client_options: Any) -> Any:
+        client = await client_as(kube_server, user, groups=groups, serviceaccount=serviceaccount, **client_options)
+        made.append(client)
+        return client
+
+    try:
+        yield make
+    finally:
+        for client in made:
+            await client.close()
+
+
+@_async_fixture
+async def kube_webhook_server() -> AsyncIterator[Any]:
+    from kinformer.webhook import WebhookServer
+
+    async with WebhookServer(port=0, shutdown_timeout=1.0) as server:
+        yield server

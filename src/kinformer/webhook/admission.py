@@ -48,8 +48,19 @@ class BadReview(ValueError):
     """The body is not a review this endpoint understands; answered with HTTP 400."""
 
 
+_REASONS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound", 409: "Conflict", 422: "Invalid",
+            429: "TooManyRequests"}
+
+
 class Denied(Forbidden):
-    """Raised by a handler to deny the request with its message (``code`` 403 unless given, e.g. ``code=422``)."""
+    """Raised by a handler to deny the request with its message.
+
+    ``code`` is 403 unless given (e.g. ``code=422``); ``reason`` defaults to the code's usual reason, so
+    the client sees the error class it expects (422 -> Invalid).
+    """
+
+    def __init__(self, message: str, *, code: int = 403, reason: str | None = None) -> None:
+        super().__init__(message, code=code, reason=reason if reason is not None else _REASONS.get(code, ""))
 
 
 @dataclass(slots=True)

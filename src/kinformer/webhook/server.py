@@ -117,9 +117,12 @@ class WebhookServer:
             raise ValueError(f"webhook path must start with '/': {path!r}")
         if path in self._routes or path in ("/healthz", "/readyz"):
             raise ValueError(f"webhook path {path!r} is already registered")
-        if self._runner is not None:
-            raise RuntimeError("register webhooks before the server starts")
         self._routes[path] = route
+
+    @property
+    def paths(self) -> list[str]:
+        """The registered webhook paths (handlers may be registered before or after the server starts)."""
+        return list(self._routes)
 
     # -- addresses -----------------------------------------------------------------------------------
 
@@ -149,8 +152,7 @@ class WebhookServer:
         app = web.Application(client_max_size=MAX_BODY)
         app.router.add_get("/healthz", self._health)
         app.router.add_get("/readyz", self._health)
-        for path, route in self._routes.items():
-            app.router.add_post(path, route)
+        app.router.add_post("/{path:.*}", self._dispatch)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=self.shutdown_timeout)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port, ssl_context=self.certs.context)
@@ -204,6 +206,12 @@ class WebhookServer:
 
     async def _health(self, _: web.Request) -> web.Response:
         return web.Response(text="ok")
+
+    async def _dispatch(self, request: web.Request) -> web.Response:
+        route = self._routes.get(request.path)
+        if route is None:
+            return web.Response(status=404, text=f"no webhook at {request.path}")
+        return await route(request)
 
     def _admission(self, path: str, handler: Callable[..., Any], *,
                    mutating: bool) -> Callable[[web.Request], Awaitable[web.Response]]:

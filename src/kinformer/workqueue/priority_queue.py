@@ -23,7 +23,6 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
-from dataclasses import dataclass
 from typing import Generic
 
 from kinformer.clock import REAL_CLOCK, Clock
@@ -39,24 +38,21 @@ LOW_PRIORITY = -100  # controller-runtime's priority for initial-list items
 DEFAULT_MAX_WAIT = 10.0
 
 
-@dataclass(slots=True)
-class _Entry:
-    priority: int
-    seq: int
-    queued_at: float
-
-
 class _PriorityFIFO(Generic[T]):
-    """The container behind the work queue's ``_queue``: ``append``/``popleft``/``len``, by priority and age."""
+    """The container behind the work queue's ``_queue``: ``append``/``popleft``/``len``, by priority and age.
 
-    __slots__ = ("_ages", "_clock", "_entries", "_heap", "_seq", "max_wait", "wanted")
+    ``_entries[item]`` is ``(priority, seq, queued_at)``; ``seq`` is fixed when the item is queued, so the
+    age list (oldest first) and the heap find an item's live entry by it.
+    """
+
+    __slots__ = ("_ages", "_entries", "_heap", "_now", "_seq", "max_wait", "wanted")
 
     def __init__(self, clock: Clock, max_wait: float | None) -> None:
-        self._clock = clock
+        self._now = clock.now
         self.max_wait = max_wait
-        self._entries: dict[T, _Entry] = {}
+        self._entries: dict[T, tuple[int, int, float]] = {}
         self._heap: list[tuple[int, int, T]] = []  # (-priority, seq, item)
-        self._ages: deque[tuple[float, int, T]] = deque()  # (queued_at, seq of first entry, item), oldest first
+        self._ages: deque[tuple[float, int, T]] = deque()  # (queued_at, seq, item), oldest first
         self._seq = itertools.count()
         self.wanted: dict[T, int] = {}  # priority requested for dirty items not queued yet
 
@@ -66,19 +62,20 @@ class _PriorityFIFO(Generic[T]):
     def append(self, item: T) -> None:
         priority = self.wanted.pop(item, NORMAL_PRIORITY)
         seq = next(self._seq)
-        entry = self._entries[item] = _Entry(priority, seq, self._clock.now())
+        now = self._now()
+        self._entries[item] = (priority, seq, now)
         heapq.heappush(self._heap, (-priority, seq, item))
-        self._ages.append((entry.queued_at, seq, item))
+        self._ages.append((now, seq, item))
 
     def raise_priority(self, item: T, priority: int) -> None:
         """A queued item asked for again: keep its place in age, move it up to ``priority`` if higher."""
-        entry = self._entries[item]
-        if priority > entry.priority:
-            entry.priority = priority
-            heapq.heappush(self._heap, (-priority, entry.seq, item))
+        old, seq, queued_at = self._entries[item]
+        if priority > old:
+            self._entries[item] = (priority, seq, queued_at)
+            heapq.heappush(self._heap, (-priority, seq, item))
 
     def popleft(self) -> T:
-        item = self._pop_aged()
+        item = self._pop_aged() if self.max_wait is not None else None
         if item is None:
             item = self._pop_heap()
         del self._entries[item]
@@ -89,10 +86,10 @@ class _PriorityFIFO(Generic[T]):
         while ages:
             queued_at, seq, item = ages[0]
             entry = entries.get(item)
-            if entry is None or entry.seq != seq:
+            if entry is None or entry[1] != seq:
                 ages.popleft()  # stale: served already
                 continue
-            if self.max_wait is None or self._clock.now() - queued_at < self.max_wait:
+            if self._now() - queued_at < self.max_wait:  # type: ignore[operator]
                 return None
             ages.popleft()
             return item
@@ -103,7 +100,7 @@ class _PriorityFIFO(Generic[T]):
         while True:
             neg_priority, seq, item = heapq.heappop(heap)
             entry = entries.get(item)
-            if entry is not None and entry.seq == seq and entry.priority == -neg_priority:
+            if entry is not None and entry[1] == seq and entry[0] == -neg_priority:
                 return item
 
     def clear(self) -> None:
@@ -151,6 +148,8 @@ class PriorityQueue(RateLimitingQueue[T]):
         if self._shutting_down:
             return
         if delay <= 0:
+            if self._metrics is not None:
+                self._metrics.retry()  # as the delaying queue counts it
             self.add(item, priority)
             return
         self._delayed_priority[item] = max(priority, self._delayed_priority.get(item, priority))

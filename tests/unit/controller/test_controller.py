@@ -24,6 +24,9 @@ class Registration:
     def has_synced(self) -> bool:
         return True
 
+    async def wait_for_sync(self) -> bool:
+        return True
+
 
 class Source:
     """The part of an informer a controller uses: add_event_handler."""

@@ -56,3 +56,24 @@ async def test_ensure_on_a_missing_object_raises(kube_client) -> None:
         raise AssertionError("expected NotFound")
     except NotFound:
         pass
+
+
+async def test_conflict_retries_read_the_server_not_a_stale_cache(kube_server, kube_client) -> None:
+    from kinformer.cache.factory import SharedInformerFactory
+    from kinformer.testing.faultproxy import FaultProxy
+
+    await kube_client.create("configmaps", configmap("cm"), namespace=NS)
+    async with FaultProxy.for_url(kube_server.url) as proxy, ki.Client(proxy.url) as slow:
+        mgr = ki.Manager(kube_client, factory=SharedInformerFactory(slow))
+        try:
+            cached = await mgr.client.get("configmaps", "cm", NS)
+            proxy.stall()  # the cache sees nothing from now on
+            await kube_client.patch("configmaps", "cm", {"metadata": {"finalizers": [THEIRS]}}, namespace=NS)
+            assert await ki.ensure_finalizer(mgr.client, "configmaps", cached, MINE)
+            op, _ = await ki.create_or_update(mgr.client, "configmaps", configmap("cm"),
+                                              lambda cm: cm.setdefault("data", {}).update(v="2"))
+            assert op == "updated"
+        finally:
+            proxy.resume()
+            await mgr.factory.shutdown()
+    assert await _finalizers(kube_client) == [THEIRS, MINE]

@@ -381,3 +381,70 @@ def test_strategic_merge_patch_only_raises_patch_errors(original: dict[str, Any]
     except PatchError as err:
         assert err.code == 400
     assert original == before
+
+
+# ------------------------------------------------------------------------------------------ limits
+
+def test_json_patch_copy_amplification_is_bounded_by_the_accumulated_copy_size() -> None:
+    from kinformer.server.patch import MAX_COPY_BYTES
+
+    doc = {"data": {"k": "v" * 1000}}
+    ops = [{"op": "copy", "from": "/data", "path": f"/data/c{i}"} for i in range(18)]  # doubles /data each time
+    with pytest.raises(PatchError) as info:
+        json_patch(doc, ops)
+    err = info.value
+    assert err.code == 422
+    detail = err.causes[0]["message"]
+    assert detail.startswith("Unable to complete the copy, the accumulated size increase of copy is ")
+    assert detail.endswith(f"exceeding the limit {MAX_COPY_BYTES}")
+    assert doc == {"data": {"k": "v" * 1000}}
+    assert json_patch(doc, ops[:3])["data"]["c2"]["c1"]["c0"] == {"k": "v" * 1000}  # small copies still apply
+
+
+def test_json_patch_operation_count_is_bounded() -> None:
+    from kinformer.server.patch import MAX_JSON_PATCH_OPERATIONS
+
+    ops = [{"op": "test", "path": "/a", "value": 1}] * (MAX_JSON_PATCH_OPERATIONS + 1)
+    with pytest.raises(PatchError) as info:
+        json_patch({"a": 1}, ops)
+    assert info.value.code == 413 and info.value.reason == "RequestEntityTooLarge"
+    assert json_patch({"a": 1}, ops[:MAX_JSON_PATCH_OPERATIONS]) == {"a": 1}
+
+
+def test_patch_results_deeper_than_the_limit_are_refused() -> None:
+    from kinformer.server.bodies import MAX_DEPTH
+
+    # copying a value into its own child nests one level deeper each time; JSON could not even encode 300 levels
+    ops = [{"op": "copy", "from": "/a", "path": "/a/a"}] * 300
+    with pytest.raises(PatchError) as info:
+        json_patch({"a": {}}, ops)
+    assert info.value.code == 422 and f"deeper than {MAX_DEPTH} levels" in info.value.causes[0]["message"]
+    half = MAX_DEPTH // 2 + 1
+    nested = _deep(half)
+    for apply in (lambda: json_patch({"a": copy.deepcopy(nested)},
+                                     [{"op": "add", "path": "/a" + "/n" * (half - 1) + "/x", "value": nested}]),
+                  lambda: json_merge_patch({}, _deep(MAX_DEPTH))):
+        with pytest.raises(PatchError) as info:
+            apply()
+        assert info.value.code == 422 and "deeper" in info.value.causes[0]["message"]
+    assert json_merge_patch({}, _deep(MAX_DEPTH - 1)) == _deep(MAX_DEPTH - 1)
+
+
+def _deep(levels: int) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
+    for _ in range(levels):
+        doc = {"n": doc}
+    return doc
+
+
+def test_patch_results_larger_than_the_limit_are_refused() -> None:
+    from kinformer.server.patch import MAX_PATCHED_BYTES
+
+    original = {"a": "x" * (MAX_PATCHED_BYTES // 2)}
+    patch = {"b": "y" * (MAX_PATCHED_BYTES // 2)}
+    for apply in (lambda: json_merge_patch(original, patch),
+                  lambda: strategic_merge_patch(original, patch, DEPLOYMENT),
+                  lambda: json_patch(original, [{"op": "add", "path": "/b", "value": patch["b"]}])):
+        with pytest.raises(PatchError) as info:
+            apply()
+        assert info.value.code == 413 and info.value.reason == "RequestEntityTooLarge"

@@ -17,6 +17,7 @@ from kinformer.server.validation import (
     is_dns1123_subdomain,
     is_qualified_name,
     prune,
+    prune_builtin,
     unknown_fields,
     validate_against_schema,
     validate_object,
@@ -308,9 +309,27 @@ def test_defaults_fill_absent_fields_only() -> None:
 def test_unknown_fields_for_builtins() -> None:
     obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labelz": {}}, "data": {},
            "spec": {}}
-    assert unknown_fields(CONFIGMAP, obj) == ["spec", "metadata.labelz"]
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {}, "extra": 1}
-    assert unknown_fields(_info("Deployment"), deployment) == ["extra"]
+    assert unknown_fields(CONFIGMAP, obj) == ["metadata.labelz", "spec"]
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "extra": 1,
+                  "spec": {"replica": 2, "template": {"spec": {"containers": [{"name": "c", "containerPrt": 1}]}}}}
+    deploy = SimpleNamespace(**{**vars(_info("Deployment")), "group": "apps"})
+    assert unknown_fields(deploy, deployment) == ["extra", "spec.replica",
+                                                  "spec.template.spec.containers[0].containerPrt"]
+    assert prune_builtin(deploy, deployment) is deployment and unknown_fields(deploy, deployment) == []
+    assert deployment["spec"]["template"]["spec"]["containers"] == [{"name": "c"}]
+
+
+def test_builtin_schema_types_and_required_fields() -> None:
+    deploy = SimpleNamespace(**{**vars(_info("Deployment")), "group": "apps"})
+    obj = {"metadata": {"name": "d", "creationTimestamp": None},
+           "spec": {"replicas": "3", "paused": None, "selector": {"matchLabels": {"a": "b"}},
+                    "template": {"metadata": {"labels": {"a": "b"}},
+                                 "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"name": "p"}],
+                                                          "resources": {"limits": {"cpu": 1, "memory": "1Gi"}}}]}}}}
+    causes = validate_object(deploy, obj)
+    assert ("spec.replicas", "FieldValueTypeInvalid") in _fields(causes)
+    assert ("spec.template.spec.containers[0].ports[0].containerPort", "FieldValueRequired") in _fields(causes)
+    assert not any("limits" in c["field"] for c in causes)  # a Quantity is a string or a number
 
 
 def test_registry_infos_are_accepted() -> None:

@@ -1,0 +1,238 @@
+"""The Manager's client: reads from the informer caches, writes to the API server, reads its own writes.
+
+``mgr.client`` (controller-runtime's delegating client) answers ``get`` and ``list`` from the Manager's
+shared informers: the first read of a resource creates its informer, starts it and waits (at most the
+Manager's ``cache_sync_timeout``) until it has synced. ``list`` filters by namespace, label selector and
+field selector; a field-selector term whose field names an index added with ``mgr.add_index(resource,
+name, fn)`` is answered from that index, other fields are read from the object by their dotted path
+(``spec.nodeName``). Objects are the cached ones: read-only. Informers started this way belong to the
+Manager's factory: :meth:`Manager.run` shuts them down when it ends (without ``run``, call
+``await mgr.factory.shutdown()``). Every other verb (create, replace, patch,
+delete, the status verbs, watch, resolve...) goes to the API server through the wrapped client.
+
+Read-your-own-writes: a write made through this client while a controller reconciles a Request is
+remembered for that Request, with the resourceVersion the server answered. The next reconcile of the same
+Request first waits until the informer of the written resource (if the Manager has one) has that version
+of the object, or a later one, or has moved past it with the object gone; the wait is bounded by
+``ryow_timeout`` and counted in ``kinformer_read_your_writes_total{controller, outcome}``. So a reconciler
+never acts on the state from before its own write, which no controller-runtime client promises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+from collections.abc import Callable, Iterator, Mapping, MutableSequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kinformer.cache.listwatch import ListResult
+from kinformer.errors import NotFound
+from kinformer.selectors import field_value, object_fields, parse_field_selector, parse_label_selector
+
+if TYPE_CHECKING:
+    from kinformer.controller.manager import Manager
+
+__all__ = ["CachedClient", "PendingWrite", "track_writes", "wait_for_writes"]
+
+log = logging.getLogger(__name__)
+
+# The writes of the reconcile running in this task (set by the Controller around each reconcile).
+_WRITES: contextvars.ContextVar[list[PendingWrite] | None] = contextvars.ContextVar("kinformer_writes",
+                                                                                     default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWrite:
+    """One write to wait for: the informer that must see it, the object's cache key, its resourceVersion."""
+
+    informer: Any
+    key: str
+    resource_version: str
+
+    def reached(self) -> bool:
+        """True once the informer's cache holds this version of the object or a later state."""
+        cached = self.informer.indexer.get_by_key(self.key)
+        if cached is not None:
+            return _rv_at_least((cached.get("metadata") or {}).get("resourceVersion", ""), self.resource_version)
+        return _rv_at_least(self.informer.last_sync_resource_version, self.resource_version)
+
+
+def _rv_at_least(have: str, want: str) -> bool:
+    """resourceVersions are opaque, but kube-apiserver's (and ours) are integers: compare them as such."""
+    if have == want:
+        return True
+    try:
+        return int(have) >= int(want)
+    except (TypeError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def track_writes() -> Iterator[list[PendingWrite]]:
+    """``with track_writes() as writes:`` collects the writes made through a CachedClient in the block."""
+    writes: list[PendingWrite] = []
+    token = _WRITES.set(writes)
+    try:
+        yield writes
+    finally:
+        _WRITES.reset(token)
+
+
+class CachedClient:
+    """Reads from the Manager's informers, writes through ``manager.api_client`` (see the module doc)."""
+
+    _WRITE_VERBS = ("create", "replace", "patch", "replace_status", "patch_status", "delete")
+
+    def __init__(self, manager: Manager) -> None:
+        self._manager = manager
+        self._resolved: dict[str, Any] = {}
+
+    @property
+    def api_client(self) -> Any:
+        return self._manager.api_client
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._WRITE_VERBS:
+            return self._writer(name)
+        return getattr(self._manager.api_client, name)
+
+    # -- informers ------------------------------------------------------------------------------------
+
+    async def _resolve(self, resource: Any) -> Any:
+        if not isinstance(resource, str):
+            return resource
+        info = self._resolved.get(resource)
+        if info is None:
+            info = self._resolved[resource] = await self._manager.api_client.resolve(resource)
+        return info
+
+    async def _find_informer(self, resource: Any) -> tuple[Any, Any]:
+        """(the Manager's unfiltered informer for ``resource`` if it has one, the resolved resource)."""
+        info = await self._resolve(resource)
+        for name, informer in self._manager.factory.informers.items():
+            if "labels=" in name or "fields=" in name:
+                continue  # a filtered informer cannot answer for the whole resource
+            spec = name.split("[", 1)[0]
+            if spec == str(resource) or await self._resolve(spec) == info:
+                return informer, info
+        return None, info
+
+    async def informer_for(self, resource: Any) -> Any:
+        """The synced informer that serves reads of ``resource`` (created and started on first use)."""
+        informer, info = await self._find_informer(resource)
+        if informer is None:
+            informer = self._manager.informer(resource if isinstance(resource, str) else str(info))
+        if not informer.is_started:
+            self._manager.factory.start()
+        if not informer.has_synced():
+            timeout = self._manager.cache_sync_timeout
+            if not await informer.wait_for_sync(timeout=timeout):
+                raise TimeoutError(f"the cache of {info} did not sync within {timeout:.0f}s")
+        return informer
+
+    # -- reads ----------------------------------------------------------------------------------------
+
+    async def get(self, resource: Any, name: str, namespace: str | None = None, **kwargs: Any) -> Any:
+        """The cached object (raises NotFound); a ``subresource`` read goes to the server."""
+        if kwargs.get("subresource"):
+            return await self._manager.api_client.get(resource, name, namespace, **kwargs)
+        informer = await self.informer_for(resource)
+        info = await self._resolve(resource)
+        if info.namespaced:
+            namespace = namespace or getattr(self._manager.api_client, "default_namespace", None) or "default"
+            key = f"{namespace}/{name}"
+        else:
+            key = name
+        obj = informer.indexer.get_by_key(key)
+        if obj is None:
+            raise NotFound(f'{info.plural} "{name}" not found',
+                           status={"kind": "Status", "code": 404, "reason": "NotFound",
+                                   "details": {"name": name, "kind": info.plural}})
+        return obj
+
+    async def list(self, resource: Any, namespace: str | None = None, *, label_selector: str | None = None,
+                   field_selector: str | None = None, **_: Any) -> ListResult:
+        """Cached objects matching namespace and selectors (``resource_version`` is the cache's)."""
+        informer = await self.informer_for(resource)
+        labels = parse_label_selector(label_selector) if label_selector else None
+        fields = parse_field_selector(field_selector) if field_selector else None
+        indexer = informer.indexer
+        indexers = indexer.get_indexers()
+        objs = None
+        for req in fields.requirements if fields else ():
+            if req.field in indexers and req.operator.value != "!=":
+                objs = indexer.by_index(req.field, req.value)
+                break
+        if objs is None:
+            objs = informer.lister().list(namespace) if namespace else indexer.list()
+        out = []
+        for obj in objs:
+            meta = obj.get("metadata") or {}
+            if namespace and meta.get("namespace") != namespace:
+                continue
+            if labels is not None and not labels.matches(meta.get("labels")):
+                continue
+            if fields is not None and not self._fields_match(fields, obj, indexers):
+                continue
+            out.append(obj)
+        return ListResult(out, informer.last_sync_resource_version, None, None)
+
+    @staticmethod
+    def _fields_match(fields: Any, obj: Mapping[str, Any], indexers: Mapping[str, Any]) -> bool:
+        values = object_fields(obj)
+        for req in fields.requirements:
+            if req.field in values:
+                continue
+            if req.field in indexers:
+                found = indexers[req.field](obj)
+                found = [found] if isinstance(found, str) else list(found or ())
+                values[req.field] = req.value if req.value in found else (found[0] if found else "")
+            else:
+                values[req.field] = field_value(obj, req.field)
+        return fields.matches(values)
+
+    # -- writes ---------------------------------------------------------------------------------------
+
+    def _writer(self, verb: str) -> Callable[..., Any]:
+        method = getattr(self._manager.api_client, verb)
+
+        async def write(resource: Any, *args: Any, **kwargs: Any) -> Any:
+            result = await method(resource, *args, **kwargs)
+            writes = _WRITES.get()
+            if writes is not None:
+                await self._remember(writes, resource, result)
+            return result
+
+        write.__name__ = verb
+        write.__doc__ = method.__doc__
+        return write
+
+    async def _remember(self, writes: MutableSequence[PendingWrite], resource: Any, result: Any) -> None:
+        meta = result.get("metadata") if isinstance(result, Mapping) else None
+        if not meta or result.get("kind") == "Status" or not meta.get("resourceVersion"):
+            return
+        informer, _ = await self._find_informer(resource)
+        if informer is None:
+            return
+        key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta.get("name", "")
+        writes.append(PendingWrite(informer, key, meta["resourceVersion"]))
+
+    def __repr__(self) -> str:
+        return f"<CachedClient over {self._manager.api_client!r}>"
+
+
+async def wait_for_writes(writes: list[PendingWrite], timeout: float) -> bool:
+    """Wait until every write is in its informer's cache; False if ``timeout`` passed first."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    delay = 0.001
+    while not all(w.reached() for w in writes):
+        left = deadline - loop.time()
+        if left <= 0:
+            return False
+        await asyncio.sleep(min(delay, left))
+        delay = min(delay * 2, 0.05)
+    return True

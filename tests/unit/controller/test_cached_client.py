@@ -1,0 +1,92 @@
+"""mgr.client: reads from the informer caches (selectors, indexes), writes to the server, reads its own writes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import kinformer as ki
+from kinformer.cache.factory import SharedInformerFactory
+from kinformer.controller import metrics
+from kinformer.testing.faultproxy import FaultProxy
+from testlib import configmap, running, wait_until
+
+NS = "default"
+
+
+def _labelled(name: str, app: str, **data: str) -> dict:
+    body = configmap(name, **data)
+    body["metadata"]["labels"] = {"app": app}
+    return body
+
+
+async def test_reads_come_from_the_cache(kube_client) -> None:
+    for name, app in (("a", "web"), ("b", "web"), ("c", "db")):
+        await kube_client.create("configmaps", _labelled(name, app, owner=f"team-{app}"), namespace=NS)
+    await kube_client.create("configmaps", configmap("elsewhere", ns="kube-system"), namespace="kube-system")
+    mgr = ki.Manager(kube_client)
+    mgr.add_index("configmaps", "data.owner", lambda cm: [(cm.get("data") or {}).get("owner", "")])
+    try:
+        obj = await mgr.client.get("configmaps", "a", NS)  # starts the informer and waits for its sync
+        informer = mgr.informer("configmaps")
+        assert informer.has_synced() and obj is informer.indexer.get_by_key("default/a")
+        with pytest.raises(ki.NotFound, match='configmaps "nope" not found'):
+            await mgr.client.get("configmaps", "nope", NS)
+        names = lambda result: sorted(o["metadata"]["name"] for o in result.items)  # noqa: E731
+        assert names(await mgr.client.list("configmaps", NS, label_selector="app=web")) == ["a", "b"]
+        in_system = names(await mgr.client.list("configmaps", field_selector="metadata.namespace=kube-system"))
+        assert "elsewhere" in in_system and "a" not in in_system
+        assert names(await mgr.client.list("configmaps", NS, field_selector="data.owner=team-db")) == ["c"]
+        web = await mgr.client.list("configmaps", NS, field_selector="data.owner!=team-db,metadata.name!=b")
+        assert [n for n in names(web) if n in "abc"] == ["a"]
+        # writes go to the server; the cache follows
+        created = await mgr.client.create("configmaps", configmap("d"), namespace=NS)
+        assert created["metadata"]["resourceVersion"]
+        await wait_until(lambda: informer.indexer.get_by_key("default/d") is not None, what="cache has d")
+        # every other verb is the API client's
+        assert (await mgr.client.resolve("cm")).plural == "configmaps"
+    finally:
+        await mgr.factory.shutdown()
+
+
+async def test_next_reconcile_waits_for_its_own_writes(kube_server, kube_client) -> None:
+    """The cache lags the server by a delaying proxy; every reconcile still sees its previous write."""
+    seen: list[tuple[int, int]] = []  # (count the reconcile saw, count it had written before)
+    written = {"n": 0}
+
+    class Counter(ki.ObjectReconciler):
+        async def reconcile(self, obj) -> ki.Result:
+            count = int(obj["data"]["count"])
+            seen.append((count, written["n"]))
+            if count >= 5:
+                return ki.Result()
+            await self.client.patch("configmaps", obj["metadata"]["name"], {"data": {"count": str(count + 1)}},
+                                    namespace=NS)
+            written["n"] = count + 1
+            return ki.Result(requeue=True)  # reconciled again at once (5 ms), long before the watch delivers
+
+    await kube_client.create("configmaps", configmap("cm", count="0"), namespace=NS)
+    async with FaultProxy.for_url(kube_server.url) as proxy, ki.Client(proxy.url) as slow:
+        factory = SharedInformerFactory(slow)
+        mgr = ki.Manager(kube_client, factory=factory)
+        builder = mgr.controller(Counter(), name="ryow").for_("configmaps")
+        before = metrics.READ_YOUR_WRITES.labels("ryow", "waited")._value.get()
+        async with running(mgr):
+            proxy.delay = 0.2  # every watch event now reaches the cache 0.2 s after the write
+            await wait_until(lambda: seen and seen[-1][0] == 5, what="count reaches 5")
+        stats = builder.controller.stats
+    assert all(count >= prior for count, prior in seen), seen
+    assert stats.waited_for_writes >= 1
+    assert metrics.READ_YOUR_WRITES.labels("ryow", "waited")._value.get() > before
+
+
+async def test_waiting_for_writes_is_bounded(kube_client) -> None:
+    from kinformer.controller.cached_client import PendingWrite, wait_for_writes
+
+    informer = ki.SharedInformerFactory(kube_client).informer("configmaps")
+    never = PendingWrite(informer, "default/none", "999999")
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    assert not await wait_for_writes([never], 0.1)
+    assert loop.time() - start < 5
