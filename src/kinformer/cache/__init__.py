@@ -19,7 +19,7 @@ from .backoff import Backoff
 from .reflector import Reflector, ReflectorStats, WatchOutcome
 from .processor_listener import Notification, NotificationKind, ProcessorListener
 from .mutation_detector import MutationDetector
-from .transforms import Transform
+from .transforms import LAST_APPLIED_ANNOTATION, Transform, strip_last_applied
 from .shared_informer import (
     DEFAULT_TRANSFORM,
     CacheMutationError,

@@ -33,15 +33,20 @@ class ListerWatcherSource(Protocol):
     """What the factory needs from a client."""
 
     def lister_watcher(self, resource: str, *, namespace: str | None = None, label_selector: str | None = None,
-                       field_selector: str | None = None) -> ListerWatcher: ...
+                       field_selector: str | None = None) -> ListerWatcher:
+        """Also called with ``metadata_only=True`` for metadata-only informers (only then)."""
+        ...
 
 
-InformerKey = tuple[str, str | None, str | None, str | None]
+# (resource, namespace, label selector, field selector, metadata only)
+InformerKey = tuple[str, str | None, str | None, str | None, bool]
 
 
 def _informer_name(key: InformerKey) -> str:
-    resource, namespace, labels, fields = key
+    resource, namespace, labels, fields, metadata_only = key
     extras = [f"{k}={v}" for k, v in (("namespace", namespace), ("labels", labels), ("fields", fields)) if v]
+    if metadata_only:
+        extras.append("metadata")
     return f"{resource}[{','.join(extras)}]" if extras else resource
 
 
@@ -75,24 +80,29 @@ class SharedInformerFactory:
 
     def informer(self, resource: str, *, namespace: str | None = _DEFAULT, resync: float | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
-                 watch_idle_timeout: float | None = _DEFAULT) -> SharedIndexInformer:
+                 watch_idle_timeout: float | None = _DEFAULT, metadata_only: bool = False,
+                 transform: Transform | None = _DEFAULT) -> SharedIndexInformer:
         """The shared informer for ``resource`` (created on first request). ``namespace`` defaults to the
-        factory's (None: all namespaces); ``resync`` and ``watch_idle_timeout`` (first request only) default
-        to the factory's."""
+        factory's (None: all namespaces); ``resync``, ``watch_idle_timeout`` and ``transform`` (first request
+        only) default to the factory's. ``metadata_only`` caches ``meta.k8s.io/v1`` PartialObjectMetadata
+        (kind, apiVersion, metadata) instead of whole objects: a separate informer from the full one."""
         if namespace is _DEFAULT:
             namespace = self.namespace
-        key: InformerKey = (resource, namespace or None, label_selector or None, field_selector or None)
+        key: InformerKey = (resource, namespace or None, label_selector or None, field_selector or None,
+                            metadata_only)
         informer = self._informers.get(key)
         if informer is not None:
             return informer
         if self._shutting_down:
             raise RuntimeError("SharedInformerFactory is shut down")
+        extra: dict[str, Any] = {"metadata_only": True} if metadata_only else {}
         lw: ListerWatcher = self.client.lister_watcher(resource, namespace=key[1], label_selector=key[2],
-                                                       field_selector=key[3])
+                                                       field_selector=key[3], **extra)
         if self.tweak_list_options is not None:
             lw = TweakedListerWatcher(lw, self.tweak_list_options)
         informer = SharedIndexInformer(lw, resync=self.resync if resync is None else resync, clock=self.clock,
-                                       transform=self.transform, name=_informer_name(key), resource=resource,
+                                       transform=self.transform if transform is _DEFAULT else transform,
+                                       name=_informer_name(key), resource=resource,
                                        backoff=self.backoff, use_streaming_list=self.use_streaming_list,
                                        watch_idle_timeout=(self.watch_idle_timeout if watch_idle_timeout is _DEFAULT
                                                            else watch_idle_timeout),

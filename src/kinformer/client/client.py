@@ -307,12 +307,14 @@ class Client:
         return ResourceClient(self, await self.resolve(resource), namespace)
 
     def lister_watcher(self, resource: str | Resource, *, namespace: str | None = None,
-                       label_selector: str | None = None, field_selector: str | None = None) -> ClientListerWatcher:
-        """A :class:`~kinformer.cache.listwatch.ListerWatcher` over this client (resolves lazily)."""
+                       label_selector: str | None = None, field_selector: str | None = None,
+                       metadata_only: bool = False) -> ClientListerWatcher:
+        """A :class:`~kinformer.cache.listwatch.ListerWatcher` over this client (resolves lazily);
+        ``metadata_only`` lists and watches PartialObjectMetadata."""
         from kinformer.client.listwatch import ClientListerWatcher
 
         return ClientListerWatcher(self, resource, namespace=namespace, label_selector=label_selector,
-                                   field_selector=field_selector)
+                                   field_selector=field_selector, metadata_only=metadata_only)
 
     def _object_namespace(self, res: Resource, namespace: str | None, body: Any = None) -> str | None:
         if not res.namespaced:
@@ -335,22 +337,22 @@ class Client:
         return decode_object(await self.request_bytes("GET", path))
 
     async def list_page(self, resource: str | Resource, options: ListOptions | None = None,
-                        namespace: str | None = None) -> ListResult:
-        """One page of a list with exactly ``options`` (no auto-pagination)."""
+                        namespace: str | None = None, *, headers: Mapping[str, str] | None = None) -> ListResult:
+        """One page of a list with exactly ``options`` (no auto-pagination); ``headers`` e.g. an ``Accept``."""
         res = await self.resolve(resource)
         options = options or ListOptions()
         path = res.path(namespace if res.namespaced else None)
-        body = await self._list_bytes(path, options.to_query())
+        body = await self._list_bytes(path, options.to_query(), headers)
         items, rv, cont, remaining = decode_list(body)
         return ListResult(items, rv, cont, remaining)
 
-    async def _list_bytes(self, path: str, params: dict[str, str]) -> bytes:
+    async def _list_bytes(self, path: str, params: dict[str, str], headers: Mapping[str, str] | None) -> bytes:
         """GET a list body within ``list_timeout`` seconds (a response that never ends is cut), retried up to
         ``_LIST_ATTEMPTS`` times in all, each timeout logged; the last one raises TimeoutError."""
         for attempt in range(1, _LIST_ATTEMPTS + 1):
             try:
                 async with asyncio.timeout(self.list_timeout):
-                    return await self.request_bytes("GET", path, params=params)
+                    return await self.request_bytes("GET", path, params=params, headers=headers)
             except TimeoutError:
                 if attempt == _LIST_ATTEMPTS:
                     raise
@@ -402,9 +404,9 @@ class Client:
         async for event in self.watch_stream(resource, options, namespace):
             yield event
 
-    async def watch_stream(self, resource: str | Resource, options: ListOptions,
-                           namespace: str | None = None) -> AsyncIterator[WatchEvent]:
-        """Open a watch with exactly ``options`` and decode its events as they arrive."""
+    async def watch_stream(self, resource: str | Resource, options: ListOptions, namespace: str | None = None, *,
+                           headers: Mapping[str, str] | None = None) -> AsyncIterator[WatchEvent]:
+        """Open a watch with exactly ``options`` (and extra ``headers``) and decode its events as they arrive."""
         res = await self.resolve(resource)
         params = options.to_query()
         params["watch"] = "true"
@@ -413,7 +415,7 @@ class Client:
             idle = options.timeout_seconds + 60.0
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout, sock_read=idle)
         resp = await self.request("GET", res.path(namespace if res.namespaced else None), params=params,
-                                  timeout=timeout)
+                                  timeout=timeout, headers=headers)
         clean = False
         try:
             async for event in iter_events(resp.content.iter_any()):

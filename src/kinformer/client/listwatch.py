@@ -2,16 +2,48 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
 
-from kinformer.cache.listwatch import ListOptions, ListResult, WatchEvent
+import msgspec
+
+from kinformer.cache.listwatch import BOOKMARK, ERROR, ListOptions, ListResult, WatchEvent
 from kinformer.client.discovery import Resource
+from kinformer.client.objects import LazyObject
+from kinformer.errors import APIError
 
 if TYPE_CHECKING:
     from kinformer.client.client import Client
 
-__all__ = ["ClientListerWatcher"]
+__all__ = ["PARTIAL_OBJECT_METADATA_ACCEPT", "PARTIAL_OBJECT_METADATA_LIST_ACCEPT", "ClientListerWatcher",
+           "to_partial_object_metadata"]
+
+log = logging.getLogger(__name__)
+
+#: ``Accept`` of a metadata-only list and of a metadata-only get or watch; plain JSON is the fallback clause.
+PARTIAL_OBJECT_METADATA_LIST_ACCEPT = ("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
+                                       "application/json")
+PARTIAL_OBJECT_METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+_PARTIAL_KIND = "PartialObjectMetadata"
+_PARTIAL_HEAD = b'{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":'
+
+
+class _Metadata(msgspec.Struct):
+    metadata: msgspec.Raw = msgspec.Raw(b"{}")
+
+
+_decode_metadata = msgspec.json.Decoder(_Metadata).decode
+
+
+def to_partial_object_metadata(obj: Any) -> LazyObject:
+    """``obj`` (a whole object) as a ``meta.k8s.io/v1`` PartialObjectMetadata (kind, apiVersion, metadata)."""
+    raw = obj.to_json() if isinstance(obj, LazyObject) else msgspec.json.encode(obj)
+    return LazyObject(_PARTIAL_HEAD + bytes(_decode_metadata(raw).metadata) + b"}")
+
+
+def _is_partial(obj: Any) -> bool:
+    return isinstance(obj, Mapping) and obj.get("kind") == _PARTIAL_KIND
 
 
 class ClientListerWatcher:
@@ -21,17 +53,25 @@ class ClientListerWatcher:
     request unless the options carry their own. Errors follow the ListerWatcher contract: typed
     :class:`~kinformer.errors.APIError` subclasses (``Expired`` for 410), transport exceptions otherwise.
     Streaming lists (``send_initial_events=True``) travel on the watch path unchanged.
+
+    ``metadata_only``: lists and watches ask for PartialObjectMetadata (client-go's metadata client) and
+    every object returned is one; a server that answers with whole objects (it ignores ``as=``) or refuses
+    the form (406) is served whole objects cut down here, so the caller never sees the difference.
     """
 
-    __slots__ = ("_resolved", "client", "field_selector", "label_selector", "namespace", "resource")
+    __slots__ = ("_plain_only", "_resolved", "client", "field_selector", "label_selector", "metadata_only",
+                 "namespace", "resource")
 
     def __init__(self, client: Client, resource: str | Resource, *, namespace: str | None = None,
-                 label_selector: str | None = None, field_selector: str | None = None) -> None:
+                 label_selector: str | None = None, field_selector: str | None = None,
+                 metadata_only: bool = False) -> None:
         self.client = client
         self.resource = resource
         self.namespace = namespace
         self.label_selector = label_selector
         self.field_selector = field_selector
+        self.metadata_only = metadata_only
+        self._plain_only = False  # the server refused the metadata-only form (406): ask for JSON
         self._resolved: Resource | None = resource if isinstance(resource, Resource) else None
 
     async def resolved(self) -> Resource:
@@ -47,14 +87,41 @@ class ClientListerWatcher:
                                    field_selector=_join(self.field_selector, options.field_selector))
         return options
 
+    def _accept(self, accept: str) -> dict[str, str] | None:
+        return {"Accept": accept} if self.metadata_only and not self._plain_only else None
+
     async def list(self, options: ListOptions) -> ListResult:
         res = await self.resolved()
-        return await self.client.list_page(res, self._options(options), self.namespace)
+        options = self._options(options)
+        try:
+            result = await self.client.list_page(res, options, self.namespace,
+                                                 headers=self._accept(PARTIAL_OBJECT_METADATA_LIST_ACCEPT))
+        except APIError as exc:
+            if exc.code != 406 or not self.metadata_only or self._plain_only:
+                raise
+            log.info("%s: the server does not serve PartialObjectMetadata (406); cutting whole objects down", res)
+            self._plain_only = True
+            result = await self.client.list_page(res, options, self.namespace)
+        if self.metadata_only and result.items and not _is_partial(result.items[0]):
+            result.items = [to_partial_object_metadata(obj) for obj in result.items]
+        return result
 
     async def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
         res = await self.resolved()
-        async for event in self.client.watch_stream(res, self._options(options), self.namespace):
-            yield event
+        stream = self.client.watch_stream(res, self._options(options), self.namespace,
+                                          headers=self._accept(PARTIAL_OBJECT_METADATA_ACCEPT))
+        if not self.metadata_only:
+            async for event in stream:
+                yield event
+            return
+        convert: bool | None = None  # decided by the first object event: did the server cut it down?
+        async for event in stream:
+            if event.type in (BOOKMARK, ERROR):
+                yield event
+                continue
+            if convert is None:
+                convert = not _is_partial(event.object)
+            yield WatchEvent(event.type, to_partial_object_metadata(event.object)) if convert else event
 
     def __repr__(self) -> str:
         where = f" in {self.namespace}" if self.namespace else ""

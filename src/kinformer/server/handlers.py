@@ -17,6 +17,8 @@ from . import status as st
 from . import tables
 from .bodies import MAX_BODY
 from .objects import ObjectStore
+from .partial_metadata import negotiate_partial
+from .partial_metadata import serve as serve_partial
 from .query import truthy
 from .reads import RV_WAIT_SECONDS
 from .registry import Registry, ResourceInfo
@@ -59,6 +61,9 @@ class ResourceAPI(WatchHandlers, WriteHandlers):
             table_version = tables.negotiate_table(request.headers.get("Accept", ""))
             if table_version is not None:
                 return await self.serve_table(request, t, table_version)
+            partial = negotiate_partial(request.headers.get("Accept", ""))
+            if partial is not None:
+                return await serve_partial(self, request, t, partial)
         if not t.name:
             if method == "GET":
                 if t.watch or truthy(q.get("watch")):

@@ -27,6 +27,7 @@ import orjson
 
 from ..errors import SelectorError
 from ..selectors import label_selector_from_dict
+from .accept import accept_clauses
 
 __all__ = [
     "INCLUDE_OBJECT_VALUES",
@@ -102,25 +103,7 @@ def negotiate_table(accept: str) -> str | None:
     """
     if "Table" not in accept:
         return None
-    clauses: list[tuple[float, int, str, dict[str, str]]] = []
-    for i, raw in enumerate(accept.split(",")):
-        parts = [p.strip() for p in raw.split(";")]
-        media = parts[0].lower()
-        if not media:
-            continue
-        params: dict[str, str] = {}
-        for p in parts[1:]:
-            k, _, v = p.partition("=")
-            params[k.strip().lower()] = v.strip().strip('"')
-        try:
-            q = float(params.get("q", "1"))
-        except ValueError:
-            q = 1.0
-        clauses.append((-q, i, media, params))
-    clauses.sort(key=lambda c: (c[0], c[1]))
-    for neg_q, _, media, params in clauses:
-        if neg_q >= 0:
-            continue
+    for media, params in accept_clauses(accept):
         kind = params.get("as")
         if kind is None:
             return None

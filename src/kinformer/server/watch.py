@@ -14,6 +14,7 @@ from aiohttp import web
 from ..selectors import FieldSelector, parse_field_selector
 from . import status as st
 from .objects import parse_rv
+from .partial_metadata import PARTIAL_WATCH_KEY, PartialMetadataWatchResponse, PartialRequest
 from .query import Filter, make_filter, truthy
 from .reads import ReadHandlers
 from .registry import ResourceInfo
@@ -114,8 +115,11 @@ class WatchHandlers(ReadHandlers):
     async def _open_stream(self, request: web.Request) -> web.StreamResponse:
         headers = {"Content-Type": "application/json", "Cache-Control": "no-cache, private"}
         table: TableRequest | None = request.get(TABLE_WATCH_KEY)
+        partial: PartialRequest | None = request.get(PARTIAL_WATCH_KEY)
         resp = web.StreamResponse(status=200, headers=headers) if table is None else \
             TableWatchResponse(table, self.clock, headers=headers)
+        if partial is not None:
+            resp = PartialMetadataWatchResponse(partial, headers=headers)
         resp.enable_chunked_encoding()
         await resp.prepare(request)
         return resp
