@@ -183,3 +183,120 @@ async def test_manager_serves_registered_webhooks(kube_client):
             await kube_client.create("configmaps", cm("bad", password="x"), namespace="default")
         mgr.stop()
     assert run.done() and not mgr.webhook_server.started.is_set()
+
+
+# -- CRD conversion webhooks ------------------------------------------------------------------------
+
+CRDS = "apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def two_version_crd(client_config: dict[str, Any]) -> dict[str, Any]:
+    """Widgets: v1 (storage) has spec.size in centimetres, v2 spec.sizeInches."""
+    def version(name: str, storage: bool, field: str) -> dict[str, Any]:
+        return {"name": name, "served": True, "storage": storage,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {field: {"type": "integer"}}}}}}}
+
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                     "versions": [version("v1", True, "size"), version("v2", False, "sizeInches")],
+                     "conversion": {"strategy": "Webhook", "webhook": {
+                         "clientConfig": client_config, "conversionReviewVersions": ["v1"]}}}}
+
+
+def convert_widget(obj: dict[str, Any], desired: str) -> dict[str, Any]:
+    spec = dict(obj.get("spec") or {})
+    if desired == "example.com/v2" and "size" in spec:
+        spec["sizeInches"] = round(spec.pop("size") / 2.54)
+    elif desired == "example.com/v1" and "sizeInches" in spec:
+        spec["size"] = round(spec.pop("sizeInches") * 2.54)
+    return {**obj, "spec": spec}
+
+
+@pytest.fixture
+async def widgets(kube_client, kube_webhook_server):
+    kube_webhook_server.conversion("/convert", convert_widget)
+    await kube_client.create(CRDS, two_version_crd(kube_webhook_server.client_config("/convert")))
+
+    async def served() -> bool:
+        kube_client.invalidate_discovery()
+        try:
+            await kube_client.resolve("example.com/v2/widgets")
+        except LookupError:
+            return False
+        return True
+
+    from testlib import wait_until
+
+    await wait_until(served, what="the CRD served")
+    return kube_client
+
+
+def widget(name: str, api_version: str, **spec: int) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": "Widget", "metadata": {"name": name}, "spec": spec}
+
+
+async def test_a_two_version_crd_reads_back_in_either_version(widgets):
+    client = widgets
+    await client.create("example.com/v1/widgets", widget("a", "example.com/v1", size=254), namespace="default")
+    await client.create("example.com/v2/widgets", widget("b", "example.com/v2", sizeInches=10), namespace="default")
+    a2 = await client.get("example.com/v2/widgets", "a", namespace="default")
+    assert a2["apiVersion"] == "example.com/v2" and a2["spec"] == {"sizeInches": 100}
+    b1 = await client.get("example.com/v1/widgets", "b", namespace="default")
+    assert b1["apiVersion"] == "example.com/v1" and b1["spec"] == {"size": 25}  # stored in the storage version
+    listed = await client.list("example.com/v2/widgets", namespace="default")
+    assert sorted((o["metadata"]["name"], o["spec"]["sizeInches"]) for o in listed.items) == [("a", 100), ("b", 10)]
+    assert {o["apiVersion"] for o in listed.items} == {"example.com/v2"}
+
+
+async def test_patch_and_replace_in_the_converted_version(widgets):
+    client = widgets
+    await client.create("example.com/v1/widgets", widget("a", "example.com/v1", size=254), namespace="default")
+    patched = await client.patch("example.com/v2/widgets", "a", {"spec": {"sizeInches": 20}}, namespace="default")
+    assert patched["apiVersion"] == "example.com/v2" and patched["spec"] == {"sizeInches": 20}
+    assert (await client.get("example.com/v1/widgets", "a", namespace="default"))["spec"] == {"size": 51}
+    current = await client.get("example.com/v2/widgets", "a", namespace="default")
+    replaced = await client.replace("example.com/v2/widgets", {**current.to_dict(), "spec": {"sizeInches": 1}})
+    assert replaced["spec"] == {"sizeInches": 1}
+    assert (await client.get("example.com/v1/widgets", "a", namespace="default"))["spec"] == {"size": 3}
+
+
+async def test_watch_in_the_converted_version_converts_every_event(widgets):
+    client = widgets
+    await client.create("example.com/v1/widgets", widget("a", "example.com/v1", size=254), namespace="default")
+    seen: list[tuple[str, str, dict[str, Any]]] = []
+    stream = client.watch("example.com/v2/widgets", "default", resource_version="0")
+    try:
+        async for event in stream:
+            seen.append((event.type, event.object["apiVersion"], dict(event.object.get("spec") or {})))
+            if len(seen) == 1:
+                await client.patch("example.com/v1/widgets", "a", {"spec": {"size": 508}}, namespace="default")
+            if len(seen) == 2:
+                break
+    finally:
+        await stream.aclose()
+    assert seen == [("ADDED", "example.com/v2", {"sizeInches": 100}),
+                    ("MODIFIED", "example.com/v2", {"sizeInches": 200})]
+
+
+async def test_a_failing_conversion_webhook_is_a_500_and_the_storage_version_still_serves(kube_client):
+    await kube_client.create(CRDS, two_version_crd({"url": "https://127.0.0.1:9/convert"}))
+
+    async def served() -> bool:
+        kube_client.invalidate_discovery()
+        try:
+            await kube_client.resolve("example.com/v2/widgets")
+        except LookupError:
+            return False
+        return True
+
+    from testlib import wait_until
+
+    await wait_until(served, what="the CRD served")
+    await kube_client.create("example.com/v1/widgets", widget("a", "example.com/v1", size=1), namespace="default")
+    with pytest.raises(APIError) as err:
+        await kube_client.get("example.com/v2/widgets", "a", namespace="default")
+    assert err.value.code == 500 and "conversion webhook for example.com/v2, Kind=Widget failed" in err.value.message
+    assert (await kube_client.get("example.com/v1/widgets", "a", namespace="default"))["spec"] == {"size": 1}

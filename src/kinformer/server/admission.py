@@ -26,14 +26,9 @@ Answers, worded as kube-apiserver's:
   (400), as kube does;
 * ``warnings`` of every webhook are collected for the response's ``Warning`` headers.
 
-``clientConfig.url`` is called as it is. ``clientConfig.service`` is resolved through the Service's
-Endpoints object in this server (the address of its first ready subset, the port whose name matches
-the Service port ``service.port``, default 443), with TLS verified for ``<name>.<namespace>.svc``:
-a test points a Service at a local webhook server by creating that Service and an Endpoints object with
-``127.0.0.1`` and the server's port. ``caBundle`` is the only trust for a call (no bundle: the system's).
+How a webhook is reached (``url`` or ``service``, TLS trust) is :mod:`kinformer.server.webhook_client`'s.
 
-Limits: a webhook's answer over :data:`MAX_RESPONSE` bytes is a call failure; at most
-:data:`MAX_WARNINGS` warnings of :data:`MAX_WARNING_LENGTH` characters are kept per request.
+Limits: at most :data:`MAX_WARNINGS` warnings of :data:`MAX_WARNING_LENGTH` characters are kept per request.
 """
 
 from __future__ import annotations
@@ -42,13 +37,11 @@ import asyncio
 import base64
 import copy
 import logging
-import ssl
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 import orjson
 
 from ..errors import SelectorError
@@ -56,6 +49,7 @@ from ..selectors import label_selector_from_dict
 from . import status as st
 from .patch import PatchError, json_patch
 from .registry import ResourceInfo
+from .webhook_client import CallFailed, WebhookClient
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +57,6 @@ __all__ = ["AdmissionAttributes", "WebhookDispatcher", "dispatcher_over_cache", 
 
 MUTATING = "admissionregistration.k8s.io/mutatingwebhookconfigurations"
 VALIDATING = "admissionregistration.k8s.io/validatingwebhookconfigurations"
-MAX_RESPONSE = 8 * 1024 * 1024
 MAX_WARNINGS = 32
 MAX_WARNING_LENGTH = 256
 DEFAULT_TIMEOUT = 10
@@ -89,14 +82,6 @@ class AdmissionAttributes:
     def warn(self, text: str) -> None:
         if len(self.warnings) < MAX_WARNINGS:
             self.warnings.append(text[:MAX_WARNING_LENGTH])
-
-
-class CallFailed(Exception):
-    """A webhook could not give a usable answer; ``timeout`` when it did not answer in time."""
-
-    def __init__(self, message: str, *, timeout: bool = False) -> None:
-        super().__init__(message)
-        self.timeout = timeout
 
 
 # -- matching --------------------------------------------------------------------------------------
@@ -161,14 +146,10 @@ class WebhookDispatcher:
     def __init__(self, objects: Any, namespace_labels: Any, lookup: Any) -> None:
         self._objects = objects
         self._namespace_labels = namespace_labels
-        self._lookup = lookup  # (group/plural, namespace, name) -> object | None
-        self._session: aiohttp.ClientSession | None = None
-        self._contexts: dict[bytes, ssl.SSLContext] = {}
+        self.client = WebhookClient(lookup)
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self.client.close()
 
     def _webhooks(self, resource: str) -> list[tuple[str, dict[str, Any]]]:
         configs = sorted(self._objects(resource), key=lambda o: o["metadata"]["name"])
@@ -273,8 +254,9 @@ class WebhookDispatcher:
         try:
             if not await self._conditions_hold(hook, request):
                 return None
-            response = await self._call(hook, {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                                               "request": request})
+            timeout = min(int(hook.get("timeoutSeconds") or DEFAULT_TIMEOUT), MAX_TIMEOUT)
+            response = await self.client.post(hook.get("clientConfig") or {}, {
+                "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}, timeout)
             if response.get("uid") != request["uid"]:
                 raise CallFailed(f"expected response.uid=\"{request['uid']}\", got \"{response.get('uid')}\"")
         except CallFailed as exc:
@@ -318,70 +300,6 @@ class WebhookDispatcher:
                 return obj, False
             raise st.internal_error(f'admission webhook "{name}" returned an invalid patch: {exc}') from None
         return patched, patched != obj
-
-    # -- calling ----------------------------------------------------------------------------------
-
-    def _context(self, ca_bundle: str | None) -> ssl.SSLContext:
-        raw = base64.b64decode(ca_bundle) if ca_bundle else b""
-        ctx = self._contexts.get(raw)
-        if ctx is None:
-            ctx = ssl.create_default_context(cadata=raw.decode()) if raw else ssl.create_default_context()
-            self._contexts[raw] = ctx
-        return ctx
-
-    def _target(self, config: Mapping[str, Any]) -> tuple[str, str | None]:
-        """(URL to post to, TLS server name to verify when it differs from the URL's host)."""
-        if config.get("url"):
-            return str(config["url"]), None
-        svc = config.get("service") or {}
-        ns, name = svc.get("namespace", ""), svc.get("name", "")
-        port = int(svc.get("port") or 443)
-        path = svc.get("path") or "/"
-        service = self._lookup("core/services", ns, name)
-        if service is None:
-            raise CallFailed(f'service "{ns}/{name}" not found')
-        port_name = next((p.get("name", "") for p in (service.get("spec") or {}).get("ports") or []
-                          if p.get("port") == port), None)
-        if port_name is None:
-            raise CallFailed(f'service "{ns}/{name}" has no port {port}')
-        endpoints = self._lookup("core/endpoints", ns, name) or {}
-        for subset in endpoints.get("subsets") or []:
-            addresses = subset.get("addresses") or []
-            ports = subset.get("ports") or []
-            match = next((p for p in ports if p.get("name", "") == port_name), ports[0] if len(ports) == 1 else None)
-            if addresses and match is not None:
-                return f"https://{addresses[0]['ip']}:{match['port']}{path}", f"{name}.{ns}.svc"
-        raise CallFailed(f'service "{ns}/{name}" has no ready endpoints')
-
-    async def _call(self, hook: Mapping[str, Any], review: Mapping[str, Any]) -> dict[str, Any]:
-        config = hook.get("clientConfig") or {}
-        url, server_name = self._target(config)
-        timeout = min(int(hook.get("timeoutSeconds") or DEFAULT_TIMEOUT), MAX_TIMEOUT)
-        if self._session is None:
-            self._session = aiohttp.ClientSession()
-        try:
-            async with asyncio.timeout(timeout):
-                async with self._session.post(
-                        url, data=orjson.dumps(review), ssl=self._context(config.get("caBundle")),
-                        server_hostname=server_name, headers={"Content-Type": "application/json"}) as resp:
-                    body = await resp.content.read(MAX_RESPONSE + 1)
-        except TimeoutError:
-            raise CallFailed(f'failed to call webhook: Post "{url}": context deadline exceeded',
-                             timeout=True) from None
-        except (aiohttp.ClientError, OSError, ssl.SSLError, ValueError) as exc:
-            raise CallFailed(f'failed to call webhook: Post "{url}": {exc}') from None
-        if len(body) > MAX_RESPONSE:
-            raise CallFailed(f"the webhook answer is over {MAX_RESPONSE} bytes")
-        if resp.status != 200:
-            raise CallFailed(f"failed to call webhook: the server responded with status {resp.status}")
-        try:
-            doc = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            raise CallFailed(f"received invalid webhook response: {exc}") from None
-        response = doc.get("response") if isinstance(doc, dict) else None
-        if not isinstance(response, dict):
-            raise CallFailed("received invalid webhook response: no response in the AdmissionReview")
-        return response
 
 
 def _denied(name: str, status: Any) -> st.StatusError:

@@ -25,6 +25,7 @@ from ..clock import REAL_CLOCK, Clock
 from .admission import dispatcher_over_cache
 from .app import build_app
 from .bootstrap import ClusterBootstrap, used_cluster_ips, used_node_ports
+from .conversion import Conversion
 from .gc import CRD_PREFIX, GarbageCollector
 from .handlers import ResourceAPI
 from .ipallocator import DEFAULT_SERVICE_CIDR, ServiceAllocator, parse_port_range
@@ -112,6 +113,7 @@ class APIServer:
         self.api.admission = dispatcher_over_cache(self.cache)
         self.bootstrap = ClusterBootstrap(self.store, self.cache, self.registry, self.allocator, self._ca_pem,
                                           ca_authoritative=bool(tls), namespace_defaults=namespace_defaults)
+        self.api.conversion = Conversion(self.cache, self.registry, self.api.admission.client)
         self.url = ""
         self.ca_cert: str | None = None
         self._runner: web.AppRunner | None = None

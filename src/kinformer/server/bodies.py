@@ -46,8 +46,14 @@ def content_type(request: web.Request) -> str:
     return raw.split(";", 1)[0].strip().lower()
 
 
+# A body that replaces the request's own (set by CRD conversion, which serves a request through another version).
+BODY_KEY: Any = web.RequestKey("kinformer.body", bytes) if hasattr(web, "RequestKey") else "kinformer.body"
+
 async def read_body(request: web.Request) -> bytes:
-    """The request body; 413 when it exceeds 3 MiB."""
+    """The request body (or the one put in ``request[BODY_KEY]`` by CRD conversion); 413 over 3 MiB."""
+    override = request.get(BODY_KEY)
+    if override is not None:
+        return override
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise st.StatusError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}")
     try:

@@ -8,6 +8,7 @@ Parses the path into a :class:`~kinformer.server.routing.Target`, then dispatche
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import orjson
 from aiohttp import web
@@ -57,6 +58,19 @@ class ResourceAPI(WatchHandlers, WriteHandlers):
         method = request.method
         q = request.query
         check_verb(t, request_verb(method, t, truthy(q.get("watch"))))
+        storage_t = self.conversion.storage_target(t) if self.conversion is not None else None
+        if storage_t is not None:
+            return await self.conversion.serve(request, t, storage_t, self._dispatch, self.update, self._current)
+        return await self._dispatch(request, t)
+
+    async def _current(self, t: Target) -> dict[str, Any]:
+        obj, _ = await self.store.read(t.info, t.namespace, t.name)
+        return obj
+
+    async def _dispatch(self, request: web.Request, t: Target) -> web.StreamResponse:
+        """Serve ``request`` for the resolved target ``t`` (verbs already authorized)."""
+        method = request.method
+        q = request.query
         if method == "GET" and not t.subresource:
             table_version = tables.negotiate_table(request.headers.get("Accept", ""))
             if table_version is not None:

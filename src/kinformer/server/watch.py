@@ -13,6 +13,7 @@ from aiohttp import web
 
 from ..selectors import FieldSelector, parse_field_selector
 from . import status as st
+from .conversion import CONVERT_WATCH_KEY, ConvertingWatchResponse
 from .objects import parse_rv
 from .partial_metadata import PARTIAL_WATCH_KEY, PartialMetadataWatchResponse, PartialRequest
 from .query import Filter, make_filter, truthy
@@ -116,10 +117,15 @@ class WatchHandlers(ReadHandlers):
         headers = {"Content-Type": "application/json", "Cache-Control": "no-cache, private"}
         table: TableRequest | None = request.get(TABLE_WATCH_KEY)
         partial: PartialRequest | None = request.get(PARTIAL_WATCH_KEY)
-        resp = web.StreamResponse(status=200, headers=headers) if table is None else \
-            TableWatchResponse(table, self.clock, headers=headers)
-        if partial is not None:
+        converting = request.get(CONVERT_WATCH_KEY)
+        if table is not None:
+            resp: web.StreamResponse = TableWatchResponse(table, self.clock, headers=headers)
+        elif partial is not None:
             resp = PartialMetadataWatchResponse(partial, headers=headers)
+        elif converting is not None:
+            resp = ConvertingWatchResponse(*converting, headers=headers)
+        else:
+            resp = web.StreamResponse(status=200, headers=headers)
         resp.enable_chunked_encoding()
         await resp.prepare(request)
         return resp

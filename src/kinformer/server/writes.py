@@ -23,6 +23,7 @@ from .bodies import (
     parse_document,
     read_body,
 )
+from .conversion import Conversion
 from .objects import parse_rv, timestamp
 from .query import make_filter, truthy
 from .reads import ReadHandlers
@@ -88,6 +89,8 @@ class WriteHandlers(ReadHandlers):
 
     #: The admission webhooks called on every write (None: none are called).
     admission: WebhookDispatcher | None = None
+    #: CRD conversion webhooks (None: versions are only relabelled, as strategy None does).
+    conversion: Conversion | None = None
 
     async def _decode(self, request: web.Request) -> dict[str, Any]:
         body = await read_body(request)
