@@ -526,3 +526,67 @@ async def test_validating_webhook_denies_a_create_through_kubectl(kubectl: Kubec
             await asyncio.to_thread(kubectl.run, "-n", ns, "create", "configmap", "ok", "--from-literal=debug=false")
         finally:
             await asyncio.to_thread(kubectl.run, "delete", "validatingwebhookconfiguration", f"deny-debug-{ns}")
+
+
+# -- identity and RBAC: auth can-i / whoami, create role|clusterrole|rolebinding|token, --as ---------------
+
+
+def test_auth_whoami_is_the_admin_and_as_impersonates(kubectl: Kubectl) -> None:
+    info = kubectl.json("auth", "whoami")["status"]["userInfo"]
+    assert info["username"] == "kinformer-admin" and "system:masters" in info["groups"]
+    info = kubectl.json("auth", "whoami", "--as", "bob", "--as-group", "dev", "--as-group", "ops")["status"]["userInfo"]
+    assert info == {"username": "bob", "groups": ["dev", "ops", "system:authenticated"]}
+    assert kubectl.run("auth", "can-i", "delete", "nodes").stdout.strip() == "yes"
+
+
+def test_roles_bindings_and_can_i_as_a_user(kubectl: Kubectl, ns: str) -> None:
+    kubectl.run("create", "role", "pod-reader", "--verb=get,list,watch", "--resource=pods", "-n", ns)
+    kubectl.run("create", "rolebinding", "alice-pods", "--role=pod-reader", "--user=alice", "-n", ns)
+    kubectl.run("create", "clusterrole", "node-reader", "--verb=get,list", "--resource=nodes")
+    kubectl.run("create", "clusterrolebinding", f"{ns}-nodes", "--clusterrole=node-reader", "--group=ops")
+    can = kubectl.run("auth", "can-i", "list", "pods", "-n", ns, "--as", "alice")
+    assert (can.returncode, can.stdout.strip()) == (0, "yes")
+    cannot = kubectl.run("auth", "can-i", "delete", "pods", "-n", ns, "--as", "alice", check=False)
+    assert (cannot.returncode, cannot.stdout.strip()) == (1, "no")
+    assert kubectl.run("auth", "can-i", "list", "pods", "-n", "default", "--as", "alice",
+                       check=False).stdout.strip() == "no"
+    assert kubectl.run("auth", "can-i", "list", "nodes", "--as", "bob", "--as-group", "ops").stdout.strip() == "yes"
+    listed = kubectl.run("auth", "can-i", "--list", "-n", ns, "--as", "alice").stdout
+    assert any(line.split()[:1] == ["pods"] and "[get list watch]" in line for line in listed.splitlines()), listed
+    assert kubectl.run("get", "pods", "-n", ns, "--as", "alice").returncode == 0
+    denied = kubectl.run("get", "secrets", "-n", ns, "--as", "alice", check=False)
+    assert denied.returncode != 0
+    assert ('Error from server (Forbidden): secrets is forbidden: User "alice" cannot list resource "secrets" in API '
+            f'group "" in the namespace "{ns}"') in denied.stderr
+    # escalation: alice may not grant what she does not hold
+    kubectl.run("create", "role", "rbac-admin", "--verb=create", "--resource=roles.rbac.authorization.k8s.io",
+                "-n", ns)
+    kubectl.run("create", "rolebinding", "alice-rbac", "--role=rbac-admin", "--user=alice", "-n", ns)
+    held = kubectl.run("create", "role", "mine", "--verb=get", "--resource=pods", "-n", ns, "--as", "alice")
+    assert held.returncode == 0
+    more = kubectl.run("create", "role", "more", "--verb=get", "--resource=secrets", "-n", ns, "--as", "alice",
+                       check=False)
+    assert more.returncode != 0 and "is attempting to grant RBAC permissions not currently held" in more.stderr
+
+
+def test_create_token_authenticates_as_the_service_account(kubectl: Kubectl, ns: str, tmp_path: Path) -> None:
+    kubectl.run("create", "serviceaccount", "bot", "-n", ns)
+    token = kubectl.run("create", "token", "bot", "-n", ns, "--duration=15m").stdout.strip()
+    assert token.count(".") == 2
+    cfg = yaml.safe_load(kubectl.kubeconfig.read_text())
+    cfg["users"][0]["user"] = {"token": token}
+    bot = Kubectl(tmp_path / "bot-kubeconfig", kubectl.home)
+    bot.kubeconfig.write_text(yaml.safe_dump(cfg))
+    assert bot.json("auth", "whoami")["status"]["userInfo"]["username"] == f"system:serviceaccount:{ns}:bot"
+    assert bot.run("auth", "can-i", "list", "configmaps", "-n", ns, check=False).stdout.strip() == "no"
+    kubectl.run("create", "rolebinding", "bot-view", "--clusterrole=view", f"--serviceaccount={ns}:bot", "-n", ns)
+    assert bot.run("get", "configmaps", "-n", ns).returncode == 0
+    kubectl.run("delete", "serviceaccount", "bot", "-n", ns)
+
+    def refused() -> bool:
+        proc = bot.run("get", "configmaps", "-n", ns, check=False)
+        return (proc.returncode != 0 and "Unauthorized" in proc.stderr) or "must be logged in" in proc.stderr
+
+    deadline = time.monotonic() + 20
+    while not refused():
+        assert time.monotonic() < deadline, "the deleted account's token still works"

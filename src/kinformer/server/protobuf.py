@@ -217,6 +217,63 @@ _DEPLOYMENT: Table = {
     }, False),
 }
 
+# rbac.authorization.k8s.io/v1 and the review kinds (kubectl create role|rolebinding|token, auth can-i|whoami)
+_POLICY_RULE: Table = {
+    1: ("verbs", "rep_str", None, False), 2: ("apiGroups", "rep_str", None, False),
+    3: ("resources", "rep_str", None, False), 4: ("resourceNames", "rep_str", None, False),
+    5: ("nonResourceURLs", "rep_str", None, False),
+}
+_ROLE: Table = {1: ("metadata", "msg", _OBJECT_META, False), 2: ("rules", "rep_msg", _POLICY_RULE, False)}
+_CLUSTER_ROLE: Table = {
+    **_ROLE, 3: ("aggregationRule", "msg", {1: ("clusterRoleSelectors", "rep_msg", _LABEL_SELECTOR, False)}, False),
+}
+_ROLE_BINDING: Table = {
+    1: ("metadata", "msg", _OBJECT_META, False),
+    2: ("subjects", "rep_msg", {1: ("kind", "str", None, False), 2: ("apiGroup", "str", None, False),
+                                3: ("name", "str", None, False), 4: ("namespace", "str", None, False)}, False),
+    3: ("roleRef", "msg", {1: ("apiGroup", "str", None, False), 2: ("kind", "str", None, False),
+                           3: ("name", "str", None, False)}, False),
+}
+_ACCESS_SPEC: Table = {
+    1: ("resourceAttributes", "msg", {
+        1: ("namespace", "str", None, False), 2: ("verb", "str", None, False), 3: ("group", "str", None, False),
+        4: ("version", "str", None, False), 5: ("resource", "str", None, False),
+        6: ("subresource", "str", None, False), 7: ("name", "str", None, False)}, False),
+    2: ("nonResourceAttributes", "msg", {1: ("path", "str", None, False), 2: ("verb", "str", None, False)}, False),
+    3: ("user", "str", None, False), 4: ("groups", "rep_str", None, False), 6: ("uid", "str", None, False),
+}
+_ACCESS_REVIEW: Table = {
+    1: ("metadata", "msg", _OBJECT_META, False), 2: ("spec", "msg", _ACCESS_SPEC, False),
+    3: ("status", "msg", {1: ("allowed", "bool", None, False), 4: ("denied", "bool", None, False),
+                          2: ("reason", "str", None, False), 3: ("evaluationError", "str", None, False)}, False),
+}
+_RESOURCE_RULE: Table = {1: ("verbs", "rep_str", None, False), 2: ("apiGroups", "rep_str", None, False),
+                         3: ("resources", "rep_str", None, False), 4: ("resourceNames", "rep_str", None, False)}
+_RULES_REVIEW: Table = {
+    1: ("metadata", "msg", _OBJECT_META, False), 2: ("spec", "msg", {1: ("namespace", "str", None, False)}, False),
+    3: ("status", "msg", {1: ("resourceRules", "rep_msg", _RESOURCE_RULE, False),
+                          2: ("nonResourceRules", "rep_msg", {1: ("verbs", "rep_str", None, False),
+                                                              2: ("nonResourceURLs", "rep_str", None, False)}, False),
+                          3: ("incomplete", "bool", None, False), 4: ("evaluationError", "str", None, False)}, False),
+}
+_USER_INFO: Table = {1: ("username", "str", None, False), 2: ("uid", "str", None, False),
+                     3: ("groups", "rep_str", None, False)}
+_TOKEN_REQUEST: Table = {
+    1: ("metadata", "msg", _OBJECT_META, False),
+    2: ("spec", "msg", {1: ("audiences", "rep_str", None, False), 4: ("expirationSeconds", "int", None, True),
+                        3: ("boundObjectRef", "msg", {1: ("kind", "str", None, False),
+                                                      2: ("apiVersion", "str", None, False),
+                                                      3: ("name", "str", None, False),
+                                                      4: ("uid", "str", None, False)}, False)}, False),
+    3: ("status", "msg", {1: ("token", "str", None, False), 2: ("expirationTimestamp", "time", None, False)}, False),
+}
+_TOKEN_REVIEW: Table = {
+    1: ("metadata", "msg", _OBJECT_META, False),
+    2: ("spec", "msg", {1: ("token", "str", None, False), 2: ("audiences", "rep_str", None, False)}, False),
+    3: ("status", "msg", {1: ("authenticated", "bool", None, False), 2: ("user", "msg", _USER_INFO, False),
+                          3: ("error", "str", None, False), 4: ("audiences", "rep_str", None, False)}, False),
+}
+
 _KINDS: dict[tuple[str, str], Table] = {
     ("v1", "ConfigMap"): _CONFIG_MAP,
     ("v1", "Secret"): _SECRET,
@@ -224,6 +281,19 @@ _KINDS: dict[tuple[str, str], Table] = {
     ("v1", "ServiceAccount"): _SERVICE_ACCOUNT,
     ("v1", "Service"): _SERVICE,
     ("apps/v1", "Deployment"): _DEPLOYMENT,
+    ("rbac.authorization.k8s.io/v1", "Role"): _ROLE,
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): _CLUSTER_ROLE,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): _ROLE_BINDING,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): _ROLE_BINDING,
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): _ACCESS_REVIEW,
+    ("authorization.k8s.io/v1", "SubjectAccessReview"): _ACCESS_REVIEW,
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): _ACCESS_REVIEW,
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): _RULES_REVIEW,
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): {
+        1: ("metadata", "msg", _OBJECT_META, False),
+        2: ("status", "msg", {1: ("userInfo", "msg", _USER_INFO, False)}, False)},
+    ("authentication.k8s.io/v1", "TokenRequest"): _TOKEN_REQUEST,
+    ("authentication.k8s.io/v1", "TokenReview"): _TOKEN_REVIEW,
 }
 _BY_NAME: dict[int, dict[str, tuple[int, Field]]] = {}
 
