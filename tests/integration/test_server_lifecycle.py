@@ -221,3 +221,32 @@ async def test_crd_with_two_served_versions(http):
                         params={"watch": "1", "resourceVersion": "0"}) as resp:
         line = await asyncio.wait_for(resp.content.readline(), 5)
         assert json.loads(line)["object"]["apiVersion"] == "example.com/v2"
+
+
+async def test_terminating_namespace_reports_what_remains(http):
+    assert (await call(http, "POST", "/api/v1/namespaces", {"metadata": {"name": "held"}}))[0] == 201
+    cms = "/api/v1/namespaces/held/configmaps"
+    body = {"metadata": {"name": "stuck", "finalizers": ["example.com/hold"]}}
+    assert (await call(http, "POST", cms, body))[0] == 201
+    assert (await call(http, "DELETE", "/api/v1/namespaces/held"))[0] == 200
+    deadline = asyncio.get_running_loop().time() + 5
+    while True:
+        _, ns = await call(http, "GET", "/api/v1/namespaces/held")
+        conditions = {c["type"]: c for c in ns["status"].get("conditions") or ()}
+        if "NamespaceContentRemaining" in conditions:
+            break
+        assert asyncio.get_running_loop().time() < deadline, ns
+        await asyncio.sleep(0.02)
+    assert ns["status"]["phase"] == "Terminating"
+    assert conditions["NamespaceContentRemaining"]["status"] == "True"
+    assert conditions["NamespaceContentRemaining"]["message"] == \
+        "Some resources are remaining: configmaps. has 1 resource instances"
+    assert conditions["NamespaceFinalizersRemaining"]["message"] == \
+        "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances"
+    assert conditions["NamespaceDeletionContentFailure"]["status"] == "False"
+    code, _ = await call(http, "PATCH", f"{cms}/stuck", {"metadata": {"finalizers": None}},
+                         ctype="application/merge-patch+json")
+    assert code == 200
+    while (await call(http, "GET", "/api/v1/namespaces/held"))[0] != 404:
+        assert asyncio.get_running_loop().time() < deadline + 5
+        await asyncio.sleep(0.02)

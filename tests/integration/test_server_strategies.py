@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import copy
 
@@ -94,3 +95,25 @@ async def test_immutable_configmap(http):
     code, err = await call(http, "PATCH", f"{NS}/configmaps/frozen", {"data": {"k": "2"}},
                            ctype="application/merge-patch+json")
     assert code == 422 and "field is immutable when `immutable` is set" in err["message"]
+
+
+async def test_custom_resource_scale_uses_the_crd_paths(http):
+    from unit.server.test_scale import CRD
+
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", **CRD}
+    assert (await call(http, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd))[0] == 201
+    dbs = "/apis/example.com/v1/namespaces/default/dbs"
+    for _ in range(200):  # the CRD is served once the registry has seen it
+        code, _ = await call(http, "GET", dbs)
+        if code == 200:
+            break
+        await asyncio.sleep(0.02)
+    body = {"apiVersion": "example.com/v1", "kind": "DB", "metadata": {"name": "a"}, "spec": {"size": 3}}
+    assert (await call(http, "POST", dbs, body))[0] == 201
+    code, scale = await call(http, "GET", f"{dbs}/a/scale")
+    assert code == 200 and scale["spec"] == {"replicas": 3} and scale["status"] == {"replicas": 0}
+    code, scale = await call(http, "PATCH", f"{dbs}/a/scale", {"spec": {"replicas": 7}},
+                             ctype="application/merge-patch+json")
+    assert code == 200 and scale["spec"] == {"replicas": 7}
+    code, obj = await call(http, "GET", f"{dbs}/a")
+    assert obj["spec"] == {"size": 7}

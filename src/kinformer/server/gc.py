@@ -31,7 +31,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import status as st
-from .objects import CRD_FINALIZER, FOREGROUND, NAMESPACE_FINALIZER, ORPHAN, ObjectStore
+from .namespace_conditions import remaining_content, terminating_conditions
+from .objects import CRD_FINALIZER, FOREGROUND, NAMESPACE_FINALIZER, ORPHAN, ObjectStore, timestamp
 from .registry import Registry, ResourceInfo
 from .watchcache import CachedEvent, WatchCache, split_key
 
@@ -360,6 +361,7 @@ class GarbageCollector:
                 seen.add(res.storage_prefix)
                 targets.append((res, f"{res.storage_prefix}{name}/"))
         if not await self._delete_all(targets):
+            await self._report_remaining(info, name, targets)
             return
         # The cache may lag storage: content created just before the deletion showed up in the cache must
         # be seen (and deleted) before the namespace goes, or it would outlive its namespace.
@@ -378,6 +380,26 @@ class GarbageCollector:
                 return None
             spec["finalizers"] = [f for f in fins if f != NAMESPACE_FINALIZER]
             cur["spec"] = spec
+            return cur
+
+        await self.store.mutate(info, "", name, fn, raw=True)
+
+    async def _report_remaining(self, info: ResourceInfo, name: str, targets: list[tuple[ResourceInfo, str]]) -> None:
+        """Set the terminating namespace's conditions from what its content still is."""
+        left = []
+        for res, prefix in targets:
+            bucket = self.cache.buckets.get(res.storage_prefix)
+            label = f"{res.plural}.{res.group}"
+            left += [(label, co.obj) for k, co in (bucket.objects.items() if bucket else ()) if k.startswith(prefix)]
+        resources, finalizers = remaining_content(left)
+
+        def fn(cur: dict[str, Any]) -> dict[str, Any] | None:
+            status = cur.setdefault("status", {})
+            conditions = terminating_conditions(resources, finalizers, timestamp(self.store.clock),
+                                                status.get("conditions") or ())
+            if conditions == status.get("conditions"):
+                return None
+            status["conditions"] = conditions
             return cur
 
         await self.store.mutate(info, "", name, fn, raw=True)

@@ -67,6 +67,8 @@ class ResourceInfo:
     builtin: bool = True
     selectable_fields: tuple[str, ...] = ()
     crd_name: str = field(default="", compare=False)
+    #: a CRD's ``subresources.scale`` (specReplicasPath, statusReplicasPath, labelSelectorPath)
+    scale_paths: Mapping[str, Any] | None = field(default=None, compare=False)
     subresource_details: tuple[Subresource, ...] = field(default=(), compare=False)
 
     @property
@@ -145,7 +147,7 @@ def crd_resources(crd: Mapping[str, Any]) -> list[ResourceInfo]:
             singular=names.get("singular") or kind.lower(), namespaced=namespaced,
             short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
             subresources=subresources, schema=schema, builtin=False, selectable_fields=selectable,
-            crd_name=crd_name,
+            crd_name=crd_name, scale_paths=subs.get("scale") if isinstance(subs.get("scale"), Mapping) else None,
         ))
     return infos
 

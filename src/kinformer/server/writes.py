@@ -9,8 +9,6 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from ..errors import SelectorError
-from ..selectors import label_selector_from_dict
 from . import status as st
 from .admission import WebhookDispatcher, admission_attributes
 from .apply import update_managed_fields
@@ -30,6 +28,7 @@ from .reads import ReadHandlers
 from .registry import ResourceInfo
 from .responses import json_response
 from .routing import Target
+from .scale import scale_of, set_replicas
 from .validation import prune_builtin, unknown_fields
 
 _QUOTE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
@@ -65,23 +64,6 @@ def add_warnings(headers: dict[str, str], texts: list[str]) -> None:
     entries = [headers["Warning"]] if headers.get("Warning") else []
     entries += ["299 - " + _quote_warning(text) for text in texts]
     headers["Warning"] = ", ".join(entries)
-
-
-def scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The autoscaling/v1 Scale view of a workload object."""
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    selector = spec.get("selector")
-    try:
-        sel_text = str(label_selector_from_dict(selector)) if isinstance(selector, Mapping) else ""
-    except SelectorError:
-        sel_text = ""
-    smeta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta}
-    status: dict[str, Any] = {"replicas": (obj.get("status") or {}).get("replicas", 0)}
-    if sel_text:
-        status["selector"] = sel_text
-    return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": smeta,
-            "spec": {"replicas": spec.get("replicas", 0)}, "status": status}
 
 
 class WriteHandlers(ReadHandlers):
@@ -311,13 +293,13 @@ class WriteHandlers(ReadHandlers):
         return json_response(out, 201 if outcome == "created" else 200, headers)
 
     async def scale(self, request: web.Request, t: Target) -> web.Response:
-        """The ``/scale`` subresource of built-in workloads: an autoscaling/v1 Scale view of spec.replicas."""
+        """The ``/scale`` subresource: an autoscaling/v1 Scale view of the object's replicas (see :mod:`.scale`)."""
         from .patch import PatchError, json_merge_patch, json_patch
 
         info = t.info
         if request.method in ("GET", "HEAD"):
             obj, _ = await self.store.read(info, t.namespace, t.name)
-            return json_response(scale_of(obj))
+            return json_response(scale_of(info, obj))
         if request.method not in ("PUT", "PATCH"):
             raise st.method_not_allowed()
         dry = self._dry_run(request)
@@ -327,7 +309,7 @@ class WriteHandlers(ReadHandlers):
 
         async def try_scale(old: dict[str, Any] | None) -> dict[str, Any]:
             assert old is not None
-            current = scale_of(old)
+            current = scale_of(info, old)
             try:
                 if request.method == "PUT":
                     wanted = decode_object(parse_document(body, ctype))
@@ -354,12 +336,12 @@ class WriteHandlers(ReadHandlers):
                                                  "message": f"Invalid value: {replicas!r}: must be greater than or "
                                                             "equal to 0"}])
             result = copy.deepcopy(old)
-            result.setdefault("spec", {})["replicas"] = replicas
+            set_replicas(info, result, replicas)
             result = self.store.prepare_update(info, old, result)
             return await self._admitted(request, t, result, old, dry, headers)
 
         out, _ = await self.store.guaranteed_update(info, t.namespace, t.name, try_scale, dry_run=dry)
-        return json_response(scale_of(out), headers=headers)
+        return json_response(scale_of(info, out), headers=headers)
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         body = await read_body(request)
