@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import re
 from collections.abc import Callable, Iterator, Mapping, MutableSequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 __all__ = ["CachedClient", "PendingWrite", "track_writes", "wait_for_writes"]
 
 log = logging.getLogger(__name__)
+
+_NAMESPACE_IN_NAME = re.compile(r"[\[,]namespace=([^,\]]+)")  # an informer's name: resource[namespace=ns,...]
 
 # The writes of the reconcile running in this task (set by the Controller around each reconcile).
 _WRITES: contextvars.ContextVar[list[PendingWrite] | None] = contextvars.ContextVar("kinformer_writes",
@@ -109,12 +112,16 @@ class CachedClient:
             info = self._resolved[resource] = await self._manager.api_client.resolve(resource)
         return info
 
-    async def _find_informer(self, resource: Any) -> tuple[Any, Any]:
-        """(the Manager's unfiltered informer for ``resource`` if it has one, the resolved resource)."""
+    async def _find_informer(self, resource: Any, namespace: str | None = None) -> tuple[Any, Any]:
+        """(the Manager's unfiltered informer for ``resource`` that covers ``namespace``, if it has one, and
+        the resolved resource)."""
         info = await self._resolve(resource)
         for name, informer in self._manager.factory.informers.items():
             if "labels=" in name or "fields=" in name:
                 continue  # a filtered informer cannot answer for the whole resource
+            scope = _NAMESPACE_IN_NAME.search(name)
+            if scope is not None and namespace is not None and scope.group(1) != namespace:
+                continue  # it will never see an object of that namespace
             spec = name.split("[", 1)[0]
             if spec == str(resource) or await self._resolve(spec) == info:
                 return informer, info
@@ -214,7 +221,7 @@ class CachedClient:
         meta = result.get("metadata") if isinstance(result, Mapping) else None
         if not meta or result.get("kind") == "Status" or not meta.get("resourceVersion"):
             return
-        informer, _ = await self._find_informer(resource)
+        informer, _ = await self._find_informer(resource, meta.get("namespace") or None)
         if informer is None:
             return
         key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta.get("name", "")

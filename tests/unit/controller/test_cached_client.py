@@ -90,3 +90,18 @@ async def test_waiting_for_writes_is_bounded(kube_client) -> None:
     start = loop.time()
     assert not await wait_for_writes([never], 0.1)
     assert loop.time() - start < 5
+
+
+async def test_writes_are_awaited_only_where_an_informer_can_see_them(kube_client) -> None:
+    from kinformer.controller.cached_client import track_writes
+
+    mgr = ki.Manager(kube_client, namespace=NS)
+    informer = mgr.informer("configmaps")  # watches "default" only
+    try:
+        with track_writes() as writes:
+            await mgr.client.create("configmaps", configmap("seen", ns=NS), namespace=NS)
+            await mgr.client.create("configmaps", configmap("unseen", ns="kube-system"), namespace="kube-system")
+            await mgr.client.create("secrets", {"metadata": {"name": "s", "namespace": NS}}, namespace=NS)
+        assert [(w.informer, w.key) for w in writes] == [(informer, "default/seen")]  # no secrets informer
+    finally:
+        await mgr.factory.shutdown()
