@@ -472,6 +472,34 @@ async def test_rate_limit_retry_after_and_recovery() -> None:
             assert info.value.retry_after == 2
 
 
+async def test_one_user_reading_at_future_resource_versions_starves_nobody() -> None:
+    """A flood of reads waiting for a future resourceVersion neither holds the seats nor queues out others."""
+    readers = [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "reader"},
+                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]},
+               {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": "readers"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "reader"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name}
+                             for name in ("bob", "dave")]}]
+    async with APIServer(tokens=TOKENS, authorization_policy=readers, compaction_interval=0,
+                         max_inflight=20) as server:
+        server.api.rv_wait = 2.0
+        url = f"{server.url}/api/v1/namespaces/default/configmaps"
+        future = str(await server.storage.current_revision() + 1000)
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+            flood = [asyncio.create_task(_status(session, "GET", f"{url}?resourceVersion={future}", BOB))
+                     for _ in range(300)]
+            await wait_until(lambda: len(server.cache._waiters) >= 10, what="the flood waiting")
+            others = await asyncio.gather(*(_status(session, "GET", url, token)
+                                            for token in (ADMIN, DAVE) for _ in range(20)))
+            assert [code for code, _ in others] == [200] * 40
+            flooded = await asyncio.gather(*flood)
+        codes = [code for code, _ in flooded]
+        assert set(codes) <= {429, 504} and codes.count(504) <= 20 and 429 in codes
+        refused = next(body for code, body in flooded if code == 429)
+        assert refused["reason"] == "TooManyRequests" and refused["details"]["retryAfterSeconds"] == 1
+
+
 async def test_anonymous_clients_are_limited_by_address() -> None:
     async with APIServer(rate_limit_qps=0.001, rate_limit_burst=2, compaction_interval=0) as server:
         async with aiohttp.ClientSession() as session:

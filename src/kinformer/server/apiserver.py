@@ -26,6 +26,13 @@ from .admission import dispatcher_over_cache
 from .app import build_app
 from .bootstrap import ClusterBootstrap, used_cluster_ips, used_node_ports
 from .conversion import Conversion
+from .flowcontrol import (
+    DEFAULT_MAX_WAITS,
+    DEFAULT_QUEUE_LENGTH,
+    DEFAULT_QUEUE_WAIT,
+    FlowControl,
+    flowcontrol_middleware,
+)
 from .gc import CRD_PREFIX, GarbageCollector
 from .handlers import ResourceAPI
 from .ipallocator import DEFAULT_SERVICE_CIDR, ServiceAllocator, parse_port_range
@@ -64,6 +71,11 @@ class APIServer:
     set it up; ``default/kubernetes`` takes its first address) and node ports from ``service_node_port_range``.
     ``namespace_defaults`` (on by default, as in every cluster) keeps a ``default`` ServiceAccount and a
     ``kube-root-ca.crt`` ConfigMap in each namespace; tests that count a namespace's objects may turn it off.
+
+    Flow control (:mod:`.flowcontrol`): ``max_inflight`` seats shared fairly by users (``system:masters``
+    on seats of their own), at most ``queue_length_per_client`` requests queued per user for at most
+    ``queue_wait`` seconds, at most ``max_waits_per_client`` reads per user waiting for a future
+    resourceVersion; beyond, 429 with Retry-After.
     """
 
     def __init__(self, storage: str | Storage = "memory", *, host: str = "127.0.0.1", port: int = 0,
@@ -74,7 +86,9 @@ class APIServer:
                  authorization_policy: Any = None, max_watches_per_client: int | None = 100,
                  rate_limit_qps: float | None = None, rate_limit_burst: int = 0,
                  service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR,
-                 service_node_port_range: str = "30000-32767", namespace_defaults: bool = True) -> None:
+                 service_node_port_range: str = "30000-32767", namespace_defaults: bool = True,
+                 queue_length_per_client: int = DEFAULT_QUEUE_LENGTH, queue_wait: float = DEFAULT_QUEUE_WAIT,
+                 max_waits_per_client: int = DEFAULT_MAX_WAITS) -> None:
         if client_ca is not None and not tls:
             raise ValueError("client certificate authentication (client_ca) needs tls")
         if not is_loopback(host) and not (tls and (tokens or client_ca)):
@@ -91,6 +105,8 @@ class APIServer:
         self.data_dir = data_dir
         self.clock = clock
         self.max_inflight = max_inflight
+        self.flow_control = FlowControl(max_inflight, queue_length=queue_length_per_client, queue_wait=queue_wait,
+                                        max_waits=max_waits_per_client)
         self.client_ca = client_ca
         self.authorization_policy = authorization_policy
         self.max_watches_per_client = max_watches_per_client
@@ -150,8 +166,7 @@ class APIServer:
 
     async def _listen(self) -> None:
         middlewares = self._security_middlewares()
-        app = build_app(self.api, self.registry, middlewares=middlewares, max_inflight=self.max_inflight,
-                        extra_routes=self.security.routes())
+        app = build_app(self.api, self.registry, middlewares=middlewares, extra_routes=self.security.routes())
         ssl_ctx = self._ssl_context()
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -166,7 +181,8 @@ class APIServer:
         self.security.issuer.url = self.url
 
     def _security_middlewares(self) -> list[Any]:
-        """Authentication and impersonation, then per-client limits, then authorization (kube's filter order)."""
+        """Authentication and impersonation, then per-client limits and flow control, then authorization
+        (kube's filter order)."""
         from .limits import limits_middleware
 
         middlewares: list[Any] = [self.security.authentication()]
@@ -174,6 +190,7 @@ class APIServer:
             middlewares.append(limits_middleware(max_watches_per_client=self.max_watches_per_client,
                                                  rate_limit_qps=self.rate_limit_qps,
                                                  rate_limit_burst=self.rate_limit_burst, clock=self.clock))
+        middlewares.append(flowcontrol_middleware(self.flow_control))
         middlewares.append(self.security.authorization())
         return middlewares
 

@@ -1,7 +1,7 @@
 """The aiohttp application of the embedded API server: middlewares, routes and the CRD hooks.
 
 Every error leaves as a Kubernetes ``Status``; an unexpected exception is logged and answered with a
-500 Status, never a crash. Non-watch requests beyond ``max_inflight`` get 429 with ``Retry-After``.
+500 Status, never a crash (concurrency is bounded by flow control, :mod:`.flowcontrol`).
 ``/metrics`` serves Prometheus request counters and latencies of the resource API.
 """
 
@@ -43,32 +43,23 @@ def _status_of(request: web.Request, exc: Exception) -> web.StreamResponse | Non
     return st.internal_error(f"{type(exc).__name__}: {exc}").response()
 
 
-def error_middleware(max_inflight: int, metrics: Metrics | None = None) -> Callable[..., Awaitable[web.StreamResponse]]:
-    """Map StatusError / aiohttp errors / crashes to Status responses and cap concurrent short requests.
+def error_middleware(metrics: Metrics | None = None) -> Callable[..., Awaitable[web.StreamResponse]]:
+    """Map StatusError / aiohttp errors / crashes to Status responses.
 
     With ``metrics`` the same middleware also records the resource API's request counters and latencies
     (as if it ran just outside the error mapping: the code counted is the one of the Status sent, 500 when
     an exception propagates). One middleware instead of two saves a coroutine frame per request.
+    Concurrency is bounded outside, by flow control (:mod:`.flowcontrol`).
     """
-    inflight = 0
     record = metrics.record if metrics is not None else None
     perf_counter = time.perf_counter
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        nonlocal inflight
         rest = request.match_info.get("rest") if record is not None else None
         start = perf_counter()
         code = 500
-        counted = False
         try:
-            if not (truthy(request.query.get("watch")) or "/watch/" in request.path):
-                if inflight >= max_inflight:
-                    resp: web.StreamResponse = st.too_many_requests().response()
-                    code = resp.status
-                    return resp
-                inflight += 1
-                counted = True
             try:
                 resp = await handler(request)
             except Exception as e:
@@ -79,8 +70,6 @@ def error_middleware(max_inflight: int, metrics: Metrics | None = None) -> Calla
             code = resp.status
             return resp
         finally:
-            if counted:
-                inflight -= 1
             if rest is not None:
                 record(request, rest, code, start)  # type: ignore[misc]
 
@@ -194,11 +183,11 @@ class CRDStrategy(DefaultStrategy):
 
 
 def build_app(api: ResourceAPI, registry: Registry, *, extra_routes: Iterable[web.RouteDef] = (),
-              middlewares: Iterable[Any] = (), max_inflight: int = 1000) -> web.Application:
+              middlewares: Iterable[Any] = ()) -> web.Application:
     """The aiohttp application: discovery/OpenAPI routes (when present), health checks and the resource API."""
     metrics = Metrics()
     app = web.Application(client_max_size=MAX_BODY,
-                          middlewares=[*middlewares, error_middleware(max_inflight, metrics)])
+                          middlewares=[*middlewares, error_middleware(metrics)])
 
     api.store.strategies.register("apiextensions.k8s.io", "customresourcedefinitions", CRDStrategy(api.clock))
 

@@ -79,6 +79,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"requests per second per user (or address), 0: unlimited (default: {DEFAULT_QPS:g})")
     parser.add_argument("--rate-limit-burst", type=int, default=DEFAULT_BURST, metavar="N",
                         help=f"token bucket size: requests a client may send at once (default: {DEFAULT_BURST})")
+    _flow_control_arguments(parser)
+
+
+def _flow_control_arguments(parser: argparse.ArgumentParser) -> None:
+    from .flowcontrol import DEFAULT_MAX_WAITS, DEFAULT_QUEUE_LENGTH, DEFAULT_QUEUE_WAIT, DEFAULT_SEATS
+
+    parser.add_argument("--max-requests-inflight", type=int, default=DEFAULT_SEATS, metavar="N",
+                        help="seats: concurrent non-watch requests, shared fairly by users; system:masters have "
+                             f"as many of their own (default: {DEFAULT_SEATS})")
+    parser.add_argument("--max-queued-requests-per-client", type=int, default=DEFAULT_QUEUE_LENGTH, metavar="N",
+                        help=f"requests a user may queue for a seat, beyond: 429 (default: {DEFAULT_QUEUE_LENGTH})")
+    parser.add_argument("--queue-wait-seconds", type=float, default=DEFAULT_QUEUE_WAIT, metavar="S",
+                        help=f"longest wait for a seat, then 429 (default: {DEFAULT_QUEUE_WAIT:g})")
+    parser.add_argument("--max-rv-waits-per-client", type=int, default=DEFAULT_MAX_WAITS, metavar="N",
+                        help="reads a user may have waiting for a future resourceVersion at once, beyond: 429 "
+                             f"(default: {DEFAULT_MAX_WAITS})")
 
 
 def is_loopback(host: str) -> bool:
@@ -181,7 +197,9 @@ def _security_kwargs(args: argparse.Namespace, certs: Any, policy: Any) -> dict[
         client_cas.append(str(certs.ca_cert))
     return {"client_ca": client_cas or None, "authorization_policy": policy,
             "max_watches_per_client": args.max_watches_per_client or None,
-            "rate_limit_qps": args.rate_limit_qps or None, "rate_limit_burst": args.rate_limit_burst}
+            "rate_limit_qps": args.rate_limit_qps or None, "rate_limit_burst": args.rate_limit_burst,
+            "max_inflight": args.max_requests_inflight, "queue_length_per_client": args.max_queued_requests_per_client,
+            "queue_wait": args.queue_wait_seconds, "max_waits_per_client": args.max_rv_waits_per_client}
 
 
 def _kubeconfig_credentials(args: argparse.Namespace, certs: Any, admin_token: str | None) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from . import status as st
 from .auth import ADMIN, ANONYMOUS, USER_KEY
 from .authz import request_attributes
 
-__all__ = ["RateLimiter", "WatchLimiter", "client_key", "limits_middleware"]
+__all__ = ["RateLimiter", "WatchLimiter", "client_key", "is_health", "limits_middleware"]
 
 _HEALTH = ("/healthz", "/livez", "/readyz")
 WATCH_RETRY_AFTER = 1
@@ -47,7 +47,8 @@ def client_key(request: web.Request) -> str:
     return "addr:" + (request.remote or "")
 
 
-def _is_health(path: str) -> bool:
+def is_health(path: str) -> bool:
+    """Whether ``path`` is a health probe (``/healthz``, ``/livez``, ``/readyz`` or below)."""
     for p in _HEALTH:
         if path == p or (path.startswith(p) and path[len(p)] == "/"):
             return True
@@ -151,7 +152,7 @@ def limits_middleware(*, max_watches_per_client: int | None = None, rate_limit_q
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         # without a rate limit only GETs that may be watches count: skip the client key for the rest
         may_watch = watches is not None and request.method == "GET" and _may_watch(request)
-        if (rate is None and not may_watch) or _is_health(request.path):
+        if (rate is None and not may_watch) or is_health(request.path):
             return await handler(request)
         key = client_key(request)
         if rate is not None:

@@ -10,6 +10,7 @@ from aiohttp import web
 
 from ..clock import Clock
 from . import status as st
+from .flowcontrol import seat_released
 from .objects import ObjectStore, parse_rv, served
 from .query import CONTINUE_TOO_OLD, Filter, decode_continue, encode_continue, make_filter
 from .registry import Registry, ResourceInfo
@@ -37,7 +38,9 @@ class ReadHandlers:
         """Wait (bounded) until the cache has reached ``rv``; 504 ResourceVersionTooLarge otherwise."""
         if self.cache.revision >= rv:
             return
-        if not await self.cache.wait_fresh(rv, self.rv_wait):
+        async with seat_released():
+            fresh = await self.cache.wait_fresh(rv, self.rv_wait)
+        if not fresh:
             raise st.too_large_rv(rv)
 
     async def get(self, request: web.Request, t: Target) -> web.Response:
@@ -182,7 +185,9 @@ class ReadHandlers:
                     raise st.expired(CONTINUE_TOO_OLD, continue_token=self._fresh_token(prefix, last)) from None
                 raise st.expired(f"too old resource version: {read_rev} ({e.compacted})") from None
             except FutureRevision:
-                if not await self.cache.wait_for(read_rev, self.rv_wait):
+                async with seat_released():
+                    fresh = await self.cache.wait_for(read_rev, self.rv_wait)
+                if not fresh:
                     raise st.too_large_rv(read_rev) from None
         raise st.too_large_rv(read_rev)
 
