@@ -171,6 +171,16 @@ def test_api_resources(kubectl: Kubectl) -> None:
     assert kubectl.run("get", "all", "-n", "default").returncode == 0
 
 
+def test_explain_at_depth(kubectl: Kubectl) -> None:
+    out = kubectl.run("explain", "deployment.spec.template.spec.containers").stdout
+    assert "KIND:       Deployment" in out and "FIELD: containers <[]Container>" in out
+    assert "imagePullPolicy\t<string>" in out and "ports\t<[]ContainerPort>" in out
+    deep = kubectl.run("explain", "deploy.spec.template.spec.containers.ports.containerPort").stdout
+    assert "FIELD: containerPort <integer>" in deep and "Number of port to expose" in deep
+    rec = kubectl.run("explain", "cronjobs.spec.jobTemplate.spec.template.spec", "--recursive").stdout
+    assert "containers\t<[]Container> -required-" in rec
+
+
 def test_create_file_and_get_json_yaml(kubectl: Kubectl, ns: str) -> None:
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": ns},
           "data": {"color": "blue"}}

@@ -1,4 +1,9 @@
-"""OpenAPI v3 documents: ``/openapi/v3`` (the index) and one document per group/version.
+"""OpenAPI documents: ``/openapi/v3`` (the index), one v3 document per group/version, and ``/openapi/v2``.
+
+Built-in kinds are described by kube 1.32's own definitions (:mod:`kinformer.server.apidefs`): descriptions for
+``kubectl explain`` at any depth, and the ``x-kubernetes-patch-merge-key``/``-patch-strategy`` and
+``x-kubernetes-list-type``/``-list-map-keys`` extensions kubectl reads to build strategic merge patches and that
+server-side apply follows. Custom kinds are described by their CRD version's schema (or preserve unknown fields).
 
 kubectl reads these to decide how to validate and patch:
 
@@ -6,21 +11,14 @@ kubectl reads these to decide how to validate and patch:
   document, for the PATCH operation carrying the kind's ``x-kubernetes-group-version-kind`` and a
   ``fieldValidation`` query parameter; finding it, they leave validation to the server
   (``?fieldValidation=Strict``) instead of validating against the schema themselves.
-* ``kubectl apply`` (client-side) builds a strategic merge patch from the OpenAPI schema only when
-  the PATCH operation accepts ``application/strategic-merge-patch+json``. The built-in schemas here
-  are deliberately permissive (no patch merge keys), so the PATCH operations do not advertise it:
-  kubectl then derives the strategic merge patch from its compiled-in types, which carry the exact
-  merge keys, and uses a JSON merge patch for custom kinds, as it does against kube-apiserver.
+* client-side ``kubectl apply`` builds a strategic merge patch from the schema when the PATCH operation accepts
+  ``application/strategic-merge-patch+json`` (built-ins, as kube-apiserver), and a JSON merge patch otherwise
+  (custom kinds).
 
 Invariants: a document is built from one view of the registry and cached, encoded, until
 ``registry.revision`` changes; the index's ``?hash=`` is the hash of exactly the bytes served for that
-group/version, so a client's cache keyed on the URL never serves a stale schema.
-
-``/openapi/v2`` serves an empty Swagger 2.0 document (protobuf when asked, as kubectl does, else JSON):
-no definitions and no paths. kubectl needs it to exist only for files of ``kind: List``, which it
-validates client-side through v2; finding no model there it skips that step, and the server still
-validates every item strictly (``?fieldValidation=Strict``). With no PATCH consumes listed, client-side
-apply keeps deriving strategic merge patches from kubectl's compiled-in types.
+group/version, so a client's cache keyed on the URL never serves a stale schema. Nothing is built (and the
+definitions are not read) before a client asks for a document.
 """
 
 from __future__ import annotations
@@ -33,8 +31,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import web
 
-from kinformer.server.discovery import GIT_VERSION, subresource_verbs
+from kinformer.server import apidefs
+from kinformer.server.discovery import GIT_VERSION, subresource_kind, subresource_verbs
 from kinformer.server.protobuf import len_field
+from kinformer.server.registry import KUBELET_SUBRESOURCES
 
 if TYPE_CHECKING:
     from kinformer.server.registry import Registry, ResourceInfo
@@ -50,40 +50,8 @@ PATCH = META + "Patch"
 WATCH_EVENT = META + "WatchEvent"
 SCALE = "io.k8s.api.autoscaling.v1.Scale"
 
-_PRESERVE = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 _STRING = {"type": "string"}
 _BOOL = {"type": "boolean"}
-_INT32 = {"type": "integer", "format": "int32"}
-_INT64 = {"type": "integer", "format": "int64"}
-_TIME = {"type": "string", "format": "date-time"}
-_STRING_MAP = {"type": "object", "additionalProperties": {"type": "string", "default": ""}}
-_BYTES_MAP = {"type": "object", "additionalProperties": {"type": "string", "format": "byte"}}
-_STRING_LIST = {"type": "array", "items": {"type": "string", "default": ""}}
-_OBJECTS = {"type": "array", "items": _PRESERVE}
-
-# Top-level fields (besides apiVersion, kind and metadata) of the built-in kinds, keyed by (group, kind).
-# Values whose shape is not modelled field by field preserve unknown fields, so any valid object passes.
-_BUILTIN_FIELDS: dict[tuple[str, str], dict[str, Any]] = {
-    ("", "ConfigMap"): {"data": _STRING_MAP, "binaryData": _BYTES_MAP, "immutable": _BOOL},
-    ("", "Secret"): {"data": _BYTES_MAP, "stringData": _STRING_MAP, "type": _STRING, "immutable": _BOOL},
-    ("", "ServiceAccount"): {"secrets": _OBJECTS, "imagePullSecrets": _OBJECTS,
-                             "automountServiceAccountToken": _BOOL},
-    ("", "Endpoints"): {"subsets": _OBJECTS},
-    ("", "Event"): {
-        "involvedObject": _PRESERVE, "reason": _STRING, "message": _STRING, "source": _PRESERVE,
-        "firstTimestamp": _TIME, "lastTimestamp": _TIME, "count": _INT32, "type": _STRING,
-        "eventTime": {"type": "string", "format": "date-time"}, "series": _PRESERVE, "action": _STRING,
-        "related": _PRESERVE, "reportingComponent": _STRING, "reportingInstance": _STRING,
-    },
-    ("events.k8s.io", "Event"): {
-        "eventTime": _TIME, "series": _PRESERVE, "reportingController": _STRING, "reportingInstance": _STRING,
-        "action": _STRING, "reason": _STRING, "regarding": _PRESERVE, "related": _PRESERVE, "note": _STRING,
-        "type": _STRING, "deprecatedSource": _PRESERVE, "deprecatedFirstTimestamp": _TIME,
-        "deprecatedLastTimestamp": _TIME, "deprecatedCount": _INT32,
-    },
-    ("coordination.k8s.io", "Lease"): {"spec": _PRESERVE},
-}
-_SPEC_STATUS = {"spec": _PRESERVE, "status": _PRESERVE}
 
 # Groups whose Go package path differs from "io.k8s.api.<first label>".
 _PACKAGE_PREFIX = {
@@ -138,64 +106,17 @@ def _operation_prefix(group: str, version: str) -> str:
     return "".join(part.capitalize() for part in name.replace("-", ".").split(".")) + version.capitalize()
 
 
-def _meta_schemas() -> dict[str, Any]:
-    """The apimachinery schemas every group/version document references."""
-    owner_ref = {
-        "type": "object", "required": ["apiVersion", "kind", "name", "uid"],
-        "properties": {"apiVersion": _STRING, "kind": _STRING, "name": _STRING, "uid": _STRING,
-                       "controller": _BOOL, "blockOwnerDeletion": _BOOL},
-        "x-kubernetes-map-type": "atomic",
-    }
-    managed = {
-        "type": "object",
-        "properties": {"manager": _STRING, "operation": _STRING, "apiVersion": _STRING, "time": _TIME,
-                       "fieldsType": _STRING, "fieldsV1": _PRESERVE, "subresource": _STRING},
-    }
-    object_meta = {
-        "type": "object",
-        "properties": {
-            "name": _STRING, "generateName": _STRING, "namespace": _STRING, "selfLink": _STRING, "uid": _STRING,
-            "resourceVersion": _STRING, "generation": _INT64, "creationTimestamp": _TIME,
-            "deletionTimestamp": _TIME, "deletionGracePeriodSeconds": _INT64, "labels": _STRING_MAP,
-            "annotations": _STRING_MAP,
-            "ownerReferences": {"type": "array", "items": {"allOf": [_ref(META + "OwnerReference")], "default": {}},
-                                "x-kubernetes-list-map-keys": ["uid"], "x-kubernetes-list-type": "map",
-                                "x-kubernetes-patch-merge-key": "uid", "x-kubernetes-patch-strategy": "merge"},
-            "finalizers": {**_STRING_LIST, "x-kubernetes-list-type": "set", "x-kubernetes-patch-strategy": "merge"},
-            "managedFields": {"type": "array", "items": {"allOf": [_ref(META + "ManagedFieldsEntry")],
-                                                         "default": {}}},
-        },
-    }
-    list_meta = {"type": "object", "properties": {"continue": _STRING, "remainingItemCount": _INT64,
-                                                   "resourceVersion": _STRING, "selfLink": _STRING}}
-    status = {
-        "type": "object",
-        "properties": {"apiVersion": _STRING, "kind": _STRING, "metadata": {"allOf": [_ref(LIST_META)], "default": {}},
-                       "status": _STRING, "message": _STRING, "reason": _STRING, "details": _PRESERVE,
-                       "code": _INT32},
-        "x-kubernetes-group-version-kind": [_gvk("", "v1", "Status")],
-    }
-    delete_options = {
-        "type": "object",
-        "properties": {"apiVersion": _STRING, "kind": _STRING, "dryRun": _STRING_LIST,
-                       "gracePeriodSeconds": _INT64, "orphanDependents": _BOOL, "preconditions": _PRESERVE,
-                       "propagationPolicy": _STRING},
-    }
-    watch_event = {"type": "object", "required": ["type", "object"],
-                   "properties": {"type": _STRING, "object": _PRESERVE}}
-    scale = {
-        "type": "object",
-        "properties": {"apiVersion": _STRING, "kind": _STRING, "metadata": {"allOf": [_ref(OBJECT_META)],
-                                                                            "default": {}},
-                       "spec": {"type": "object", "properties": {"replicas": _INT32}},
-                       "status": {"type": "object", "properties": {"replicas": _INT32, "selector": _STRING}}},
-        "x-kubernetes-group-version-kind": [_gvk("autoscaling", "v1", "Scale")],
-    }
-    return {
-        OBJECT_META: object_meta, LIST_META: list_meta, META + "OwnerReference": owner_ref,
-        META + "ManagedFieldsEntry": managed, STATUS: status, DELETE_OPTIONS: delete_options,
-        PATCH: {"type": "object"}, WATCH_EVENT: watch_event, SCALE: scale,
-    }
+_META_DEFINITIONS = (OBJECT_META, LIST_META, STATUS, DELETE_OPTIONS, PATCH, WATCH_EVENT)
+V3_REF = "#/components/schemas/"
+
+
+def _definitions(names: set[str], ref_prefix: str = V3_REF, wrap_refs: bool = True) -> dict[str, Any]:
+    """``names`` and every definition they refer to, in OpenAPI form (shared, read-only values)."""
+    return {name: apidefs.openapi_definition(name, ref_prefix, wrap_refs) for name in apidefs.closure(names)}
+
+
+def _builtin_name(group: str, version: str, kind: str) -> str | None:
+    return apidefs.definition_name(group, version, kind)
 
 
 def _plain(value: Any) -> Any:
@@ -224,11 +145,8 @@ def _kind_schema(info: ResourceInfo) -> dict[str, Any]:
                 props[name] = value
         schema["x-kubernetes-group-version-kind"] = gvk
         return schema
-    if not info.builtin:
-        return {"type": "object", "properties": meta_props, "x-kubernetes-preserve-unknown-fields": True,
-                "x-kubernetes-group-version-kind": gvk}
-    fields = _BUILTIN_FIELDS.get((info.group, info.kind), _SPEC_STATUS)
-    return {"type": "object", "properties": {**meta_props, **_plain(fields)}, "x-kubernetes-group-version-kind": gvk}
+    return {"type": "object", "properties": meta_props, "x-kubernetes-preserve-unknown-fields": True,
+            "x-kubernetes-group-version-kind": gvk}
 
 
 def _list_schema(info: ResourceInfo, item_name: str) -> dict[str, Any]:
@@ -282,7 +200,8 @@ class _PathBuilder:
             op["requestBody"] = body
         return op
 
-    def add(self, info: ResourceInfo, kind_name: str, list_name: str) -> None:
+    def add(self, info: ResourceInfo, kind_name: str, list_name: str, names: dict[str, str]) -> None:
+        """Paths of ``info``; ``names`` maps a subresource to the definition its objects use (default: the kind)."""
         verbs = set(info.verbs)
         gvk = _gvk(info.group, info.version, info.kind)
         scope = "Namespaced" if info.namespaced else ""
@@ -313,10 +232,14 @@ class _PathBuilder:
                 "get": self._op("list", f"list{self.prefix}{info.kind}ForAllNamespaces", gvk, _LIST_PARAMS,
                                 _response("200", list_name)),
             }
-        self.paths[item] = self._item_ops(info, gvk, item, scope, kind_name, "", body, write_params, scope_params)
+        if verbs & {"get", "update", "patch", "delete"}:
+            self.paths[item] = self._item_ops(info, gvk, item, scope, kind_name, "", body, write_params,
+                                              scope_params)
         for sub in info.subresources:
-            sub_kind = SCALE if sub == "scale" else kind_name
-            sub_gvk = _gvk("autoscaling", "v1", "Scale") if sub == "scale" else gvk
+            if sub in KUBELET_SUBRESOURCES:
+                continue  # connect operations: nothing a client reads a schema for
+            sub_kind = names.get(sub, kind_name)
+            sub_gvk = _gvk(*subresource_kind(info, sub))
             sub_body = {"content": _json_content(_ref(sub_kind)), "required": True}
             self.paths[f"{item}/{sub}"] = self._item_ops(
                 info, sub_gvk, f"{item}/{sub}", scope, sub_kind, sub.capitalize(), sub_body, write_params,
@@ -328,6 +251,10 @@ class _PathBuilder:
         verbs = set(info.verbs) if verbs is None else verbs
         name = f"{self.prefix}{scope}{info.kind}{suffix}"
         ops: dict[str, Any] = {"parameters": [_path_param("name"), *scope_params, _query("pretty")]}
+        if "create" in verbs:  # eviction, binding, token
+            ops["post"] = self._op("post", f"create{name}", gvk, write_params,
+                                   {**_response("200", kind_name), **_response("201", kind_name, "Created"),
+                                    **_response("202", kind_name, "Accepted")}, body)
         if "get" in verbs:
             ops["get"] = self._op("get", f"read{name}", gvk, (), _response("200", kind_name))
         if "update" in verbs:
@@ -335,8 +262,10 @@ class _PathBuilder:
                                   {**_response("200", kind_name), **_response("201", kind_name, "Created")}, body)
         if "patch" in verbs:
             patch_schema = {"schema": _ref(PATCH)}
-            content = {"application/json-patch+json": patch_schema, "application/merge-patch+json": patch_schema,
-                       "application/apply-patch+yaml": patch_schema}
+            content = {"application/apply-patch+yaml": patch_schema, "application/json-patch+json": patch_schema,
+                       "application/merge-patch+json": patch_schema}
+            if info.builtin:
+                content["application/strategic-merge-patch+json"] = patch_schema
             ops["patch"] = self._op("patch", f"patch{name}", gvk, (*write_params, "force"),
                                     {**_response("200", kind_name), **_response("201", kind_name, "Created")},
                                     {"content": content, "required": True})
@@ -348,17 +277,38 @@ class _PathBuilder:
         return ops
 
 
+def _subresource_names(info: ResourceInfo, kind_name: str) -> dict[str, str]:
+    """Subresource -> the definition its objects use (Scale, Eviction, Binding, TokenRequest, or the kind)."""
+    names = {}
+    for sub in info.subresources:
+        group, version, kind = subresource_kind(info, sub)
+        if (group, version, kind) != (info.group, info.version, info.kind):
+            names[sub] = _builtin_name(group, version, kind) or SCALE
+        else:
+            names[sub] = kind_name
+    return names
+
+
 def build_group_version_document(group: str, version: str, resources: list[ResourceInfo]) -> dict[str, Any]:
     """The OpenAPI v3 document of one group/version: its paths and the schemas they reference."""
-    schemas = _meta_schemas()
+    own: dict[str, Any] = {}
+    wanted = set(_META_DEFINITIONS)
     paths = _PathBuilder(group, version)
     for info in sorted(resources, key=lambda i: i.plural):
-        kind_name = definition_name(info.group, info.version, info.kind, info.builtin)
-        list_name = kind_name + "List"
-        if kind_name not in schemas:
-            schemas[kind_name] = _kind_schema(info)
-            schemas[list_name] = _list_schema(info, kind_name)
-        paths.add(info, kind_name, list_name)
+        kind_name = _builtin_name(info.group, info.version, info.kind) if info.builtin else None
+        list_name = _builtin_name(info.group, info.version, info.kind + "List") if kind_name else None
+        if kind_name is None or list_name is None:
+            kind_name = definition_name(info.group, info.version, info.kind, info.builtin)
+            list_name = kind_name + "List"
+            own[kind_name] = _kind_schema(info)
+            own[list_name] = _list_schema(info, kind_name)
+        else:
+            wanted |= {kind_name, list_name}
+        names = _subresource_names(info, kind_name)
+        wanted |= {n for n in names.values() if n not in own}
+        paths.add(info, kind_name, list_name, names)
+    schemas = _definitions(wanted)
+    schemas.update(own)
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": GIT_VERSION},
@@ -368,19 +318,22 @@ def build_group_version_document(group: str, version: str, resources: list[Resou
 
 
 class OpenAPIDocuments:
-    """The index and every group/version document, encoded and cached per ``registry.revision``.
+    """The index and every group/version document, cached per ``registry.revision``.
 
-    When the revision moves, only the group/versions whose resources changed are re-encoded: a cached
-    document is reused while its resources are the very same (immutable) ``ResourceInfo`` objects.
+    A document is built and encoded only when a client asks for it. Its hash is computed from what the
+    document is built from (the kube release and the group/version's immutable ``ResourceInfo`` objects,
+    CRD schemas included), so the index needs no document built, and an unchanged group/version keeps its
+    hash (and its cached body) when the registry moves.
     """
 
-    __slots__ = ("_docs", "_index", "_registry", "_revision")
+    __slots__ = ("_bodies", "_index", "_members", "_registry", "_revision")
 
     def __init__(self, registry: Registry) -> None:
         self._registry = registry
         self._revision: int | None = None
-        # "api/v1" | "apis/<g>/<v>" -> (resources it was built from, body, hash)
-        self._docs: dict[str, tuple[tuple[ResourceInfo, ...], bytes, str]] = {}
+        # "api/v1" | "apis/<g>/<v>" -> (resources, hash); built bodies by hash
+        self._members: dict[str, tuple[tuple[ResourceInfo, ...], str]] = {}
+        self._bodies: dict[str, bytes] = {}
         self._index: bytes = b""
 
     def _refresh(self) -> None:
@@ -390,20 +343,17 @@ class OpenAPIDocuments:
         by_gv: dict[tuple[str, str], list[ResourceInfo]] = {}
         for info in self._registry.resources():
             by_gv.setdefault((info.group, info.version), []).append(info)
-        docs: dict[str, tuple[tuple[ResourceInfo, ...], bytes, str]] = {}
+        members: dict[str, tuple[tuple[ResourceInfo, ...], str]] = {}
         for (group, version), infos in sorted(by_gv.items()):
             key = f"apis/{group}/{version}" if group else f"api/{version}"
-            members = tuple(sorted(infos, key=lambda i: i.plural))
-            old = self._docs.get(key)
-            if old is not None and len(old[0]) == len(members) and all(
-                    a is b for a, b in zip(old[0], members, strict=True)):
-                docs[key] = old
-                continue
-            body = orjson.dumps(build_group_version_document(group, version, list(members)))
-            docs[key] = (members, body, hashlib.sha512(body).hexdigest().upper())
+            sorted_infos = tuple(sorted(infos, key=lambda i: i.plural))
+            seed = repr((GIT_VERSION, apidefs.KUBE_RELEASE, sorted_infos)).encode()
+            members[key] = (sorted_infos, hashlib.sha512(seed).hexdigest().upper())
+        live = {digest for _, digest in members.values()}
+        self._bodies = {d: b for d, b in self._bodies.items() if d in live}
         index = {"paths": {key: {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
-                           for key, (_, _, digest) in docs.items()}}
-        self._docs, self._index, self._revision = docs, orjson.dumps(index), revision
+                           for key, (_, digest) in members.items()}}
+        self._members, self._index, self._revision = members, orjson.dumps(index), revision
 
     def index(self) -> bytes:
         """The ``/openapi/v3`` discovery index."""
@@ -413,8 +363,15 @@ class OpenAPIDocuments:
     def document(self, key: str) -> tuple[bytes, str] | None:
         """(body, hash) of ``api/v1`` or ``apis/<group>/<version>``, or None when not served."""
         self._refresh()
-        found = self._docs.get(key)
-        return None if found is None else found[1:]
+        found = self._members.get(key)
+        if found is None:
+            return None
+        infos, digest = found
+        body = self._bodies.get(digest)
+        if body is None:
+            doc = build_group_version_document(infos[0].group, infos[0].version, list(infos))
+            body = self._bodies[digest] = orjson.dumps(doc)
+        return body, digest
 
 
 V2_PROTOBUF_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"

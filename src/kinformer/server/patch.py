@@ -12,9 +12,10 @@ What a patch may build is bounded here, for every patch format, before anything 
 * every patch result (JSON, merge and strategic merge) nests at most ``bodies.MAX_DEPTH`` levels (422)
   and encodes to at most :data:`MAX_PATCHED_BYTES` (413).
 
-The list-merge table (:func:`list_strategy`) is shared with server-side apply: built-in kinds use the merge
-keys of their Go types (``patchMergeKey``/``patchStrategy``), custom resources use ``x-kubernetes-list-type``
-and ``x-kubernetes-list-map-keys`` from their structural schema.
+The list-merge rule (:func:`list_strategy`) is shared with server-side apply: built-in kinds use the patch
+merge keys and strategies of kube 1.32's schemas (``x-kubernetes-patch-merge-key``/``-patch-strategy``, else
+``x-kubernetes-list-type``), custom resources ``x-kubernetes-list-type`` and ``x-kubernetes-list-map-keys`` from
+their structural schema.
 """
 
 from __future__ import annotations
@@ -319,86 +320,34 @@ class ListStrategy:
 ATOMIC = ListStrategy("atomic")
 SET = ListStrategy("set")
 
-# Paths are field names from the object root with list items elided; "{pod}" marks a PodSpec.
-_POD_SPEC_LISTS: dict[tuple[str, ...], ListStrategy] = {
-    ("containers",): ListStrategy("map", ("name",)),
-    ("initContainers",): ListStrategy("map", ("name",)),
-    ("ephemeralContainers",): ListStrategy("map", ("name",)),
-    ("volumes",): ListStrategy("map", ("name",)),
-    ("imagePullSecrets",): ListStrategy("map", ("name",)),
-    ("hostAliases",): ListStrategy("map", ("ip",)),
-    ("topologySpreadConstraints",): ListStrategy("map", ("topologyKey",)),
-    ("resourceClaims",): ListStrategy("map", ("name",)),
-    ("schedulingGates",): ListStrategy("map", ("name",)),
-}
-for _containers in ("containers", "initContainers", "ephemeralContainers"):
-    _POD_SPEC_LISTS[(_containers, "env")] = ListStrategy("map", ("name",))
-    _POD_SPEC_LISTS[(_containers, "ports")] = ListStrategy("map", ("containerPort",))
-    _POD_SPEC_LISTS[(_containers, "volumeMounts")] = ListStrategy("map", ("mountPath",))
-    _POD_SPEC_LISTS[(_containers, "volumeDevices")] = ListStrategy("map", ("devicePath",))
-    _POD_SPEC_LISTS[(_containers, "resizePolicy")] = ListStrategy("map", ("resourceName",))
-
-_META_LISTS: dict[tuple[str, ...], ListStrategy] = {
-    ("finalizers",): SET,
-    ("ownerReferences",): ListStrategy("map", ("uid",)),
-}
-
-_CONDITIONS = ListStrategy("map", ("type",))
-
-# Where each built-in kind embeds a PodSpec and an ObjectMeta (beyond the root metadata).
-_POD_SPEC_AT: dict[str, tuple[tuple[str, ...], ...]] = {
-    "Pod": (("spec",),),
-    "PodTemplate": (("template", "spec"),),
-    "Deployment": (("spec", "template", "spec"),),
-    "ReplicaSet": (("spec", "template", "spec"),),
-    "StatefulSet": (("spec", "template", "spec"),),
-    "DaemonSet": (("spec", "template", "spec"),),
-    "ReplicationController": (("spec", "template", "spec"),),
-    "Job": (("spec", "template", "spec"),),
-    "CronJob": (("spec", "jobTemplate", "spec", "template", "spec"),),
-}
-
-_KIND_LISTS: dict[str, dict[tuple[str, ...], ListStrategy]] = {
-    "Pod": {
-        ("status", "conditions"): _CONDITIONS,
-        ("status", "podIPs"): ListStrategy("map", ("ip",)),
-        ("status", "hostIPs"): ListStrategy("map", ("ip",)),
-    },
-    "Service": {("spec", "ports"): ListStrategy("map", ("port",))},
-    "ServiceAccount": {("secrets",): ListStrategy("map", ("name",))},
-    "Node": {
-        ("status", "conditions"): _CONDITIONS,
-        ("status", "addresses"): _CONDITIONS,
-    },
-    "Namespace": {("status", "conditions"): _CONDITIONS},
-    "Deployment": {("status", "conditions"): _CONDITIONS},
-    "ReplicaSet": {("status", "conditions"): _CONDITIONS},
-    "StatefulSet": {("status", "conditions"): _CONDITIONS},
-    "DaemonSet": {("status", "conditions"): _CONDITIONS},
-    "ReplicationController": {("status", "conditions"): _CONDITIONS},
-    "Job": {("status", "conditions"): _CONDITIONS},
-    "PersistentVolumeClaim": {("status", "conditions"): _CONDITIONS},
-}
+_ROOT_META = "metadata"
 
 
-def _build_builtin_table(kind: str) -> dict[tuple[str, ...], ListStrategy]:
-    table = {("metadata", *path): strategy for path, strategy in _META_LISTS.items()}
-    table.update(_KIND_LISTS.get(kind, {}))
-    for spec_path in _POD_SPEC_AT.get(kind, ()):
-        table.update({spec_path + path: strategy for path, strategy in _POD_SPEC_LISTS.items()})
-        template_meta = (*spec_path[:-1], "metadata")
-        table.update({template_meta + path: strategy for path, strategy in _META_LISTS.items()})
-    return table
+class _MetaCarrier:
+    """A built-in kind whose schema lends custom resources the ObjectMeta list strategies."""
+
+    group, version, kind, builtin = "", "v1", "ConfigMap", True
 
 
-_BUILTIN_TABLES: dict[str, dict[tuple[str, ...], ListStrategy]] = {}
+_META_CARRIER: Any = _MetaCarrier()
 
 
-def _builtin_table(kind: str) -> dict[tuple[str, ...], ListStrategy]:
-    table = _BUILTIN_TABLES.get(kind)
-    if table is None:
-        table = _BUILTIN_TABLES[kind] = _build_builtin_table(kind)
-    return table
+def _builtin_strategy(info: ResourceInfoLike, path: tuple[str, ...]) -> ListStrategy:
+    """The merge strategy kube 1.32's schema gives the list at ``path`` of a built-in kind.
+
+    ``x-kubernetes-patch-strategy: merge`` with a ``x-kubernetes-patch-merge-key`` merges by that key, without
+    one as a set; a list with neither follows ``x-kubernetes-list-type``; anything else is atomic.
+    """
+    from .schemas import ARRAY, kind_node, node_at
+
+    node = node_at(kind_node(info.group, getattr(info, "version", "v1"), info.kind), path)
+    if node is None or node.kind != ARRAY:
+        return ATOMIC
+    if node.patch_strategy and "merge" in node.patch_strategy.split(","):
+        return ListStrategy("map", (node.merge_key,)) if node.merge_key else SET
+    if node.list_type == "map" and node.list_map_keys:
+        return ListStrategy("map", node.list_map_keys)
+    return SET if node.list_type == "set" else ATOMIC
 
 
 def _schema_at(schema: Mapping[str, Any] | None, path: Sequence[str]) -> Mapping[str, Any] | None:
@@ -427,8 +376,8 @@ def list_strategy(info: ResourceInfoLike | None, path: Sequence[str]) -> ListStr
         return ATOMIC
     path = tuple(path)
     if not getattr(info, "builtin", True):
-        if path[:1] == ("metadata",) and len(path) == 2:
-            return _META_LISTS.get(path[1:], ATOMIC)
+        if path[:1] == (_ROOT_META,) and len(path) == 2:
+            return _builtin_strategy(_META_CARRIER, path)  # ObjectMeta's lists, as any kind's
         node = _schema_at(getattr(info, "schema", None), path)
         if node is None:
             return ATOMIC
@@ -438,7 +387,7 @@ def list_strategy(info: ResourceInfoLike | None, path: Sequence[str]) -> ListStr
         if list_type == "set":
             return SET
         return ATOMIC
-    return _builtin_table(info.kind).get(path, ATOMIC)
+    return _builtin_strategy(info, path)
 
 
 # ------------------------------------------------------------------------------------ strategic merge patch

@@ -20,9 +20,13 @@ from kinformer.server.patch import PatchError
 NOW = "2026-01-01T00:00:00Z"
 
 
+_GROUPS = {"Deployment": "apps", "StatefulSet": "apps", "DaemonSet": "apps", "ReplicaSet": "apps"}
+
+
 def _info(kind: str, *, builtin: bool = True, schema: dict[str, Any] | None = None,
           subresources: tuple[str, ...] = ()) -> SimpleNamespace:
-    return SimpleNamespace(group="", version="v1", kind=kind, plural=kind.lower() + "s", singular=kind.lower(),
+    group = _GROUPS.get(kind, "") if builtin else "example.com"
+    return SimpleNamespace(group=group, version="v1", kind=kind, plural=kind.lower() + "s", singular=kind.lower(),
                            namespaced=True, short_names=[], categories=[], verbs=[], subresources=list(subresources),
                            schema=schema, builtin=builtin, selectable_fields=[])
 

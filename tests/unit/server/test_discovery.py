@@ -232,13 +232,41 @@ async def test_openapi_group_version_document(client: TestClient, key: str, grou
     assert patches, "kubectl needs a PATCH operation carrying the kind's GVK"
     for op in patches:
         assert any(p["name"] == "fieldValidation" and p["in"] == "query" for p in op["parameters"])
-        assert "application/strategic-merge-patch+json" not in op["requestBody"]["content"]
+        assert "application/strategic-merge-patch+json" in op["requestBody"]["content"]  # built-ins, as kube
         assert "application/merge-patch+json" in op["requestBody"]["content"]
     schema = doc["components"]["schemas"][schema_name]
     assert schema["x-kubernetes-group-version-kind"] == [{"group": group, "kind": kind, "version": "v1"}]
     assert {"apiVersion", "kind", "metadata"} <= set(schema["properties"])
     meta_ref = schema["properties"]["metadata"]["allOf"][0]["$ref"]
     assert meta_ref.removeprefix("#/components/schemas/") in doc["components"]["schemas"]
+
+
+async def test_openapi_builtin_schemas_are_kube_1_32s(client: TestClient) -> None:
+    doc = await _gv_doc(client, "apis/apps/v1")
+    schemas = doc["components"]["schemas"]
+    spec = schemas["io.k8s.api.core.v1.PodSpec"]["properties"]
+    containers = spec["containers"]
+    assert containers["x-kubernetes-patch-merge-key"] == "name" and containers["x-kubernetes-list-type"] == "map"
+    assert containers["items"] == {"$ref": "#/components/schemas/io.k8s.api.core.v1.Container"}
+    ports = schemas["io.k8s.api.core.v1.Container"]["properties"]["ports"]
+    assert ports["x-kubernetes-list-map-keys"] == ["containerPort", "protocol"]
+    assert schemas["io.k8s.api.core.v1.ContainerPort"]["required"] == ["containerPort"]
+    assert schemas["io.k8s.api.core.v1.Container"]["properties"]["image"]["type"] == "string"
+    assert "description" in schemas["io.k8s.api.apps.v1.DeploymentSpec"]["properties"]["replicas"]
+    assert schemas["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["format"] == "int-or-string"
+    assert "enum" not in schemas["io.k8s.api.apps.v1.Deployment"]["properties"]["apiVersion"]
+    paths = doc["paths"]
+    scale = paths["/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale"]["get"]
+    assert scale["x-kubernetes-group-version-kind"] == {"group": "autoscaling", "kind": "Scale", "version": "v1"}
+    core = await _gv_doc(client, "api/v1")
+    eviction = core["paths"]["/api/v1/namespaces/{namespace}/pods/{name}/eviction"]
+    assert set(eviction) == {"parameters", "post"} and "io.k8s.api.policy.v1.Eviction" in core["components"]["schemas"]
+    assert "/api/v1/namespaces/{namespace}/pods/{name}/exec" not in core["paths"]
+    reviews = await _gv_doc(client, "apis/authorization.k8s.io/v1")
+    assert set(reviews["paths"]) == {"/apis/authorization.k8s.io/v1/namespaces/{namespace}/localsubjectaccessreviews",
+                                     "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                                     "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+                                     "/apis/authorization.k8s.io/v1/subjectaccessreviews"}
 
 
 async def test_openapi_every_ref_resolves(client: TestClient) -> None:
@@ -274,7 +302,8 @@ async def test_openapi_crd_document_and_hash_changes(client: TestClient, registr
     schema = doc["components"]["schemas"]["com.example.v1.Foo"]
     assert schema["properties"]["spec"]["properties"]["color"] == {"type": "string"}
     assert schema["x-kubernetes-group-version-kind"] == [{"group": "example.com", "kind": "Foo", "version": "v1"}]
-    assert _patch_ops(doc, "example.com", "v1", "Foo")
+    [foo_patch] = _patch_ops(doc, "example.com", "v1", "Foo")[:1]
+    assert "application/strategic-merge-patch+json" not in foo_patch["requestBody"]["content"]
     assert "/apis/example.com/v1/namespaces/{namespace}/foos/{name}/status" in doc["paths"]
     beta = await _gv_doc(client, "apis/example.com/v1beta1")
     assert beta["components"]["schemas"]["com.example.v1beta1.Foo"]["x-kubernetes-preserve-unknown-fields"]

@@ -12,9 +12,12 @@ from hypothesis import strategies as st
 
 from kinformer.server.patch import PatchError, json_merge_patch, json_patch, list_strategy, strategic_merge_patch
 
+_GROUPS = {"Deployment": "apps", "StatefulSet": "apps", "DaemonSet": "apps", "ReplicaSet": "apps"}
+
 
 def _info(kind: str, *, builtin: bool = True, schema: dict[str, Any] | None = None) -> SimpleNamespace:
-    return SimpleNamespace(group="", version="v1", kind=kind, plural=kind.lower() + "s", singular=kind.lower(),
+    group = _GROUPS.get(kind, "") if builtin else "example.com"
+    return SimpleNamespace(group=group, version="v1", kind=kind, plural=kind.lower() + "s", singular=kind.lower(),
                            namespaced=True, short_names=[], categories=[], verbs=[], subresources=[],
                            schema=schema, builtin=builtin, selectable_fields=[])
 
@@ -448,3 +451,18 @@ def test_patch_results_larger_than_the_limit_are_refused() -> None:
         with pytest.raises(PatchError) as info:
             apply()
         assert info.value.code == 413 and info.value.reason == "RequestEntityTooLarge"
+
+
+def test_builtin_list_strategies_come_from_kube_schemas() -> None:
+    service = SimpleNamespace(**{**vars(_info("Service")), "group": ""})
+    assert list_strategy(service, ("spec", "ports")).keys == ("port",)
+    job = SimpleNamespace(**{**vars(_info("CronJob")), "group": "batch"})
+    path = ("spec", "jobTemplate", "spec", "template", "spec", "containers", "volumeMounts")
+    assert (list_strategy(job, path).kind, list_strategy(job, path).keys) == ("map", ("mountPath",))
+    assert list_strategy(POD, ("spec", "tolerations")).kind == "atomic"
+    assert list_strategy(POD, ("metadata", "finalizers")).kind == "set"
+    assert list_strategy(POD, ("metadata", "ownerReferences")).keys == ("uid",)
+    ingress = SimpleNamespace(**{**vars(_info("Ingress")), "group": "networking.k8s.io"})
+    assert list_strategy(ingress, ("spec", "rules")).kind == "atomic"
+    widget = _info("Widget", builtin=False, schema={"type": "object"})
+    assert list_strategy(widget, ("metadata", "ownerReferences")).keys == ("uid",)
