@@ -16,6 +16,7 @@ _EXPORTS: dict[str, str] = {
     "Indexer": "kinformer.cache.store",
     "Store": "kinformer.cache.store",
     "meta_namespace_key": "kinformer.meta",
+    "Object": "kinformer.meta",
     "DeltaFIFO": "kinformer.cache.delta_fifo",
     "RealFIFO": "kinformer.cache.real_fifo",
     "FakeSource": "kinformer.cache.fake",

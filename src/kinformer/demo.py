@@ -31,7 +31,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from kinformer.meta import object_key
 
@@ -198,6 +198,7 @@ class Demo:
         self.phase = "starting"
         self.log: list[str] = []
         self.expected: dict[str, int | None] = {}  # key -> replicas (None: deleted)
+        self.proxy: Any = None  # the fault proxy (a ProxyGroup of them when replicated)
         self.slow_seen = 0
         self.started = time.monotonic()
 
@@ -474,7 +475,8 @@ class Demo:
                 rows.setdefault(k, []).append(str(v))
         for k, v in rows.items():
             table.add_row(k, *v)
-        ctrls = {c.name: c for c in getattr(self, "manager", None).controllers} if hasattr(self, "manager") else {}
+        manager = getattr(self, "manager", None)
+        ctrls = {c.name: c for c in manager.controllers} if manager is not None else {}
         foo, dep = ctrls.get("foo"), ctrls.get("deployment-status")
         for kind in ("add", "update", "delete", "resync"):
             table.add_row(f"handler events: {kind}", *(str(c.stats.events[kind]) if c else "-" for c in (foo, dep)))
@@ -581,8 +583,8 @@ class ReplicatedDemo(Demo):
     The workload and the checks go through their own proxy to the last server replica.
     """
 
-    LEASE = dict(lease_name="kinformer-demo", lease_namespace="default", lease_duration=3.0,
-                 renew_deadline=2.0, retry_period=0.5, release_on_cancel=False)
+    LEASE: ClassVar[dict[str, Any]] = dict(lease_name="kinformer-demo", lease_namespace="default", lease_duration=3.0,
+                                           renew_deadline=2.0, retry_period=0.5, release_on_cancel=False)
 
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__(args)

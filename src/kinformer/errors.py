@@ -16,7 +16,9 @@ class KinformerError(Exception):
 
 
 class SelectorError(KinformerError, ValueError):
-    """A label or field selector that does not parse."""
+    """A label or field selector that does not parse; ``position`` is the offset of the offending token."""
+
+    position: int | None = None
 
 
 class APIError(KinformerError):

@@ -394,11 +394,11 @@ class _LabelParser:
             op = Operator.DOES_NOT_EXIST if negated else Operator.EXISTS
             return self._build(key, op, ())
         kind, lit = self._next(value_context=False)
-        op = _OPERATOR_OF.get(kind)
-        if op is None:
+        binary = _OPERATOR_OF.get(kind)
+        if binary is None:
             raise self._error(f"found '{lit}', expected: {_BINARY_OPERATORS}")
-        values = self._set_values() if op in (Operator.IN, Operator.NOT_IN) else self._exact_value()
-        return self._build(key, op, values)
+        values = self._set_values() if binary in (Operator.IN, Operator.NOT_IN) else self._exact_value()
+        return self._build(key, binary, values)
 
     def _build(self, key: str, op: Operator, values: Iterable[str]) -> Requirement:
         vals = tuple(sorted(set(values)))

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -147,7 +148,7 @@ def _load_ca(paths: CertPaths) -> tuple[x509.Certificate, ec.EllipticCurvePrivat
         return None
     if not isinstance(key, ec.EllipticCurvePrivateKey) or cert.not_valid_after_utc - RENEW_BEFORE < _now():
         return None
-    if cert.public_key().public_numbers() != key.public_key().public_numbers():
+    if cert.public_key().public_numbers() != key.public_key().public_numbers():  # type: ignore[union-attr]
         return None
     return cert, key
 
@@ -165,7 +166,7 @@ def _server_cert_usable(paths: CertPaths, ca: x509.Certificate, hosts: Iterable[
     try:
         cert.verify_directly_issued_by(ca)
         sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except (ValueError, TypeError, x509.InvalidSignature, x509.ExtensionNotFound):
+    except (ValueError, TypeError, InvalidSignature, x509.ExtensionNotFound):
         return False
     return all(name in sans for name in _san_entries(hosts))
 

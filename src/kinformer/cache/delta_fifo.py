@@ -154,6 +154,10 @@ class _PoppingFIFO(_Waitable):
         super().close()
         self._notify_synced()
 
+    def get_by_key(self, key: str) -> list[Delta] | None:
+        """The deltas queued for ``key`` (a copy), or None (each FIFO keeps them its own way)."""
+        raise NotImplementedError
+
     def get(self, obj: Any) -> list[Delta] | None:
         """The deltas queued for ``obj``'s key (a copy), or None."""
         return self.get_by_key(self.key_of(obj))
@@ -239,10 +243,11 @@ class DeltaFIFO(_PoppingFIFO):
         if known is None:
             return ()
         keys = known.list_keys()
-        if self._in_flight:
-            keys = dict.fromkeys(keys)
-            keys.update(dict.fromkeys(self._in_flight))
-        return keys
+        if not self._in_flight:
+            return keys
+        merged = dict.fromkeys(keys)
+        merged.update(dict.fromkeys(self._in_flight))
+        return merged
 
     # ------------------------------------------------------------------ replace / resync
 

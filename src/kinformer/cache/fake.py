@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import bisect
+import builtins
 import copy
 import json
 from collections import deque
@@ -394,7 +395,7 @@ class FakeSource:
         end_bookmark = self._bookmark_object(start, end_of_initial=True) if options.send_initial_events else None
         return self._serve(failure, error, snapshot, end_bookmark, pos, matcher, options.allow_watch_bookmarks)
 
-    async def _serve(self, failure: BaseException | None, error: Obj | None, snapshot: list[Obj],
+    async def _serve(self, failure: BaseException | None, error: Obj | None, snapshot: builtins.list[Obj],
                      end_bookmark: Obj | None, pos: int, matcher: Matcher | None,
                      bookmarks: bool) -> AsyncIterator[WatchEvent]:
         if failure is not None:

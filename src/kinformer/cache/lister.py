@@ -10,7 +10,7 @@ from typing import Any
 
 from kinformer.cache.store import NAMESPACE_INDEX, Indexer
 from kinformer.errors import NotFound
-from kinformer.meta import object_key
+from kinformer.meta import Object, object_key
 from kinformer.selectors import LabelSelector, parse_label_selector
 
 __all__ = ["Lister", "NamespaceLister"]
@@ -23,7 +23,7 @@ def _selector(label_selector: str | LabelSelector | None) -> LabelSelector | Non
     return None if sel.empty() else sel
 
 
-def _filter(objs: list[Any], selector: LabelSelector | None) -> list[Any]:
+def _filter(objs: list[Any], selector: LabelSelector | None) -> list[Object]:
     if selector is None:
         return objs
     matches = selector.matches
@@ -48,7 +48,7 @@ class Lister:
         return self._indexer
 
     def list(self, namespace: str | None = None,
-             label_selector: str | LabelSelector | None = None) -> list[Any]:
+             label_selector: str | LabelSelector | None = None) -> list[Object]:
         """Objects in ``namespace`` (all namespaces if None or "") matching ``label_selector``."""
         selector = _selector(label_selector)
         if namespace:
@@ -57,20 +57,12 @@ class Lister:
             objs = self._indexer.list()
         return _filter(objs, selector)
 
-    def get(self, namespace_or_name: str | None, name: str | None = None) -> Any:
-        """``get(namespace, name)`` for namespaced objects, ``get(name)`` for cluster-scoped ones.
-
-        ``get(None, name)`` / ``get("", name)`` also mean cluster-scoped. A one-argument call on a
-        namespaced lister is a TypeError (use ``namespaced(ns).get(name)``). Raise NotFound when absent.
-        """
-        if name is None:
-            if self._namespaced:
-                raise TypeError("namespaced lister: call get(namespace, name) or namespaced(namespace).get(name)")
-            if namespace_or_name is None:
-                raise TypeError("get() needs a name")
-            namespace, name = "", namespace_or_name
-        else:
-            namespace = namespace_or_name or ""
+    def get(self, name: str, namespace: str | None = None) -> Object:
+        """The object ``name`` in ``namespace`` (argument order as ``Client.get``); cluster-scoped objects
+        have no namespace. Omitting it for a namespaced resource is a TypeError (use
+        ``namespaced(ns).get(name)`` or pass ``namespace``). Raise NotFound when absent."""
+        if not namespace and self._namespaced:
+            raise TypeError("namespaced lister: call get(name, namespace) or namespaced(namespace).get(name)")
         key = object_key(namespace, name)
         obj = self._indexer.get_by_key(key)
         if obj is None:
@@ -96,11 +88,11 @@ class NamespaceLister:
     def namespace(self) -> str:
         return self._namespace
 
-    def list(self, label_selector: str | LabelSelector | None = None) -> list[Any]:
+    def list(self, label_selector: str | LabelSelector | None = None) -> list[Object]:
         """Objects in this namespace matching ``label_selector``."""
         return _filter(self._indexer.by_index(NAMESPACE_INDEX, self._namespace), _selector(label_selector))
 
-    def get(self, name: str) -> Any:
+    def get(self, name: str) -> Object:
         """The object ``name`` in this namespace; raise NotFound when absent."""
         key = object_key(self._namespace, name)
         obj = self._indexer.get_by_key(key)

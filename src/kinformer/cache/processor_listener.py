@@ -127,7 +127,7 @@ class HandlerCallback:
     def of(cls, fn: Callable[..., Any] | None, keyword: str | None) -> HandlerCallback:
         if fn is None or getattr(fn, "__func__", None) in _NOOPS:
             return cls(None)
-        return cls(fn, _is_async(fn), bool(keyword) and _accepts_keyword(fn, keyword))
+        return cls(fn, _is_async(fn), bool(keyword and _accepts_keyword(fn, keyword)))
 
 
 Callbacks = tuple[HandlerCallback, HandlerCallback, HandlerCallback]

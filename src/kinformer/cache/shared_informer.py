@@ -29,7 +29,7 @@ import logging
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinformer.cache.backoff import Backoff
 from kinformer.cache.delta_fifo import Delta, DeltaFIFO, DeltaType, FIFOClosed
@@ -51,6 +51,9 @@ from kinformer.cache.store import Indexer, IndexFunc, meta_namespace_key
 from kinformer.cache.tombstone import DeletedFinalStateUnknown
 from kinformer.cache.transforms import DEFAULT_TRANSFORM, Transform, strip_managed_fields
 from kinformer.clock import REAL_CLOCK, Clock
+
+if TYPE_CHECKING:
+    from kinformer.cache.lister import Lister
 
 __all__ = [
     "DEFAULT_TRANSFORM",
@@ -148,7 +151,7 @@ class SharedIndexInformer:
     def get_store(self) -> Indexer:
         return self._indexer
 
-    def lister(self) -> Any:
+    def lister(self) -> Lister:
         """A :class:`kinformer.cache.lister.Lister` over the cache."""
         from kinformer.cache.lister import Lister
 

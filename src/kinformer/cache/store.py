@@ -11,6 +11,7 @@ need no lock under the GIL.
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -115,7 +116,7 @@ class Indexer:
         """Insert or replace ``obj`` under its key; return the object it replaced (None if new)."""
         key = self._key_func(obj)
         with self._lock:
-            entries = []  # computed before any change: a raising index func leaves the store as it was
+            entries: list[_Entry] = []  # computed before any change: a raising index func leaves the store as it was
             for f in self._funcs:
                 v = f(obj)
                 if v.__class__ is list and len(v) == 1 and v[0].__class__ is str:
@@ -214,7 +215,7 @@ class Indexer:
         with self._lock:
             return list(self._items.values())
 
-    def list_keys(self) -> list[str]:
+    def list_keys(self) -> builtins.list[str]:
         """A snapshot of every key."""
         with self._lock:
             return list(self._items)
@@ -258,7 +259,7 @@ class Indexer:
             raise _unknown_index(index_name)
         return index
 
-    def index(self, index_name: str, obj: Any) -> list[Any]:
+    def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
         """The stored objects that share at least one of ``obj``'s values in index ``index_name``."""
         func = self._indexers.get(index_name)
         if func is None:
@@ -273,19 +274,19 @@ class Indexer:
             items = self._items
             return [items[k] for k in keys]
 
-    def index_keys(self, index_name: str, value: str) -> list[str]:
+    def index_keys(self, index_name: str, value: str) -> builtins.list[str]:
         """The keys of the objects whose ``index_name`` values include ``value``."""
         with self._lock:
             return list(self._index(index_name).get(value, ()))
 
-    def by_index(self, index_name: str, value: str) -> list[Any]:
+    def by_index(self, index_name: str, value: str) -> builtins.list[Any]:
         """The objects whose ``index_name`` values include ``value``."""
         with self._lock:
             keys = self._index(index_name).get(value, ())
             items = self._items
             return [items[k] for k in keys]
 
-    def list_index_func_values(self, index_name: str) -> list[str]:
+    def list_index_func_values(self, index_name: str) -> builtins.list[str]:
         """Every value index ``index_name`` currently holds a non-empty entry for."""
         with self._lock:
             return list(self._index(index_name))

@@ -17,7 +17,7 @@ import logging
 import os
 import ssl
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import aiohttp
 import orjson
@@ -51,7 +51,9 @@ _USER_AGENT = "kinformer/0.1"
 
 
 def _is_pem(value: str | bytes) -> bool:
-    return (b"-----BEGIN" if isinstance(value, bytes) else "-----BEGIN") in value
+    if isinstance(value, bytes):
+        return b"-----BEGIN" in value
+    return "-----BEGIN" in value
 
 
 def _retry_after(resp: aiohttp.ClientResponse) -> float | None:
@@ -122,7 +124,7 @@ class Client:
                 if _is_pem(ca):
                     config.ca_data = ca
                 else:
-                    config.ca_file = os.fspath(ca)
+                    config.ca_file = os.fsdecode(ca)
             for value, data_attr, file_attr in ((client_cert, "client_cert_data", "client_cert_file"),
                                                 (client_key, "client_key_data", "client_key_file")):
                 if value is not None:
@@ -344,7 +346,7 @@ class Client:
         path = res.path(namespace if res.namespaced else None)
         body = await self._list_bytes(path, options.to_query(), headers)
         items, rv, cont, remaining = decode_list(body)
-        return ListResult(items, rv, cont, remaining)
+        return ListResult(cast("list[Mapping[str, Any]]", items), rv, cont, remaining)
 
     async def _list_bytes(self, path: str, params: dict[str, str], headers: Mapping[str, str] | None) -> bytes:
         """GET a list body within ``list_timeout`` seconds (a response that never ends is cut), retried up to
@@ -368,7 +370,7 @@ class Client:
                               field_selector=field_selector)
         while True:
             page = await self.list_page(resource, options, namespace)
-            for item in page.items:
+            for item in cast("list[LazyObject]", page.items):
                 yield item
             if not page.continue_:
                 return

@@ -116,7 +116,7 @@ class ExecCredentialProvider:
         self._cert = new_cert
         self._expiry = _parse_time(expiry) if expiry else None
         self._loaded = True
-        if cert_changed:
+        if cert_changed and new_cert is not None:
             for ctx in self._ssl_contexts:
                 load_cert_chain_data(ctx, new_cert[0], new_cert[1])
 

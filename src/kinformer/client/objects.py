@@ -98,6 +98,12 @@ class LazyObject(Mapping[str, Any]):
 
     __slots__ = ("_data", "_key", "_md", "_mf", "_name", "_ns", "_raw", "_rv")
     __hash__ = None  # type: ignore[assignment]
+    _raw: bytes | Raw
+    _key: str | None
+    _name: str | UnsetType | None
+    _ns: str | UnsetType
+    _rv: str | UnsetType
+    _mf: Raw | UnsetType
 
     def __init__(self, raw: bytes | Raw, meta: _Meta | UnsetType | None = UNSET) -> None:
         """``raw`` is one object's JSON; ``meta`` its decoded fast metadata when the caller has it."""
@@ -172,14 +178,14 @@ class LazyObject(Mapping[str, Any]):
     def namespace(self) -> str:
         ns = self._ns
         if self._key is not None:
-            return "" if ns is UNSET else ns  # type: ignore[return-value]
+            return "" if ns is UNSET else ns
         return self._meta_str("namespace")
 
     @property
     def resource_version(self) -> str:
         rv = self._rv
         if self._key is not None:
-            return "" if rv is UNSET else rv  # type: ignore[return-value]
+            return "" if rv is UNSET else rv
         return self._meta_str("resourceVersion")
 
     @property
@@ -299,14 +305,14 @@ class LazyObject(Mapping[str, Any]):
             return self if type(raw) is bytes else self._with_raw(bytes(raw))
         data = bytes(raw)  # no copy when raw is bytes already
         found = data.find(_MF_KEY)
-        if found < 0 or not data.startswith(value, found + len(_MF_KEY)):  # type: ignore[arg-type]
+        if found < 0 or not data.startswith(value, found + len(_MF_KEY)):
             return self._strip_by_decoding()
-        start, end = found, found + len(_MF_KEY) + len(value)  # type: ignore[arg-type]
+        start, end = found, found + len(_MF_KEY) + len(value)
         # the JSON key can occur once only in the object's metadata; another occurrence (nested, or inside a
         # string value) followed by the very same value would make the cut ambiguous: never guess
         last = data.rfind(_MF_KEY, end)
         while last >= 0:
-            if data.startswith(value, last + len(_MF_KEY)):  # type: ignore[arg-type]
+            if data.startswith(value, last + len(_MF_KEY)):
                 return self._strip_by_decoding()
             last = data.rfind(_MF_KEY, end, last)
         if data[start - 1:start] == b",":
@@ -331,14 +337,14 @@ def _fast_namespace(obj: LazyObject) -> str | None:
     if obj._key is None:
         return None
     ns = obj._ns
-    return "" if ns is UNSET else ns  # type: ignore[return-value]
+    return "" if ns is UNSET else ns
 
 
 def _fast_resource_version(obj: LazyObject) -> str | None:
     if obj._key is None:
         return None
     rv = obj._rv
-    return "" if rv is UNSET else rv  # type: ignore[return-value]
+    return "" if rv is UNSET else rv
 
 
 register_fast_metadata(LazyObject, key=attrgetter("_key"), namespace=_fast_namespace,
@@ -410,7 +416,7 @@ def decode_list(data: bytes | bytearray | memoryview | str) -> tuple[list[LazyOb
     kind = lst.kind[:-4] if lst.kind.endswith("List") else ""
     kind_json = orjson.dumps(kind) if kind else b""
     api = orjson.dumps(lst.apiVersion) if lst.apiVersion else b""
-    items = []
+    items: list[LazyObject] = []
     append = items.append
     for raw in lst.items or ():
         try:
@@ -431,8 +437,8 @@ def decode_list(data: bytes | bytearray | memoryview | str) -> tuple[list[LazyOb
             append(LazyObject(body, meta))
         else:
             append(LazyObject(raw, meta))
-    meta = lst.metadata
-    return items, meta.resourceVersion, meta.continue_ or None, meta.remainingItemCount
+    list_meta = lst.metadata
+    return items, list_meta.resourceVersion, list_meta.continue_ or None, list_meta.remainingItemCount
 
 
 def to_plain(obj: Any) -> Any:

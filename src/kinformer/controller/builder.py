@@ -9,7 +9,7 @@ resolved through discovery (the owner kind for ``owns`` comes from the ``for_`` 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,11 +17,14 @@ from kinformer.controller import metrics
 from kinformer.controller.controller import Controller
 from kinformer.controller.handlers import MapFunc, owner_mapper, request_for_object
 from kinformer.controller.predicates import Predicate
-from kinformer.controller.reconcile import ObjectReconciler, Reconciler, Request
+from kinformer.controller.reconcile import ObjectReconciler, ReconcilerLike, Request
+from kinformer.meta import Object
 from kinformer.workqueue.priority_queue import DEFAULT_MAX_WAIT, PriorityQueue
 
 if TYPE_CHECKING:
+    from kinformer.cache.shared_informer import SharedIndexInformer
     from kinformer.controller.manager import Manager
+    from kinformer.workqueue.rate_limiters import RateLimiter
 
 
 @dataclass
@@ -31,13 +34,13 @@ class _Watch:
     predicates: tuple[Predicate, ...]
     controller_only: bool = True
     options: dict[str, Any] = field(default_factory=dict)
-    informer: Any = None
+    informer: SharedIndexInformer | None = None
 
 
 class Builder:
     """Records a controller's watches; :meth:`build` turns them into a running :class:`Controller`."""
 
-    def __init__(self, manager: Manager, reconciler: Reconciler | Callable[[Request], Any],
+    def __init__(self, manager: Manager, reconciler: ReconcilerLike | ObjectReconciler,
                  name: str | None = None) -> None:
         self._manager = manager
         self._reconciler = reconciler
@@ -46,11 +49,11 @@ class Builder:
         self._watches: list[_Watch] = []
         self._filters: list[Predicate] = []
         self._workers = 1
-        self._rate_limiter: Any = None
+        self._rate_limiter: RateLimiter | None = None
         self._reconcile_timeout: float | None = None
         self._every: float | None = None
         self._priority: float | bool | None = False  # False: a plain queue; else the PriorityQueue's max_wait
-        self._sources: list[AsyncIterable[Any]] = []
+        self._sources: list[AsyncIterable[Request | Object]] = []
         self.controller: Controller | None = None
 
     def _watch(self, watch: _Watch) -> _Watch:
@@ -70,9 +73,9 @@ class Builder:
         self._watches.append(self._watch(_Watch(resource, None, predicates, controller_only, informer_options)))
         return self
 
-    def watches(self, resource: str, mapper: Callable[[Mapping[str, Any]], Iterable[Request]] | None = None,
-                *predicates: Predicate, **informer_options: Any) -> Builder:
-        """Any resource, mapped to Requests by ``mapper`` (default: the object itself)."""
+    def watches(self, resource: str, *predicates: Predicate, mapper: MapFunc | None = None,
+                **informer_options: Any) -> Builder:
+        """Any resource, mapped to Requests by ``mapper`` (keyword-only; default: the object itself)."""
         self._watches.append(self._watch(_Watch(resource, mapper or request_for_object, predicates,
                                                 options=informer_options)))
         return self
@@ -92,7 +95,7 @@ class Builder:
         self._name = name
         return self
 
-    def with_rate_limiter(self, rate_limiter: Any) -> Builder:
+    def with_rate_limiter(self, rate_limiter: RateLimiter) -> Builder:
         self._rate_limiter = rate_limiter
         return self
 
@@ -116,7 +119,7 @@ class Builder:
         self._every = seconds
         return self
 
-    def source(self, requests: AsyncIterable[Any]) -> Builder:
+    def source(self, requests: AsyncIterable[Request | Object]) -> Builder:
         """Also reconcile what ``requests`` yields (Requests or objects) while the controller runs."""
         if not hasattr(requests, "__aiter__"):
             raise TypeError("source() takes an async iterable of Requests or objects")
@@ -128,7 +131,7 @@ class Builder:
             return None
         mgr = self._manager
         return PriorityQueue(self._rate_limiter, name, clock=mgr.clock, metrics=metrics.queue_metrics_provider(),
-                             max_wait=self._priority)  # type: ignore[arg-type]
+                             max_wait=self._priority)
 
     async def build(self) -> Controller:
         """Resolve resources, create the Controller and register its informer handlers."""
@@ -150,6 +153,7 @@ class Builder:
         for w in [self._for, *self._watches]:
             mapper = w.mapper or owner_mapper(primary.group, primary.kind, owner_namespaced=primary.namespaced,
                                               controller_only=w.controller_only)
+            assert w.informer is not None  # set by _watch when the watch was declared
             ctrl.watch(w.informer, mapper, (*self._filters, *w.predicates), primary=w is self._for)
         self.controller = ctrl
         return ctrl

@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinformer.aio import task_group
 from kinformer.clock import REAL_CLOCK, Clock
@@ -35,13 +35,19 @@ from kinformer.controller.predicates import Predicate
 from kinformer.controller.reconcile import (
     ObjectReconciler,
     ReconcileFunc,
-    Reconciler,
+    ReconcilerLike,
     Request,
     Result,
     TerminalError,
     as_reconcile_func,
 )
+from kinformer.meta import Object
 from kinformer.workqueue import LOW_PRIORITY, PriorityQueue, RateLimitingQueue, ShutDown
+from kinformer.workqueue.rate_limiters import RateLimiter
+
+if TYPE_CHECKING:
+    from kinformer.cache.processor_listener import ResourceEventHandlerRegistration
+    from kinformer.cache.shared_informer import SharedIndexInformer
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +76,12 @@ class ReconcileTimeout(Exception):
 class Controller:
     """Reconciles Requests enqueued by the informer handlers registered with :meth:`watch`."""
 
-    def __init__(self, name: str, reconciler: Reconciler | ObjectReconciler | Callable[[Request], Any], *,
-                 workers: int = 1, rate_limiter: Any = None, clock: Clock = REAL_CLOCK,
+    def __init__(self, name: str, reconciler: ReconcilerLike | ObjectReconciler, *,
+                 workers: int = 1, rate_limiter: RateLimiter | None = None, clock: Clock = REAL_CLOCK,
                  cache_sync_timeout: float = 120.0, shutdown_timeout: float = 30.0,
                  queue: RateLimitingQueue | None = None, reconcile_timeout: float | None = None,
                  every: float | None = None, ryow_timeout: float = 10.0, resource: str = "",
-                 leader_elected: bool = False, sources: Sequence[AsyncIterable[Any]] = ()) -> None:
+                 leader_elected: bool = False, sources: Sequence[AsyncIterable[Request | Object]] = ()) -> None:
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         for label, value in (("reconcile_timeout", reconcile_timeout), ("every", every)):
@@ -92,7 +98,8 @@ class Controller:
         self.resource = resource
         self.leader_elected = leader_elected
         self.sources = list(sources)
-        self.primary: Any = None  # the informer of the primary resource (set by watch(..., primary=True))
+        # the informer of the primary resource (set by watch(..., primary=True))
+        self.primary: SharedIndexInformer | None = None
         self._pending_writes: dict[Request, dict[tuple[int, str], PendingWrite]] = {}
         self._reconcile: ReconcileFunc
         if isinstance(reconciler, ObjectReconciler):
@@ -104,14 +111,14 @@ class Controller:
             queue = RateLimitingQueue(rate_limiter, name=name, clock=clock, metrics=metrics.queue_metrics_provider())
         self.queue = queue
         self.stats = ControllerStats()
-        self._registrations: list[Any] = []
+        self._registrations: list[ResourceEventHandlerRegistration] = []
         self._workers: list[asyncio.Task[None]] = []
         self._feeders: list[asyncio.Task[None]] = []
         self._abort = False
         self.started = False
 
-    def watch(self, informer: Any, mapper: MapFunc = request_for_object,
-              predicates: Sequence[Predicate] = (), *, primary: bool = False) -> Any:
+    def watch(self, informer: SharedIndexInformer, mapper: MapFunc = request_for_object,
+              predicates: Sequence[Predicate] = (), *, primary: bool = False) -> ResourceEventHandlerRegistration:
         """Enqueue ``mapper(obj)`` for the informer's events that pass every predicate; ``primary``: the
         informer whose objects an ObjectReconciler receives (default: the first one watched)."""
         if primary or self.primary is None:

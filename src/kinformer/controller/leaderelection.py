@@ -95,7 +95,8 @@ class LeaderElector:
     # -- public -----------------------------------------------------------------------------------
 
     def is_leader(self) -> bool:
-        return bool(self._observed_spec) and self._observed_spec.get("holderIdentity") == self.config.identity
+        spec = self._observed_spec
+        return bool(spec) and spec is not None and spec.get("holderIdentity") == self.config.identity
 
     @property
     def renewed_at(self) -> float:

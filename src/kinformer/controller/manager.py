@@ -42,7 +42,14 @@ from kinformer.controller.builder import Builder
 from kinformer.controller.controller import Controller
 from kinformer.controller.events import EventRecorder
 from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
-from kinformer.controller.reconcile import Reconciler, Request
+from kinformer.controller.reconcile import ObjectReconciler, ReconcilerLike
+
+if TYPE_CHECKING:
+    from kinformer.cache.factory import SharedInformerFactory
+    from kinformer.cache.shared_informer import SharedIndexInformer
+    from kinformer.cache.store import IndexFunc
+    from kinformer.client import Client
+    from kinformer.client.discovery import Resource
 
 if TYPE_CHECKING:
     from kinformer.webhook import WebhookServer
@@ -67,12 +74,12 @@ class LeaderElectionLost(Exception):
 class Manager:
     """Owns one SharedInformerFactory shared by its controllers."""
 
-    def __init__(self, client: Any, *, leader_election: LeaderElectionConfig | None = None,
+    def __init__(self, client: Client, *, leader_election: LeaderElectionConfig | None = None,
                  resync: float = 0.0, namespace: str | None = None, health_bind: str | None = None,
                  clock: Clock = REAL_CLOCK, cache_sync_timeout: float = 120.0,
                  graceful_shutdown_timeout: float = 30.0, handle_signals: bool = False,
-                 factory: Any = None, ryow_timeout: float = 10.0, stale_after: float | None = 300.0,
-                 webhook_server: WebhookServer | None = None) -> None:
+                 factory: SharedInformerFactory | None = None, ryow_timeout: float = 10.0,
+                 stale_after: float | None = 300.0, webhook_server: WebhookServer | None = None) -> None:
         from kinformer.cache.factory import SharedInformerFactory
         from kinformer.controller.cached_client import CachedClient
 
@@ -101,17 +108,17 @@ class Manager:
 
     # -- setup ------------------------------------------------------------------------------------
 
-    def controller(self, reconciler: Reconciler | Callable[[Request], Any], name: str | None = None) -> Builder:
+    def controller(self, reconciler: ReconcilerLike | ObjectReconciler, name: str | None = None) -> Builder:
         """Start describing a controller; it is built and run by :meth:`run`."""
         builder = Builder(self, reconciler, name)
         self.builders.append(builder)
         return builder
 
-    def informer(self, resource: str, **options: Any) -> Any:
+    def informer(self, resource: str, **options: Any) -> SharedIndexInformer:
         """The shared informer for ``resource`` (one per resource and options)."""
         return self.factory.informer(resource, **options)
 
-    def add_index(self, resource: str, name: str, fn: Callable[[Any], Any]) -> None:
+    def add_index(self, resource: str, name: str, fn: IndexFunc) -> None:
         """Index the cache of ``resource`` by ``fn(obj)`` (a string or a list of strings); ``mgr.client.list(
         resource, field_selector=f"{name}=value")`` then reads that index. Spell ``resource`` as elsewhere."""
         self.factory.informer(resource).add_indexers({name: fn})
@@ -123,7 +130,7 @@ class Manager:
         self._recorders.append(recorder)
         return recorder
 
-    async def resolve(self, resource: str) -> Any:
+    async def resolve(self, resource: str) -> Resource:
         """Discovery information (group, kind, namespaced, ...) for ``resource``."""
         return await self.api_client.resolve(resource)
 
@@ -299,7 +306,8 @@ class Manager:
         host, _, port = (self.health_bind or "127.0.0.1:0").rpartition(":")
         site = web.TCPSite(runner, host or "127.0.0.1", int(port or 0))
         await site.start()
-        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
         bound = sockets[0].getsockname()[1] if sockets else int(port or 0)
         self.health_url = f"http://{host or '127.0.0.1'}:{bound}"
         return runner

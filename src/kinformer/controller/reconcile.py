@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from kinformer.meta import object_key
+from kinformer.meta import Object, object_key
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -34,7 +34,7 @@ class Request:
     name: str
 
     @classmethod
-    def for_object(cls, obj: Mapping[str, Any]) -> Request:
+    def for_object(cls, obj: Object) -> Request:
         meta = obj["metadata"]
         return cls(meta.get("namespace") or "", meta["name"])
 
@@ -70,7 +70,7 @@ class ObjectReconciler:
     client: Any = None
     manager: Any = None
 
-    async def reconcile(self, obj: Mapping[str, Any]) -> Result | None:
+    async def reconcile(self, obj: Object) -> Result | None:
         raise NotImplementedError
 
 
@@ -86,9 +86,12 @@ class Reconciler(Protocol):
 
 
 ReconcileFunc = Callable[[Request], Awaitable[Result | None]]
+#: What ``mgr.controller(...)`` and :class:`~kinformer.controller.Controller` accept: a Reconciler, or a
+#: function of a Request (plain or async) returning a Result or None.
+ReconcilerLike = Reconciler | Callable[[Request], Awaitable[Result | None] | Result | None]
 
 
-def as_reconcile_func(reconciler: Reconciler | Callable[[Request], Any]) -> ReconcileFunc:
+def as_reconcile_func(reconciler: ReconcilerLike) -> ReconcileFunc:
     """Normalise a reconciler object or a plain/async function into an async function.
 
     Plain (non-coroutine) callables run in a worker thread so they never block the event loop.

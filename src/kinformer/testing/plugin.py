@@ -27,23 +27,33 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from kinformer.cache.factory import SharedInformerFactory
+    from kinformer.client import Client
+    from kinformer.server import APIServer
+    from kinformer.webhook import WebhookServer
+
+
+def _needs_pytest_asyncio(fn: Callable[..., Any]) -> Any:
+    """Stand-in for ``pytest_asyncio.fixture`` when it is not installed: the fixture fails with advice."""
+    def needs_pytest_asyncio() -> None:
+        pytest.fail("kinformer's fixtures need pytest-asyncio: pip install 'kinformer[testing]'")
+
+    return pytest.fixture(needs_pytest_asyncio, name=fn.__name__)
+
 
 try:
     from pytest_asyncio import fixture as _async_fixture
 except ImportError:  # pragma: no cover - exercised only where pytest-asyncio is absent
-    def _async_fixture(fn: Callable[..., Any]) -> Any:
-        def needs_pytest_asyncio() -> None:
-            pytest.fail("kinformer's fixtures need pytest-asyncio: pip install 'kinformer[testing]'")
-
-        needs_pytest_asyncio.__name__ = fn.__name__
-        return pytest.fixture(needs_pytest_asyncio, name=fn.__name__)
+    _async_fixture = _needs_pytest_asyncio  # type: ignore[assignment]
 
 
 @_async_fixture
-async def kube_server() -> AsyncIterator[Any]:
+async def kube_server() -> AsyncIterator[APIServer]:
     from kinformer.server import APIServer
 
     async with APIServer(storage="memory") as server:
@@ -51,29 +61,23 @@ async def kube_server() -> AsyncIterator[Any]:
 
 
 @_async_fixture
-async def kube_client(kube_server: Any) -> AsyncIterator[Any]:
+async def kube_client(kube_server: APIServer) -> AsyncIterator[Client]:
     from kinformer.client import Client
 
-    client = Client(kube_server.url)
-    try:
+    async with Client(kube_server.url) as client:
         yield client
-    finally:
-        await client.close()
 
 
 @_async_fixture
-async def kube_factory(kube_client: Any) -> AsyncIterator[Any]:
+async def kube_factory(kube_client: Client) -> AsyncIterator[SharedInformerFactory]:
     from kinformer.cache.factory import SharedInformerFactory
 
-    factory = SharedInformerFactory(kube_client)
-    try:
+    async with SharedInformerFactory(kube_client) as factory:
         yield factory
-    finally:
-        await factory.shutdown()
 
 
-async def client_as(server: Any, user: str | None = None, *, groups: Sequence[str] = (),
-                    serviceaccount: str | None = None, **client_options: Any) -> Any:
+async def client_as(server: APIServer, user: str | None = None, *, groups: Sequence[str] = (),
+                    serviceaccount: str | None = None, **client_options: Any) -> Client:
     """A :class:`kinformer.Client` of ``server`` (an in-process APIServer) acting as ``user`` or a ServiceAccount.
 
     ``user`` (in ``groups`` and ``system:authenticated``) gets a bearer token the server accepts from then
@@ -108,7 +112,7 @@ async def client_as(server: Any, user: str | None = None, *, groups: Sequence[st
     return Client(server.url, token=answer["status"]["token"], ca=ca, **client_options)
 
 
-def _admin_token(server: Any) -> str:
+def _admin_token(server: APIServer) -> str:
     """A token the server accepts as the admin (registered on first use)."""
     from kinformer.server.auth import ADMIN
 
@@ -121,11 +125,11 @@ def _admin_token(server: Any) -> str:
 
 
 @_async_fixture
-async def kube_client_as(kube_server: Any) -> AsyncIterator[Callable[..., Awaitable[Any]]]:
-    made: list[Any] = []
+async def kube_client_as(kube_server: APIServer) -> AsyncIterator[Callable[..., Awaitable[Client]]]:
+    made: list[Client] = []
 
     async def make(user: str | None = None, *, groups: Sequence[str] = (), serviceaccount: str | None = None,
-                   **client_options: Any) -> Any:
+                   **client_options: Any) -> Client:
         client = await client_as(kube_server, user, groups=groups, serviceaccount=serviceaccount, **client_options)
         made.append(client)
         return client
@@ -138,7 +142,7 @@ async def kube_client_as(kube_server: Any) -> AsyncIterator[Callable[..., Awaita
 
 
 @_async_fixture
-async def kube_webhook_server() -> AsyncIterator[Any]:
+async def kube_webhook_server() -> AsyncIterator[WebhookServer]:
     from kinformer.webhook import WebhookServer
 
     async with WebhookServer(port=0, shutdown_timeout=1.0) as server:

@@ -53,9 +53,10 @@ def test_list_with_label_selector(indexer: Indexer) -> None:
 
 def test_get_namespaced(indexer: Indexer) -> None:
     lister = Lister(indexer, resource="configmap")
-    assert lister.get("prod", "web-2")["metadata"]["namespace"] == "prod"
+    assert lister.get("web-2", "prod")["metadata"]["namespace"] == "prod"
+    assert lister.get("web-2", namespace="prod") is lister.namespaced("prod").get("web-2")
     with pytest.raises(NotFound) as info:
-        lister.get("default", "missing")
+        lister.get("missing", "default")
     err = info.value
     assert err.message == 'configmap "missing" not found'
     assert err.code == 404 and err.reason == "NotFound"
@@ -69,8 +70,8 @@ def test_get_cluster_scoped() -> None:
     store.add(obj("node-1", None, role="worker"))
     lister = Lister(store, namespaced=False, resource="node")
     assert lister.get("node-1")["metadata"]["name"] == "node-1"
-    assert lister.get(None, "node-1")["metadata"]["name"] == "node-1"
-    assert lister.get("", "node-1")["metadata"]["name"] == "node-1"
+    assert lister.get("node-1", None)["metadata"]["name"] == "node-1"
+    assert lister.get("node-1", "")["metadata"]["name"] == "node-1"
     assert names(lister.list(label_selector="role=worker")) == ["node-1"]
     with pytest.raises(NotFound, match='node "node-2" not found'):
         lister.get("node-2")

@@ -72,7 +72,7 @@ async def test_cache_is_updated_before_handlers_and_decides_add_vs_update() -> N
         src.create(cm("b"))
         await wait_until(lambda: len(seen) == 3)
         assert seen == [("add", True, None), ("update", True, "1"), ("add", True, None)]
-        assert inf.lister().get("default", "b")["metadata"]["name"] == "b"
+        assert inf.lister().get("b", "default")["metadata"]["name"] == "b"
         assert [o["metadata"]["name"] for o in inf.lister().list(namespace="default")] != []
     finally:
         await inf.stop()
