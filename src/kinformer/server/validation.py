@@ -189,7 +189,7 @@ def _validate_configmap(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -
     if size + binary_size > _CONFIG_SIZE:
         causes.append({"reason": "FieldValueTooLong", "field": "",
                        "message": f"Too long: may not be more than {_CONFIG_SIZE} bytes"})
-    return causes + _validate_immutable_data(obj, old, ("data", "binaryData"))
+    return causes  # immutable data: the ConfigMap strategy
 
 
 def _validate_secret(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Cause]:
@@ -202,22 +202,7 @@ def _validate_secret(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> l
     secret_type = obj.get("type")
     if secret_type is not None and not isinstance(secret_type, str):
         causes.append(invalid("type", secret_type, "must be a string"))
-    if old is not None and (old.get("type") or "Opaque") != (secret_type or "Opaque"):
-        causes.append(invalid("type", secret_type, "field is immutable"))
-    return causes + _validate_immutable_data(obj, old, ("data", "stringData"))
-
-
-def _validate_immutable_data(obj: Mapping[str, Any], old: Mapping[str, Any] | None,
-                             fields: tuple[str, ...]) -> list[Cause]:
-    if old is None or not old.get("immutable"):
-        return []
-    causes = []
-    if not obj.get("immutable"):
-        causes.append(invalid("immutable", obj.get("immutable"), "field is immutable when `immutable` is set"))
-    if any((obj.get(f) or {}) != (old.get(f) or {}) for f in fields if f != "stringData") or obj.get("stringData"):
-        causes.append({"reason": "FieldValueForbidden", "field": "data",
-                       "message": "Forbidden: field is immutable when `immutable` is set"})
-    return causes
+    return causes  # immutable type and data: the Secret strategy
 
 
 def _validate_containers(spec: Any, field: str) -> list[Cause]:
@@ -257,41 +242,16 @@ def _validate_pod(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list
     return _validate_containers(obj.get("spec"), "spec")
 
 
-def _selector_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        present = key in labels
-        if ((op == "In" and (not present or labels[key] not in values))
-                or (op == "NotIn" and present and labels[key] in values)
-                or (op == "Exists" and not present) or (op == "DoesNotExist" and present)):
-            return False
-    return True
-
-
 def _validate_workload(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Cause]:
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         return [required("spec")]
+    # selector rules, replicas and immutable selectors: the kinds' strategies (server/strategies/apps.py)
     causes: list[Cause] = []
-    selector = spec.get("selector")
     template = spec.get("template") if isinstance(spec.get("template"), Mapping) else {}
     labels = (template.get("metadata") or {}).get("labels") or {}
-    if not isinstance(selector, Mapping):
-        causes.append(required("spec.selector"))
-    elif not selector.get("matchLabels") and not selector.get("matchExpressions"):
-        causes.append(invalid("spec.selector", selector, "empty selector is invalid for deployment"))
-    elif not _selector_matches(selector, labels):
-        causes.append(invalid("spec.template.metadata.labels", labels, "`selector` does not match template `labels`"))
-    replicas = spec.get("replicas")
-    if replicas is not None and (not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0):
-        causes.append(invalid("spec.replicas", replicas, "must be greater than or equal to 0"))
     causes += _validate_labels(labels, "spec.template.metadata.labels")
     causes += _validate_containers(template.get("spec"), "spec.template.spec")
-    if old is not None and isinstance(old.get("spec"), Mapping) and old["spec"].get("selector") != selector:
-        causes.append(invalid("spec.selector", selector, "field is immutable"))
     return causes
 
 

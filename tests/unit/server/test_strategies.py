@@ -89,6 +89,13 @@ def test_deployment_selector_must_match_template():
     assert causes == [{"reason": "FieldValueInvalid", "field": "spec.template.metadata.labels",
                        "message": 'Invalid value: map[string]string{"app":"web"}: `selector` does not match '
                                   "template `labels`"}]
+    missing = create(DEPLOY, deployment())
+    del missing["spec"]["selector"]
+    assert TABLE[("apps", "deployments")].validate(DEPLOY, missing) == [
+        {"reason": "FieldValueRequired", "field": "spec.selector", "message": "Required value"}]
+    expressions = create(DEPLOY, deployment(labels={"app": "a", "x": "y"}))
+    expressions["spec"]["selector"] = {"matchExpressions": [{"key": "app", "operator": "In", "values": ["a", "b"]}]}
+    assert TABLE[("apps", "deployments")].validate(DEPLOY, expressions) == []
     empty = create(DEPLOY, deployment())
     empty["spec"]["selector"] = {}
     assert "empty selector is invalid for deployment" in \

@@ -135,9 +135,6 @@ def test_secret_data_must_be_base64_and_fit() -> None:
     assert validate_object(secret, {"metadata": {"name": "s"}, "data": {"k": "aGVsbG8="}, "type": "Opaque"}) == []
     assert _fields(validate_object(secret, {"metadata": {"name": "s"}, "data": {"k": "!!"}})) == [
         ("data[k]", "FieldValueInvalid")]
-    old = {"metadata": {"name": "s"}, "type": "Opaque"}
-    assert _fields(validate_object(secret, {"metadata": {"name": "s"}, "type": "kubernetes.io/tls"}, old)) == [
-        ("type", "FieldValueInvalid")]
 
 
 def test_pod_needs_named_containers_with_images() -> None:
@@ -149,25 +146,6 @@ def test_pod_needs_named_containers_with_images() -> None:
     assert _fields(causes) == [("spec.containers[1].name", "FieldValueDuplicate"),
                                ("spec.containers[1].image", "FieldValueRequired"),
                                ("spec.containers[2].name", "FieldValueRequired")]
-
-
-def _deployment(selector: dict[str, Any] | None, labels: dict[str, str]) -> dict[str, Any]:
-    spec: dict[str, Any] = {"template": {"metadata": {"labels": labels},
-                                         "spec": {"containers": [{"name": "c", "image": "i"}]}}}
-    if selector is not None:
-        spec["selector"] = selector
-    return {"metadata": {"name": "d"}, "spec": spec}
-
-
-def test_deployment_selector_rules() -> None:
-    dep = _info("Deployment")
-    assert validate_object(dep, _deployment({"matchLabels": {"app": "a"}}, {"app": "a", "x": "y"})) == []
-    assert _fields(validate_object(dep, _deployment(None, {"app": "a"}))) == [("spec.selector", "FieldValueRequired")]
-    causes = validate_object(dep, _deployment({"matchLabels": {"app": "b"}}, {"app": "a"}))
-    assert _fields(causes) == [("spec.template.metadata.labels", "FieldValueInvalid")]
-    assert "`selector` does not match template `labels`" in causes[0]["message"]
-    expr = {"matchExpressions": [{"key": "app", "operator": "In", "values": ["a", "b"]}]}
-    assert validate_object(dep, _deployment(expr, {"app": "a"})) == []
 
 
 def test_lease_spec_types() -> None:
