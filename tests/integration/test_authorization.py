@@ -209,6 +209,10 @@ async def test_access_reviews(http: aiohttp.ClientSession) -> None:
     assert (await req(http, "POST", path, sar, user="alice"))[0] == 403
     code, body = await req(http, "POST", path, {"spec": {"resourceAttributes": {"verb": "get"}}})
     assert code == 422 and "at least one of user or group must be specified" in body["message"]
+    for field, value in (("groups", "dev"), ("groups", 1), ("user", ["a"]), ("extra", {"k": "v"})):
+        code, body = await req(http, "POST", path, {"spec": {"user": "a", field: value,
+                                                             "resourceAttributes": {"verb": "get"}}})
+        assert code == 422 and f"spec.{field}" in body["message"], (field, value)
     local = "/apis/authorization.k8s.io/v1/namespaces/team-b/localsubjectaccessreviews"
     code, body = await req(http, "POST", local, sar)
     assert code == 400 and body["message"] == "spec.resourceAttributes.namespace must match namespace: team-b"

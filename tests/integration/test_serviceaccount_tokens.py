@@ -123,6 +123,8 @@ async def test_token_bound_to_a_pod_ends_with_the_pod(http: aiohttp.ClientSessio
     await wait_until(refused, what="the pod-bound token to be refused")
     code, _ = await token_request(http, "bot", boundObjectRef={"kind": "Pod", "apiVersion": "v1", "name": "gone"})
     assert code == 404
+    code, body = await token_request(http, "bot", boundObjectRef={"kind": ["Pod"], "name": "p"})
+    assert code == 422 and "spec.boundObjectRef.kind" in body["message"]
 
 
 async def test_audiences_expiry_and_validation(server: APIServer, http: aiohttp.ClientSession) -> None:

@@ -61,13 +61,20 @@ def attributes_of(kind: str, spec: Mapping[str, Any]) -> RequestAttributes:
 
 def _user_of_spec(spec: Mapping[str, Any]) -> UserInfo:
     user, groups = spec.get("user") or "", spec.get("groups") or []
+    extra = spec.get("extra") or {}
+    if not isinstance(user, str) or not isinstance(spec.get("uid") or "", str):
+        raise _invalid("SubjectAccessReview", AUTHZ, "spec.user", "Invalid value: must be a string")
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        raise _invalid("SubjectAccessReview", AUTHZ, "spec.groups", "Invalid value: must be a list of strings")
+    if not isinstance(extra, Mapping) or not all(isinstance(v, list) and all(isinstance(x, str) for x in v)
+                                                 for v in extra.values()):
+        raise _invalid("SubjectAccessReview", AUTHZ, "spec.extra",
+                       "Invalid value: must map keys to lists of strings")
     if not user and not groups:
         raise _invalid("SubjectAccessReview", AUTHZ, "spec.user",
                        'Invalid value: "": at least one of user or group must be specified')
-    extra = spec.get("extra") if isinstance(spec.get("extra"), Mapping) else {}
-    return UserInfo(name=str(user), uid=str(spec.get("uid") or ""),
-                    groups=tuple(g for g in groups if isinstance(g, str)),
-                    extra={k: tuple(v) for k, v in extra.items() if isinstance(v, list)})
+    return UserInfo(name=user, uid=spec.get("uid") or "", groups=tuple(groups),
+                    extra={k: tuple(v) for k, v in extra.items()})
 
 
 class Reviews:

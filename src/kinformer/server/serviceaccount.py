@@ -235,7 +235,7 @@ class TokenIssuer:
         if not ref:
             return None
         kind = ref.get("kind") if isinstance(ref, Mapping) else None
-        if kind not in _BOUND_PREFIXES:
+        if not isinstance(kind, str) or kind not in _BOUND_PREFIXES:
             causes.append({"reason": "FieldValueNotSupported", "field": "spec.boundObjectRef.kind",
                            "message": f'Unsupported value: "{kind}": supported values: "Pod", "Secret"'})
             return None
