@@ -138,9 +138,12 @@ class RealFIFO(_PoppingFIFO):
         remaining = self._counts[key] - 1
         if remaining:
             self._counts[key] = remaining
-        else:
+        elif log:
             del self._counts[key]
             del self._last[key]
+        else:  # drained: new dicts, as a dict never shrinks (after a big Replace it would keep its size)
+            self._counts = {}
+            self._last = {}
         initial = self._initial_to_pop > 0
         in_initial_list = initial or not self._populated
         if initial:

@@ -361,21 +361,25 @@ class Reflector:
                 if not (is_expired(exc) and options.continue_):
                     raise
                 result = await self.lw.list(ListOptions(resource_version=rv))
-                return list(result.items), result.resource_version
-            items.extend(result.items)
+                return self._transformed(result.items), result.resource_version
+            # each page is transformed as it comes, so its body (which untransformed objects may still
+            # reference) and its transient objects are freed before the next page: peak memory stays ~one page
+            items.extend(self._transformed(result.items))
             if not result.continue_:
                 return items, result.resource_version
             if rv == "0":
                 self._paginated_result = True
             options = ListOptions(limit=limit, continue_=result.continue_)
 
+    def _transformed(self, objs: Any) -> list[Any]:
+        transform = self.transform
+        return list(objs) if transform is None else [transform(obj) for obj in objs]
+
     def _replace(self, items: list[Any], rv: str) -> None:
+        """Replace the store with ``items`` (already transformed) listed at ``rv``."""
         if rv and not is_sane_resource_version(rv):
             self.stats.bad_resource_versions += 1
             raise ValueError(f"the server's list has no usable resourceVersion: {rv[:40]!r}")
-        transform = self.transform
-        if transform is not None:
-            items = [transform(obj) for obj in items]
         self.store.replace(items, rv)
         self._last_rv = rv
         self._listed = True
@@ -410,7 +414,7 @@ class Reflector:
                 if event.type == DELETED:
                     collected.pop(key, None)
                 else:
-                    collected[key] = obj
+                    collected[key] = obj if self.transform is None else self.transform(obj)
         except BaseException:
             await _aclose(watch)
             raise

@@ -52,6 +52,9 @@ _MISSING: Any = object()
 _Entry = str | tuple[str, ...]
 
 
+_CANON_MAX = 4096
+
+
 def _entry(values: Iterable[str] | str) -> _Entry:
     """An index function's result in its stored form (a bare string counts as one value, not as characters)."""
     if isinstance(values, str):
@@ -85,7 +88,7 @@ class Indexer:
     An index function that raises leaves the store unchanged.
     """
 
-    __slots__ = ("_funcs", "_indexers", "_indices", "_items", "_key_func", "_lock", "_maps", "_values")
+    __slots__ = ("_canon", "_funcs", "_indexers", "_indices", "_items", "_key_func", "_lock", "_maps", "_values")
 
     def __init__(self, key_func: KeyFunc = meta_namespace_key,
                  indexers: Mapping[str, IndexFunc] | None = None) -> None:
@@ -93,6 +96,8 @@ class Indexer:
         self._lock = threading.Lock()
         self._items: dict[str, Any] = {}
         self._values: dict[str, tuple[_Entry, ...]] = {}
+        # one shared tuple per distinct index values (objects mostly share them: a namespace, an app label)
+        self._canon: dict[tuple[_Entry, ...], tuple[_Entry, ...]] = {}
         self._indexers: dict[str, IndexFunc] = {NAMESPACE_INDEX: meta_namespace_index_func, **(indexers or {})}
         self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
         self._refresh_specs()
@@ -123,7 +128,7 @@ class Indexer:
                     entries.append(v[0])
                 else:
                     entries.append(_entry(v))
-            values = tuple(entries)
+            values = self._shared(tuple(entries))
             items = self._items
             old = items.get(key)
             items[key] = obj
@@ -149,6 +154,16 @@ class Indexer:
             self._reindex(key, self._values.pop(key), None)
             return old
 
+    def _shared(self, values: tuple[_Entry, ...]) -> tuple[_Entry, ...]:
+        """The canonical copy of ``values`` (at most ``_CANON_MAX`` kept: beyond, values are stored as given)."""
+        canon = self._canon
+        found = canon.get(values)
+        if found is not None:
+            return found
+        if len(canon) < _CANON_MAX:
+            canon[values] = values
+        return values
+
     def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
         """Make the store hold exactly ``objs`` (later duplicates of a key win); indices are rebuilt."""
         key_func = self._key_func
@@ -159,7 +174,7 @@ class Indexer:
             for obj in objs:
                 key = key_func(obj)
                 items[key] = obj
-                values[key] = tuple([_entry(f(obj)) for f in funcs])
+                values[key] = self._shared(tuple([_entry(f(obj)) for f in funcs]))
             indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
             maps = tuple(indices[name] for name in self._indexers)
             for key, vals in values.items():
