@@ -699,3 +699,47 @@ def _record_text(record: logging.LogRecord) -> str:
         "", 0, "", 0, "", (), None).__dict__}
     parts.append(repr(extra))
     return "\n".join(parts)
+
+
+async def test_connections_that_never_finish_their_request_head_are_closed() -> None:
+    async with APIServer(compaction_interval=0, header_timeout=0.5) as server:
+        host, port = server.host, server.port
+        silent = await asyncio.open_connection(host, port)
+        trickle = await asyncio.open_connection(host, port)
+        trickle[1].write(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+
+        async def keep_trickling() -> None:
+            while True:
+                trickle[1].write(b"x")
+                await asyncio.sleep(0.05)
+
+        trickler = asyncio.create_task(keep_trickling())
+        try:
+            async with asyncio.timeout(10):  # a deadline for the test, far above the 0.5 s being tested
+                assert await silent[0].read() == b""
+                assert await trickle[0].read() == b""
+        finally:
+            trickler.cancel()
+            for _, writer in (silent, trickle):
+                writer.close()
+        async with aiohttp.ClientSession() as session, session.get(f"{server.url}/healthz") as resp:
+            assert resp.status == 200
+
+
+async def test_a_request_body_that_never_arrives_is_a_408(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kinformer.server import bodies
+
+    monkeypatch.setattr(bodies, "BODY_TIMEOUT", 0.3)
+    async with APIServer(compaction_interval=0) as server:
+        reader, writer = await asyncio.open_connection(server.host, server.port)
+        writer.write(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"metadata\":")
+        async with asyncio.timeout(10):
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))
+            body = await reader.readexactly(length)
+        writer.close()
+        assert head.startswith(b"HTTP/1.1 408")
+        status = orjson.loads(body)
+        assert (status["kind"], status["code"], status["reason"]) == ("Status", 408, "Timeout")

@@ -43,6 +43,8 @@ from .watchcache import CachedEvent, WatchCache
 
 log = logging.getLogger(__name__)
 
+HEADER_TIMEOUT = 32.0
+
 
 def is_loopback(host: str) -> bool:
     if host in ("localhost", "localhost.localdomain"):
@@ -75,7 +77,9 @@ class APIServer:
     Flow control (:mod:`.flowcontrol`): ``max_inflight`` seats shared fairly by users (``system:masters``
     on seats of their own), at most ``queue_length_per_client`` requests queued per user for at most
     ``queue_wait`` seconds, at most ``max_waits_per_client`` reads per user waiting for a future
-    resourceVersion; beyond, 429 with Retry-After.
+    resourceVersion; beyond, 429 with Retry-After. A connection that has not sent a complete request head
+    within ``header_timeout`` seconds (32, kube-apiserver's ReadHeaderTimeout) of opening or of its last
+    response is closed; request bodies must arrive within ``bodies.BODY_TIMEOUT`` (408 otherwise).
     """
 
     def __init__(self, storage: str | Storage = "memory", *, host: str = "127.0.0.1", port: int = 0,
@@ -88,7 +92,7 @@ class APIServer:
                  service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR,
                  service_node_port_range: str = "30000-32767", namespace_defaults: bool = True,
                  queue_length_per_client: int = DEFAULT_QUEUE_LENGTH, queue_wait: float = DEFAULT_QUEUE_WAIT,
-                 max_waits_per_client: int = DEFAULT_MAX_WAITS) -> None:
+                 max_waits_per_client: int = DEFAULT_MAX_WAITS, header_timeout: float = HEADER_TIMEOUT) -> None:
         if client_ca is not None and not tls:
             raise ValueError("client certificate authentication (client_ca) needs tls")
         if not is_loopback(host) and not (tls and (tokens or client_ca)):
@@ -105,6 +109,7 @@ class APIServer:
         self.data_dir = data_dir
         self.clock = clock
         self.max_inflight = max_inflight
+        self.header_timeout = header_timeout
         self.flow_control = FlowControl(max_inflight, queue_length=queue_length_per_client, queue_wait=queue_wait,
                                         max_waits=max_waits_per_client)
         self.client_ca = client_ca
@@ -168,7 +173,9 @@ class APIServer:
         middlewares = self._security_middlewares()
         app = build_app(self.api, self.registry, middlewares=middlewares, extra_routes=self.security.routes())
         ssl_ctx = self._ssl_context()
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        # aiohttp's keep-alive timer closes a connection that has not sent a complete request head within
+        # this long of opening or of its last response: half-open, trickling and idle connections alike.
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, keepalive_timeout=self.header_timeout)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_ctx)
         await site.start()

@@ -6,7 +6,8 @@ not a document of the expected shape is a 400 Status, an unknown content type a 
 The decoding limits, all answered before anything is built from the body:
 
 * :data:`MAX_BODY` bytes read (413 ``RequestEntityTooLarge``), as kube-apiserver's ``--max-request-bytes``
-  default.
+  default, within :data:`BODY_TIMEOUT` seconds (408 ``Timeout``; kube's request timeout), so a client
+  trickling its body cannot hold a seat of flow control for long.
 * :data:`MAX_DEPTH` levels of nesting in any decoded document (400): well under the 254 levels the JSON
   writer accepts, so whatever was read can be written back.
 * YAML aliases: a document is measured on its alias graph before it is expanded (no copy is made to
@@ -22,6 +23,7 @@ The decoding limits, all answered before anything is built from the body:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +35,7 @@ from . import status as st
 from .registry import ResourceInfo
 
 MAX_BODY = 3 * 1024 * 1024
+BODY_TIMEOUT = 60.0
 MAX_DEPTH = 100
 MAX_EXPANDED_BYTES = 2 * MAX_BODY
 # Bodies sent without a meaningful type (no header, or an HTTP library's default) are sniffed: JSON, else YAML.
@@ -49,17 +52,19 @@ def content_type(request: web.Request) -> str:
 # A body that replaces the request's own (set by CRD conversion, which serves a request through another version).
 BODY_KEY: Any = web.RequestKey("kinformer.body", bytes) if hasattr(web, "RequestKey") else "kinformer.body"
 
-async def read_body(request: web.Request) -> bytes:
-    """The request body (or the one put in ``request[BODY_KEY]`` by CRD conversion); 413 over 3 MiB."""
-    override = request.get(BODY_KEY)
-    if override is not None:
-        return override
+async def read_body(request: web.Request, timeout: float | None = None) -> bytes:
+    """The request body; 413 when it exceeds 3 MiB, 408 when it takes longer than ``timeout`` (BODY_TIMEOUT)."""
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise st.StatusError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}")
+    limit = BODY_TIMEOUT if timeout is None else timeout
     try:
-        return await request.read()
+        async with asyncio.timeout(limit):
+            return await request.read()
     except web.HTTPRequestEntityTooLarge:
         raise st.StatusError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}") from None
+    except TimeoutError:
+        raise st.StatusError(408, "Timeout", f"Timeout: the request body did not arrive within {limit:g}s",
+                             headers={"Connection": "close"}) from None
 
 
 class _JSONYamlLoader(yaml.SafeLoader):

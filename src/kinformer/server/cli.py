@@ -83,6 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _flow_control_arguments(parser: argparse.ArgumentParser) -> None:
+    from .apiserver import HEADER_TIMEOUT
     from .flowcontrol import DEFAULT_MAX_WAITS, DEFAULT_QUEUE_LENGTH, DEFAULT_QUEUE_WAIT, DEFAULT_SEATS
 
     parser.add_argument("--max-requests-inflight", type=int, default=DEFAULT_SEATS, metavar="N",
@@ -95,6 +96,9 @@ def _flow_control_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-rv-waits-per-client", type=int, default=DEFAULT_MAX_WAITS, metavar="N",
                         help="reads a user may have waiting for a future resourceVersion at once, beyond: 429 "
                              f"(default: {DEFAULT_MAX_WAITS})")
+    parser.add_argument("--header-timeout", type=float, default=HEADER_TIMEOUT, metavar="S",
+                        help="close a connection that sends no complete request head within S seconds of opening "
+                             f"or of its last response (default: {HEADER_TIMEOUT:g})")
 
 
 def is_loopback(host: str) -> bool:
@@ -199,7 +203,8 @@ def _security_kwargs(args: argparse.Namespace, certs: Any, policy: Any) -> dict[
             "max_watches_per_client": args.max_watches_per_client or None,
             "rate_limit_qps": args.rate_limit_qps or None, "rate_limit_burst": args.rate_limit_burst,
             "max_inflight": args.max_requests_inflight, "queue_length_per_client": args.max_queued_requests_per_client,
-            "queue_wait": args.queue_wait_seconds, "max_waits_per_client": args.max_rv_waits_per_client}
+            "queue_wait": args.queue_wait_seconds, "max_waits_per_client": args.max_rv_waits_per_client,
+            "header_timeout": args.header_timeout}
 
 
 def _kubeconfig_credentials(args: argparse.Namespace, certs: Any, admin_token: str | None) -> dict[str, Any]:
