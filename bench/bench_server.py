@@ -192,14 +192,21 @@ async def serve(storage: str) -> None:
 @contextlib.asynccontextmanager
 async def server_process(storage: str) -> AsyncIterator[str]:
     """An API server over ``storage`` in a child process (this script with ``--serve``); yields its URL."""
-    proc = await asyncio.create_subprocess_exec(sys.executable, __file__, "--serve", storage,
-                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    async with child_server([__file__, "--serve", storage]) as (url, _):
+        yield url
+
+
+@contextlib.asynccontextmanager
+async def child_server(argv: list[str], env: dict[str, str] | None = None) -> AsyncIterator[tuple[str, int]]:
+    """``python argv...``, a server that prints its URL and serves until stdin closes; yields (URL, pid)."""
+    proc = await asyncio.create_subprocess_exec(sys.executable, *argv, stdin=subprocess.PIPE,
+                                                stdout=subprocess.PIPE, env=env)
     try:
         assert proc.stdout is not None
         url = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode().strip()
         if not url.startswith("http"):
-            raise RuntimeError(f"bench server did not start (exit code {proc.returncode})")
-        yield url
+            raise RuntimeError(f"bench server {argv} did not start (exit code {proc.returncode})")
+        yield url, proc.pid
     finally:
         assert proc.stdin is not None
         proc.stdin.close()

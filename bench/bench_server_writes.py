@@ -1,0 +1,204 @@
+"""Write throughput of the embedded API server, before and after a change, side by side in one run.
+
+Each server runs in a process of its own (``APIServer("memory")``, plain HTTP on loopback, as
+``--serve`` of this script), the load generators in this one. Figures per server:
+
+* realistic pods (``../shared/fixtures/pod-realistic.json``, 7.5 KB with managedFields; the
+  ownerReference is dropped, since its owner does not exist and the garbage collector would delete
+  every pod) created from one sequential aiohttp client, from 16 concurrent aiohttp clients, and
+  from a minimal blocking HTTP/1.1 client (one keep-alive socket, a few µs per request);
+* small ConfigMaps (~0.3 KB) from the minimal client;
+* the server process's CPU time per create (user + system, from /proc), which load on the machine
+  disturbs much less than wall-clock rates.
+
+``--baseline SRC`` also runs a server from another source tree (for example an export of an older
+commit: ``git archive COMMIT src | tar -x -C /tmp/before``), round by round with the current one on
+a fresh server each time, and prints the ratios current / baseline. It prints figures, never verdicts.
+
+    python3 bench/bench_server_writes.py --baseline /tmp/before/src --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import copy
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import aiohttp
+from bench_server import _read_response, child_server
+
+HERE = Path(__file__).resolve().parent
+FIXTURE = HERE.parent.parent / "shared" / "fixtures" / "pod-realistic.json"
+PODS = "/api/v1/namespaces/default/pods"
+CMS = "/api/v1/namespaces/default/configmaps"
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def pod_bodies(n: int, prefix: str) -> list[bytes]:
+    pod = json.loads(FIXTURE.read_text())
+    meta = pod["metadata"]
+    for field in ("resourceVersion", "uid", "creationTimestamp", "ownerReferences", "generateName"):
+        meta.pop(field, None)
+    meta["namespace"] = "default"
+    out = []
+    for i in range(n):
+        p = copy.deepcopy(pod)
+        p["metadata"]["name"] = f"{prefix}-{i}"
+        out.append(json.dumps(p, separators=(",", ":")).encode())
+    return out
+
+
+def configmap_bodies(n: int, prefix: str) -> list[bytes]:
+    return [json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": f"{prefix}-{i}", "labels": {"bench": "1"}},
+                        "data": {"payload": "x" * 200}}, separators=(",", ":")).encode() for i in range(n)]
+
+
+# ------------------------------------------------------------------------------------------ load generators
+
+async def _post(http: aiohttp.ClientSession, path: str, body: bytes) -> None:
+    async with http.post(path, data=body, headers={"Content-Type": "application/json"}) as r:
+        if r.status != 201:
+            raise RuntimeError(f"create: {r.status} {await r.text()}")
+        await r.read()
+
+
+async def aiohttp_sequential(url: str, path: str, bodies: list[bytes]) -> None:
+    async with aiohttp.ClientSession(base_url=url) as http:
+        for body in bodies:
+            await _post(http, path, body)
+
+
+async def aiohttp_concurrent(url: str, path: str, bodies: list[bytes], workers: int = 16) -> None:
+    todo = iter(bodies)
+    async with aiohttp.ClientSession(base_url=url, connector=aiohttp.TCPConnector(limit=0)) as http:
+        async def worker() -> None:
+            for body in todo:
+                await _post(http, path, body)
+
+        await asyncio.gather(*(worker() for _ in range(workers)))
+
+
+def minimal_sequential(url: str, path: str, bodies: list[bytes]) -> None:
+    """One keep-alive socket, one request at a time; the client costs a few µs per request."""
+    host, port = url.split("://", 1)[1].rsplit(":", 1)
+    head = f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\nContent-Length: "
+    with socket.create_connection((host, int(port))) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for body in bodies:
+            sock.sendall(head.encode() + str(len(body)).encode() + b"\r\n\r\n" + body)
+            _read_response(sock, path)
+
+
+# ------------------------------------------------------------------------------------------ the server side
+
+async def serve(storage: str) -> None:
+    """Child mode: an APIServer on ``storage``; prints its URL and serves until stdin closes."""
+    from kinformer.server import APIServer
+
+    profile = os.environ.get("BENCH_SERVER_PROFILE")  # a path: cProfile the server while it serves
+    async with APIServer(storage, compaction_interval=0) as server:
+        print(server.url, flush=True)
+        prof = None
+        if profile:
+            import cProfile
+
+            prof = cProfile.Profile()
+            prof.enable()
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.buffer.read)
+        if prof is not None:
+            prof.disable()
+            prof.dump_stats(profile)
+
+
+def server_process(src: str) -> contextlib.AbstractAsyncContextManager[tuple[str, int]]:
+    """A server importing kinformer from ``src`` in a child process; yields (URL, pid)."""
+    return child_server([__file__, "--serve", "memory"], {**os.environ, "PYTHONPATH": src})
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+# ------------------------------------------------------------------------------------------ the run
+
+Workload = tuple[str, str, Callable[[int, str], list[bytes]], str]
+WORKLOADS: list[Workload] = [
+    ("pods, sequential aiohttp client", PODS, pod_bodies, "aiohttp"),
+    ("pods, 16 aiohttp clients", PODS, pod_bodies, "concurrent"),
+    ("pods, sequential minimal client", PODS, pod_bodies, "minimal"),
+    ("configmaps, sequential minimal client", CMS, configmap_bodies, "minimal"),
+]
+
+
+async def measure(src: str, n: int) -> dict[str, tuple[float, float]]:
+    """(creates/s, server CPU µs per create) per workload, on one fresh server from ``src``."""
+    out: dict[str, tuple[float, float]] = {}
+    async with server_process(src) as (url, pid):
+        for i, (name, path, make, client) in enumerate(WORKLOADS):
+            count = 2 * n if client == "concurrent" else n
+            await aiohttp_sequential(url, path, make(50, f"warm{i}"))
+            bodies = make(count, f"w{i}")
+            cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+            if client == "aiohttp":
+                await aiohttp_sequential(url, path, bodies)
+            elif client == "concurrent":
+                await aiohttp_concurrent(url, path, bodies)
+            else:
+                await asyncio.to_thread(minimal_sequential, url, path, bodies)
+            wall, cpu = time.perf_counter() - t0, cpu_seconds(pid) - cpu0
+            out[name] = (count / wall, cpu / count * 1e6)
+    return out
+
+
+async def run(args: argparse.Namespace) -> None:
+    variants = {"current": str(HERE.parent / "src")}
+    if args.baseline:
+        variants = {"baseline": args.baseline, **variants}
+    rounds: list[dict[str, dict[str, tuple[float, float]]]] = []
+    for r in range(args.rounds):
+        print(f"round {r + 1}/{args.rounds}, load average {os.getloadavg()[0]:.1f}", flush=True)
+        rounds.append({v: await measure(src, args.creates) for v, src in variants.items()})
+    print(f"\nmedians of {args.rounds} rounds ({args.creates} creates per workload, 2x for 16 clients); "
+          f"load average at the end {os.getloadavg()[0]:.1f}")
+    header = "| workload | " + " | ".join(f"{v} creates/s | {v} server µs/create" for v in variants)
+    if "baseline" in variants:
+        header += " | creates/s ratio | server CPU ratio"
+    print(header + " |")
+    print("|---" * (header.count("|")) + "|")
+    for name, *_ in WORKLOADS:
+        cells = []
+        for v in variants:
+            cells.append(f"{statistics.median(rd[v][name][0] for rd in rounds):,.0f}")
+            cells.append(f"{statistics.median(rd[v][name][1] for rd in rounds):,.0f}")
+        if "baseline" in variants:
+            rate = statistics.median(rd["current"][name][0] / rd["baseline"][name][0] for rd in rounds)
+            cpu = statistics.median(rd["baseline"][name][1] / rd["current"][name][1] for rd in rounds)
+            cells += [f"{rate:.2f}x", f"{cpu:.2f}x less"]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--baseline", metavar="SRC", help="another source tree (its src/ directory) to run side by side")
+    p.add_argument("--creates", type=int, default=1000, help="creates per workload and round (default 1000)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--serve", metavar="STORAGE", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.baseline:
+        args.baseline = os.path.abspath(args.baseline)
+    asyncio.run(serve(args.serve) if args.serve else run(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,568 @@
+"""Managed-fields bookkeeping: field sets, FieldsV1 conversion and the entries of ``metadata.managedFields``.
+
+A field set is a set of paths; a path is a tuple of FieldsV1 path elements: ``f:<name>`` (object field),
+``k:<json>`` (associative list item by its keys), ``v:<json>`` (set member), ``i:<n>`` (atomic-list index,
+unused here because atomic lists are owned whole). An object's content owns its leaves plus the
+membership of each associative-list item, as structured-merge-diff's ``ToFieldSet`` does.
+
+:func:`update_managed_fields` records non-apply writes (PUT/PATCH/POST): the writer takes ownership of the
+fields it changed; removed fields leave every set. It runs on every write, so it is built for speed:
+
+* the changed and removed paths come from one walk over the old and new objects together that skips
+  every subtree whose encoding did not change (:func:`changed_paths`);
+* parsing a FieldsV1 tree into its field set and rendering a field set back are memoised by content
+  (bounded caches), and an entry whose set did not change keeps the FieldsV1 tree it came with.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from .patch import ResourceInfoLike, list_strategy
+
+Path = tuple[str, ...]
+FieldSet = set[Path] | frozenset[Path]
+Entry = tuple[dict[str, Any], FieldSet]
+
+IGNORED_META = frozenset({"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
+                          "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"})
+ABSENT: Any = object()
+CACHE_SIZE = 2048  # distinct FieldsV1 trees (and rendered field sets) remembered; oldest dropped first
+
+# FieldsV1 encoding -> (its field set, whether the tree is already in canonical form)
+_parsed: dict[bytes, tuple[frozenset[Path], bool]] = {}
+# field set -> canonical FieldsV1 encoding
+_rendered: dict[frozenset[Path], bytes] = {}
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(cache) >= CACHE_SIZE:
+        del cache[next(iter(cache))]
+    cache[key] = value
+
+
+# ------------------------------------------------------------------------------------------ path elements
+
+_SCALARS = (str, int, bool, type(None))  # encoded alike by json and orjson (no floats: 1e+16 vs 1e16)
+
+
+def _json_element(value: Any) -> str:
+    """Compact, key-sorted JSON exactly as Python's ``json`` writes it; orjson's faster output when identical.
+
+    They agree on scalars other than floats and on flat objects of them, as long as the output is ASCII
+    without escapes (json escapes non-ASCII, orjson does not).
+    """
+    if type(value) in _SCALARS or (type(value) is dict and all(type(v) in _SCALARS for v in value.values())):
+        try:
+            data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:  # integers beyond 64 bits
+            data = b"\\"
+        if data.isascii() and b"\\" not in data:
+            return data.decode()
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def key_element(item: Mapping[str, Any], keys: tuple[str, ...]) -> str:
+    return "k:" + _json_element({k: item.get(k) for k in sorted(keys)})
+
+
+def value_element(value: Any) -> str:
+    return "v:" + _json_element(value)
+
+
+def is_keyed(item: Any, keys: tuple[str, ...]) -> bool:
+    return isinstance(item, dict) and all(k in item for k in keys)
+
+
+def field_set(obj: Mapping[str, Any], info: ResourceInfoLike | None, subresource: str | None) -> set[Path]:
+    """The paths an object's content sets (leaves and associative-list item memberships)."""
+    return set(field_values(obj, info, subresource))
+
+
+def field_values(obj: Mapping[str, Any], info: ResourceInfoLike | None,
+                 subresource: str | None) -> dict[Path, Any]:
+    """Each path of :func:`field_set` with its value (``True`` for list-item and set memberships)."""
+    out: dict[Path, Any] = {}
+    for name, value in obj.items():
+        if name in ("apiVersion", "kind") or value is None or not tracked(name, subresource, info):
+            continue
+        if name == "metadata" and isinstance(value, Mapping):
+            for meta_name, meta_value in value.items():
+                if meta_name not in IGNORED_META and meta_value is not None:
+                    collect(meta_value, ("metadata", meta_name), ("f:metadata", f"f:{meta_name}"), out, info)
+            continue
+        collect(value, (name,), (f"f:{name}",), out, info)
+    return out
+
+
+def tracked(top: str, subresource: str | None, info: ResourceInfoLike | None) -> bool:
+    if subresource == "status":
+        return top == "status"
+    if top == "status" and info is not None:
+        return "status" not in (getattr(info, "subresources", None) or ())
+    return True
+
+
+def _map_keys(value: list[Any], names: tuple[str, ...], info: ResourceInfoLike | None) -> tuple[str, ...] | None:
+    """The item keys when ``value`` is an associative list whose every item has them; None otherwise."""
+    strategy = list_strategy(info, names)
+    if strategy.kind == "map" and strategy.keys and all(is_keyed(i, strategy.keys) for i in value):
+        return strategy.keys
+    return None
+
+
+def _is_set(value: list[Any], names: tuple[str, ...], info: ResourceInfoLike | None) -> bool:
+    return list_strategy(info, names).kind == "set" and all(not isinstance(i, dict | list) for i in value)
+
+
+def collect(value: Any, names: tuple[str, ...], path: Path, out: dict[Path, Any],
+            info: ResourceInfoLike | None) -> None:
+    """Add the paths (with values) that ``value`` at ``path`` sets to ``out``."""
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            if item is not None:
+                collect(item, (*names, key), (*path, f"f:{key}"), out, info)
+        return
+    if isinstance(value, list) and value:
+        keys = _map_keys(value, names, info)
+        if keys is not None:
+            for item in value:
+                item_path = (*path, key_element(item, keys))
+                out[item_path] = True
+                for key, sub in item.items():
+                    if sub is not None:
+                        collect(sub, (*names, key), (*item_path, f"f:{key}"), out, info)
+            return
+        if _is_set(value, names, info):
+            for item in value:
+                out[(*path, value_element(item))] = True
+            return
+    out[path] = value
+
+
+# ------------------------------------------------------------------------------------------ FieldsV1 of an object
+
+class _Duplicate(Exception):
+    """Two items of one associative list have the same keys (their field sets merge: take the general path)."""
+
+
+def object_fields(obj: Mapping[str, Any], info: ResourceInfoLike | None, subresource: str | None) -> dict[str, Any]:
+    """``set_to_fields(field_set(obj))`` built in one walk over the object, with no path sets.
+
+    Falls back to the path sets when an associative list holds two items with the same keys.
+    """
+    try:
+        out: dict[str, Any] = {}
+        for name in sorted(obj):
+            value = obj[name]
+            if name in ("apiVersion", "kind") or value is None or not tracked(name, subresource, info):
+                continue
+            if name == "metadata" and isinstance(value, Mapping):
+                meta = {k: v for k, v in value.items() if k not in IGNORED_META}
+                node = _tree(meta, ("metadata",), info) if meta else None
+                if node:
+                    out["f:metadata"] = node
+                continue
+            node = _tree(value, (name,), info)
+            if node is not None:
+                out[f"f:{name}"] = node
+        return out
+    except _Duplicate:
+        return set_to_fields(field_set(obj, info, subresource))
+
+
+def _tree(value: Any, names: tuple[str, ...], info: ResourceInfoLike | None) -> dict[str, Any] | None:
+    """The FieldsV1 node of ``value`` (None when it sets nothing: a non-empty object of nulls only)."""
+    if isinstance(value, dict) and value:
+        return _children(value, names, info) or None
+    if isinstance(value, list) and value:
+        keys = _map_keys(value, names, info)
+        if keys is not None:
+            items: dict[str, dict[str, Any]] = {}
+            for item in value:
+                element = key_element(item, keys)
+                if element in items:
+                    raise _Duplicate(element)
+                children = _children(item, names, info)
+                items[element] = {".": {}, **children} if children else {}
+            return {element: items[element] for element in sorted(items)}
+        if _is_set(value, names, info):
+            return {element: {} for element in sorted({value_element(item) for item in value})}
+    return {}
+
+
+def _children(obj: Mapping[str, Any], names: tuple[str, ...], info: ResourceInfoLike | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in sorted(obj):
+        item = obj[key]
+        if item is None:
+            continue
+        if item and isinstance(item, dict | list):
+            node = _tree(item, (*names, key), info)
+            if node is not None:
+                out["f:" + key] = node
+        else:  # a leaf (inlined: most fields are)
+            out["f:" + key] = {}
+    return out
+
+
+# ------------------------------------------------------------------------------------------ changed paths
+
+def _same(old: Any, new: Any) -> bool:
+    """Equal values with equal types throughout (``1``, ``1.0`` and ``true`` differ), by their encodings."""
+    if old != new:
+        return False
+    try:
+        return orjson.dumps(old) == orjson.dumps(new)
+    except orjson.JSONEncodeError:  # integers beyond 64 bits: let the walk compare them
+        return False
+
+
+def changed_paths(old: Mapping[str, Any], new: Mapping[str, Any], info: ResourceInfoLike | None,
+                  subresource: str | None) -> tuple[set[Path], set[Path]]:
+    """(paths ``new`` sets with another value than ``old``, paths only ``old`` sets), in one walk over both.
+
+    Exactly the comparison of :func:`field_values` of both objects (a leaf changes when its value or its
+    type does), but a subtree whose encoding is unchanged is never visited.
+    """
+    changed: set[Path] = set()
+    removed: set[Path] = set()
+    for name in {**old, **new}:
+        if name in ("apiVersion", "kind") or not tracked(name, subresource, info):
+            continue
+        before, after = old.get(name), new.get(name)
+        if name != "metadata":
+            _diff(before, after, (name,), (f"f:{name}",), info, changed, removed)
+        elif isinstance(before, Mapping | None) and isinstance(after, Mapping | None):
+            before, after = before or {}, after or {}
+            for meta_name in {**before, **after}:
+                if meta_name not in IGNORED_META:
+                    _diff(before.get(meta_name), after.get(meta_name), ("metadata", meta_name),
+                          ("f:metadata", f"f:{meta_name}"), info, changed, removed)
+        else:  # a malformed metadata: compare what field_values makes of each side
+            old_values = field_values({name: before}, info, subresource)
+            new_values = field_values({name: after}, info, subresource)
+            _compare(old_values, new_values, changed, removed)
+    return changed, removed
+
+
+def _compare(old_values: dict[Path, Any], new_values: dict[Path, Any], changed: set[Path],
+             removed: set[Path]) -> None:
+    for p, value in new_values.items():
+        was = old_values.get(p, ABSENT)
+        if was != value or type(was) is not type(value):
+            changed.add(p)
+    removed.update(old_values.keys() - new_values.keys())
+
+
+def _diff(before: Any, after: Any, names: tuple[str, ...], path: Path, info: ResourceInfoLike | None,
+          changed: set[Path], removed: set[Path]) -> None:
+    """Add what changes between ``before`` and ``after`` at ``path`` (None stands for absent)."""
+    if before is None or after is None:
+        if after is not None:
+            changed.update(_values(after, names, path, info))
+        elif before is not None:
+            removed.update(_values(before, names, path, info))
+        return
+    if _same(before, after):
+        return
+    if isinstance(before, dict) and isinstance(after, dict) and before and after:
+        for key in {**before, **after}:
+            _diff(before.get(key), after.get(key), (*names, key), (*path, f"f:{key}"), info, changed, removed)
+        return
+    if isinstance(before, list) and isinstance(after, list) and before and after and \
+            _diff_map(before, after, names, path, info, changed, removed):
+        return
+    _compare(_values(before, names, path, info), _values(after, names, path, info), changed, removed)
+
+
+def _diff_map(before: list[Any], after: list[Any], names: tuple[str, ...], path: Path,
+              info: ResourceInfoLike | None, changed: set[Path], removed: set[Path]) -> bool:
+    """:func:`_diff` of two associative lists item by item; False (nothing added) when they are not both one."""
+    keys = _map_keys(before, names, info)
+    if keys is None or _map_keys(after, names, info) != keys:
+        return False
+    old_items = {key_element(item, keys): item for item in before}
+    new_items = {key_element(item, keys): item for item in after}
+    if len(old_items) != len(before) or len(new_items) != len(after):
+        return False  # duplicate keys: the general comparison handles them
+    for element in {**old_items, **new_items}:
+        item_path = (*path, element)
+        old_item, new_item = old_items.get(element), new_items.get(element)
+        if old_item is None:
+            changed.add(item_path)
+        elif new_item is None:
+            removed.add(item_path)
+        for key in {**(old_item or {}), **(new_item or {})}:
+            _diff((old_item or {}).get(key), (new_item or {}).get(key), (*names, key), (*item_path, f"f:{key}"),
+                  info, changed, removed)
+    return True
+
+
+def _values(value: Any, names: tuple[str, ...], path: Path, info: ResourceInfoLike | None) -> dict[Path, Any]:
+    out: dict[Path, Any] = {}
+    collect(value, names, path, out, info)
+    return out
+
+
+# ---------------------------------------------------------------------------------- FieldsV1 conversion
+
+def set_to_fields(paths: Iterable[Path]) -> dict[str, Any]:
+    """FieldsV1 JSON for a field set; a node that is itself owned and has children gets a ``"."`` entry.
+
+    Children come in sorted order. Paths are inserted sorted, so each node's children arrive sorted
+    and an owned node (which sorts right before its own descendants) gets its ``"."`` first.
+    """
+    ordered = sorted(paths)
+    root: dict[str, Any] = {}
+    before_dot = False  # an element sorting before "." (only in foreign trees): sort again at the end
+    for i, path in enumerate(ordered):
+        node = root
+        for element in path:
+            child = node.get(element)
+            if child is None:
+                child = node[element] = {}
+                before_dot = before_dot or element < "."
+            node = child
+        following = ordered[i + 1] if i + 1 < len(ordered) else ()
+        if len(following) > len(path) and following[:len(path)] == path:
+            node["."] = {}
+    return _sorted_fields(root) if before_dot else root
+
+
+def _sorted_fields(node: dict[str, Any]) -> dict[str, Any]:
+    return {key: _sorted_fields(node[key]) for key in sorted(node)}
+
+
+def fields_to_set(fields: Mapping[str, Any] | None) -> set[Path]:
+    """The field set described by FieldsV1 JSON (inverse of :func:`set_to_fields`)."""
+    out: set[Path] = set()
+
+    def walk(node: Mapping[str, Any], path: Path) -> None:
+        for key, child in node.items():
+            if key == ".":
+                out.add(path)
+                continue
+            child_path = (*path, key)
+            if isinstance(child, Mapping) and child:
+                walk(child, child_path)
+            else:
+                out.add(child_path)
+
+    walk(fields or {}, ())
+    return out
+
+
+def parse_fields(fields: Any) -> frozenset[Path]:
+    """:func:`fields_to_set`, memoised by the tree's encoding."""
+    if not isinstance(fields, dict):
+        return frozenset(fields_to_set(fields))
+    try:
+        data = orjson.dumps(fields)
+    except orjson.JSONEncodeError:
+        return frozenset(fields_to_set(fields))
+    hit = _parsed.get(data)
+    if hit is None:
+        paths = frozenset(fields_to_set(fields))
+        hit = (paths, orjson.dumps(set_to_fields(paths)) == data)
+        _remember(_parsed, data, hit)
+    return hit[0]
+
+
+def render_fields(entry: Mapping[str, Any], paths: FieldSet) -> dict[str, Any]:
+    """The canonical FieldsV1 tree of ``paths``; the entry's own tree when that already is it."""
+    fields = entry.get("fieldsV1")
+    if isinstance(fields, dict) and isinstance(paths, frozenset):
+        try:
+            hit = _parsed.get(orjson.dumps(fields))
+        except orjson.JSONEncodeError:
+            hit = None
+        if hit is not None and hit[1] and hit[0] is paths:
+            return fields
+    key = paths if isinstance(paths, frozenset) else frozenset(paths)
+    data = _rendered.get(key)
+    if data is None:
+        data = orjson.dumps(set_to_fields(key))
+        _remember(_rendered, key, data)
+    rendered: dict[str, Any] = orjson.loads(data)
+    return rendered
+
+
+# --------------------------------------------------------------------------------------- managed entries
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def entry_id(entry: Mapping[str, Any]) -> tuple[str, str, str]:
+    return entry.get("manager", ""), entry.get("operation", ""), entry.get("subresource", "") or ""
+
+
+def meta_of(obj: Any) -> Mapping[str, Any]:
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def parse_entries(obj: Mapping[str, Any] | None) -> list[Entry]:
+    entries = meta_of(obj).get("managedFields")
+    if not isinstance(entries, list):
+        return []
+    return [(dict(entry), parse_fields(entry.get("fieldsV1"))) for entry in entries
+            if isinstance(entry, Mapping) and entry.get("manager") is not None]
+
+
+def decodable(entries: Any) -> bool:
+    """Whether a request's managedFields decode (a list of objects whose ``fieldsV1`` is an object when set).
+
+    Like kube's field manager, an undecodable list is ignored in favour of the live object's history.
+    """
+    if not isinstance(entries, list):
+        return False
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            return False
+        fields = entry.get("fieldsV1")
+        if fields is not None and not isinstance(fields, Mapping):
+            return False
+    return True
+
+
+def render_entries(entries: list[Entry]) -> list[dict[str, Any]]:
+    out = []
+    for entry, paths in entries:
+        if not paths:
+            continue
+        rendered = {k: v for k, v in entry.items() if k != "fieldsV1"}
+        rendered["fieldsType"] = "FieldsV1"
+        rendered["fieldsV1"] = render_fields(entry, paths)
+        out.append(rendered)
+    return out
+
+
+def upsert(entries: list[Entry], manager: str, operation: str, api_version: str, subresource: str | None,
+           paths: FieldSet, now: str | None) -> None:
+    wanted = (manager, operation, subresource or "")
+    for i, (entry, old_paths) in enumerate(entries):
+        if entry_id(entry) == wanted:
+            if old_paths != paths or entry.get("apiVersion") != api_version:
+                entry = {**entry, "apiVersion": api_version, "time": now or _now()}
+            else:
+                paths = old_paths  # the same set: the entry keeps its FieldsV1 tree
+            entries[i] = (entry, paths)
+            return
+    entry = {"manager": manager, "operation": operation, "apiVersion": api_version, "time": now or _now()}
+    if subresource:
+        entry["subresource"] = subresource
+    entries.append((entry, paths))
+
+
+def with_managed_fields(obj: dict[str, Any], entries: list[Entry]) -> dict[str, Any]:
+    return _set_managed_fields(obj, render_entries(entries))
+
+
+def _set_managed_fields(obj: dict[str, Any], rendered: list[dict[str, Any]]) -> dict[str, Any]:
+    """``obj`` with a new metadata dict holding ``rendered`` as managedFields (none when empty)."""
+    meta = dict(meta_of(obj))
+    if rendered:
+        meta["managedFields"] = rendered
+    else:
+        meta.pop("managedFields", None)
+    obj["metadata"] = meta
+    return obj
+
+
+def _first_entry(obj: dict[str, Any], entries: list[Entry], manager: str, operation: str, api_version: str,
+                 info: ResourceInfoLike | None, subresource: str | None, now: str | None) -> dict[str, Any]:
+    """:func:`update_managed_fields` of a create, on FieldsV1 trees: ``manager`` owns all ``obj`` sets.
+
+    ``entries`` (from the request, none of ``manager``'s) keep what ``obj`` does not set.
+    """
+    fields = object_fields(obj, info, subresource)
+    rendered = []
+    for entry, paths in entries:
+        rest = _subtract(render_fields(entry, paths), fields, False) if paths else None
+        if rest is not None:
+            out = {k: v for k, v in entry.items() if k != "fieldsV1"}
+            out["fieldsType"] = "FieldsV1"
+            out["fieldsV1"] = rest
+            rendered.append(out)
+    if fields:
+        mine: dict[str, Any] = {"manager": manager, "operation": operation, "apiVersion": api_version,
+                                "time": now or _now()}
+        if subresource:
+            mine["subresource"] = subresource
+        mine["fieldsType"] = "FieldsV1"
+        mine["fieldsV1"] = fields
+        rendered.append(mine)
+    return _set_managed_fields(obj, rendered)
+
+
+def _subtract(have: dict[str, Any], drop: dict[str, Any] | None, drop_owns: bool) -> dict[str, Any] | None:
+    """The canonical FieldsV1 node of paths under ``have`` that ``drop`` (the same node of another tree) lacks.
+
+    ``drop_owns``: ``drop``'s tree owns this node's own path. None when nothing remains; ``{}`` when only
+    the node itself does.
+    """
+    out: dict[str, Any] = {}
+    for key, child in have.items():
+        if key == ".":
+            if not drop_owns:
+                out["."] = {}
+            continue
+        other = drop.get(key) if drop else None
+        other_owns = other is not None and (not other or "." in other)
+        if not child:
+            if not other_owns:
+                out[key] = {}
+        elif other is None:
+            out[key] = child
+        else:
+            rest = _subtract(child, other, other_owns)
+            if rest is not None:
+                out[key] = rest
+    if not out:
+        return None
+    return {} if len(out) == 1 and "." in out else out
+
+
+def update_managed_fields(old: Mapping[str, Any] | None, new: Mapping[str, Any], *, manager: str,
+                          operation: str = "Update", api_version: str | None = None,
+                          info: ResourceInfoLike | None = None, subresource: str | None = None,
+                          now: str | None = None) -> dict[str, Any]:
+    """A shallow copy of ``new`` (with a new ``metadata`` dict) whose managedFields record a write by ``manager``.
+
+    The writer owns every field it changed (taken from other managers); removed fields leave every set. A
+    managedFields list the client changed is taken as the starting point; ``[{}]`` clears the history.
+    """
+    result = dict(new)
+    api_version = api_version or str(new.get("apiVersion") or "")
+    requested = meta_of(new).get("managedFields")
+    previous = meta_of(old).get("managedFields")
+    if requested == [{}]:
+        entries: list[Entry] = []
+    elif requested and requested != previous and decodable(requested):
+        entries = parse_entries(new)
+    else:
+        entries = parse_entries(old)
+    me = (manager, operation, subresource or "")
+    if not old and all(entry_id(e) != me and isinstance(e.get("fieldsV1"), dict | None) for e, _ in entries):
+        # A create: the writer owns everything the object sets, taken from the entries the client sent.
+        return _first_entry(result, entries, manager, operation, api_version, info, subresource, now)
+    changed, removed = changed_paths(old or {}, new, info, subresource)
+    gone = changed | removed
+    mine: FieldSet = set()
+    for i, (entry, paths) in enumerate(entries):
+        if entry_id(entry) == me:
+            mine = paths - removed if removed and not paths.isdisjoint(removed) else paths
+        elif gone and not paths.isdisjoint(gone):
+            entries[i] = (entry, paths - gone)
+    if changed:
+        mine = mine | changed
+    if mine or any(entry_id(e) == me for e, _ in entries):
+        upsert(entries, manager, operation, api_version, subresource, mine, now)
+    return with_managed_fields(result, entries)

@@ -1,0 +1,104 @@
+"""The fast managed-fields paths agree with the plain definitions they replace, on many random objects."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kinformer.server.managedfields import (
+    changed_paths,
+    field_set,
+    field_values,
+    fields_to_set,
+    object_fields,
+    set_to_fields,
+    update_managed_fields,
+)
+from kinformer.server.registry import Registry
+
+FIXTURE = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "pod-realistic.json"
+REGISTRY = Registry()
+POD = REGISTRY.get("", "v1", "pods")
+VALUES: list[Any] = [1, 1.0, True, False, "s", "", None, {}, [], {"q": 1}, ["a", "b"], [{"name": "n", "v": 1}],
+                     [{"name": "n"}, {"name": "n"}], 10**20]
+
+
+def pod() -> dict[str, Any]:
+    if FIXTURE.exists():
+        return json.loads(FIXTURE.read_text())
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b"}},
+            "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}],
+                                     "env": [{"name": "A", "value": "1"}]}]}, "status": {"phase": "Running"}}
+
+
+def mutate(rnd: random.Random, node: Any) -> None:
+    """One random change somewhere below ``node`` (a dict or a list)."""
+    if isinstance(node, dict):
+        if not node or rnd.random() < 0.2:
+            node[rnd.choice(["a", "name", "x"])] = copy.deepcopy(rnd.choice(VALUES))
+            return
+        key = rnd.choice(list(node))
+        if rnd.random() < 0.15:
+            del node[key]
+        elif isinstance(node[key], dict | list) and rnd.random() < 0.8:
+            mutate(rnd, node[key])
+        else:
+            node[key] = copy.deepcopy(rnd.choice(VALUES))
+    elif isinstance(node, list):
+        if not node or rnd.random() < 0.2:
+            node.append(copy.deepcopy(rnd.choice(node)) if node and rnd.random() < 0.5 else {"name": "new"})
+            return
+        i = rnd.randrange(len(node))
+        if rnd.random() < 0.15:
+            node.pop(i)
+        elif isinstance(node[i], dict | list):
+            mutate(rnd, node[i])
+        else:
+            node[i] = rnd.choice(["s", 2])
+
+
+def naive_changed(old: dict[str, Any], new: dict[str, Any], sub: str | None) -> tuple[set[Any], set[Any]]:
+    before, after = field_values(old, POD, sub), field_values(new, POD, sub)
+    changed = {p for p, v in after.items() if p not in before or before[p] != v or type(before[p]) is not type(v)}
+    return changed, before.keys() - after.keys()
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_one_walk_diff_and_tree_match_the_path_set_definitions(seed: int) -> None:
+    rnd = random.Random(seed)
+    old = pod()
+    for _ in range(rnd.randint(0, 3)):
+        mutate(rnd, old)
+    new = copy.deepcopy(old)
+    for _ in range(rnd.randint(0, 5)):
+        mutate(rnd, new)
+    sub = rnd.choice([None, "status"])
+    assert changed_paths(old, new, POD, sub) == naive_changed(old, new, sub)
+    assert object_fields(new, POD, sub) == set_to_fields(field_set(new, POD, sub))
+
+
+def test_sorted_insertion_renders_owned_nodes_with_a_dot_first() -> None:
+    paths = {("f:a",), ("f:a", "f:b"), ("f:c", "k:{\"name\":\"x\"}"), ("f:c", "k:{\"name\":\"x\"}", "f:name"),
+             ("-foreign",), ("-foreign", "f:z")}
+    fields = set_to_fields(paths)
+    assert fields == {"-foreign": {".": {}, "f:z": {}}, "f:a": {".": {}, "f:b": {}},
+                      "f:c": {"k:{\"name\":\"x\"}": {".": {}, "f:name": {}}}}
+    assert list(fields) == sorted(fields) and list(fields["f:a"]) == [".", "f:b"]
+    assert fields_to_set(fields) == paths
+
+
+def test_create_with_client_entries_keeps_what_the_object_does_not_set() -> None:
+    obj = pod()
+    obj["metadata"]["managedFields"] = [
+        {"manager": "old", "operation": "Update", "apiVersion": "v1",
+         "fieldsV1": {"f:metadata": {"f:labels": {"f:gone": {}, "f:app": {}}}, "f:spec": {"f:x": {}}}}]
+    obj["metadata"]["labels"] = {"app": "web"}
+    out = update_managed_fields(None, obj, manager="me", info=POD, now="T")
+    entries = {e["manager"]: e["fieldsV1"] for e in out["metadata"]["managedFields"]}
+    assert entries["old"] == {"f:metadata": {"f:labels": {"f:gone": {}}}, "f:spec": {"f:x": {}}}
+    assert entries["me"] == set_to_fields(field_set(obj, POD, None))
