@@ -15,13 +15,18 @@ import copy
 import inspect
 import json
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiohttp
 
 from kinformer.clock import FakeClock
 from kinformer.errors import AlreadyExists, Conflict, NotFound
+
+if TYPE_CHECKING:
+    from kinformer.server import APIServer
+    from kinformer.server.storage.base import Event
 
 _T = TypeVar("_T")
 
@@ -93,6 +98,13 @@ async def call(http: aiohttp.ClientSession, method: str, path: str, body: Any = 
         return r.status, await r.json()
 
 
+def cancelled_future() -> asyncio.Future[None]:
+    """A future that is already cancelled (awaiting it raises CancelledError in the awaiting task)."""
+    fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    fut.cancel()
+    return fut
+
+
 def cm(name: str, ns: str = "default", value: str = "1", **labels: str) -> dict[str, Any]:
     """A ConfigMap as cache-level tests feed it to stores and informers: metadata, labels and ``data.v``."""
     return {"metadata": {"name": name, "namespace": ns, "labels": labels}, "data": {"v": value}}
@@ -158,3 +170,49 @@ class LeaseStore:
         obj["metadata"]["resourceVersion"] = str(self.rv)
         self.objects[key] = obj
         return copy.deepcopy(obj)
+
+
+# -- embedded-server helpers for HTTP-level tests
+
+
+async def call_raw(http: aiohttp.ClientSession, method: str, path: str, data: bytes,
+                   ctype: str) -> tuple[int, Any]:
+    """Send raw ``data`` as ``ctype`` and return the status code and the decoded JSON reply."""
+    async with http.request(method, path, data=data, headers={"Content-Type": ctype}) as r:
+        return r.status, await r.json()
+
+
+async def settle(server: APIServer, rv: str | int) -> None:
+    """Wait until the cache has applied ``rv`` and the garbage collector has nothing queued."""
+    assert await server.cache.wait_for(int(rv), 5.0)
+    await server.gc.wait_idle(5.0)
+
+
+def ref(obj: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    meta = obj["metadata"]
+    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": meta["name"], "uid": meta["uid"], **extra}
+
+
+class CacheGate:
+    """Holds the watch cache's source events (in order) while closed, simulating a lagging cache."""
+
+    def __init__(self, server: APIServer) -> None:
+        self.cache = server.cache
+        self.real = server.cache._apply
+        self.held: deque[Event] = deque()
+        self.closed = False
+        server.cache._apply = self._apply  # type: ignore[method-assign]
+
+    def _apply(self, ev: Event) -> None:
+        if self.closed or self.held:
+            self.held.append(ev)
+        else:
+            self.real(ev)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def open(self) -> None:
+        self.closed = False
+        while self.held:
+            self.real(self.held.popleft())

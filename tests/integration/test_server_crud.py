@@ -10,6 +10,8 @@ import aiohttp
 import pytest
 
 from kinformer.server import APIServer
+from testlib import CacheGate, call_raw, settle
+from testlib import call as call_json
 
 CM = "/api/v1/namespaces/default/configmaps"
 DEPLOY = "/apis/apps/v1/namespaces/default/deployments"
@@ -500,3 +502,147 @@ async def test_json_patch_copy_amplification_is_refused_and_writes_nothing(serve
     assert "accumulated size increase of copy" in body["details"]["causes"][0]["message"]
     assert len(json.dumps(body)) < 4096
     assert await server.storage.current_revision() == before
+
+
+async def test_unconditional_update_is_not_lost_when_cache_is_stale(server, http):
+    """kube's GuaranteedUpdate re-reads storage before calling an update a no-op when it started from the cache."""
+    code, created = await call_json(http, "POST", CM, {"metadata": {"name": "a"}, "data": {"k": "v1"}})
+    assert code == 201
+    await settle(server, created["metadata"]["resourceVersion"])
+    gate = CacheGate(server)
+    gate.close()
+    body = {"metadata": {"name": "a"}, "data": {"k": "v2"}}
+    code, second = await call_json(http, "PUT", f"{CM}/a", body, params={"fieldManager": "m"})
+    assert code == 200 and second["data"] == {"k": "v2"}
+    # The cache still holds v1: putting v1 back must still be written.
+    body = {"metadata": {"name": "a"}, "data": {"k": "v1"}}
+    code, third = await call_json(http, "PUT", f"{CM}/a", body, params={"fieldManager": "m"})
+    gate.open()
+    assert code == 200
+    code, now = await call_json(http, "GET", f"{CM}/a")
+    assert now["data"] == {"k": "v1"}, "the acknowledged update was silently dropped"
+    assert int(third["metadata"]["resourceVersion"]) > int(second["metadata"]["resourceVersion"])
+
+
+async def test_malformed_delete_preconditions_is_400(server, http):
+    code, _ = await call_json(http, "POST", CM, {"metadata": {"name": "a"}})
+    assert code == 201
+    code, body = await call_json(http, "DELETE", f"{CM}/a", {"preconditions": "x"})
+    assert code == 400, body
+    code, body = await call_json(http, "DELETE", CM, {"preconditions": ["x"]})
+    assert code == 400, body
+
+
+async def test_malformed_managed_fields_fall_back_to_live(server, http):
+    """kube's field manager ignores undecodable managedFields in a request and keeps the live object's."""
+    bad = [{"manager": "m", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": "x"}]
+    code, body = await call_json(http, "POST", CM, {"metadata": {"name": "b", "managedFields": bad}})
+    assert code == 201, body
+    code, _ = await call_json(http, "POST", CM, {"metadata": {"name": "a"}, "data": {"k": "v"}})
+    assert code == 201
+    code, body = await call_json(http, "PUT", f"{CM}/a", {"metadata": {"name": "a", "managedFields": bad},
+                                                     "data": {"k": "w"}})
+    assert code == 200, body
+    assert all(isinstance(e.get("fieldsV1"), dict) for e in body["metadata"]["managedFields"])
+
+
+async def test_invalid_finalizer_names_are_rejected(server, http):
+    """kube validates each finalizer as a qualified name: null/"" -> 422 Invalid (field metadata.finalizers[i])."""
+    code, body = await call_json(http, "POST", CM, {"metadata": {"name": "a", "finalizers": [None]}})
+    assert code == 422, body
+    code, body = await call_json(http, "POST", CM, {"metadata": {"name": "b", "finalizers": [""]}})
+    assert code == 422, body
+
+
+async def test_yaml_body_with_dates_and_int_keys_is_accepted(server, http):
+    """kube converts YAML to JSON first (sigs.k8s.io/yaml): an unquoted date stays a string, a key 2 becomes "2"."""
+    body = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: y}\ndata: {day: 2020-01-01, 2: two}\n"
+    code, obj = await call_raw(http, "POST", CM, body.encode(), "application/yaml")
+    assert code == 201, obj
+    assert obj["data"] == {"day": "2020-01-01", "2": "two"}
+    apply = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: y}\ndata: {day: 2021-02-03}\n"
+    code, obj = await call_raw(http, "PATCH", f"{CM}/y?fieldManager=m&force=true", apply.encode(),
+                               "application/apply-patch+yaml")
+    assert code == 200, obj
+
+
+async def test_scale_put_with_non_object_spec_is_400(server, http):
+    deployment = {"metadata": {"name": "d"}, "spec": {
+        "replicas": 1, "selector": {"matchLabels": {"a": "b"}},
+        "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+    code, _ = await call_json(http, "POST", "/apis/apps/v1/namespaces/default/deployments", deployment)
+    assert code == 201
+    code, body = await call_json(http, "PUT", "/apis/apps/v1/namespaces/default/deployments/d/scale",
+                            {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": {"name": "d"}, "spec": 3})
+    assert code == 400, body
+
+
+async def test_at_most_one_controller_owner_reference(server, http):
+    refs = [{"apiVersion": "v1", "kind": "ConfigMap", "name": n, "uid": n, "controller": True} for n in ("p", "q")]
+    code, body = await call_json(http, "POST", CM, {"metadata": {"name": "two", "ownerReferences": refs}})
+    assert code == 422, body
+
+
+def _crd_without_status_subresource() -> dict[str, Any]:
+    schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "gadgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": schema}}]}}
+
+
+async def test_custom_resource_without_status_subresource_bumps_generation_on_status(server, http):
+    """kube (customResourceStrategy): without the status subresource every non-metadata change bumps generation."""
+    code, _ = await call_json(http, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                         _crd_without_status_subresource())
+    assert code == 201
+    path = "/apis/example.com/v1/namespaces/default/gadgets"
+    code, obj = await call_json(http, "POST", path, {"apiVersion": "example.com/v1", "kind": "Gadget",
+                                                "metadata": {"name": "g"}, "spec": {"a": 1}})
+    assert code == 201, obj
+    assert obj["metadata"]["generation"] == 1
+    code, obj = await call_json(http, "PATCH", f"{path}/g", {"status": {"ready": True}},
+                           ctype="application/merge-patch+json")
+    assert code == 200 and obj["status"] == {"ready": True}
+    assert obj["metadata"]["generation"] == 2
+
+
+async def test_put_with_non_string_resource_version_is_400(server, http):
+    code, created = await call_json(http, "POST", CM, {"metadata": {"name": "a"}})
+    assert code == 201
+    rv = int(created["metadata"]["resourceVersion"])
+    code, body = await call_json(http, "PUT", f"{CM}/a", {"metadata": {"name": "a", "resourceVersion": rv}})
+    assert code == 400, body
+
+
+async def test_delete_options_with_wrong_types_are_400(server, http):
+    code, _ = await call_json(http, "POST", CM, {"metadata": {"name": "a"}})
+    assert code == 201
+    for opts in ({"orphanDependents": "yes"}, {"propagationPolicy": 1}, {"preconditions": {"uid": 5}}):
+        code, body = await call_json(http, "DELETE", f"{CM}/a", opts)
+        assert code == 400, (opts, body)
+
+
+async def test_owner_reference_flags_must_be_booleans(server, http):
+    refs = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "p", "uid": "p", "controller": "yes"}]
+    code, body = await call_json(http, "POST", CM, {"metadata": {"name": "a", "ownerReferences": refs}})
+    assert code == 422, body
+
+
+async def test_yaml_lone_surrogate_is_400_and_pair_is_joined(server, http):
+    lone = b'{"metadata": {"name": "a"}, "data": {"k": "\\ud83d"}}'
+    code, body = await call_raw(http, "POST", CM, lone, "application/yaml")
+    assert code == 400, body
+    pair = b'{"metadata": {"name": "b"}, "data": {"k": "\\ud83d\\ude00", true: "t"}}'
+    code, body = await call_raw(http, "POST", CM, pair, "application/yaml")
+    assert code == 201, body
+    assert body["data"] == {"k": "\U0001f600", "true": "t"}
+
+
+async def test_unknown_field_warning_is_quoted(server, http):
+    raw = json.dumps({"metadata": {"name": "a"}, 'x"\ny': 1}).encode()
+    async with http.post(CM, data=raw, headers={"Content-Type": "application/json"}) as r:
+        assert r.status == 201
+        assert r.headers["Warning"] == r'299 - "unknown field \"x\"\ny\""'

@@ -354,3 +354,35 @@ async def test_watch_paths_serve_get_only(server, http):
     async with http.get("/api/v1/watch/namespaces/default/configmaps", params={"timeoutSeconds": "1"}) as resp:
         assert resp.status == 200
         assert [e["object"]["metadata"]["name"] for e in await read_events(resp, 1)] == ["keep"]
+
+
+async def test_watch_selector_exit_sends_previous_object(server, http):
+    """A watcher with a label selector must get, on exit, an object that still matches its selector."""
+    code, obj = await call(http, "POST", CM, {"metadata": {"name": "a", "labels": {"app": "x"}}})
+    assert code == 201
+    rv = obj["metadata"]["resourceVersion"]
+    params = {"watch": "1", "resourceVersion": rv, "labelSelector": "app=x", "timeoutSeconds": "5"}
+    async with http.get(CM, params=params) as resp:
+        code, patched = await call(http, "PATCH", f"{CM}/a", {"metadata": {"labels": {"app": "y"}}},
+                                   ctype="application/merge-patch+json")
+        assert code == 200
+        async with asyncio.timeout(5):
+            ev = json.loads(await resp.content.readline())
+    assert ev["type"] == "DELETED"
+    assert ev["object"]["metadata"]["resourceVersion"] == patched["metadata"]["resourceVersion"]
+    assert ev["object"]["metadata"]["labels"] == {"app": "x"}
+
+
+async def test_watch_timeout_seconds_must_be_a_non_negative_integer(server, http):
+    for bad in ("1.5", "-1", "soon"):
+        code, body = await call(http, "GET", CM, params={"watch": "1", "timeoutSeconds": bad})
+        assert code == 400, (bad, body)
+
+
+async def test_continue_token_with_wrong_field_types_is_400(server, http):
+    import base64
+
+    for payload in ({"v": "meta.k8s.io/v1", "rv": "5", "start": "a"}, {"v": "meta.k8s.io/v1", "rv": 5, "start": 1}):
+        token = base64.urlsafe_b64encode(json.dumps(payload).encode()).decode().rstrip("=")
+        code, body = await call(http, "GET", CM, params={"limit": "1", "continue": token})
+        assert code == 400, (payload, body)

@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from kinformer import errors
+from kinformer.cache.delta_fifo import DeltaFIFO
 from kinformer.cache.fake import FakeSource
 from kinformer.cache.listwatch import ListOptions, ListResult, TweakedListerWatcher, WatchEvent
 from kinformer.cache.reflector import Backoff, Reflector
+from kinformer.cache.store import Indexer
 from kinformer.clock import FakeClock
 from testlib import cm, wait_until
 
@@ -515,3 +517,16 @@ async def test_garbage_bookmark_then_lost_history_relists_and_converges() -> Non
         assert inf.cache_resource_version == src.resource_version
     finally:
         await inf.stop()
+
+
+async def test_reflector_stop_before_run_starts_is_not_lost() -> None:
+    src = FakeSource()
+    reflector = Reflector(src, DeltaFIFO(known_objects=Indexer()), clock=FakeClock(), rng=random.Random(3))
+    task = asyncio.create_task(reflector.run())
+    reflector.stop()
+    done, _ = await asyncio.wait({task}, timeout=2)
+    try:
+        assert task in done, "run() ignored the earlier stop()"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

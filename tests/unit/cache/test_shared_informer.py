@@ -21,7 +21,7 @@ from kinformer.cache.shared_informer import (
     strip_managed_fields,
 )
 from kinformer.clock import FakeClock
-from testlib import cm, wait_until
+from testlib import cancelled_future, cm, wait_until
 
 
 class Recorder:
@@ -470,5 +470,100 @@ async def test_deleted_event_for_unknown_key_is_ignored() -> None:
         await wait_until(lambda: len(rec.events) == 2)
         assert rec.events == [("add", "known", True), ("delete", "known")]
         assert inf.stats.reflector.deleted == 2 and len(inf.indexer) == 0
+    finally:
+        await inf.stop()
+
+
+async def test_transform_error_on_one_watched_object_does_not_stop_the_informer() -> None:
+    src = FakeSource()
+    src.create(cm("a"))
+
+    def transform(obj: Any) -> Any:
+        if obj["metadata"]["name"] == "bad":
+            raise ValueError("cannot transform this object")
+        return obj
+
+    inf = make_informer(src, transform=transform)
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(5)
+        src.create(cm("bad"))
+        src.create(cm("after"))
+        # client-go logs a store error for one watch event and goes on with the next one
+        await wait_until(lambda: "default/after" in inf.indexer, timeout=2)
+    finally:
+        await inf.stop()
+
+
+async def test_handler_raising_cancelled_error_keeps_receiving_events() -> None:
+    src = FakeSource()
+    src.create(cm("a"))
+    inf = make_informer(src)
+    seen: list[str] = []
+
+    async def on_add(obj: Any) -> None:
+        seen.append(obj["metadata"]["name"])
+        if obj["metadata"]["name"] == "a":
+            await cancelled_future()  # e.g. awaiting a shared future someone else cancelled
+
+    reg = inf.add_event_handler(on_add=on_add)
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(5)
+        await wait_until(lambda: seen == ["a"])
+        src.create(cm("b"))
+        await wait_until(lambda: "b" in seen, timeout=2)
+        assert reg.errors == 1
+    finally:
+        await inf.stop()
+
+
+async def test_removed_plain_handler_gets_no_more_notifications() -> None:
+    src = FakeSource()
+    for name in ("a", "b", "c"):
+        src.create(cm(name))
+    inf = make_informer(src)
+    entered = threading.Event()
+    release = threading.Event()
+    calls: list[str] = []
+
+    def on_add(obj: Any) -> None:
+        calls.append(obj["metadata"]["name"])
+        if len(calls) == 1:
+            entered.set()
+            release.wait(5)
+
+    reg = inf.add_event_handler(on_add=on_add)
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(5)
+        await wait_until(entered.is_set)
+        reg.remove()  # documented: "Stop and forget a handler; pending notifications are dropped"
+        release.set()
+        for thread in threading.enumerate():
+            if thread.name.startswith("kinformer-handler-review#"):
+                await asyncio.to_thread(thread.join, 5)
+        assert calls == [calls[0]], f"called after remove(): {calls[1:]}"
+    finally:
+        release.set()
+        await inf.stop()
+
+
+@pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning")
+async def test_plain_handler_returning_a_coroutine_is_awaited() -> None:
+    src = FakeSource()
+    src.create(cm("a"))
+    inf = make_informer(src)
+    seen: list[str] = []
+
+    async def record(obj: Any) -> None:
+        seen.append(obj["metadata"]["name"])
+
+    # as_reconcile_func awaits what a plain reconciler returns; handlers should do the same
+    inf.add_event_handler(on_add=lambda obj: record(obj))
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(5)
+        await wait_until(lambda: seen == ["a"], timeout=2)
     finally:
         await inf.stop()

@@ -325,3 +325,13 @@ def test_index_funcs_may_return_any_iterable_or_a_single_string() -> None:
     store.delete(obj("a"))
     for name in ("gen", "set", "str"):
         assert store.list_index_func_values(name) == []
+
+
+def test_index_with_an_index_function_returning_a_string() -> None:
+    idx = Indexer(indexers={"by_app": lambda o: o["metadata"]["labels"]["app"]})
+    web = {"metadata": {"name": "w", "namespace": "default", "labels": {"app": "web"}}}
+    other = {"metadata": {"name": "e", "namespace": "default", "labels": {"app": "e"}}}
+    idx.add(web)
+    idx.add(other)
+    assert [o["metadata"]["name"] for o in idx.by_index("by_app", "web")] == ["w"]
+    assert [o["metadata"]["name"] for o in idx.index("by_app", web)] == ["w"]

@@ -17,7 +17,7 @@ from kinformer.controller import (
     owner_mapper,
 )
 from kinformer.controller.handlers import EnqueueHandler
-from testlib import wait_until
+from testlib import cancelled_future, wait_until
 
 
 class Registration:
@@ -224,3 +224,55 @@ def test_owner_mapper_controller_only() -> None:
     assert m(obj("dep", owners=owners)) == [Request("default", "f1")]
     m_all = owner_mapper("example.com", "Foo", controller_only=False)
     assert m_all(obj("dep", owners=owners)) == [Request("default", "f1"), Request("default", "f2")]
+
+
+async def test_controller_shutdown_lets_the_in_flight_reconcile_finish() -> None:
+    started = asyncio.Event()
+    release = asyncio.Event()
+    outcome: list[str] = []
+
+    async def reconcile(req: Request) -> Result:
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            outcome.append("cancelled")
+            raise
+        outcome.append("finished")
+        return Result()
+
+    ctrl = Controller("review-graceful-shutdown", reconcile, shutdown_timeout=5.0)
+    task = asyncio.create_task(ctrl.run())
+    await wait_until(lambda: ctrl.started)
+    ctrl.queue.add(Request("default", "a"))
+    await asyncio.wait_for(started.wait(), 5)
+    task.cancel()  # what Manager.stop() / SIGTERM does to every controller
+    for _ in range(5):
+        await asyncio.sleep(0)  # let the cancellation reach Controller.run before the reconcile can end
+    release.set()
+    await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 10)
+    assert outcome == ["finished"]
+
+
+async def test_reconciler_raising_cancelled_error_is_an_ordinary_error() -> None:
+    calls: list[str] = []
+
+    async def reconcile(req: Request) -> Result:
+        calls.append(req.name)
+        if req.name == "a":
+            await cancelled_future()
+        return Result()
+
+    ctrl = Controller("review-cancelled-error", reconcile, clock=FakeClock())
+    task = asyncio.create_task(ctrl.run())
+    try:
+        await wait_until(lambda: ctrl.started)
+        ctrl.queue.add(Request("default", "a"))
+        await wait_until(lambda: calls == ["a"])
+        ctrl.queue.add(Request("default", "b"))
+        await wait_until(lambda: "b" in calls, timeout=2)
+        assert not task.done()
+        assert ctrl.stats.errors == 1
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

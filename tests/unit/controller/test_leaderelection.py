@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import random
+from typing import Any
 
 import pytest
 
 from kinformer.clock import FakeClock
 from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
-from testlib import LeaseStore
+from testlib import LeaseStore, wait_until
 
 
 def config(identity: str, **kw) -> LeaderElectionConfig:
@@ -125,3 +127,47 @@ async def test_leader_that_cannot_renew_stops_before_lease_expires() -> None:
     # It gave up within the renew deadline (+ one retry period), i.e. before the 15 s lease could expire.
     assert stopped[0] - last_renew <= 10 + 2 + 0.5
     assert not a.leading.is_set()
+
+
+def _lease_config(identity: str, **kw: Any) -> LeaderElectionConfig:
+    return LeaderElectionConfig(lease_name="review", lease_namespace="default", identity=identity, **kw)
+
+
+async def test_leader_stops_leading_when_a_renewal_hangs_past_the_renew_deadline() -> None:
+    clock = FakeClock()
+    store = LeaseStore(clock)
+    stopped = asyncio.Event()
+    cfg = _lease_config("me", on_stopped_leading=stopped.set)
+    elector = LeaderElector(cfg, store, clock=clock, rng=random.Random(1))
+    task = asyncio.create_task(elector.run())
+    try:
+        await asyncio.wait_for(elector.leading.wait(), 5)
+        await clock.wait_for_waiters(1)  # asleep until the next renewal
+        store.hang_gets = True
+        clock.step(cfg.retry_period)
+        await asyncio.wait_for(store.get_entered.wait(), 5)
+        try:
+            await clock.wait_for_waiters(1, timeout=0.5)  # a fixed elector times the attempt on its clock
+        except TimeoutError:
+            pass
+        clock.step(cfg.renew_deadline + cfg.retry_period)  # still before lease_duration since the last renewal
+        await wait_until(stopped.is_set, timeout=2)
+        assert not elector.leading.is_set()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_candidate_counts_lease_duration_from_when_it_saw_the_record() -> None:
+    clock = FakeClock()
+    store = LeaseStore(clock)
+    other = LeaderElector(_lease_config("other"), store, clock=clock)
+    assert await other._try_acquire_or_renew()  # "other" holds a fresh 15 s lease
+    me = LeaderElector(_lease_config("me"), store, clock=clock)
+    store.get_latency = 6.0  # our GET takes 6 s; the record it returns is new to us when it arrives
+    assert not await me._try_acquire_or_renew()
+    seen_at = clock.now()
+    store.get_latency = 0.0
+    clock.step(10.0)  # 10 s after we first saw the record: less than leaseDurationSeconds (15)
+    assert clock.now() - seen_at < 15
+    assert not await me._try_acquire_or_renew(), "took over a lease that may still be valid"
