@@ -74,10 +74,15 @@ def default_probe(probe: Obj | None) -> None:
 
 
 def _default_env(container: Obj) -> None:
-    for env in _items(container, "env"):
-        source = _dict(env, "valueFrom")
-        field_ref = _dict(source, "fieldRef") if source is not None else None
-        if field_ref is not None:
+    envs = container.get("env")
+    if not isinstance(envs, list):
+        return
+    for env in envs:
+        source = env.get("valueFrom") if isinstance(env, dict) else None
+        if source is None:  # the common case: a plain value
+            continue
+        field_ref = source.get("fieldRef") if isinstance(source, dict) else None
+        if isinstance(field_ref, dict):
             field_ref.setdefault("apiVersion", "v1")
 
 
@@ -91,7 +96,8 @@ def default_container(container: Obj) -> None:
     for port in _items(container, "ports"):
         port.setdefault("protocol", "TCP")
     for probe in _PROBES:
-        default_probe(_dict(container, probe))
+        if probe in container:
+            default_probe(_dict(container, probe))
     lifecycle = _dict(container, "lifecycle")
     if lifecycle is not None:
         for hook in ("postStart", "preStop"):

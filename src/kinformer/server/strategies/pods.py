@@ -19,12 +19,13 @@ removal (otherwise 422 ``spec: Forbidden: pod updates may not change fields othe
 from __future__ import annotations
 
 import copy
+import random
 from collections.abc import Mapping
 from typing import Any
 
-from ..validation import generate_name
 from .base import Cause, KindStrategy, ReturnedOnDeleteMixin, forbidden
 
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # kube's random-suffix alphabet (no vowels, no 0/1/3)
 TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 TOKEN_EXPIRATION_SECONDS = 3607
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
@@ -39,7 +40,7 @@ _POD_UPDATE_FORBIDDEN = (
 def token_volume() -> dict[str, Any]:
     """The projected service account volume of a new pod (a fresh random name)."""
     return {
-        "name": generate_name("kube-api-access-"),
+        "name": "kube-api-access-" + "".join(random.choices(NAME_ALPHABET, k=5)),
         "projected": {
             "defaultMode": 420,
             "sources": [
@@ -79,13 +80,10 @@ def admit_service_account(spec: dict[str, Any]) -> None:
 
 def admit_tolerations(spec: dict[str, Any]) -> None:
     tolerations = spec.get("tolerations") if isinstance(spec.get("tolerations"), list) else []
-    added = []
-    for taint in _TAINTS:
-        if any(isinstance(t, Mapping) and t.get("key") == taint and t.get("effect") in ("NoExecute", None, "")
-               for t in tolerations):
-            continue
-        added.append({"effect": "NoExecute", "key": taint, "operator": "Exists",
-                      "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
+    tolerated = {t.get("key") for t in tolerations
+                 if isinstance(t, Mapping) and t.get("effect") in ("NoExecute", None, "")}
+    added = [{"effect": "NoExecute", "key": taint, "operator": "Exists",
+              "tolerationSeconds": DEFAULT_TOLERATION_SECONDS} for taint in _TAINTS if taint not in tolerated]
     if added:
         spec["tolerations"] = [*tolerations, *added]
 
@@ -103,6 +101,9 @@ def qos_class(spec: Mapping[str, Any]) -> str:
     """BestEffort without any cpu/memory request or limit; Guaranteed when every container's limits
     cover cpu and memory and equal its requests; Burstable otherwise."""
     containers = _containers(spec, "initContainers", "containers")
+    if not any(isinstance(r := c.get("resources"), Mapping) and (r.get("requests") or r.get("limits"))
+               for c in containers):
+        return "BestEffort"
     any_set = False
     guaranteed = True
     for container in containers:
