@@ -235,6 +235,36 @@ def test_create_configmap_secret_namespace(kubectl: Kubectl, ns: str) -> None:
     assert kubectl.json("get", "namespace", f"{ns}-extra")["status"]["phase"] == "Active"
 
 
+def test_create_job_cronjob_role_rolebinding_ingress_pdb(kubectl: Kubectl, ns: str) -> None:
+    n = ("-n", ns)
+    kubectl.run("create", "job", "once", "--image=busybox", *n, "--", "echo", "hi")
+    job = kubectl.json("get", "job", "once", *n)
+    [container] = job["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "busybox" and container["command"] == ["echo", "hi"]
+    assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+    kubectl.run("create", "cronjob", "tick", "--image=busybox", "--schedule=*/5 * * * *", *n)
+    cron = kubectl.json("get", "cronjob", "tick", *n)
+    assert cron["spec"]["schedule"] == "*/5 * * * *"
+    assert cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"] == "busybox"
+    kubectl.run("create", "role", "reader", "--verb=get,list", "--resource=pods", *n)
+    role = kubectl.json("get", "role", "reader", *n)
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]
+    kubectl.run("create", "rolebinding", "reader", "--role=reader", "--user=alice", *n)
+    binding = kubectl.json("get", "rolebinding", "reader", *n)
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"}
+    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]
+    kubectl.run("create", "ingress", "web", "--rule=example.com/app*=web:80", "--class=nginx", *n)
+    ingress = kubectl.json("get", "ingress", "web", *n)
+    [rule] = ingress["spec"]["rules"]
+    [path] = rule["http"]["paths"]
+    assert rule["host"] == "example.com" and path["path"] == "/app" and path["pathType"] == "Prefix"
+    assert path["backend"] == {"service": {"name": "web", "port": {"number": 80}}}
+    assert ingress["spec"]["ingressClassName"] == "nginx"
+    kubectl.run("create", "pdb", "web", "--selector=app=web", "--min-available=50%", *n)
+    pdb = kubectl.json("get", "pdb", "web", *n)
+    assert pdb["spec"]["minAvailable"] == "50%" and pdb["spec"]["selector"] == {"matchLabels": {"app": "web"}}
+
+
 # -- apply -----------------------------------------------------------------------------------------
 
 

@@ -1,10 +1,15 @@
 """Kubernetes protobuf bodies (``application/vnd.kubernetes.protobuf``) for the kinds kubectl sends that way.
 
-``kubectl create configmap|secret|namespace|serviceaccount|service|deployment`` send a protobuf body: the 4-byte magic
+``kubectl create configmap|secret|namespace|serviceaccount|service|deployment|job|cronjob|ingress|pdb|role|
+rolebinding`` send a protobuf body: the 4-byte magic
 ``k8s\\x00`` followed by a ``runtime.Unknown`` message (1 typeMeta {1 apiVersion, 2 kind}, 2 raw, 3
 contentEncoding, 4 contentType) whose ``raw`` bytes are the kind's own message from k8s.io/api's
 generated.proto. This module decodes such bodies into the object's JSON form and encodes JSON objects back
 (for tests and round trips), with a small hand-written wire codec and per-message field tables.
+
+No package on PyPI ships the field numbers (neither the OpenAPI definitions nor the Python clients carry
+them), so the tables hold the numbers of k8s.io/api's generated.proto for the messages ``kubectl create``
+sends, and nothing more: every other client writes JSON.
 
 Malformed input raises ``ValueError`` (the server answers 400); a kind without a table raises
 :class:`UnsupportedKindError`, a ``ValueError`` subclass (the server answers 415).
@@ -46,7 +51,8 @@ def is_protobuf(content_type: str | None) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ message tables
-# A field is (json name, type, sub-table or None, pointer). Types: str, bool, int, bytes, msg, time, map_ss,
+# A field is (json name, type, sub-table or None, pointer). Types: str, bool, int, bytes, msg, inline (an embedded
+# message whose fields appear in the parent's JSON), time, map_ss,
 # map_sb, map_sq (values are resource.Quantity), rep_str, rep_msg, intstr, fieldsv1. "pointer" fields keep
 # zero values in JSON (Go *T fields); other zero values are omitted like Go's omitempty. A field number not in
 # a table is skipped when it carries a zero value (Go marshals those) and refused otherwise.
@@ -217,6 +223,62 @@ _DEPLOYMENT: Table = {
     }, False),
 }
 
+# batch/v1, networking.k8s.io/v1 Ingress and policy/v1 PDB, as kubectl create job|cronjob|ingress|pdb send them.
+_POD_TEMPLATE_SPEC: Table = {1: ("metadata", "msg", _OBJECT_META, False), 2: ("spec", "msg", _POD_SPEC, False)}
+_JOB_SPEC: Table = {
+    1: ("parallelism", "int", None, True), 2: ("completions", "int", None, True),
+    3: ("activeDeadlineSeconds", "int", None, True), 7: ("backoffLimit", "int", None, True),
+    12: ("backoffLimitPerIndex", "int", None, True), 13: ("maxFailedIndexes", "int", None, True),
+    4: ("selector", "msg", _LABEL_SELECTOR, False), 5: ("manualSelector", "bool", None, True),
+    6: ("template", "msg", _POD_TEMPLATE_SPEC, False), 8: ("ttlSecondsAfterFinished", "int", None, True),
+    9: ("completionMode", "str", None, True), 10: ("suspend", "bool", None, True),
+    14: ("podReplacementPolicy", "str", None, True), 15: ("managedBy", "str", None, True),
+}
+_JOB: Table = {1: ("metadata", "msg", _OBJECT_META, False), 2: ("spec", "msg", _JOB_SPEC, False),
+               3: ("status", "msg", {}, False)}
+_CRON_JOB: Table = {
+    1: ("metadata", "msg", _OBJECT_META, False),
+    2: ("spec", "msg", {
+        1: ("schedule", "str", None, False), 8: ("timeZone", "str", None, True),
+        2: ("startingDeadlineSeconds", "int", None, True), 3: ("concurrencyPolicy", "str", None, False),
+        4: ("suspend", "bool", None, True),
+        5: ("jobTemplate", "msg", {1: ("metadata", "msg", _OBJECT_META, False),
+                                   2: ("spec", "msg", _JOB_SPEC, False)}, False),
+        6: ("successfulJobsHistoryLimit", "int", None, True), 7: ("failedJobsHistoryLimit", "int", None, True),
+    }, False),
+    3: ("status", "msg", {}, False),
+}
+_INGRESS_BACKEND: Table = {
+    4: ("service", "msg", {1: ("name", "str", None, False),
+                           2: ("port", "msg", {1: ("name", "str", None, False), 2: ("number", "int", None, False)},
+                               False)}, False),
+    3: ("resource", "msg", {1: ("apiGroup", "str", None, True), 2: ("kind", "str", None, False),
+                            3: ("name", "str", None, False)}, False),
+}
+_INGRESS_RULE: Table = {
+    1: ("host", "str", None, False),
+    # IngressRuleValue is embedded: its field http appears in the rule's JSON itself.
+    2: ("ingressRuleValue", "inline", {1: ("http", "msg", {1: ("paths", "rep_msg", {
+        1: ("path", "str", None, False), 3: ("pathType", "str", None, True),
+        2: ("backend", "msg", _INGRESS_BACKEND, False)}, False)}, False)}, False),
+}
+_INGRESS: Table = {
+    1: ("metadata", "msg", _OBJECT_META, False),
+    2: ("spec", "msg", {
+        4: ("ingressClassName", "str", None, True), 1: ("defaultBackend", "msg", _INGRESS_BACKEND, False),
+        2: ("tls", "rep_msg", {1: ("hosts", "rep_str", None, False), 2: ("secretName", "str", None, False)}, False),
+        3: ("rules", "rep_msg", _INGRESS_RULE, False),
+    }, False),
+    3: ("status", "msg", {}, False),
+}
+_PDB: Table = {
+    1: ("metadata", "msg", _OBJECT_META, False),
+    2: ("spec", "msg", {1: ("minAvailable", "intstr", None, False), 2: ("selector", "msg", _LABEL_SELECTOR, False),
+                        3: ("maxUnavailable", "intstr", None, False),
+                        4: ("unhealthyPodEvictionPolicy", "str", None, True)}, False),
+    3: ("status", "msg", {}, False),
+}
+
 # rbac.authorization.k8s.io/v1 and the review kinds (kubectl create role|rolebinding|token, auth can-i|whoami)
 _POLICY_RULE: Table = {
     1: ("verbs", "rep_str", None, False), 2: ("apiGroups", "rep_str", None, False),
@@ -281,6 +343,10 @@ _KINDS: dict[tuple[str, str], Table] = {
     ("v1", "ServiceAccount"): _SERVICE_ACCOUNT,
     ("v1", "Service"): _SERVICE,
     ("apps/v1", "Deployment"): _DEPLOYMENT,
+    ("batch/v1", "Job"): _JOB,
+    ("batch/v1", "CronJob"): _CRON_JOB,
+    ("networking.k8s.io/v1", "Ingress"): _INGRESS,
+    ("policy/v1", "PodDisruptionBudget"): _PDB,
     ("rbac.authorization.k8s.io/v1", "Role"): _ROLE,
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): _CLUSTER_ROLE,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): _ROLE_BINDING,
@@ -462,6 +528,8 @@ def _decode_length_delimited(out: dict[str, Any], name: str, kind: str, sub: Tab
         out[name] = base64.b64encode(value).decode("ascii")
     elif kind == "msg":
         out[name] = _merge_message(out.get(name), _decode_message(value, sub or {}, where))
+    elif kind == "inline":
+        out.update(_decode_message(value, sub or {}, where))
     elif kind == "rep_msg":
         out.setdefault(name, []).append(_decode_message(value, sub or {}, where))
     elif kind == "rep_str":
@@ -632,6 +700,12 @@ def _encode_message(obj: Any, table: Table, where: str) -> bytes:
             continue
         number, (_, kind, sub, _pointer) = entry
         out += _encode_value(number, kind, sub, value, f"{where}.{name}")
+    for number, (_, kind, sub, _pointer) in table.items():
+        if kind == "inline" and sub:
+            names = {field[0] for field in sub.values()}
+            embedded = {k: v for k, v in obj.items() if k in names}
+            if embedded:
+                out += len_field(number, _encode_message(embedded, sub, where))
     return bytes(out)
 
 

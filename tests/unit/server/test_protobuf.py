@@ -237,3 +237,22 @@ def test_corrupted_bodies_only_raise_value_error(body: bytes, edits: list[tuple[
     except ValueError:
         return
     assert isinstance(decoded, dict) and decoded["apiVersion"] == "v1"
+
+
+@pytest.mark.parametrize("obj", [
+    {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web"},
+     "spec": {"ingressClassName": "nginx", "rules": [
+         {"host": "example.com", "http": {"paths": [
+             {"path": "/app", "pathType": "Prefix",
+              "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}],
+         "tls": [{"hosts": ["example.com"], "secretName": "tls"}]}},
+    {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "tick"},
+     "spec": {"schedule": "*/5 * * * *", "suspend": False, "jobTemplate": {"metadata": {"name": "tick"}, "spec": {
+         "backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
+                                                  "containers": [{"name": "c", "image": "busybox"}]}}}}}},
+    {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
+     "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}}},
+])
+def test_round_trip_of_kinds_kubectl_create_sends(obj: dict[str, Any]) -> None:
+    """Inline IngressRuleValue (http inside the rule), pointer zeros (suspend: false, backoffLimit: 0) survive."""
+    assert decode_k8s_protobuf(encode_k8s_protobuf(obj)) == obj
