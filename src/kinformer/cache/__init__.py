@@ -20,6 +20,7 @@ from .reflector import Reflector, ReflectorStats, WatchOutcome
 from .processor_listener import Notification, NotificationKind, ProcessorListener
 from .mutation_detector import MutationDetector
 from .transforms import LAST_APPLIED_ANNOTATION, Transform, strip_last_applied
+from .multi_namespace import MultiNamespaceListerWatcher
 from .shared_informer import (
     DEFAULT_TRANSFORM,
     CacheMutationError,

@@ -111,7 +111,7 @@ class _PoppingFIFO(_Waitable):
     """
 
     __slots__ = ("_in_flight", "_initial_to_pop", "_initial_unprocessed", "_key_func", "_known", "_populated",
-                 "_sync_waiters")
+                 "_replaces_left", "_sync_waiters")
 
     def __init__(self, key_func: KeyFunc, known_objects: KeyListerGetter | None) -> None:
         super().__init__()
@@ -119,6 +119,7 @@ class _PoppingFIFO(_Waitable):
         self._known = known_objects
         self._in_flight: dict[str, Any] = {}
         self._populated = False
+        self._replaces_left = 1  # first replaces that make up the initial population
         self._initial_to_pop = 0  # initial entries not popped yet (decides is_in_initial_list)
         self._initial_unprocessed = 0  # initial entries not processed yet (decides has_synced)
         self._sync_waiters: list[asyncio.Future[None]] = []
@@ -144,6 +145,27 @@ class _PoppingFIFO(_Waitable):
     def _notify_synced(self) -> None:
         """Wake :meth:`wait_synced` callers (after a change that may have made the queue synced, or close)."""
         self._sync_waiters = wake_all(self._sync_waiters)
+
+    def expect_initial_replaces(self, count: int) -> None:
+        """The initial population is the first ``count`` replaces (one per namespace of a multi-namespace
+        informer): events queued before the last of them do not make the queue populated."""
+        self._replaces_left = max(1, count)
+
+    def _populate_by_event(self) -> None:
+        if self._replaces_left <= 1:
+            self._set_populated()
+
+    def _populate_by_replace(self) -> None:
+        """After a replace while not populated: the last of the initial replaces sets the population, which
+        is everything queued then."""
+        self._replaces_left -= 1
+        if self._replaces_left <= 0:
+            self._initial_to_pop = self._initial_unprocessed = len(self)  # type: ignore[arg-type]
+            self._set_populated()
+
+    @staticmethod
+    def _in_scope(key: str, scope: str | None) -> bool:
+        return scope is None or key.startswith(scope)
 
     def _set_populated(self) -> None:
         self._populated = True
@@ -202,14 +224,14 @@ class DeltaFIFO(_PoppingFIFO):
     def add(self, obj: Any) -> None:
         """Queue an Added delta."""
         if not self._populated:
-            self._set_populated()
+            self._populate_by_event()
         key = obj.key if obj.__class__ is DeletedFinalStateUnknown else self._key_func(obj)
         self._queue_action(ADDED, obj, key)
 
     def update(self, obj: Any) -> None:
         """Queue an Updated delta."""
         if not self._populated:
-            self._set_populated()
+            self._populate_by_event()
         key = obj.key if obj.__class__ is DeletedFinalStateUnknown else self._key_func(obj)
         self._queue_action(UPDATED, obj, key)
 
@@ -220,7 +242,7 @@ class DeltaFIFO(_PoppingFIFO):
         """
         key = self.key_of(obj)
         if not self._populated:
-            self._set_populated()
+            self._populate_by_event()
         if key not in self._items and self._known_object(key) is None:
             return
         self._queue_action(DELETED, obj, key)
@@ -251,12 +273,13 @@ class DeltaFIFO(_PoppingFIFO):
 
     # ------------------------------------------------------------------ replace / resync
 
-    def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
+    def replace(self, objs: Iterable[Any], resource_version: str = "", *, scope: str | None = None) -> None:
         """Queue a Replaced (or Sync) delta per listed object, and a tombstone per vanished key.
 
-        A key is vanished when it is queued or known to the consumer but not in ``objs``; its tombstone is
+        A key is vanished when it is queued or known to the consumer but not in ``objs`` (and starts with
+        ``scope`` when given: ``"ns/"`` for one namespace's list); its tombstone is
         ``DeletedFinalStateUnknown(key, last known object)``, the newest queued object if any. The first
-        replace (if nothing was queued before) sets the population ``has_synced`` waits for.
+        replace (or the last of :meth:`expect_initial_replaces`) sets the population ``has_synced`` waits for.
         """
         action = REPLACED if self._emit_replaced else SYNC
         listed: set[str] = set()
@@ -266,14 +289,14 @@ class DeltaFIFO(_PoppingFIFO):
             self._queue_action(action, obj, key)
 
         deletions = 0
-        for key in [k for k in self._items if k not in listed]:
+        for key in [k for k in self._items if k not in listed and self._in_scope(k, scope)]:
             last = self._items[key][-1].object
             if isinstance(last, DeletedFinalStateUnknown):
                 last = last.obj
             deletions += 1
             self._queue_action(DELETED, DeletedFinalStateUnknown(key, last), key)
         for key in self._known_keys():
-            if key in listed or key in self._items:
+            if key in listed or key in self._items or not self._in_scope(key, scope):
                 continue
             obj = self._known_object(key)
             if obj is None and key in self._in_flight:
@@ -282,8 +305,7 @@ class DeltaFIFO(_PoppingFIFO):
             self._queue_action(DELETED, DeletedFinalStateUnknown(key, obj), key)
 
         if not self._populated:
-            self._initial_to_pop = self._initial_unprocessed = len(listed) + deletions
-            self._set_populated()
+            self._populate_by_replace()
 
     def resync(self) -> None:
         """Queue a Sync delta for every key the consumer knows, except keys that already have queued deltas."""

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from types import TracebackType
 from typing import Any, Protocol
 
 from kinformer.cache.backoff import Backoff
 from kinformer.cache.listwatch import ListerWatcher, ListOptions, TweakedListerWatcher
+from kinformer.cache.multi_namespace import MultiNamespaceListerWatcher
 from kinformer.cache.shared_informer import DEFAULT_WATCH_IDLE_TIMEOUT, SharedIndexInformer
 from kinformer.cache.transforms import DEFAULT_TRANSFORM, Transform
 from kinformer.clock import REAL_CLOCK, Clock
@@ -44,7 +45,8 @@ InformerKey = tuple[str, str | None, str | None, str | None, bool]
 
 def _informer_name(key: InformerKey) -> str:
     resource, namespace, labels, fields, metadata_only = key
-    extras = [f"{k}={v}" for k, v in (("namespace", namespace), ("labels", labels), ("fields", fields)) if v]
+    scope = "namespaces" if namespace and "," in namespace else "namespace"
+    extras = [f"{k}={v}" for k, v in ((scope, namespace), ("labels", labels), ("fields", fields)) if v]
     if metadata_only:
         extras.append("metadata")
     return f"{resource}[{','.join(extras)}]" if extras else resource
@@ -81,12 +83,20 @@ class SharedInformerFactory:
     def informer(self, resource: str, *, namespace: str | None = _DEFAULT, resync: float | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
                  watch_idle_timeout: float | None = _DEFAULT, metadata_only: bool = False,
-                 transform: Transform | None = _DEFAULT) -> SharedIndexInformer:
+                 transform: Transform | None = _DEFAULT,
+                 namespaces: Iterable[str] | None = None) -> SharedIndexInformer:
         """The shared informer for ``resource`` (created on first request). ``namespace`` defaults to the
         factory's (None: all namespaces); ``resync``, ``watch_idle_timeout`` and ``transform`` (first request
         only) default to the factory's. ``metadata_only`` caches ``meta.k8s.io/v1`` PartialObjectMetadata
-        (kind, apiVersion, metadata) instead of whole objects: a separate informer from the full one."""
-        if namespace is _DEFAULT:
+        (kind, apiVersion, metadata) instead of whole objects: a separate informer from the full one.
+        ``namespaces`` (instead of ``namespace``): one informer over those namespaces, one watch each and
+        one merged cache (:mod:`kinformer.cache.multi_namespace`)."""
+        if namespaces is not None:
+            chosen = sorted(set(namespaces))
+            if not chosen or not all(chosen):
+                raise ValueError("namespaces must name at least one non-empty namespace")
+            namespace = ",".join(chosen)
+        elif namespace is _DEFAULT:
             namespace = self.namespace
         key: InformerKey = (resource, namespace or None, label_selector or None, field_selector or None,
                             metadata_only)
@@ -95,11 +105,9 @@ class SharedInformerFactory:
             return informer
         if self._shutting_down:
             raise RuntimeError("SharedInformerFactory is shut down")
-        extra: dict[str, Any] = {"metadata_only": True} if metadata_only else {}
-        lw: ListerWatcher = self.client.lister_watcher(resource, namespace=key[1], label_selector=key[2],
-                                                       field_selector=key[3], **extra)
-        if self.tweak_list_options is not None:
-            lw = TweakedListerWatcher(lw, self.tweak_list_options)
+        names = key[1].split(",") if key[1] else [None]
+        lws = {ns: self._lister_watcher(key, ns) for ns in names}
+        lw = lws[names[0]] if len(names) == 1 else MultiNamespaceListerWatcher(lws)  # type: ignore[arg-type]
         informer = SharedIndexInformer(lw, resync=self.resync if resync is None else resync, clock=self.clock,
                                        transform=self.transform if transform is _DEFAULT else transform,
                                        name=_informer_name(key), resource=resource,
@@ -109,6 +117,15 @@ class SharedInformerFactory:
                                        use_delta_fifo=self.use_delta_fifo)
         self._informers[key] = informer
         return informer
+
+    def _lister_watcher(self, key: InformerKey, namespace: str | None) -> ListerWatcher:
+        resource, _, labels, fields, metadata_only = key
+        extra: dict[str, Any] = {"metadata_only": True} if metadata_only else {}
+        lw: ListerWatcher = self.client.lister_watcher(resource, namespace=namespace, label_selector=labels,
+                                                       field_selector=fields, **extra)
+        if self.tweak_list_options is not None:
+            lw = TweakedListerWatcher(lw, self.tweak_list_options)
+        return lw
 
     @property
     def informers(self) -> dict[str, SharedIndexInformer]:

@@ -63,19 +63,19 @@ class RealFIFO(_PoppingFIFO):
     def add(self, obj: Any) -> None:
         """Queue an Added delta."""
         if not self._populated:
-            self._set_populated()
+            self._populate_by_event()
         self._append(ADDED, obj, self.key_of(obj))
 
     def update(self, obj: Any) -> None:
         """Queue an Updated delta."""
         if not self._populated:
-            self._set_populated()
+            self._populate_by_event()
         self._append(UPDATED, obj, self.key_of(obj))
 
     def delete(self, obj: Any) -> None:
         """Queue a Deleted delta (always: RealFIFO reports every deletion it is told about)."""
         if not self._populated:
-            self._set_populated()
+            self._populate_by_event()
         self._append(DELETED, obj, self.key_of(obj))
 
     def _known_object(self, key: str) -> Any | None:
@@ -91,17 +91,18 @@ class RealFIFO(_PoppingFIFO):
         keys.update(dict.fromkeys(self._in_flight))
         return keys
 
-    def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
-        """Tombstones for vanished keys (queued or known, not listed), then a Replaced delta per listed object."""
+    def replace(self, objs: Iterable[Any], resource_version: str = "", *, scope: str | None = None) -> None:
+        """Tombstones for vanished keys (queued or known, not listed; starting with ``scope`` when given), then
+        a Replaced delta per listed object."""
         objs = list(objs)
         listed = {self.key_of(o) for o in objs}
         queued = list(self._last)
         for key in queued:
             last = self._last[key]
-            if key not in listed and last.type is not DELETED:
+            if key not in listed and last.type is not DELETED and self._in_scope(key, scope):
                 self._append(DELETED, DeletedFinalStateUnknown(key, last.object), key)
         for key in self._known_keys():
-            if key in listed or key in self._counts:
+            if key in listed or key in self._counts or not self._in_scope(key, scope):
                 continue
             obj = self._known_object(key)
             if obj is None and key in self._in_flight:
@@ -110,8 +111,7 @@ class RealFIFO(_PoppingFIFO):
         for obj in objs:
             self._append(REPLACED, obj, self.key_of(obj))
         if not self._populated:
-            self._initial_to_pop = self._initial_unprocessed = len(self._log)
-            self._set_populated()
+            self._populate_by_replace()
 
     def resync(self) -> None:
         """Queue a Sync delta for every known key with nothing queued."""

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from kinformer.cache.backoff import Backoff
 from kinformer.cache.delta_fifo import Delta, DeltaFIFO, DeltaType, FIFOClosed
 from kinformer.cache.listwatch import ListerWatcher
+from kinformer.cache.multi_namespace import MultiNamespaceListerWatcher, NamespaceScopedStore
 from kinformer.cache.mutation_detector import CacheMutationError, MutationDetector
 from kinformer.cache.processor_listener import (
     ADD,
@@ -132,6 +133,7 @@ class SharedIndexInformer:
         self._syncing: list[ProcessorListener] = []
         self._watch_error_handler: WatchErrorHandler | None = None
         self._reflector: Reflector | None = None
+        self._reflectors: list[Reflector] = []
         self._detector: MutationDetector | None = None
         self._detector_interval = 0.0
         self._started = False
@@ -163,16 +165,20 @@ class SharedIndexInformer:
 
     @property
     def last_sync_resource_version(self) -> str:
-        return self._reflector.last_sync_resource_version if self._reflector is not None else ""
+        """The reflector's last resourceVersion (of a multi-namespace informer: the lowest of its reflectors')."""
+        rvs = [r.last_sync_resource_version for r in self._reflectors]
+        if len(rvs) <= 1:
+            return rvs[0] if rvs else ""
+        return min(rvs, key=lambda rv: (len(rv), rv))  # sane RVs: no leading zeros, so shorter is lower
 
     @property
     def cache_resource_version(self) -> str:
         """The resourceVersion the cache has reached: the reflector's last RV (bookmarks included) once
         everything received has been processed, else the RV of the last object processed ("" before)."""
-        if self._reflector is None:
+        if not self._reflectors:
             return ""
         if not len(self._fifo) and self._fifo.has_synced():
-            return self._reflector.last_sync_resource_version
+            return self.last_sync_resource_version
         last = self._last_processed
         if isinstance(last, DeletedFinalStateUnknown):
             last = last.obj
@@ -181,13 +187,23 @@ class SharedIndexInformer:
 
     def seconds_since_last_event(self) -> float | None:
         """Clock seconds since the last list result or watch event (bookmarks included) reached the
-        informer: how stale its cache may be. None before the first list."""
-        return self._reflector.seconds_since_last_event() if self._reflector is not None else None
+        informer (the stalest of a multi-namespace informer's watches): how stale its cache may be. None
+        before the first list."""
+        seconds = [r.seconds_since_last_event() for r in self._reflectors]
+        if not seconds or None in seconds:
+            return None
+        return max(s for s in seconds if s is not None)
 
     @property
     def stats(self) -> InformerStats:
-        if self._reflector is not None:
-            self._stats.reflector = self._reflector.stats
+        if len(self._reflectors) == 1:
+            self._stats.reflector = self._reflectors[0].stats
+        elif self._reflectors:
+            total = ReflectorStats()
+            for reflector in self._reflectors:
+                for name, value in reflector.stats.as_dict().items():
+                    setattr(total, name, getattr(total, name) + value)
+            self._stats.reflector = total
         return self._stats
 
     @property
@@ -374,18 +390,14 @@ class SharedIndexInformer:
         self._started = True
         if self._task is None:
             self._task = asyncio.current_task()
-        self._reflector = Reflector(self.lw, self._fifo, name=self.name, resync_period=self._check_period,
-                                    clock=self.clock, watch_error_handler=self._watch_error_handler,
-                                    use_streaming_list=self.use_streaming_list, rng=self._rng,
-                                    should_resync=self._should_resync, transform=self._transform,
-                                    backoff=self._backoff() if self._backoff else None,
-                                    watch_idle_timeout=self.watch_idle_timeout)
+        self._reflectors = self._make_reflectors()
+        self._reflector = self._reflectors[0]
         try:
             async with asyncio.TaskGroup() as tg:
                 self._tg = tg
                 for listener in self._listeners:
                     listener.start(tg)
-                helpers = [tg.create_task(self._reflector.run(), name=f"reflector-{self.name}")]
+                helpers = [tg.create_task(r.run(), name=f"reflector-{r.name}") for r in self._reflectors]
                 if self._detector is not None and self._detector_interval > 0:
                     helpers.append(tg.create_task(self._check_mutations_periodically(),
                                                   name=f"mutation-check-{self.name}"))
@@ -403,11 +415,29 @@ class SharedIndexInformer:
             self._stopped = True
             self._tg = None
 
+    def _make_reflectors(self) -> list[Reflector]:
+        """One reflector, or one per namespace of a multi-namespace informer (resync on the first only)."""
+        lw = self.lw
+        sources: dict[str | None, ListerWatcher] = (
+            dict(lw.by_namespace) if isinstance(lw, MultiNamespaceListerWatcher) else {None: lw})
+        if len(sources) > 1:
+            self._fifo.expect_initial_replaces(len(sources))
+        reflectors = []
+        for i, (namespace, source) in enumerate(sources.items()):
+            store = self._fifo if namespace is None else NamespaceScopedStore(self._fifo, namespace)
+            reflectors.append(Reflector(
+                source, store, name=self.name if namespace is None else f"{self.name}/{namespace}",
+                resync_period=self._check_period if i == 0 else 0.0, clock=self.clock,
+                watch_error_handler=self._watch_error_handler, use_streaming_list=self.use_streaming_list,
+                rng=self._rng, should_resync=self._should_resync if i == 0 else None, transform=self._transform,
+                backoff=self._backoff() if self._backoff else None, watch_idle_timeout=self.watch_idle_timeout))
+        return reflectors
+
     def _shut_down(self, helpers: list[asyncio.Task[None]]) -> None:
         """Stop the reflector, the queue, the helpers and every handler; the task group awaits them."""
         self._stopped = True
-        assert self._reflector is not None
-        self._reflector.stop()
+        for reflector in self._reflectors:
+            reflector.stop()
         self._fifo.close()
         for helper in helpers:
             helper.cancel()

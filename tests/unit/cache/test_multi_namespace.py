@@ -1,0 +1,79 @@
+"""Multi-namespace informers: one watch per namespace, one merged cache, relists scoped to their namespace,
+synced once every namespace listed."""
+
+from __future__ import annotations
+
+import pytest
+
+import kinformer
+from kinformer import errors
+from kinformer.cache.fake import FakeClient
+from kinformer.cache.multi_namespace import MultiNamespaceListerWatcher
+from kinformer.clock import FakeClock
+from testlib import cm, wait_until
+
+
+async def test_one_informer_over_two_namespaces_merges_their_objects() -> None:
+    client = FakeClient()
+    src = client.source("configmaps")
+    for ns in ("a", "b", "c"):
+        src.create(cm(f"x-{ns}", ns=ns, app="web"))
+    factory = kinformer.SharedInformerFactory(client, watch_idle_timeout=None)
+    inf = factory.informer("configmaps", namespaces=["b", "a", "a"])
+    assert factory.informer("configmaps", namespaces={"a", "b"}) is inf
+    assert inf.name == "configmaps[namespaces=a,b]"
+    assert sorted(call[1] for call in client.calls) == ["a", "b"]
+    seen: list[str] = []
+    inf.add_event_handler(on_add=lambda o: seen.append(o["metadata"]["name"]))
+    async with factory.running():
+        assert await inf.wait_for_sync(5)
+        assert sorted(inf.indexer.list_keys()) == ["a/x-a", "b/x-b"]
+        src.create(cm("y-b", ns="b"))
+        src.create(cm("y-c", ns="c"))
+        src.create(cm("y-a", ns="a"))
+        await wait_until(lambda: sorted(seen) == ["x-a", "x-b", "y-a", "y-b"])
+        assert sorted(o["metadata"]["name"] for o in inf.lister().list(namespace="b")) == ["x-b", "y-b"]
+        assert sorted(o["metadata"]["name"] for o in inf.lister().list(label_selector="app=web")) == ["x-a", "x-b"]
+        # each namespace's watch saw its own events only: the cache has reached the lower of their RVs
+        assert inf.stats.reflector.lists == 2 and inf.cache_resource_version == "4"
+
+
+async def test_a_namespace_relist_tombstones_only_its_own_keys_and_sync_waits_for_every_namespace() -> None:
+    client = FakeClient()
+    src = client.source("configmaps")
+    src.create(cm("keep-b", ns="b"))
+    src.create(cm("gone-a", ns="a"))
+    clock = FakeClock()
+    lw = MultiNamespaceListerWatcher({ns: client.lister_watcher("configmaps", namespace=ns) for ns in ("a", "b")})
+    src.fail_next_list(errors.ServerError("down"))  # the first namespace's first list fails
+    inf = kinformer.SharedIndexInformer(lw, clock=clock, watch_idle_timeout=None)
+    deleted: list[str] = []
+    inf.add_event_handler(on_delete=lambda o: deleted.append(o.key))
+    inf.start()
+    try:
+        await wait_until(lambda: inf.stats.reflector.lists == 2)
+        assert not inf.has_synced() and not await inf.wait_for_sync(0.1)  # b listed, a not yet
+        await clock.wait_for_waiters(1)
+        clock.step(2)  # a's backoff
+        assert await inf.wait_for_sync(5)
+        assert sorted(inf.indexer.list_keys()) == ["a/gone-a", "b/keep-b"]
+        src.delete("gone-a", "a")
+        src.compact()
+        src.break_watches()  # both re-watch from an RV now compacted: 410, both relist after a backoff
+        for _ in range(4):  # a backoff before the re-watch (410) and one before the relist
+            await wait_until(lambda: inf.stats.reflector.relists == 2 or clock.waiters >= 2)
+            if inf.stats.reflector.relists == 2:
+                break
+            clock.step(70)
+        await wait_until(lambda: inf.stats.reflector.relists == 2, what="both namespaces relisted")
+        await wait_until(lambda: sorted(inf.indexer.list_keys()) == ["b/keep-b"])
+        assert deleted == ["a/gone-a"]
+    finally:
+        await inf.stop()
+
+
+def test_multi_namespace_lister_watcher_needs_two_namespaces() -> None:
+    with pytest.raises(ValueError):
+        MultiNamespaceListerWatcher({"a": FakeClient().lister_watcher("configmaps", namespace="a")})
+    with pytest.raises(ValueError):
+        kinformer.SharedInformerFactory(FakeClient()).informer("configmaps", namespaces=[])
