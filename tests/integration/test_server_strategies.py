@@ -117,3 +117,11 @@ async def test_custom_resource_scale_uses_the_crd_paths(http):
     assert code == 200 and scale["spec"] == {"replicas": 7}
     code, obj = await call(http, "GET", f"{dbs}/a")
     assert obj["spec"] == {"size": 7}
+
+
+async def test_not_found_answers_always_carry_details(http):
+    """kubectl debug reads ``details`` of a 404 and crashes when it is missing."""
+    code, body = await call(http, "GET", "/api/v1/nosuchresources")
+    assert code == 404 and body["details"] == {}
+    code, body = await call(http, "GET", "/apis/apps/v1/namespaces/default/deployments/none")
+    assert code == 404 and body["details"] == {"name": "none", "group": "apps", "kind": "deployments"}

@@ -24,14 +24,14 @@ class StatusError(Exception):
         self.code = code
         self.reason = reason
         self.message = message
-        self.details = dict(details) if details else None
+        self.details = dict(details) if details is not None else None  # {} is sent: kubectl reads it
         self.headers = dict(headers) if headers else {}
         self.metadata = dict(metadata) if metadata else {}
 
     def status(self) -> dict[str, Any]:
         body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": self.metadata,
                                 "status": "Failure", "message": self.message, "reason": self.reason}
-        if self.details:
+        if self.details is not None:
             body["details"] = self.details
         body["code"] = self.code
         return body
