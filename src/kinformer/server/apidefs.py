@@ -8,8 +8,9 @@ file without importing the package (so neither jsonschema nor its other dependen
 
 Invariants:
 
-* Nothing is read until a caller needs a schema; the file is then decoded once per process (~35 ms, the only
-  cost) and every later lookup is a dict access. :func:`loaded` says whether that happened.
+* Nothing is read until a caller needs a schema. The file is then split once into its definitions' raw bytes
+  (a few ms, nothing built), and a definition is decoded only when first asked for: writing a Deployment decodes
+  the definitions Deployment refers to, not the whole release. :func:`loaded` says whether the file was read.
 * :func:`openapi_definition` returns the OpenAPI form (single ``type``, ``$ref`` to ``ref_prefix``) of one
   definition, converted once per (name, prefix) and shared: callers must not mutate it.
 """
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 
 __all__ = [
@@ -30,7 +32,6 @@ __all__ = [
     "definition",
     "definition_name",
     "definitions",
-    "kind_names",
     "loaded",
     "openapi_definition",
     "ref_name",
@@ -44,7 +45,40 @@ _REF = "#/$defs/"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 
-_state: dict[str, Any] = {}
+class _File(msgspec.Struct):
+    defs: dict[str, msgspec.Raw] = msgspec.field(name="$defs")
+
+
+class _Definitions(Mapping[str, Mapping[str, Any]]):
+    """The release's definitions by name, each decoded from its raw bytes on first access."""
+
+    __slots__ = ("_decoded", "_raw")
+
+    def __init__(self, raw: dict[str, msgspec.Raw]) -> None:
+        self._raw = raw
+        self._decoded: dict[str, Mapping[str, Any]] = {}
+
+    def __getitem__(self, name: str) -> Mapping[str, Any]:
+        found = self._decoded.get(name)
+        if found is None:
+            found = self._decoded[name] = orjson.loads(bytes(self._raw[name]))
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._raw
+
+    def __iter__(self):
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def mentions(self, name: str, text: bytes) -> bool:
+        """Whether definition ``name``'s raw JSON contains ``text`` (no decoding)."""
+        return text in bytes(self._raw[name])
+
+
+_state: dict[str, _Definitions] = {}
 
 
 def _path() -> Path:
@@ -54,11 +88,11 @@ def _path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / _FILE
 
 
-def definitions() -> Mapping[str, Mapping[str, Any]]:
+def definitions() -> _Definitions:
     """Every definition of the release, by OpenAPI name (``io.k8s.api.apps.v1.Deployment``), in JSON Schema form."""
     defs = _state.get("defs")
     if defs is None:
-        defs = _state["defs"] = orjson.loads(_path().read_bytes())["$defs"]
+        defs = _state["defs"] = _Definitions(msgspec.json.decode(_path().read_bytes(), type=_File).defs)
     return defs
 
 
@@ -68,28 +102,33 @@ def loaded() -> bool:
 
 
 def definition(name: str) -> Mapping[str, Any] | None:
-    return definitions().get(name)
+    defs = definitions()
+    return defs[name] if name in defs else None
 
 
 @functools.cache
-def _gvk_index() -> dict[tuple[str, str, str], str]:
-    index: dict[tuple[str, str, str], str] = {}
-    for name, schema in definitions().items():
-        gvks = schema.get("x-kubernetes-group-version-kind") or ()
-        if len(gvks) == 1:  # DeleteOptions, WatchEvent, Status carry many: never a kind's own schema
-            gvk = gvks[0]
-            index[(gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", ""))] = name
-    return index
+def _by_suffix() -> dict[tuple[str, str], tuple[str, ...]]:
+    """(version, kind) -> the definition names ending in ``.<version>.<kind>`` (names only, nothing decoded)."""
+    index: dict[tuple[str, str], list[str]] = {}
+    for name in definitions():
+        parts = name.rsplit(".", 2)
+        if len(parts) == 3:
+            index.setdefault((parts[1], parts[2]), []).append(name)
+    return {key: tuple(names) for key, names in index.items()}
 
 
+@functools.cache
 def definition_name(group: str, version: str, kind: str) -> str | None:
-    """The definition of kind ``group/version/kind`` (by its ``x-kubernetes-group-version-kind``), or None."""
-    return _gvk_index().get((group, version, kind))
+    """The definition of kind ``group/version/kind`` (by its ``x-kubernetes-group-version-kind``), or None.
 
-
-def kind_names() -> Iterable[tuple[str, str, str]]:
-    """Every (group, version, kind) that has a definition of its own."""
-    return _gvk_index().keys()
+    Only the few definitions named ``*.<version>.<kind>`` are decoded to compare their group.
+    """
+    for name in _by_suffix().get((version, kind), ()):
+        gvks = definitions()[name].get("x-kubernetes-group-version-kind") or ()
+        if len(gvks) == 1 and (gvks[0].get("group", ""), gvks[0].get("version"), gvks[0].get("kind")) == (
+                group, version, kind):
+            return name
+    return None
 
 
 def ref_name(node: Mapping[str, Any]) -> str | None:
@@ -126,8 +165,9 @@ def _refs(name: str) -> tuple[str, ...]:
             for value in node:
                 walk(value)
 
-    walk(definitions().get(name) or {})
-    return tuple(sorted(out & definitions().keys()))
+    walk(definition(name) or {})
+    defs = definitions()
+    return tuple(sorted(r for r in out if r in defs))
 
 
 # ------------------------------------------------------------------------------------------- OpenAPI form
