@@ -130,3 +130,31 @@ def test_workload_defaults():
     assert cron["spec"]["concurrencyPolicy"] == "Allow" and cron["spec"]["successfulJobsHistoryLimit"] == 3
     assert cron["spec"]["jobTemplate"]["metadata"] == {"creationTimestamp": None}
     assert cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["restartPolicy"] == "Always"
+
+
+def test_defaults_of_other_groups():
+    policy = {"spec": {"podSelector": {}, "egress": [{"ports": [{"port": 53}]}]}}
+    set_defaults("networking.k8s.io", "v1", "NetworkPolicy", policy)
+    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert policy["spec"]["egress"][0]["ports"][0]["protocol"] == "TCP"
+    binding = {"subjects": [{"kind": "User", "name": "a"}, {"kind": "ServiceAccount", "name": "b"}]}
+    set_defaults("rbac.authorization.k8s.io", "v1", "RoleBinding", binding)
+    assert [s["apiGroup"] for s in binding["subjects"]] == ["rbac.authorization.k8s.io", ""]
+    hooks = {"webhooks": [{"name": "w", "clientConfig": {"service": {"name": "s", "namespace": "n"}},
+                           "rules": [{"operations": ["CREATE"]}]}]}
+    set_defaults("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", hooks)
+    hook = hooks["webhooks"][0]
+    assert (hook["failurePolicy"], hook["matchPolicy"], hook["timeoutSeconds"], hook["reinvocationPolicy"]) == (
+        "Fail", "Equivalent", 10, "Never")
+    assert hook["clientConfig"]["service"]["port"] == 443 and hook["rules"][0]["scope"] == "*"
+    sc: dict[str, Any] = {"provisioner": "x"}
+    set_defaults("storage.k8s.io", "v1", "StorageClass", sc)
+    assert (sc["reclaimPolicy"], sc["volumeBindingMode"]) == ("Delete", "Immediate")
+    hpa = {"spec": {"maxReplicas": 3}}
+    set_defaults("autoscaling", "v2", "HorizontalPodAutoscaler", hpa)
+    assert hpa["spec"]["minReplicas"] == 1 and hpa["spec"]["metrics"][0]["resource"]["name"] == "cpu"
+    level = {"spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Queue", "queuing": {}}}}}
+    set_defaults("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration", level)
+    assert level["spec"]["limited"]["nominalConcurrencyShares"] == 30
+    assert level["spec"]["limited"]["limitResponse"]["queuing"] == {"queues": 64, "handSize": 8,
+                                                                   "queueLengthLimit": 50}

@@ -41,6 +41,8 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): groups.default_admission_policy,
     ("scheduling.k8s.io", "PriorityClass"): groups.default_priority_class,
     ("discovery.k8s.io", "EndpointSlice"): groups.default_endpoint_slice,
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"): groups.default_flow_schema,
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"): groups.default_priority_level,
 }
 _BY_VERSION: dict[tuple[str, str, str], Callable[[Obj], None]] = {
     ("autoscaling", "v2", "HorizontalPodAutoscaler"): groups.default_hpa_v2,

@@ -135,3 +135,27 @@ def default_hpa_v1(obj: Obj) -> None:
     spec = _dict(obj, "spec")
     if spec is not None:
         spec.setdefault("minReplicas", 1)
+
+
+def default_flow_schema(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    if spec is not None and not spec.get("matchingPrecedence"):
+        spec["matchingPrecedence"] = 1000
+
+
+def default_priority_level(obj: Obj) -> None:
+    """Limited levels: 30 nominal shares, nothing lent, queuing 64 queues / hand 8 / 50 per queue."""
+    spec = _dict(obj, "spec") or {}
+    limited = _dict(spec, "limited")
+    if limited is not None:
+        limited.setdefault("nominalConcurrencyShares", 30)
+        limited.setdefault("lendablePercent", 0)
+        queuing = _dict(_dict(limited, "limitResponse") or {}, "queuing")
+        if queuing is not None:
+            queuing.setdefault("queues", 64)
+            queuing.setdefault("handSize", 8)
+            queuing.setdefault("queueLengthLimit", 50)
+    exempt = _dict(spec, "exempt")
+    if exempt is not None:
+        exempt.setdefault("nominalConcurrencyShares", 0)
+        exempt.setdefault("lendablePercent", 0)
