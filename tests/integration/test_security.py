@@ -743,3 +743,25 @@ async def test_a_request_body_that_never_arrives_is_a_408(monkeypatch: pytest.Mo
         assert head.startswith(b"HTTP/1.1 408")
         status = orjson.loads(body)
         assert (status["kind"], status["code"], status["reason"]) == ("Status", 408, "Timeout")
+
+
+async def test_loopback_server_refuses_rebound_hosts_and_cross_site_origins() -> None:
+    """DNS rebinding (a foreign Host) and cross-site pages (a foreign Origin) get 403; nothing is written."""
+    async with APIServer(compaction_interval=0, allowed_hosts=["kinformer.internal"]) as server:
+        url = f"{server.url}/api/v1/namespaces/default/configmaps"
+        body = orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "csrf"}})
+        json_type = {"Content-Type": "application/json"}
+        async with aiohttp.ClientSession() as session:
+            for headers in ({"Host": f"evil.example:{server.port}"}, {"Origin": "http://evil.example"},
+                            {"Origin": "null"}, {"Host": "127.0.0.1.nip.io"}):
+                async with session.post(url, data=body, headers={**json_type, **headers}) as resp:
+                    status = await resp.json()
+                assert (resp.status, status["reason"]) == (403, "Forbidden"), headers
+            async with session.post(url, data=body, headers={"Content-Type": "text/plain"}) as resp:
+                assert resp.status == 415  # the one body a page may send cross-site without asking
+            async with session.get(url) as resp:
+                assert "csrf" not in [o["metadata"]["name"] for o in (await resp.json())["items"]]
+            for headers in ({"Origin": f"http://localhost:{server.port}"}, {"Host": f"localhost:{server.port}"},
+                            {"Host": "kinformer.internal"}):
+                async with session.get(url, headers=headers) as resp:
+                    assert resp.status == 200, headers

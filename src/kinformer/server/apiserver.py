@@ -79,7 +79,9 @@ class APIServer:
     ``queue_wait`` seconds, at most ``max_waits_per_client`` reads per user waiting for a future
     resourceVersion; beyond, 429 with Retry-After. A connection that has not sent a complete request head
     within ``header_timeout`` seconds (32, kube-apiserver's ReadHeaderTimeout) of opening or of its last
-    response is closed; request bodies must arrive within ``bodies.BODY_TIMEOUT`` (408 otherwise).
+    response is closed; request bodies must arrive within ``bodies.BODY_TIMEOUT`` (408 otherwise). Bound to
+    a loopback address, the server answers only requests whose ``Host`` is a loopback name or address (or
+    one of ``allowed_hosts``) and refuses cross-site ``Origin`` headers (403; :mod:`.hostcheck`).
     """
 
     def __init__(self, storage: str | Storage = "memory", *, host: str = "127.0.0.1", port: int = 0,
@@ -92,7 +94,8 @@ class APIServer:
                  service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR,
                  service_node_port_range: str = "30000-32767", namespace_defaults: bool = True,
                  queue_length_per_client: int = DEFAULT_QUEUE_LENGTH, queue_wait: float = DEFAULT_QUEUE_WAIT,
-                 max_waits_per_client: int = DEFAULT_MAX_WAITS, header_timeout: float = HEADER_TIMEOUT) -> None:
+                 max_waits_per_client: int = DEFAULT_MAX_WAITS, header_timeout: float = HEADER_TIMEOUT,
+                 allowed_hosts: Iterable[str] = ()) -> None:
         if client_ca is not None and not tls:
             raise ValueError("client certificate authentication (client_ca) needs tls")
         if not is_loopback(host) and not (tls and (tokens or client_ca)):
@@ -110,6 +113,7 @@ class APIServer:
         self.clock = clock
         self.max_inflight = max_inflight
         self.header_timeout = header_timeout
+        self.allowed_hosts = tuple(allowed_hosts)
         self.flow_control = FlowControl(max_inflight, queue_length=queue_length_per_client, queue_wait=queue_wait,
                                         max_waits=max_waits_per_client)
         self.client_ca = client_ca
@@ -189,10 +193,12 @@ class APIServer:
 
     def _security_middlewares(self) -> list[Any]:
         """Authentication and impersonation, then per-client limits and flow control, then authorization
-        (kube's filter order)."""
+        (kube's filter order); a loopback-only server first refuses non-loopback Host and Origin headers."""
+        from .hostcheck import host_check_middleware
         from .limits import limits_middleware
 
-        middlewares: list[Any] = [self.security.authentication()]
+        middlewares: list[Any] = [host_check_middleware(self.allowed_hosts)] if is_loopback(self.host) else []
+        middlewares.append(self.security.authentication())
         if self.max_watches_per_client or self.rate_limit_qps:
             middlewares.append(limits_middleware(max_watches_per_client=self.max_watches_per_client,
                                                  rate_limit_qps=self.rate_limit_qps,

@@ -99,6 +99,8 @@ def _flow_control_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--header-timeout", type=float, default=HEADER_TIMEOUT, metavar="S",
                         help="close a connection that sends no complete request head within S seconds of opening "
                              f"or of its last response (default: {HEADER_TIMEOUT:g})")
+    parser.add_argument("--allowed-hosts", default="", metavar="H,H",
+                        help="on a loopback address, Host names accepted besides loopback ones (default: none)")
 
 
 def is_loopback(host: str) -> bool:
@@ -204,7 +206,8 @@ def _security_kwargs(args: argparse.Namespace, certs: Any, policy: Any) -> dict[
             "rate_limit_qps": args.rate_limit_qps or None, "rate_limit_burst": args.rate_limit_burst,
             "max_inflight": args.max_requests_inflight, "queue_length_per_client": args.max_queued_requests_per_client,
             "queue_wait": args.queue_wait_seconds, "max_waits_per_client": args.max_rv_waits_per_client,
-            "header_timeout": args.header_timeout}
+            "header_timeout": args.header_timeout,
+            "allowed_hosts": [h.strip() for h in args.allowed_hosts.split(",") if h.strip()]}
 
 
 def _kubeconfig_credentials(args: argparse.Namespace, certs: Any, admin_token: str | None) -> dict[str, Any]:
