@@ -278,3 +278,19 @@ def test_delete_answers_per_kind():
     returned = {plural for (group, plural), s in TABLE.items() if s.returns_deleted_object}
     assert {"pods", "services", "serviceaccounts", "namespaces", "persistentvolumeclaims"} <= returned
     assert "configmaps" not in returned and not FallbackStrategy.returns_deleted_object
+
+
+def test_single_stack_cluster_refuses_dual_stack_and_other_families():
+    table, _, _ = services()
+    strategy = table[("", "services")]
+    for spec, field in (({"ipFamilyPolicy": "RequireDualStack"}, "spec.ipFamilyPolicy"),
+                        ({"ipFamilies": ["IPv6"]}, "spec.ipFamilies[0]")):
+        svc = {"metadata": {"name": "s"}, "spec": {**spec, "selector": {"a": "b"}, "ports": [{"port": 80}]}}
+        with pytest.raises(st.StatusError) as e:
+            strategy.prepare_for_create(SVC, svc)
+        assert e.value.details["causes"][0]["field"] == field
+    lb = {"metadata": {"name": "lb"}, "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+                                               "ports": [{"port": 80}]}}
+    strategy.prepare_for_create(SVC, lb)
+    assert 30000 <= lb["spec"]["healthCheckNodePort"] <= 32767
+    assert lb["spec"]["healthCheckNodePort"] != lb["spec"]["ports"][0]["nodePort"]

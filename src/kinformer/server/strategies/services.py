@@ -66,6 +66,12 @@ class ServiceStrategy(ReturnedOnDeleteMixin, KindStrategy):
         self._families(spec)
         if kind in _WITH_NODE_PORTS:
             self._node_ports(spec)
+        if kind == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local" and self.allocator is not None:
+            try:
+                spec["healthCheckNodePort"] = self.allocator.allocate_node_port(spec.get("healthCheckNodePort"))
+            except AllocationError as e:
+                raise ServiceInvalid(invalid("spec.healthCheckNodePort", spec.get("healthCheckNodePort"),
+                                             str(e))) from None
 
     def _cluster_ip(self, spec: dict[str, Any]) -> None:
         requested = spec.get("clusterIP") or (spec.get("clusterIPs") or [None])[0]
@@ -94,8 +100,14 @@ class ServiceStrategy(ReturnedOnDeleteMixin, KindStrategy):
             else:
                 spec.setdefault("ipFamilies", [family, "IPv6" if family == "IPv4" else "IPv4"])
             return
-        spec.setdefault("ipFamilyPolicy", "SingleStack")
-        spec.setdefault("ipFamilies", [family])
+        policy = spec.setdefault("ipFamilyPolicy", "SingleStack")
+        if policy == "RequireDualStack":
+            raise ServiceInvalid(invalid("spec.ipFamilyPolicy", policy,
+                                         "this cluster is not configured for dual-stack services"))
+        families = spec.setdefault("ipFamilies", [family])
+        for i, requested in enumerate(families if isinstance(families, list) else ()):
+            if requested != family:
+                raise ServiceInvalid(invalid(f"spec.ipFamilies[{i}]", requested, "not configured on this cluster"))
 
     def _node_ports(self, spec: dict[str, Any], old_ports: Mapping[tuple[Any, Any], int] | None = None) -> None:
         if self.allocator is None:
