@@ -75,7 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds allowed to converge")
     parser.add_argument("--keep", action="store_true",
                         help="leave the server running at the end (Ctrl-C to stop)")
-    parser.add_argument("--plain", action="store_true", help="log lines instead of the live view")
+    parser.add_argument("--plain", action="store_true",
+                        help="log lines only, no live view (the figures once, as summary lines at the end)")
     parser.add_argument("--replicas", type=int, default=1,
                         help="API server and manager replicas (default 1); more than 1 needs --storage etcd://...")
 
@@ -453,47 +454,77 @@ class Demo:
 
     # -- display ----------------------------------------------------------------------------------
 
+    #: (column heading, informer (its key in ``self.informers``), controller) of the two columns of figures
+    COLUMNS = (("foos informer / foo controller (watches foos and its deployments)", "foos", "foo"),
+               ("deployments informer / status controller", "deployments", "deployment-status"))
+
+    def _figures(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """The rows of the live view and of the summary (one source, so the two always agree): each
+        informer's cache and watch figures, then each controller's (its events come from every informer it
+        watches, so the foo controller counts deployment events too). A row is (label, [(whose, value)])."""
+        manager = getattr(self, "manager", None)
+        ctrls = {c.name: c for c in manager.controllers} if manager is not None else {}
+        informers = getattr(self, "informers", {})
+        rows: list[tuple[str, list[tuple[str, str]]]] = []
+
+        def row(label: str, value: Any, *, of_informer: bool = True) -> None:
+            rows.append((label, [(informer if of_informer else controller, value(heading, informer, controller))
+                                 for heading, informer, controller in self.COLUMNS]))
+
+        def of_reflector(attr: str) -> Any:
+            def get(_: str, resource: str, __: str) -> str:
+                inf = informers.get(resource)
+                r = inf.stats.reflector if inf is not None else None
+                return str(getattr(r, attr)) if r is not None else "-"
+            return get
+
+        row("cache size", lambda _, res, __: str(len(informers[res].indexer)) if res in informers else "-")
+        for label, attr in (("watch events ADDED", "added"), ("watch events MODIFIED", "modified"),
+                            ("watch events DELETED", "deleted"), ("watch restarts", "watch_restarts"),
+                            ("relists (after 410)", "relists")):
+            row(label, of_reflector(attr))
+
+        def of_controller(value: Any) -> Any:
+            def get(_: str, __: str, name: str) -> str:
+                c = ctrls.get(name)
+                return str(value(c)) if c is not None else "-"
+            return get
+
+        for kind in ("add", "update", "delete", "resync"):
+            row(f"controller events: {kind}", of_controller(lambda c, kind=kind: c.stats.events[kind]),
+                of_informer=False)
+        row("reconciles", of_controller(lambda c: c.stats.reconciles), of_informer=False)
+        row("reconcile errors (retried)", of_controller(lambda c: c.stats.errors), of_informer=False)
+        row("requeues", of_controller(lambda c: c.stats.requeues), of_informer=False)
+        row("queue depth", of_controller(lambda c: len(c.queue)), of_informer=False)
+        return rows
+
+    def _faults_line(self) -> str:
+        faults = ", ".join(f"{k}: {v}" for k, v in sorted(self.faults.counts.items())) or "none yet"
+        injected = self.faults.counts["reconcile failures"]
+        return (f"faults — {faults} (injected reconcile failures are among the reconcile errors: "
+                f"{injected} of them); slow handler saw {self.slow_seen} events")
+
     def _table(self) -> Any:
         from rich.table import Table
 
         table = Table(title=f"kinformer demo — phase: {self.phase}", show_lines=False, expand=False)
         table.add_column("what", style="cyan")
-        table.add_column("foos informer / foo controller", justify="right")
-        table.add_column("deployments informer / status controller", justify="right")
-        rows: dict[str, list[str]] = {}
-        for inf in self.informers.values():
-            r = inf.stats.reflector
-            vals = {
-                "cache size": len(inf.indexer),
-                "events ADDED": r.added if r else 0,
-                "events MODIFIED": r.modified if r else 0,
-                "events DELETED": r.deleted if r else 0,
-                "watch restarts": r.watch_restarts if r else 0,
-                "relists (after 410)": r.relists if r else 0,
-            }
-            for k, v in vals.items():
-                rows.setdefault(k, []).append(str(v))
-        for k, v in rows.items():
-            table.add_row(k, *v)
-        manager = getattr(self, "manager", None)
-        ctrls = {c.name: c for c in manager.controllers} if manager is not None else {}
-        foo, dep = ctrls.get("foo"), ctrls.get("deployment-status")
-        for kind in ("add", "update", "delete", "resync"):
-            table.add_row(f"handler events: {kind}", *(str(c.stats.events[kind]) if c else "-" for c in (foo, dep)))
-        for label, attr in (("reconciles", "reconciles"), ("reconcile errors (retried)", "errors"),
-                            ("requeues", "requeues")):
-            table.add_row(label, *(str(getattr(c.stats, attr)) if c else "-" for c in (foo, dep)))
-        table.add_row("queue depth", *(str(len(c.queue)) if c else "-" for c in (foo, dep)))
-        faults = ", ".join(f"{k}: {v}" for k, v in sorted(self.faults.counts.items())) or "none yet"
-        table.caption = f"faults — {faults}; slow handler saw {self.slow_seen} events"
+        for heading, *_ in self.COLUMNS:
+            table.add_column(heading, justify="right")
+        for label, values in self._figures():
+            table.add_row(label, *(value for _, value in values))
+        table.caption = self._faults_line()
         return table
 
     async def _view(self) -> None:
-        if self.args.plain or not sys.stdout.isatty():
+        if self.args.plain:
+            return  # --plain: the log lines only (say() prints them); figures once, in the summary
+        if not sys.stdout.isatty():
             while True:
                 await asyncio.sleep(5)
                 if hasattr(self, "informers"):
-                    self._print_plain()
+                    self._print_table()
         from rich.console import Group
         from rich.live import Live
         from rich.text import Text
@@ -504,27 +535,35 @@ class Demo:
                     live.update(Group(self._table(), Text("\n".join(self.log[-8:]))))
                 await asyncio.sleep(0.25)
 
-    def _print_plain(self) -> None:
+    def _print_table(self) -> None:
         from rich.console import Console
 
         Console(width=110).print(self._table())
 
     def _summary(self, converged: bool, registrations: dict[str, Any]) -> None:
+        verdict = "every Foo converged" if converged else "some Foos did not converge"
+        handlers = [f"{name}: processed {reg.processed}, still pending {reg.pending}"
+                    for name, reg in registrations.items()]
+        hint = ("To look at it with kubectl: `kinformer demo --keep` leaves the server running and writes "
+                "./kinformer-demo.kubeconfig (then: kubectl --kubeconfig kinformer-demo.kubeconfig get foos -A).")
+        if self.args.plain:
+            self.phase = "summary"
+            for label, values in self._figures():
+                self.say(f"summary: {label}: {', '.join(f'{whose} {value}' for whose, value in values)}")
+            for line in (self._faults_line(), *handlers, verdict, *([] if self.args.keep else [hint])):
+                self.say(f"summary: {line}")
+            return
         from rich.console import Console
 
         console = Console(width=110)
         console.print(self._table())
-        if not self.args.plain:
-            for line in self.log:
-                console.print(line)
-        for name, reg in registrations.items():
-            console.print(f"{name}: processed {reg.processed}, still pending {reg.pending}")
-        verdict = "[bold green]every Foo converged[/]" if converged else "[bold red]some Foos did not converge[/]"
-        console.print(verdict)
+        for line in self.log:
+            console.print(line)
+        for line in handlers:
+            console.print(line)
+        console.print(f"[bold green]{verdict}[/]" if converged else f"[bold red]{verdict}[/]")
         if not self.args.keep:
-            console.print("To look at it with kubectl: `kinformer demo --keep` leaves the server running and "
-                          "writes ./kinformer-demo.kubeconfig\n(then: kubectl --kubeconfig kinformer-demo.kubeconfig "
-                          "get foos -A).")
+            console.print(hint)
 
     async def _keep(self, server: Any, data: Path) -> None:
         from kinformer.server.cli import write_kubeconfig

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import signal
+import socket
 
 from kinformer.client import Client
 from kinformer.client.cli import add_arguments, run
@@ -46,6 +47,23 @@ async def test_watch_unknown_resource_fails_cleanly() -> None:
         out, err = io.StringIO(), io.StringIO()
         assert await run(parse("nosuchthings", "--server", s.url), out, err) == 1
         assert "nosuchthings" in err.getvalue()
+
+
+async def test_unreachable_server_is_one_clear_line() -> None:
+    with socket.socket() as sock:  # a loopback port nobody listens on once the socket is closed
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    out, err = io.StringIO(), io.StringIO()
+    assert await run(parse("cm", "--server", url, "--stats-interval", "0"), out, err) == 1
+    lines = err.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: cannot reach the API server at {url}"), lines
+    assert out.getvalue() == ""
+
+
+def test_help_states_the_stats_interval() -> None:
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    assert "default: 10" in " ".join(p.format_help().split())
 
 
 async def test_sigterm_stops_cleanly() -> None:

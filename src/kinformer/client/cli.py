@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resync", type=float, default=0.0, metavar="SECONDS", help="resync period (0: never)")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
     parser.add_argument("--stats-interval", type=float, default=10.0, metavar="SECONDS",
-                        help="seconds between stats lines on stderr (0: none)")
+                        help="seconds between stats lines on stderr (default: %(default)g; 0: none)")
     parser.add_argument("--max-events", type=int, default=0, metavar="N", help="exit after N deltas (0: never)")
 
 
@@ -48,8 +48,8 @@ class _Printer:
         self.count = 0
 
     def emit(self, kind: str, obj: Any, *, resync: bool = False, initial: bool = False) -> None:
-        from kinformer.cache.store import meta_namespace_key
         from kinformer.cache.tombstone import DeletedFinalStateUnknown
+        from kinformer.meta import meta_namespace_key
 
         tombstone = isinstance(obj, DeletedFinalStateUnknown)
         key = meta_namespace_key(obj)
@@ -112,6 +112,9 @@ async def _make_client(args: argparse.Namespace) -> Any:
 
 async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     """The body of ``kinformer watch`` (returns the exit code)."""
+    import aiohttp
+
+    from kinformer.aio import first_completed
     from kinformer.cache.factory import SharedInformerFactory
     from kinformer.client.discovery import ResourceNotFound
     from kinformer.errors import KinformerError
@@ -128,7 +131,6 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, done.set)
             installed.append(sig)
-    stats_task: asyncio.Task[None] | None = None
     factory = None
     try:
         resource = await client.resolve(args.resource)
@@ -141,8 +143,9 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
         informer.add_event_handler(printer)
         factory.start()
         if args.stats_interval > 0:
-            stats_task = asyncio.create_task(_stats_loop(informer, printer, args.stats_interval, err))
-        await done.wait()
+            await first_completed(done.wait(), _stats_loop(informer, printer, args.stats_interval, err))
+        else:
+            await done.wait()
         return 0
     except ResourceNotFound as exc:
         err.write(f"error: {exc}\n")
@@ -150,11 +153,10 @@ async def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
     except KinformerError as exc:
         err.write(f"error: {exc}\n")
         return 1
+    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        err.write(f"error: cannot reach the API server at {client.config.server}: {exc or type(exc).__name__}\n")
+        return 1
     finally:
-        if stats_task is not None:
-            stats_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await stats_task
         if factory is not None:
             await factory.shutdown()
         await client.close()

@@ -38,6 +38,7 @@ from .handlers import ResourceAPI
 from .ipallocator import DEFAULT_SERVICE_CIDR, ServiceAllocator, parse_port_range
 from .objects import ObjectStore
 from .registry import Registry
+from .requestlog import REQUEST_LOG, RequestLogger
 from .storage import Compacted, Storage, open_storage
 from .watchcache import CachedEvent, WatchCache
 
@@ -82,6 +83,7 @@ class APIServer:
     response is closed; request bodies must arrive within ``bodies.BODY_TIMEOUT`` (408 otherwise). Bound to
     a loopback address, the server answers only requests whose ``Host`` is a loopback name or address (or
     one of ``allowed_hosts``) and refuses cross-site ``Origin`` headers (403; :mod:`.hostcheck`).
+    ``log_requests`` logs each finished request (:mod:`.requestlog`).
     """
 
     def __init__(self, storage: str | Storage = "memory", *, host: str = "127.0.0.1", port: int = 0,
@@ -95,7 +97,7 @@ class APIServer:
                  service_node_port_range: str = "30000-32767", namespace_defaults: bool = True,
                  queue_length_per_client: int = DEFAULT_QUEUE_LENGTH, queue_wait: float = DEFAULT_QUEUE_WAIT,
                  max_waits_per_client: int = DEFAULT_MAX_WAITS, header_timeout: float = HEADER_TIMEOUT,
-                 allowed_hosts: Iterable[str] = ()) -> None:
+                 allowed_hosts: Iterable[str] = (), log_requests: bool = False) -> None:
         if client_ca is not None and not tls:
             raise ValueError("client certificate authentication (client_ca) needs tls")
         if not is_loopback(host) and not (tls and (tokens or client_ca)):
@@ -114,6 +116,7 @@ class APIServer:
         self.max_inflight = max_inflight
         self.header_timeout = header_timeout
         self.allowed_hosts = tuple(allowed_hosts)
+        self.log_requests = log_requests
         self.flow_control = FlowControl(max_inflight, queue_length=queue_length_per_client, queue_wait=queue_wait,
                                         max_waits=max_waits_per_client)
         self.client_ca = client_ca
@@ -179,7 +182,9 @@ class APIServer:
         ssl_ctx = self._ssl_context()
         # aiohttp's keep-alive timer closes a connection that has not sent a complete request head within
         # this long of opening or of its last response: half-open, trickling and idle connections alike.
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, keepalive_timeout=self.header_timeout)
+        self._runner = web.AppRunner(app, access_log=REQUEST_LOG if self.log_requests else None,
+                                     access_log_class=RequestLogger, shutdown_timeout=1.0,
+                                     keepalive_timeout=self.header_timeout)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_ctx)
         await site.start()

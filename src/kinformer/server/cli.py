@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import base64
 import ipaddress
+import logging
 import os
 import secrets
 import signal
@@ -101,6 +102,8 @@ def _flow_control_arguments(parser: argparse.ArgumentParser) -> None:
                              f"or of its last response (default: {HEADER_TIMEOUT:g})")
     parser.add_argument("--allowed-hosts", default="", metavar="H,H",
                         help="on a loopback address, Host names accepted besides loopback ones (default: none)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="log every request on stderr: method, path, user, status code, milliseconds")
 
 
 def is_loopback(host: str) -> bool:
@@ -230,6 +233,9 @@ async def _serve(args: argparse.Namespace, data: Path, storage: str, tokens: Map
                               "tokens": tokens, "data_dir": str(data), **_security_kwargs(args, certs, policy)}
     if args.watch_cache_size is not None:
         kwargs["watch_cache_size"] = args.watch_cache_size
+    if args.verbose:
+        _log_requests_to_stderr()
+        kwargs["log_requests"] = True
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -252,6 +258,16 @@ async def _serve(args: argparse.Namespace, data: Path, storage: str, tokens: Map
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
     return 0
+
+
+def _log_requests_to_stderr() -> None:
+    from kinformer.server.requestlog import REQUEST_LOG
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    REQUEST_LOG.addHandler(handler)
+    REQUEST_LOG.setLevel(logging.INFO)
+    REQUEST_LOG.propagate = False
 
 
 def _check_security_args(args: argparse.Namespace) -> str | None:
