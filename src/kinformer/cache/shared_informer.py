@@ -418,8 +418,9 @@ class SharedIndexInformer:
     def _make_reflectors(self) -> list[Reflector]:
         """One reflector, or one per namespace of a multi-namespace informer (resync on the first only)."""
         lw = self.lw
-        sources: dict[str | None, ListerWatcher] = (
-            dict(lw.by_namespace) if isinstance(lw, MultiNamespaceListerWatcher) else {None: lw})
+        sources: dict[str | None, ListerWatcher] = {None: lw}
+        if isinstance(lw, MultiNamespaceListerWatcher):
+            sources = {namespace: source for namespace, source in lw.by_namespace.items()}
         if len(sources) > 1:
             self._fifo.expect_initial_replaces(len(sources))
         reflectors = []
