@@ -179,6 +179,8 @@ def test_explain_at_depth(kubectl: Kubectl) -> None:
     assert "FIELD: containerPort <integer>" in deep and "Number of port to expose" in deep
     rec = kubectl.run("explain", "cronjobs.spec.jobTemplate.spec.template.spec", "--recursive").stdout
     assert "containers\t<[]Container> -required-" in rec
+    v2 = kubectl.run("explain", "pods.spec.containers.ports", "--output=plaintext-openapiv2").stdout
+    assert "RESOURCE: ports <[]Object>" in v2 and "containerPort" in v2 and "-required-" in v2
 
 
 def test_create_file_and_get_json_yaml(kubectl: Kubectl, ns: str) -> None:
@@ -279,6 +281,20 @@ def test_apply_client_side_twice_with_change(kubectl: Kubectl, ns: str) -> None:
     assert got["data"] == {"a": "10", "c": "3"}
     last = json.loads(got["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"])
     assert last["data"] == {"a": "10", "c": "3"}
+
+
+def test_apply_prune_with_a_label_selector(kubectl: Kubectl, ns: str) -> None:
+    def cm(name: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": ns, "labels": {"set": "pruned"}}, "data": {"k": name}}
+
+    docs = [cm("keep"), cm("drop")]
+    kubectl.run("apply", "-f", "-", "-l", "set=pruned", "--prune", input=yaml.safe_dump_all(docs))
+    assert kubectl.exists("configmap", "drop", "-n", ns)
+    # --prune walks kube's default allowlist of kinds (PVCs, Jobs, Ingresses, ...): all must be served.
+    proc = kubectl.run("apply", "-f", "-", "-l", "set=pruned", "--prune", input=yaml.safe_dump(cm("keep")))
+    assert "configmap/drop pruned" in proc.stdout
+    assert not kubectl.exists("configmap", "drop", "-n", ns) and kubectl.exists("configmap", "keep", "-n", ns)
 
 
 def test_apply_list_file(kubectl: Kubectl, ns: str) -> None:

@@ -33,13 +33,12 @@ from aiohttp import web
 
 from kinformer.server import apidefs
 from kinformer.server.discovery import GIT_VERSION, subresource_kind, subresource_verbs
-from kinformer.server.protobuf import len_field
 from kinformer.server.registry import KUBELET_SUBRESOURCES
 
 if TYPE_CHECKING:
     from kinformer.server.registry import Registry, ResourceInfo
 
-__all__ = ["OpenAPIDocuments", "definition_name", "routes"]
+__all__ = ["OpenAPIDocuments", "definition_name", "group_version_parts", "routes"]
 
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 OBJECT_META = META + "ObjectMeta"
@@ -289,8 +288,9 @@ def _subresource_names(info: ResourceInfo, kind_name: str) -> dict[str, str]:
     return names
 
 
-def build_group_version_document(group: str, version: str, resources: list[ResourceInfo]) -> dict[str, Any]:
-    """The OpenAPI v3 document of one group/version: its paths and the schemas they reference."""
+def group_version_parts(group: str, version: str, resources: list[ResourceInfo]
+                        ) -> tuple[dict[str, Any], set[str], dict[str, Any]]:
+    """(paths, names of the kube definitions they reference, schemas of custom kinds) of one group/version."""
     own: dict[str, Any] = {}
     wanted = set(_META_DEFINITIONS)
     paths = _PathBuilder(group, version)
@@ -307,12 +307,18 @@ def build_group_version_document(group: str, version: str, resources: list[Resou
         names = _subresource_names(info, kind_name)
         wanted |= {n for n in names.values() if n not in own}
         paths.add(info, kind_name, list_name, names)
+    return paths.paths, wanted, own
+
+
+def build_group_version_document(group: str, version: str, resources: list[ResourceInfo]) -> dict[str, Any]:
+    """The OpenAPI v3 document of one group/version: its paths and the schemas they reference."""
+    paths, wanted, own = group_version_parts(group, version, resources)
     schemas = _definitions(wanted)
     schemas.update(own)
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": GIT_VERSION},
-        "paths": paths.paths,
+        "paths": paths,
         "components": {"schemas": schemas},
     }
 
@@ -374,15 +380,6 @@ class OpenAPIDocuments:
         return body, digest
 
 
-V2_PROTOBUF_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
-# gnostic openapi_v2.Document{swagger: "2.0", info: {title, version}, paths: {}}
-_V2_PROTOBUF = (len_field(1, b"2.0")
-                + len_field(2, len_field(1, b"Kubernetes") + len_field(2, GIT_VERSION.encode()))
-                + len_field(8, b""))
-_V2_JSON = orjson.dumps({"swagger": "2.0", "info": {"title": "Kubernetes", "version": GIT_VERSION},
-                         "paths": {}, "definitions": {}})
-
-
 def _not_found() -> web.Response:
     status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
               "message": "the server could not find the requested resource", "reason": "NotFound",
@@ -392,6 +389,8 @@ def _not_found() -> web.Response:
 
 def routes(registry: Registry) -> list[web.RouteDef]:
     """aiohttp route definitions for ``/openapi/v3``, its per-group/version documents and ``/openapi/v2``."""
+    from kinformer.server.openapi_v2 import V2_PROTOBUF_TYPE, SwaggerDocument
+
     docs = OpenAPIDocuments(registry)
 
     async def get_index(request: web.Request) -> web.Response:
@@ -413,10 +412,12 @@ def routes(registry: Registry) -> list[web.RouteDef]:
             return web.Response(status=304, headers=headers)
         return web.Response(body=body, content_type="application/json", headers=headers)
 
+    v2 = SwaggerDocument(registry)
+
     async def get_v2(request: web.Request) -> web.Response:
         if "protobuf" in request.headers.get("Accept", ""):
-            return web.Response(body=_V2_PROTOBUF, headers={"Content-Type": V2_PROTOBUF_TYPE})
-        return web.Response(body=_V2_JSON, content_type="application/json")
+            return web.Response(body=v2.protobuf(), headers={"Content-Type": V2_PROTOBUF_TYPE})
+        return web.Response(body=v2.json(), content_type="application/json")
 
     return [
         web.get("/openapi/v3", get_index, allow_head=True),

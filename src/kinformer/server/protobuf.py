@@ -33,6 +33,7 @@ __all__ = [
     "is_protobuf",
     "len_field",
     "supported_kinds",
+    "varint_field",
 ]
 
 MAGIC = b"k8s\x00"
@@ -612,6 +613,11 @@ def _varint(value: int) -> bytes:
 
 def _tag(number: int, wire: int) -> bytes:
     return _varint(number << 3 | wire)
+
+
+def varint_field(number: int, value: int) -> bytes:
+    """One varint field (wire type 0) of a message."""
+    return _tag(number, 0) + _varint(value)
 
 
 def len_field(number: int, payload: bytes) -> bytes:

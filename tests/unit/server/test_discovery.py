@@ -333,16 +333,30 @@ async def test_openapi_document_cache_headers(client: TestClient) -> None:
     assert resp2.status == 304
 
 
-async def test_openapi_v2_is_an_empty_swagger_document(client: TestClient) -> None:
+async def test_openapi_v2_is_the_whole_api(client: TestClient, registry: Registry) -> None:
+    registry.add_crd(FOO_CRD)
     body, _ = await get_json(client, "/openapi/v2")
-    assert body["swagger"] == "2.0" and body["paths"] == {} and body["definitions"] == {}
+    assert body["swagger"] == "2.0"
+    definitions = body["definitions"]
+    deployment = definitions["io.k8s.api.apps.v1.Deployment"]
+    assert deployment["x-kubernetes-group-version-kind"] == [{"group": "apps", "kind": "Deployment", "version": "v1"}]
+    assert deployment["properties"]["spec"]["$ref"] == "#/definitions/io.k8s.api.apps.v1.DeploymentSpec"
+    assert definitions["com.example.v1.Foo"]["properties"]["metadata"]["allOf"][0]["$ref"].startswith(
+        "#/definitions/")
+    text = orjson.dumps(body).decode()
+    assert "#/components/" not in text
+    for ref in set(text.split('"$ref":"#/definitions/')[1:]):
+        assert ref.split('"', 1)[0] in definitions
+    create = body["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments"]["post"]
+    assert create["parameters"][-1] == {"name": "body", "in": "body", "required": True,
+                                        "schema": {"$ref": "#/definitions/io.k8s.api.apps.v1.Deployment"}}
+    assert create["responses"]["201"]["schema"] == {"$ref": "#/definitions/io.k8s.api.apps.v1.Deployment"}
     accept = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
     resp = await client.get("/openapi/v2", headers={"Accept": accept})
     assert resp.status == 200
     raw = await resp.read()
-    # field 1 (swagger) = "2.0", field 2 (info) = {title, version}, field 8 (paths) = {}
-    assert raw.startswith(b"\x0a\x032.0\x12") and raw.endswith(b"\x42\x00")
-    assert b"Kubernetes" in raw and b"v1.32.0-kinformer" in raw
+    # field 1 (swagger) = "2.0", field 2 (info) = {title, version}, 8 paths, 9 definitions
+    assert raw.startswith(b"\x0a\x032.0\x12") and b"io.k8s.api.apps.v1.Deployment" in raw
 
 
 def test_definition_names() -> None:
