@@ -108,6 +108,10 @@ async def serve(storage: str) -> None:
     profile = os.environ.get("BENCH_SERVER_PROFILE")  # a path: cProfile the server while it serves
     async with APIServer(storage, compaction_interval=0) as server:
         print(server.url, flush=True)
+        with contextlib.suppress(ImportError):  # as `kinformer serve` does (older trees do not)
+            from kinformer.server.gc_tuning import tune_for_server
+
+            tune_for_server()
         prof = None
         if profile:
             import cProfile

@@ -32,11 +32,12 @@ from .managedfields import (
     meta_of,
     parse_entries,
     set_to_fields,
+    strategy_of,
     update_managed_fields,
     upsert,
     with_managed_fields,
 )
-from .patch import PatchError, ResourceInfoLike, list_strategy
+from .patch import PatchError, ResourceInfoLike
 
 __all__ = [
     "ApplyConflict",
@@ -131,7 +132,7 @@ def _merge(live: Any, applied: Any, names: tuple[str, ...], info: ResourceInfoLi
                 result[key] = _merge(live.get(key), value, (*names, key), info)
         return result
     if isinstance(live, list) and isinstance(applied, list):
-        strategy = list_strategy(info, names)
+        strategy = strategy_of(info, names)
         if strategy.kind == "map" and strategy.keys and all(is_keyed(i, strategy.keys) for i in live + applied):
             return _merge_keyed(live, applied, strategy.keys, names, info)
         if strategy.kind == "set":

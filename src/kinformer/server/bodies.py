@@ -164,19 +164,15 @@ def load_json(body: bytes | str) -> Any:
 
 def too_deep(doc: Any, limit: int = MAX_DEPTH) -> bool:
     """Whether ``doc`` (JSON data, no shared containers) nests objects/arrays more than ``limit`` levels."""
-    stack = [(doc, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            children = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
+    level = [doc] if isinstance(doc, dict | list) else []
+    for _ in range(limit):  # level by level: the containers at depth 1, 2, ...
+        if not level:
+            return False
+        deeper = []
+        for node in level:
+            deeper += [c for c in (node.values() if isinstance(node, dict) else node) if isinstance(c, dict | list)]
+        level = deeper
+    return bool(level)
 
 
 def load_yaml(body: bytes) -> Any:

@@ -226,6 +226,7 @@ def _kubeconfig_credentials(args: argparse.Namespace, certs: Any, admin_token: s
 async def _serve(args: argparse.Namespace, data: Path, storage: str, tokens: Mapping[str, Any] | None,
                  admin_token: str | None, policy: Any = None) -> int:
     from kinformer.server import APIServer
+    from kinformer.server.gc_tuning import tune_for_server
     from kinformer.tls import ensure_certs
 
     certs = ensure_certs(data / "pki", hosts=_cert_hosts(args.host)) if args.tls else None
@@ -252,6 +253,7 @@ async def _serve(args: argparse.Namespace, data: Path, storage: str, tokens: Map
             print(f"storage: {storage}", flush=True)
             print(f"kubeconfig: {kubeconfig}", flush=True)
             print(f"try: kubectl --kubeconfig {kubeconfig} get ns", flush=True)
+            tune_for_server()
             await stop.wait()
             print("shutting down", flush=True)
     finally:

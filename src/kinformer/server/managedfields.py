@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from .patch import ResourceInfoLike, list_strategy
+from .patch import ListStrategy, ResourceInfoLike, list_strategy
 
 Path = tuple[str, ...]
 FieldSet = set[Path] | frozenset[Path]
@@ -34,6 +34,8 @@ IGNORED_META = frozenset({"name", "namespace", "uid", "resourceVersion", "genera
 ABSENT: Any = object()
 CACHE_SIZE = 2048  # distinct FieldsV1 trees (and rendered field sets) remembered; oldest dropped first
 
+# (group, version, kind, path) of a built-in list -> its merge strategy (built-in schemas never change)
+_builtin_lists: dict[tuple[Any, ...], ListStrategy] = {}
 # FieldsV1 encoding -> (its field set, whether the tree is already in canonical form)
 _parsed: dict[bytes, tuple[frozenset[Path], bool]] = {}
 # field set -> canonical FieldsV1 encoding
@@ -108,16 +110,28 @@ def tracked(top: str, subresource: str | None, info: ResourceInfoLike | None) ->
     return True
 
 
+def strategy_of(info: ResourceInfoLike | None, names: tuple[str, ...]) -> ListStrategy:
+    """:func:`~kinformer.server.patch.list_strategy`, remembered for built-in kinds."""
+    if info is None or not getattr(info, "builtin", True):
+        return list_strategy(info, names)
+    key = (info.group, getattr(info, "version", ""), info.kind, names)
+    strategy = _builtin_lists.get(key)
+    if strategy is None:
+        strategy = list_strategy(info, names)
+        _remember(_builtin_lists, key, strategy)
+    return strategy
+
+
 def _map_keys(value: list[Any], names: tuple[str, ...], info: ResourceInfoLike | None) -> tuple[str, ...] | None:
     """The item keys when ``value`` is an associative list whose every item has them; None otherwise."""
-    strategy = list_strategy(info, names)
+    strategy = strategy_of(info, names)
     if strategy.kind == "map" and strategy.keys and all(is_keyed(i, strategy.keys) for i in value):
         return strategy.keys
     return None
 
 
 def _is_set(value: list[Any], names: tuple[str, ...], info: ResourceInfoLike | None) -> bool:
-    return list_strategy(info, names).kind == "set" and all(not isinstance(i, dict | list) for i in value)
+    return strategy_of(info, names).kind == "set" and all(not isinstance(i, dict | list) for i in value)
 
 
 def collect(value: Any, names: tuple[str, ...], path: Path, out: dict[Path, Any],
