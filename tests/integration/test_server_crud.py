@@ -646,3 +646,19 @@ async def test_unknown_field_warning_is_quoted(server, http):
     async with http.post(CM, data=raw, headers={"Content-Type": "application/json"}) as r:
         assert r.status == 201
         assert r.headers["Warning"] == r'299 - "unknown field \"x\"\ny\""'
+
+
+async def test_errors_and_warnings_do_not_echo_huge_values(http):
+    """A 422 about a 1 MiB label value, and a body with thousands of unknown fields, answer in a few KiB."""
+    bad = cm("huge")
+    bad["metadata"]["labels"] = {"app": "v" * (1024 * 1024)}
+    code, body, resp = await call(http, "POST", CM, bad)
+    assert code == 422
+    assert_status(body, 422, "Invalid")
+    assert len(json.dumps(body)) < 16 * 1024
+    assert "metadata.labels" in body["message"] and "characters truncated" in body["message"]
+    noisy = cm("noisy")
+    noisy.update({f"unknown-field-{i}-" + "z" * 100: i for i in range(3000)})
+    code, _, resp = await call(http, "POST", CM, noisy)
+    assert code == 201
+    assert 0 < len(resp.headers["Warning"]) < 8 * 1024

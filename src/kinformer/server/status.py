@@ -2,6 +2,11 @@
 
 :class:`StatusError` is raised anywhere in request handling; the error middleware turns it into a
 JSON ``Status`` response with the right HTTP code, reason, details and extra headers.
+
+No error echoes a client's value in full: a Status message is cut to :data:`MAX_MESSAGE` characters, each
+cause's message to :data:`MAX_CAUSE_MESSAGE`, and at most :data:`MAX_CAUSES` causes are kept (the
+message then says how many were left out). A cut keeps the head and the tail of the text, so the
+field and the reason that end a field error survive a long value in its middle.
 """
 
 from __future__ import annotations
@@ -14,17 +19,49 @@ from aiohttp import web
 
 from .registry import KUBELET_SUBRESOURCES, ResourceInfo
 
+MAX_MESSAGE = 4096
+MAX_CAUSE_MESSAGE = 1024
+MAX_CAUSES = 100
+
+
+def truncate(text: str, limit: int) -> str:
+    """``text`` when at most ``limit`` characters, else its head and tail around a marker (at most ``limit``)."""
+    if len(text) <= limit:
+        return text
+    marker = f"...({len(text) - limit} characters truncated)..."
+    keep = max(0, limit - len(marker))
+    head = keep * 3 // 4
+    return text[:head] + marker + text[len(text) - (keep - head):]
+
+
+def _bounded_details(details: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(details)
+    causes = out.get("causes")
+    if isinstance(causes, list):
+        kept = [dict(c) for c in causes[:MAX_CAUSES]]
+        for cause in kept:
+            if isinstance(cause.get("message"), str):
+                cause["message"] = truncate(cause["message"], MAX_CAUSE_MESSAGE)
+            if isinstance(cause.get("field"), str):
+                cause["field"] = truncate(cause["field"], MAX_CAUSE_MESSAGE)
+        if len(causes) > MAX_CAUSES:
+            kept.append({"reason": "FieldValueTooMany",
+                         "message": f"{len(causes) - MAX_CAUSES} more causes left out", "field": ""})
+        out["causes"] = kept
+    return out
+
 
 class StatusError(Exception):
     """A failure answered to the client as a ``Status`` object."""
 
     def __init__(self, code: int, reason: str, message: str, *, details: Mapping[str, Any] | None = None,
                  headers: Mapping[str, str] | None = None, metadata: Mapping[str, Any] | None = None) -> None:
+        message = truncate(message, MAX_MESSAGE)
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
-        self.details = dict(details) if details is not None else None  # {} is sent: kubectl reads it
+        self.details = _bounded_details(details) if details is not None else None  # {} is sent: kubectl reads it
         self.headers = dict(headers) if headers else {}
         self.metadata = dict(metadata) if metadata else {}
 

@@ -57,8 +57,28 @@ def _quote_warning(text: str) -> str:
     return "".join(out)
 
 
+WARNINGS_TOTAL_CHARS = 4096
+WARNING_ITEM_CHARS = 256
+
+
+def bounded_warnings(texts: list[str]) -> list[str]:
+    """kube's warning limits: past 4096 characters in all, each warning is cut to 256 and the rest dropped."""
+    if sum(map(len, texts)) <= WARNINGS_TOTAL_CHARS:
+        return texts
+    kept: list[str] = []
+    total = 0
+    for text in texts:
+        text = text[:WARNING_ITEM_CHARS]
+        if total + len(text) > WARNINGS_TOTAL_CHARS:
+            break
+        kept.append(text)
+        total += len(text)
+    return kept
+
+
 def add_warnings(headers: dict[str, str], texts: list[str]) -> None:
     """Append ``texts`` to the response's ``Warning`` header as kube's ``299 - "text"`` entries."""
+    texts = bounded_warnings(texts)
     if not texts:
         return
     entries = [headers["Warning"]] if headers.get("Warning") else []
@@ -100,8 +120,9 @@ class WriteHandlers(ReadHandlers):
         if mode == "Strict":
             msg = ", ".join(f'unknown field "{u}"' for u in unknown)
             raise st.bad_request(f"strict decoding error: {msg}")
-        warnings = ", ".join("299 - " + _quote_warning(f'unknown field "{u}"') for u in unknown)
-        return {"Warning": warnings}
+        headers: dict[str, str] = {}
+        add_warnings(headers, [f'unknown field "{u}"' for u in unknown])
+        return headers
 
     def _prepare_custom(self, info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
         """Drop what a built-in kind does not define; prune and default a custom resource by its schema."""
