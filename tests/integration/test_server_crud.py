@@ -256,6 +256,39 @@ async def test_field_validation(http):
     assert code == 201 and "Warning" not in resp.headers
 
 
+async def test_field_validation_of_nested_builtin_fields(http):
+    def typo(name: str) -> dict[str, Any]:
+        body = deployment(name)
+        body.pop("status")
+        body["spec"]["replica"] = 2
+        body["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPrt": 80, "containerPort": 80}]
+        return body
+
+    code, err, _ = await call(http, "POST", DEPLOY, typo("strict"), params={"fieldValidation": "Strict"})
+    assert code == 400 and err["message"] == (  # in document order ("replica" follows "template")
+        'strict decoding error: unknown field "spec.template.spec.containers[0].ports[0].containerPrt", '
+        'unknown field "spec.replica"')
+    code, obj, resp = await call(http, "POST", DEPLOY, typo("warn"), params={"fieldValidation": "Warn"})
+    assert code == 201 and 'unknown field \\"spec.replica\\"' in resp.headers["Warning"]
+    assert "replica" not in obj["spec"]  # dropped, as kube's decoder drops what the Go type lacks
+    assert obj["spec"]["template"]["spec"]["containers"][0]["ports"][0] == {"containerPort": 80, "protocol": "TCP"}
+    code, obj, resp = await call(http, "POST", DEPLOY, typo("ignore"), params={"fieldValidation": "Ignore"})
+    assert code == 201 and "Warning" not in resp.headers and "replica" not in obj["spec"]
+    code, got, _ = await call(http, "GET", f"{DEPLOY}/ignore")
+    assert "replica" not in got["spec"]
+
+
+async def test_builtin_schema_types_and_required_fields(http):
+    body = deployment("typed")
+    body["spec"]["replicas"] = "three"
+    body["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"name": "http"}]
+    _, err, _ = await call(http, "POST", DEPLOY, body)
+    assert_status(err, 422, "Invalid")
+    fields = {(c["field"], c["reason"]) for c in err["details"]["causes"]}
+    assert ("spec.replicas", "FieldValueTypeInvalid") in fields
+    assert ("spec.template.spec.containers[0].ports[0].containerPort", "FieldValueRequired") in fields
+
+
 async def test_delete_pod_returns_object_and_deletecollection(http):
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1"},
            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
