@@ -58,6 +58,8 @@ _EXPORTS: dict[str, str] = {
     "LeaderElectionLost": "kinformer.controller",
     "LeaderElector": "kinformer.controller",
     "LeaderElectionConfig": "kinformer.controller",
+    "Sharding": "kinformer.controller",
+    "ShardMembershipLost": "kinformer.controller",
     # operator toolkit
     "EventRecorder": "kinformer.controller.events",
     "set_controller_reference": "kinformer.controller.ownership",

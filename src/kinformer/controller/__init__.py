@@ -18,6 +18,7 @@ from kinformer.controller.predicates import (
     or_,
 )
 from kinformer.controller.reconcile import ObjectReconciler, Reconciler, Request, Result, TerminalError
+from kinformer.controller.sharding import Sharding, ShardMembershipLost
 
 __all__ = [
     "AnnotationsChanged",
@@ -39,6 +40,8 @@ __all__ = [
     "Request",
     "ResourceVersionChanged",
     "Result",
+    "ShardMembershipLost",
+    "Sharding",
     "TerminalError",
     "and_",
     "not_",

@@ -13,7 +13,9 @@ Invariants:
 * the writes a reconcile made through the Manager's client are in the cache before the next reconcile
   of the same Request starts (waited for at most ``ryow_timeout``; see :mod:`kinformer.controller.cached_client`);
 * with ``every``, a successfully reconciled object still in the primary cache is reconciled again after
-  that many seconds; ``sources`` (async iterables of Requests or objects) feed the queue while it runs.
+  that many seconds; ``sources`` (async iterables of Requests or objects) feed the queue while it runs;
+* sharded (``shard`` set by the Manager), a popped Request this member does not own is dropped, not
+  reconciled, and ``in_flight`` holds the keys being reconciled (hand-offs wait for them).
 """
 
 from __future__ import annotations
@@ -116,6 +118,8 @@ class Controller:
         self._feeders: list[asyncio.Task[None]] = []
         self._abort = False
         self.started = False
+        self.shard: Any = None  # a ShardedController when the Manager is sharded (filters at the queue)
+        self.in_flight: set[str] = set()  # keys being reconciled now
 
     def watch(self, informer: SharedIndexInformer, mapper: MapFunc = request_for_object,
               predicates: Sequence[Predicate] = (), *, primary: bool = False) -> ResourceEventHandlerRegistration:
@@ -211,10 +215,19 @@ class Controller:
                 request = await self.queue.get()
             except ShutDown:
                 return
+            shard = self.shard
+            if shard is not None and not shard.admit(request):  # another member's key (see sharding.py)
+                self.queue.forget(request)
+                self.queue.done(request)
+                continue
+            self.in_flight.add(request.key)  # with no await since admit(): a hand-off sees it in flight
             try:
                 await self.reconcile_handler(request)
             finally:
+                self.in_flight.discard(request.key)
                 self.queue.done(request)
+                if shard is not None:
+                    shard.member.reconcile_finished()
 
     async def reconcile_handler(self, request: Request) -> None:
         """Reconcile one Request and apply the outcome to the queue (the caller calls ``done``)."""

@@ -10,8 +10,14 @@
 3. runs the controllers: at once, or — with leader election — only while this replica holds the
    Lease; losing the Lease stops the controllers and ends ``run()`` with :class:`LeaderElectionLost`
    (the process should exit and restart, as in controller-runtime);
-4. on SIGTERM/SIGINT (when ``handle_signals``) or :meth:`stop`, drains the controllers and shuts the
-   informers down.
+   With ``sharding`` (exclusive with leader election) every replica runs the controllers, each on its share
+   of the keys (see :mod:`kinformer.controller.sharding`): the controllers start once this member joined
+   its group; a fenced member aborts them (in-flight reconciles cancelled) and ``run()`` ends with
+   :class:`~kinformer.controller.sharding.ShardMembershipLost`;
+4. on SIGTERM/SIGINT (when ``handle_signals``) or :meth:`stop`, drains the controllers (a sharded member
+   keeps renewing its Lease meanwhile, then deletes it so its keys move at once) and shuts the informers
+   down. A sharded ``run()`` cancelled from outside drains nothing and keeps its Lease (as a crash: peers
+   take its keys once the Lease expired).
 
 Fencing (leader election): the controllers run only while this replica can be sure it holds the
 Lease. Besides the elector giving up after ``renew_deadline`` of failed renewals, a fence cancels the
@@ -43,6 +49,7 @@ from kinformer.controller.controller import Controller
 from kinformer.controller.events import EventRecorder
 from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
 from kinformer.controller.reconcile import ObjectReconciler, ReconcilerLike
+from kinformer.controller.sharding import ShardedController, Sharding, ShardMember
 
 if TYPE_CHECKING:
     from kinformer.cache.factory import SharedInformerFactory
@@ -79,11 +86,16 @@ class Manager:
                  clock: Clock = REAL_CLOCK, cache_sync_timeout: float = 120.0,
                  graceful_shutdown_timeout: float = 30.0, handle_signals: bool = False,
                  factory: SharedInformerFactory | None = None, ryow_timeout: float = 10.0,
-                 stale_after: float | None = 300.0, webhook_server: WebhookServer | None = None) -> None:
+                 stale_after: float | None = 300.0, webhook_server: WebhookServer | None = None,
+                 sharding: Sharding | None = None) -> None:
         from kinformer.cache.factory import SharedInformerFactory
         from kinformer.controller.cached_client import CachedClient
 
+        if sharding is not None and leader_election is not None:
+            raise ValueError("a Manager takes leader_election or sharding, not both")
         self.api_client = client
+        self.sharding = sharding
+        self.shard_member: ShardMember | None = None
         self.client = CachedClient(self)
         self.ryow_timeout = ryow_timeout
         self._recorders: list[EventRecorder] = []
@@ -170,6 +182,8 @@ class Manager:
             if webhooks is not None:
                 await webhooks.start()
             self.controllers = [await b.build() for b in self.builders]
+            if self.sharding is not None:
+                self._join_shards(self.sharding)
             self.factory.start()
             await self._run_controllers_or_lead()
             if webhooks is not None:
@@ -189,7 +203,35 @@ class Manager:
         """Ask :meth:`run` to shut down gracefully."""
         self._stopping.set()
 
+    def _join_shards(self, sharding: Sharding) -> None:
+        """Create this replica's member of the group (its Lease informer joins the factory) and put every
+        controller behind its ownership filter."""
+        member = self.shard_member = ShardMember(sharding, self.api_client, self.factory, clock=self.clock)
+        member.in_flight = lambda: {key for c in self.controllers for key in c.in_flight}
+        for c in self.controllers:
+            c.shard = ShardedController(c, member)
+
+    async def _run_sharded(self, member: ShardMember) -> None:
+        """Run the member and, once it joined, the controllers; on stop drain them, then release the Lease."""
+
+        async def controllers() -> None:
+            await member.ready.wait()
+            await self._run_controllers()
+
+        async with task_group() as group:
+            membership = group.create_task(member.run(), name=f"shard-member-{member.lease_name}")
+            index, ended = await first_completed(self._stopping.wait(), _awaited(asyncio.shield(membership)),
+                                                 controllers())
+            membership.cancel()  # only now: it kept the Lease renewed while the controllers drained
+        if not member.fenced:
+            await member.release()
+        if index != 0:
+            _raise_failure(ended)
+
     async def _run_controllers_or_lead(self) -> None:
+        if self.shard_member is not None:
+            await self._run_sharded(self.shard_member)
+            return
         if self.leader_election is None:
             index, ended = await first_completed(self._stopping.wait(), self._run_controllers())
             if index == 1:
@@ -257,7 +299,10 @@ class Manager:
 
     def _may_drain(self) -> bool:
         """Whether cancelled controllers may finish their in-flight reconciles: not once leadership is
-        lost (this replica must stop acting at once), only on :meth:`stop` or without leader election."""
+        lost or the shard member fenced (this replica must stop acting at once), nor when a sharded run is
+        cancelled from outside; only on :meth:`stop`, or without leader election and sharding."""
+        if self.shard_member is not None:
+            return self._stopping.is_set() and not self.shard_member.fenced
         return self.leader_election is None or self._stopping.is_set()
 
     def _install_signal_handlers(self) -> Callable[[], None]:
