@@ -386,3 +386,31 @@ async def test_continue_token_with_wrong_field_types_is_400(server, http):
         token = base64.urlsafe_b64encode(json.dumps(payload).encode()).decode().rstrip("=")
         code, body = await call(http, "GET", CM, params={"limit": "1", "continue": token})
         assert code == 400, (payload, body)
+
+
+async def test_query_parameter_edge_cases_answer_as_kube_apiserver(server, http):
+    """Integers as Go parses them (int64 / uint64, no spaces or underscores), a negative limit as no limit,
+    ``a in ()`` as ``a in ("")``; every refusal a 400 Status, none a 5xx."""
+    await make(http, "x", a="")
+    await make(http, "y", a="1")
+    await make(http, "z")
+    for params in ({"limit": "-1"}, {"limit": "+2"}, {"limit": "9223372036854775807"}):
+        code, lst = await call(http, "GET", CM, params=params)
+        assert code == 200 and names(lst)[:2] == ["x", "y"], params
+    code, lst = await call(http, "GET", CM, params={"labelSelector": "a in ()"})
+    assert code == 200 and names(lst) == ["x"]
+    code, lst = await call(http, "GET", CM, params={"labelSelector": "a notin ()"})
+    assert code == 200 and names(lst) == ["y", "z"]
+    refused = [{"limit": "9223372036854775808"}, {"limit": "1_0"}, {"limit": " 5"}, {"limit": "٣"},
+               {"resourceVersion": "18446744073709551616"}, {"resourceVersion": "+5"}, {"resourceVersion": "-1"},
+               {"resourceVersion": "1_0"}, {"resourceVersion": "٣"}, {"resourceVersion": "9" * 5000},
+               {"watch": "1", "timeoutSeconds": "99999999999999999999"}, {"watch": "1", "timeoutSeconds": "-1"},
+               {"labelSelector": "a in (", "limit": "1"}]
+    for params in refused:
+        code, status = await call(http, "GET", CM, params=params)
+        assert (code, status["reason"]) == (400, "BadRequest"), params
+        assert len(status["message"]) < 200, params
+    code, status = await call(http, "GET", f"{CM}/x", params={"resourceVersion": "18446744073709551616"})
+    assert code == 400
+    code, status = await call(http, "GET", CM, params={"resourceVersion": "18446744073709551615"})
+    assert (code, status["reason"]) == (504, "Timeout")  # a valid resourceVersion the server has not reached

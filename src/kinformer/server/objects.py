@@ -28,6 +28,7 @@ import orjson
 from ..clock import REAL_CLOCK, Clock
 from . import status as st
 from .ipallocator import ServiceAllocator
+from .query import UINT64_MAX
 from .registry import Registry, ResourceInfo
 from .storage.base import KeyExists, KeyNotFound, KeyValue, RevisionMismatch, Storage
 from .strategies import FallbackStrategy, strategy_table
@@ -95,14 +96,13 @@ def served(kv: KeyValue) -> dict[str, Any]:
 
 
 def parse_rv(value: Any, *, what: str = "resourceVersion") -> int:
-    """A resourceVersion string as an int; 400 when it is not one."""
-    try:
-        rv = int(value)
-    except (TypeError, ValueError):
-        raise st.bad_request(f'invalid {what}: "{value}"') from None
-    if rv < 0:
-        raise st.bad_request(f'invalid {what}: "{value}"')
-    return rv
+    """A resourceVersion as an int: ASCII digits within uint64, as kube's ``strconv.ParseUint``; 400 otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= UINT64_MAX:
+        return value
+    if not (isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 20) \
+            or int(value) > UINT64_MAX:
+        raise st.bad_request(f'invalid {what}: "{st.truncate(str(value), 64)}"')
+    return int(value)
 
 
 def validate(info: ResourceInfo, obj: dict[str, Any], old: Mapping[str, Any] | None = None,

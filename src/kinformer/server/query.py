@@ -35,6 +35,20 @@ _BUILTIN_FIELDS: dict[tuple[str, str], frozenset[str]] = {
 }
 
 
+INT64_MAX = 2**63 - 1
+UINT64_MAX = 2**64 - 1
+
+
+def parse_int64(text: str, what: str) -> int:
+    """``text`` read as Go's ``strconv.ParseInt(text, 10, 64)`` reads it (as kube parses integer query
+    parameters): an optional sign and ASCII digits, within int64; 400 otherwise."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    well_formed = digits.isascii() and digits.isdigit() and len(digits) <= 19
+    if not well_formed or not -INT64_MAX - 1 <= int(text) <= INT64_MAX:
+        raise st.bad_request(f'invalid {what}: "{st.truncate(text, 64)}": must be a 64-bit integer')
+    return int(text)
+
+
 def truthy(value: str | None) -> bool:
     return value is not None and value not in _FALSE
 

@@ -12,7 +12,7 @@ from ..clock import Clock
 from . import status as st
 from .flowcontrol import seat_released
 from .objects import ObjectStore, parse_rv, served
-from .query import CONTINUE_TOO_OLD, Filter, decode_continue, encode_continue, make_filter
+from .query import CONTINUE_TOO_OLD, Filter, decode_continue, encode_continue, make_filter, parse_int64
 from .registry import Registry, ResourceInfo
 from .responses import json_response, reencode
 from .routing import Target
@@ -71,11 +71,7 @@ class ReadHandlers:
         match = q.get("resourceVersionMatch", "")
         token = q.get("continue", "")
         limit_text = q.get("limit", "")
-        try:
-            limit = int(limit_text) if limit_text else 0
-        except ValueError:
-            raise st.bad_request(f'invalid limit: "{limit_text}"') from None
-        limit = max(limit, 0)
+        limit = max(parse_int64(limit_text, "limit"), 0) if limit_text else 0  # kube: a negative limit is none
         if match not in ("", "Exact", "NotOlderThan"):
             raise st.invalid(info, "", [{"reason": "FieldValueNotSupported", "field": "resourceVersionMatch",
                                          "message": f'Unsupported value: "{match}": supported values: "Exact", '

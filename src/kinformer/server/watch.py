@@ -16,7 +16,7 @@ from . import status as st
 from .conversion import CONVERT_WATCH_KEY, ConvertingWatchResponse
 from .objects import parse_rv
 from .partial_metadata import PARTIAL_WATCH_KEY, PartialMetadataWatchResponse, PartialRequest
-from .query import Filter, make_filter, truthy
+from .query import Filter, make_filter, parse_int64, truthy
 from .reads import ReadHandlers
 from .registry import ResourceInfo
 from .responses import at_revision, reencode
@@ -49,9 +49,10 @@ class WatchHandlers(ReadHandlers):
         timeout_text = q.get("timeoutSeconds", "")
         timeout = DEFAULT_WATCH_TIMEOUT
         if timeout_text:
-            if not timeout_text.isascii() or not timeout_text.lstrip("+").isdigit():
+            seconds = parse_int64(timeout_text, "timeoutSeconds")
+            if seconds < 0:
                 raise st.bad_request(f'invalid timeoutSeconds: "{timeout_text}": must be a non-negative integer')
-            timeout = float(int(timeout_text)) or DEFAULT_WATCH_TIMEOUT
+            timeout = float(seconds) or DEFAULT_WATCH_TIMEOUT
         if send_initial and not bookmarks:
             raise st.invalid(info, "", [{"reason": "FieldValueForbidden", "field": "allowWatchBookmarks",
                                          "message": "Forbidden: allowWatchBookmarks required when "
