@@ -20,13 +20,10 @@ import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from aiohttp import web
-from joserfc import jwt
-from joserfc.errors import JoseError
-from joserfc.jwk import RSAKey
 
 from ..clock import REAL_CLOCK, Clock
 from . import status as st
@@ -35,6 +32,9 @@ from .bodies import content_type, decode_object, parse_document, read_body
 from .objects import timestamp
 from .responses import json_response
 from .watchcache import WatchCache
+
+if TYPE_CHECKING:  # joserfc is imported where tokens are made or checked: it takes a third of the start-up
+    from joserfc.jwk import RSAKey
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,8 @@ class TokenIssuer:
         if self._key is None:
             key = self._load()
             if key is None:
+                from joserfc.jwk import RSAKey
+
                 key = RSAKey.generate_key(2048, private=True)
                 if self.key_path is not None:
                     from ..tls import write_atomic
@@ -97,6 +99,9 @@ class TokenIssuer:
     def _load(self) -> RSAKey | None:
         if self.key_path is None:
             return None
+        from joserfc.errors import JoseError
+        from joserfc.jwk import RSAKey
+
         try:
             return RSAKey.import_key(self.key_path.read_bytes())
         except FileNotFoundError:
@@ -133,6 +138,8 @@ class TokenIssuer:
         claims = {"aud": list(audiences), "exp": now + expiration, "iat": now, "iss": self.issuer,
                   "jti": str(uuid.uuid4()), "kubernetes.io": private, "nbf": now,
                   "sub": f"system:serviceaccount:{ns}:{name}"}
+        from joserfc import jwt
+
         token = jwt.encode({"alg": "RS256", "kid": self.kid()}, claims, self.key())
         return token, claims["exp"]
 
@@ -147,6 +154,9 @@ class TokenIssuer:
             return None  # not one of ours
         if self._key is None and self._load() is None:
             raise InvalidToken("no service account key")
+        from joserfc import jwt
+        from joserfc.errors import JoseError
+
         try:
             return dict(jwt.decode(token, self.key(), algorithms=["RS256"]).claims)
         except (JoseError, ValueError) as exc:
