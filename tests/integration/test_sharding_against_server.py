@@ -106,7 +106,7 @@ async def group(url: str, tracker: Tracker, n: int) -> AsyncIterator[list[Member
 
 def _settled(members: list[Member]) -> bool:
     ids = frozenset(m.identity for m in members)
-    return all(m.member is not None and m.member.view == ids and m.member.admitted() for m in members)
+    return all(m.member is not None and m.member.acting == ids and m.member.admitted() for m in members)
 
 
 async def settled(members: list[Member], timeout: float = 20.0) -> None:

@@ -16,7 +16,10 @@ Safety — a key is reconciled by at most one member at a time — rests on four
 3. **Acknowledgements.** A member publishes, in its Lease (annotation :data:`ACK_ANNOTATION`), the view it
    acts on, and only once none of its in-flight reconciles is of a key it does not own under that view. A
    member reconciles only while every peer of its view that has published a view lists it there: a peer
-   that has not seen it join may still be working on keys that move to it.
+   that has not seen it join may still be working on keys that move to it. A member that left keeps its
+   keys until our Lease has stopped listing it (ownership is computed over the view plus the members our
+   Lease may still list), so it cannot come back under the same identity and take a stale
+   acknowledgement for a fresh one.
 4. **Leaving, fenced as leader election.** A peer leaves a view only when its Lease is deleted (it drained
    before deleting) or released, or when its record has not been seen to change for ``lease_duration`` on
    the local clock *and* a fresh read of the Lease from the server confirms it unchanged (a stale informer
@@ -163,6 +166,7 @@ class ShardMember:
         self._peers: dict[str, _Peer] = {}  # identity -> what was last seen of its Lease
         self.view: frozenset[str] = frozenset({self.identity})
         self.published: frozenset[str] | None = None  # the acknowledgement last written
+        self._claimed: frozenset[str] = frozenset()  # members our Lease may list (published, or being written)
         self._to_publish: frozenset[str] | None = None
         self.fenced = False
         self.active = False  # joined: its first view is published
@@ -176,7 +180,7 @@ class ShardMember:
         self._written: set[str] = set()  # resourceVersions of our own writes, and of our Lease as delivered,
         self._delivered: set[str] = set()  # until the informer caught up with a write (rule 2)
         self._caught_up = asyncio.Event()
-        self._notified: tuple[frozenset[str], bool, bool] | None = None
+        self._notified: tuple[frozenset[str], bool, bool] | None = None  # (acting, admitted, fenced) told
 
     # -- what the others say --------------------------------------------------------------------------
 
@@ -268,13 +272,20 @@ class ShardMember:
                 return False
         return True
 
+    @property
+    def acting(self) -> frozenset[str]:
+        """The members ownership is computed over: the view, plus the members our Lease may still list as
+        acknowledged. A member that left keeps its keys until our Lease stops listing it, so that member,
+        back under the same identity, cannot take our stale acknowledgement for a fresh one."""
+        return self.view | self._claimed
+
     def owns(self, key: str) -> bool:
         """Whether this member may reconcile ``key`` now."""
-        return self.admitted() and owner_of(key, self.view) == self.identity
+        return self.admitted() and owner_of(key, self.acting) == self.identity
 
-    def owner_under(self, view: frozenset[str], admitted: bool) -> Callable[[str], bool]:
-        """``owns`` as it was for a recorded (view, admitted) state."""
-        return lambda key: admitted and owner_of(key, view) == self.identity
+    def owner_under(self, acting: frozenset[str], admitted: bool) -> Callable[[str], bool]:
+        """``owns`` as it was for a recorded (acting, admitted) state."""
+        return lambda key: admitted and owner_of(key, acting) == self.identity
 
     def reconcile_finished(self) -> None:
         """Called by a controller when a reconcile ends (a pending acknowledgement may now be published)."""
@@ -317,12 +328,16 @@ class ShardMember:
         while True:
             self._publish.clear()
             acked = self._to_publish
+            self._claimed |= acked or frozenset()  # a failed write may still have landed
             try:
                 async with asyncio.timeout(self.config.renew_deadline):
                     await self._write_lease(acked)
             except (APIError, OSError, TimeoutError) as exc:
                 log.warning("sharding %s: renewing %s failed: %s", self.config.group, self.lease_name, exc)
             else:
+                if self._claimed != (acked or frozenset()):
+                    self._claimed = acked or frozenset()
+                    self._changed.set()
                 if acked != self.published:
                     self.published = acked
                     if acked is not None and not self.active:
@@ -432,7 +447,7 @@ class ShardMember:
 
     def _notify(self) -> None:
         """Tell the controllers, when what this member may own has changed."""
-        state = (self.view, self.admitted(), self.fenced)
+        state = (self.acting, self.admitted(), self.fenced)
         if state == self._notified:
             return
         self._notified = state
@@ -477,7 +492,7 @@ class ShardedController:
         if member.fenced:
             ctrl.abort()
             return 0
-        state = (member.view, member.admitted())
+        state = (member.acting, member.admitted())
         owned_now = member.owner_under(*state)
         keys = ctrl.primary.indexer.list_keys() if ctrl.primary is not None else []
         owned_before = member.owner_under(*self._state)

@@ -160,6 +160,17 @@ def test_a_member_reconciles_only_once_every_peer_of_its_view_acknowledged_it() 
     assert not m.admitted()
 
 
+def test_keys_of_a_member_that_left_move_once_our_lease_stops_listing_it() -> None:
+    m, _ = member(FakeClock())
+    joined(m, {"a", "b"})
+    m._claimed = frozenset({"a", "b"})  # our Lease acknowledges b
+    theirs = next(k for k in KEYS if owner_of(k, "ab") == "b")
+    m.view = frozenset({"a"})  # b left
+    assert not m.owns(theirs)  # b, back under its identity, could still read our acknowledgement
+    m._claimed = frozenset({"a"})  # written
+    assert m.owns(theirs)
+
+
 def test_a_member_owns_nothing_once_the_renew_deadline_passed() -> None:
     clock = FakeClock()
     m, _ = member(clock)
