@@ -45,6 +45,7 @@ FIXTURE = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "
 if not FIXTURE.exists():
     FIXTURE = Path("/work/shared/fixtures/pod-realistic.json")
 NAMESPACES = 100
+GC_FREEZE = os.environ.get("BENCH_GC_FREEZE") == "1"  # the informers' gc_freeze option (--gc-freeze)
 PARTIAL_HEAD = b'{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":'
 
 
@@ -202,12 +203,32 @@ async def _trigger(url: str, events: int) -> None:
         assert r.status == 200
 
 
+class GCTimer:
+    """Seconds the cyclic garbage collector ran (gc.callbacks), to see what a big cache costs it."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._start = 0.0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._start
+
+    def take(self) -> float:
+        seconds, self.seconds = self.seconds, 0.0
+        return seconds
+
+
 async def informer_run(url: str, size: int, events: int, metadata_only: bool) -> dict[str, float]:
-    """Cold sync seconds, RSS KiB per cached pod, events/s with the cache full."""
+    """Cold sync seconds, RSS KiB per cached pod, events/s with the cache full (and GC seconds in each)."""
     from kinformer.cache.shared_informer import SharedIndexInformer
     from kinformer.client import Client, Resource
 
     gc.collect()
+    gc_timer = GCTimer()
     before = rss_kb()
     seen = 0
     done = asyncio.Event()
@@ -223,22 +244,25 @@ async def informer_run(url: str, size: int, events: int, metadata_only: bool) ->
 
     async with Client(url, timeout=None) as client:
         lw = client.lister_watcher(Resource("", "v1", "pods", "Pod"), metadata_only=metadata_only)
-        inf = SharedIndexInformer(lw, name="pods", watch_idle_timeout=None)
+        inf = SharedIndexInformer(lw, name="pods", watch_idle_timeout=None, gc_freeze=GC_FREEZE)
         inf.add_event_handler(on_update=on_update_async)
         t0 = time.perf_counter()
         inf.start()
         assert await inf.wait_for_sync(3600)
         sync_s = time.perf_counter() - t0
+        sync_gc_s = gc_timer.take()
         cached = len(inf.indexer)
         gc.collect()
         per_pod = (rss_kb() - before) / max(cached, 1)
         t1 = time.perf_counter()
         await _trigger(url, events)
         await asyncio.wait_for(done.wait(), 3600)
-        eps = events / (time.perf_counter() - t1)
+        watch_s = time.perf_counter() - t1
+        watch_gc_s = gc_timer.take()
         await inf.stop()
     assert cached == size, cached
-    return {"sync_s": sync_s, "kib_per_pod": per_pod, "events_s": eps, "rss_mib": rss_kb() / 1024}
+    return {"sync_s": sync_s, "kib_per_pod": per_pod, "events_s": events / watch_s, "rss_mib": rss_kb() / 1024,
+            "sync_gc_share": sync_gc_s / sync_s, "watch_gc_share": watch_gc_s / watch_s}
 
 
 async def client_watch_run(url: str, events: int) -> dict[str, float]:
@@ -315,11 +339,15 @@ def measure(sizes: list[int], events: int, full_max: int, official_max: int) -> 
 
 
 def report(results: dict[str, dict[int, dict]], sizes: list[int]) -> list[str]:
-    lines = [f"{'consumer':<15} {'pods':>9} {'sync s':>8} {'KiB/pod':>8} {'RSS MiB':>8} {'events/s':>9}"]
+    lines = [f"{'consumer':<15} {'pods':>9} {'sync s':>8} {'KiB/pod':>8} {'RSS MiB':>8} {'events/s':>9} "
+             f"{'GC% sync':>8} {'GC% watch':>9}"]
     for kind in ("informer-meta", "informer-full", "official-list"):
         for size, r in sorted(results[kind].items()):
             eps = f"{r['events_s']:9.0f}" if "events_s" in r else f"{'-':>9}"
-            lines.append(f"{kind:<15} {size:>9} {r['sync_s']:8.2f} {r['kib_per_pod']:8.2f} {r['rss_mib']:8.0f} {eps}")
+            gcs = (f"{100 * r['sync_gc_share']:8.0f} {100 * r['watch_gc_share']:9.0f}" if "sync_gc_share" in r
+                   else f"{'-':>8} {'-':>9}")
+            lines.append(f"{kind:<15} {size:>9} {r['sync_s']:8.2f} {r['kib_per_pod']:8.2f} {r['rss_mib']:8.0f} {eps} "
+                         f"{gcs}")
     watch = results["client-watch"][0]["events_s"]
     lines.append(f"{'client-watch':<15} {'-':>9} {'-':>8} {'-':>8} {'-':>8} {watch:9.0f}")
     meta = results["informer-meta"]
@@ -389,10 +417,13 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--full-max", type=int, default=100_000)
     parser.add_argument("--official-max", type=int, default=100_000)
+    parser.add_argument("--gc-freeze", action="store_true", help="informers with gc_freeze=True")
     parser.add_argument("--plot", default="", help="write the curve as a PNG here (needs matplotlib)")
     parser.add_argument("--json", default="", help="write the raw figures here")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.gc_freeze:
+        os.environ["BENCH_GC_FREEZE"] = "1"  # inherited by the consumer processes
     results = measure(sizes, args.events, args.full_max, args.official_max)
     print("\n".join(report(results, sizes)))
     if args.json:

@@ -58,14 +58,16 @@ class SharedInformerFactory:
 
     ``backoff`` (a zero-argument callable returning a :class:`~kinformer.cache.backoff.Backoff`),
     ``use_streaming_list``, ``watch_idle_timeout`` (dead-watch detection, clock seconds; None: off) and
-    ``use_delta_fifo`` (DeltaFIFO instead of the in-order RealFIFO) are passed to every informer.
+    ``use_delta_fifo`` (DeltaFIFO instead of the in-order RealFIFO) and ``gc_freeze`` (keep big caches out of
+    the cyclic garbage collector) are passed to every informer.
     """
 
     def __init__(self, client: ListerWatcherSource, resync: float = 0.0, namespace: str | None = None,
                  tweak_list_options: Callable[[ListOptions], None] | None = None,
                  transform: Transform | None = DEFAULT_TRANSFORM, clock: Clock = REAL_CLOCK,
                  backoff: Callable[[], Backoff] | None = None, use_streaming_list: bool = False,
-                 watch_idle_timeout: float | None = DEFAULT_WATCH_IDLE_TIMEOUT, use_delta_fifo: bool = False) -> None:
+                 watch_idle_timeout: float | None = DEFAULT_WATCH_IDLE_TIMEOUT, use_delta_fifo: bool = False,
+                 gc_freeze: bool = False) -> None:
         self.client = client
         self.resync = resync
         self.namespace = namespace
@@ -76,6 +78,7 @@ class SharedInformerFactory:
         self.use_streaming_list = use_streaming_list
         self.watch_idle_timeout = watch_idle_timeout
         self.use_delta_fifo = use_delta_fifo
+        self.gc_freeze = gc_freeze
         self._informers: dict[InformerKey, SharedIndexInformer] = {}
         self._started: set[InformerKey] = set()
         self._shutting_down = False
@@ -114,7 +117,7 @@ class SharedInformerFactory:
                                        backoff=self.backoff, use_streaming_list=self.use_streaming_list,
                                        watch_idle_timeout=(self.watch_idle_timeout if watch_idle_timeout is _DEFAULT
                                                            else watch_idle_timeout),
-                                       use_delta_fifo=self.use_delta_fifo)
+                                       use_delta_fifo=self.use_delta_fifo, gc_freeze=self.gc_freeze)
         self._informers[key] = informer
         return informer
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import gc
 import logging
 import random
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -148,6 +149,7 @@ class Reflector:
     ``should_resync``, if given, is asked before every periodic ``store.resync()`` (the informer uses it to
     pick the handlers whose resync period is due). ``transform`` is applied to every listed or watched object
     before it reaches the store. ``rng`` drives jitter and watch timeouts (pass a seeded one in tests).
+    ``gc_freeze`` calls ``gc.freeze()`` after each list page (see the informer's option of that name).
     """
 
     def __init__(self, lw: ListerWatcher, store: DeltaStore, *, name: str = "", resync_period: float = 0.0,
@@ -155,7 +157,7 @@ class Reflector:
                  use_streaming_list: bool = False, rng: random.Random | None = None,
                  should_resync: Callable[[], bool] | None = None, transform: Transform | None = None,
                  min_watch_timeout: float = 300.0, backoff: Backoff | None = None,
-                 watch_idle_timeout: float | None = None) -> None:
+                 watch_idle_timeout: float | None = None, gc_freeze: bool = False) -> None:
         self.lw = lw
         self.store = store
         self.name = name
@@ -168,6 +170,7 @@ class Reflector:
         self.transform = transform
         self.min_watch_timeout = min_watch_timeout
         self.watch_idle_timeout = watch_idle_timeout
+        self.gc_freeze = gc_freeze
         self._last_event_at = 0.0
         self._rng = rng or random.Random()
         self.backoff = backoff or Backoff(clock=clock, rng=self._rng)
@@ -365,6 +368,8 @@ class Reflector:
             # each page is transformed as it comes, so its body (which untransformed objects may still
             # reference) and its transient objects are freed before the next page: peak memory stays ~one page
             items.extend(self._transformed(result.items))
+            if self.gc_freeze:
+                gc.freeze()  # a long list's objects stay out of the cyclic collector's full collections
             if not result.continue_:
                 return items, result.resource_version
             if rv == "0":

@@ -25,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import random
 from collections.abc import Callable, Mapping
@@ -76,6 +77,7 @@ MINIMUM_RESYNC_PERIOD = 1.0
 #: Seconds a watch may deliver nothing (no event, no bookmark) before it is closed and reopened; servers send
 #: a bookmark about once a minute to watches that allow them.
 DEFAULT_WATCH_IDLE_TIMEOUT = 90.0
+_FREEZE_EVERY = 50_000
 
 _DELETED, _SYNC, _REPLACED = DeltaType.DELETED, DeltaType.SYNC, DeltaType.REPLACED
 
@@ -104,7 +106,9 @@ class SharedIndexInformer:
     ``backoff`` makes the reflector's error backoff (default: client-go's 0.8 s doubling to 30 s).
     ``watch_idle_timeout`` (clock seconds, None: never) restarts a watch that delivers nothing for that long.
     The queue is a :class:`~kinformer.cache.real_fifo.RealFIFO` (handlers see changes in the server's order,
-    across keys, as client-go 1.33+); ``use_delta_fifo=True`` uses a DeltaFIFO instead.
+    across keys, as client-go 1.33+); ``use_delta_fifo=True`` uses a DeltaFIFO instead. ``gc_freeze=True``
+    (for caches of several 100k objects) freezes the process's objects out of the cyclic collector while the
+    first list is processed and once it is (``gc.freeze()``; process-wide: see :meth:`_process_initial_list_freezing`).
     Use it from one event loop: ``start()`` / ``await run()``, then ``await stop()``.
     """
 
@@ -112,7 +116,8 @@ class SharedIndexInformer:
                  clock: Clock = REAL_CLOCK, transform: Transform | None = DEFAULT_TRANSFORM, name: str = "",
                  resource: str = "", use_streaming_list: bool = False, rng: random.Random | None = None,
                  namespaced: bool = True, backoff: Callable[[], Backoff] | None = None,
-                 watch_idle_timeout: float | None = DEFAULT_WATCH_IDLE_TIMEOUT, use_delta_fifo: bool = False) -> None:
+                 watch_idle_timeout: float | None = DEFAULT_WATCH_IDLE_TIMEOUT, use_delta_fifo: bool = False,
+                 gc_freeze: bool = False) -> None:
         self.lw = lw
         self.clock = clock
         self.name = name or resource or "informer"
@@ -126,6 +131,7 @@ class SharedIndexInformer:
         self._transform = transform
         self._indexer = Indexer(meta_namespace_key, indexers)
         self.watch_idle_timeout = watch_idle_timeout
+        self.gc_freeze = gc_freeze
         fifo_type = DeltaFIFO if use_delta_fifo else RealFIFO
         self._fifo = fifo_type(meta_namespace_key, known_objects=self._indexer, emit_delta_type_replaced=True)
         self._last_processed: Any = None
@@ -431,7 +437,8 @@ class SharedIndexInformer:
                 resync_period=self._check_period if i == 0 else 0.0, clock=self.clock,
                 watch_error_handler=self._watch_error_handler, use_streaming_list=self.use_streaming_list,
                 rng=self._rng, should_resync=self._should_resync if i == 0 else None, transform=self._transform,
-                backoff=self._backoff() if self._backoff else None, watch_idle_timeout=self.watch_idle_timeout))
+                backoff=self._backoff() if self._backoff else None, watch_idle_timeout=self.watch_idle_timeout,
+                gc_freeze=self.gc_freeze))
         return reflectors
 
     def _shut_down(self, helpers: list[asyncio.Task[None]]) -> None:
@@ -462,6 +469,8 @@ class SharedIndexInformer:
     async def _process_loop(self) -> None:
         pop = self._fifo.pop
         handle = self._handle_deltas
+        if self.gc_freeze:
+            await self._process_initial_list_freezing()
         while True:
             try:
                 await pop(handle)
@@ -470,6 +479,26 @@ class SharedIndexInformer:
             except Exception:
                 self._stats.process_errors += 1
                 log.exception("%s: processing deltas failed", self.name)
+
+    async def _process_initial_list_freezing(self) -> None:
+        """Process until synced, moving everything alive into the collector's permanent generation every
+        ``_FREEZE_EVERY`` deltas and at the end (``gc.freeze()``): a cache of a million objects is then never
+        traversed by the cyclic collector, whose full collections would otherwise scan it again and again.
+        Objects still die by reference counting; only cycles among frozen objects wait for ``gc.unfreeze()``."""
+        fifo = self._fifo
+        count = 0
+        while not fifo.has_synced():
+            try:
+                await fifo.pop(self._handle_deltas)
+            except FIFOClosed:
+                return
+            except Exception:
+                self._stats.process_errors += 1
+                log.exception("%s: processing deltas failed", self.name)
+            count += 1
+            if count % _FREEZE_EVERY == 0:
+                gc.freeze()
+        gc.freeze()
 
     async def _check_mutations_periodically(self) -> None:
         while True:

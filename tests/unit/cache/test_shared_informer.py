@@ -567,3 +567,23 @@ async def test_plain_handler_returning_a_coroutine_is_awaited() -> None:
         await wait_until(lambda: seen == ["a"], timeout=2)
     finally:
         await inf.stop()
+
+
+async def test_gc_freeze_keeps_the_synced_cache_out_of_the_cyclic_collector() -> None:
+    import gc
+
+    src = FakeSource()
+    for i in range(30):
+        src.create(cm(f"o{i}"))
+    inf = make_informer(src, gc_freeze=True)
+    frozen_before = gc.get_freeze_count()
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(5)
+        await wait_until(lambda: gc.get_freeze_count() > frozen_before, what="a freeze at sync")
+        assert len(inf.indexer) == 30
+        src.create(cm("later"))
+        await wait_until(lambda: len(inf.indexer) == 31)
+    finally:
+        await inf.stop()
+        gc.unfreeze()
