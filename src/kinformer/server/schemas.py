@@ -83,6 +83,8 @@ class Node:
             return False
         kind = self.kind
         if kind == OBJECT:
+            if type(value) is not dict:
+                return True  # a schema without a type accepts any value
             for name in self.required:
                 if name not in value:
                     return False
@@ -99,9 +101,9 @@ class Node:
         item_node = self.item
         if item_node is None:
             return True
-        if kind == ARRAY:
+        if kind == ARRAY and type(value) is list:
             return all(item_node.valid(v) for v in value)
-        if kind == MAP:
+        if kind == MAP and type(value) is dict:
             return all(item_node.valid(v) for v in value.values())
         return True
 
@@ -141,7 +143,7 @@ class Node:
         if self.enum is not None and value not in self.enum:
             causes.append(_not_supported(path, value, self.enum))
         kind = self.kind
-        if kind == OBJECT:
+        if kind == OBJECT and type(value) is dict:
             for name in self.required:
                 if name not in value:
                     causes.append({"reason": "FieldValueRequired", "message": "Required value",
@@ -151,10 +153,10 @@ class Node:
                 sub = props.get(key)
                 if sub is not None:
                     sub.check(item, f"{path}.{key}" if path else key, causes)
-        elif kind == ARRAY and self.item is not None:
+        elif kind == ARRAY and self.item is not None and type(value) is list:
             for i, item in enumerate(value):
                 self.item.check(item, f"{path}[{i}]", causes)
-        elif kind == MAP and self.item is not None:
+        elif kind == MAP and self.item is not None and type(value) is dict:
             for key, item in value.items():
                 self.item.check(item, f"{path}[{key}]", causes)
 
