@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from ..aio import first_completed
 from ..selectors import FieldSelector, parse_field_selector
 from . import status as st
 from .conversion import CONVERT_WATCH_KEY, ConvertingWatchResponse
@@ -256,14 +257,10 @@ class WatchHandlers(ReadHandlers):
                     state["bookmark"] = False
                     if bookmarks:
                         await resp.write(self._bookmark(info, last_rv))
-                getter = asyncio.ensure_future(queue.get())
-                waker = asyncio.ensure_future(w.wake.wait())
-                done, _ = await asyncio.wait({getter, waker}, return_when=asyncio.FIRST_COMPLETED)
-                waker.cancel()
-                if getter not in done:
-                    getter.cancel()
+                index, ended = await first_completed(queue.get(), w.wake.wait())
+                if index != 0:
                     continue
-                item = getter.result()
+                item = ended.result()
                 if item is None:
                     break
                 last_rv, line = item
@@ -275,6 +272,7 @@ class WatchHandlers(ReadHandlers):
             pump_task.cancel()
             for task in tasks:
                 task.cancel()
+            await asyncio.gather(pump_task, *tasks, return_exceptions=True)
         with contextlib.suppress(ConnectionResetError, RuntimeError):
             await resp.write_eof()
         return resp
