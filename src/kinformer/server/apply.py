@@ -19,6 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .jsoncopy import json_copy
 from .managedfields import (
     ABSENT,
     Entry,
@@ -228,8 +229,8 @@ def server_side_apply(live: Mapping[str, Any] | None, applied: Mapping[str, Any]
     if live is not None and not entries:
         entries = [({"manager": _BEFORE_FIRST_APPLY, "operation": "Update", "apiVersion": api_version},
                     field_set(live, info, subresource))]
-    base = copy.deepcopy(dict(live)) if live is not None else {}
-    merged = _merge(base, applied, (), info) if live is not None else copy.deepcopy(applied)
+    base = json_copy(dict(live)) if live is not None else {}
+    merged = _merge(base, applied, (), info) if live is not None else json_copy(applied)
     new_set = field_set(applied, info, subresource)
     me = (manager, "Apply", subresource or "")
     _resolve_conflicts(entries, me, new_set, base, merged, force)

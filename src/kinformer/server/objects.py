@@ -15,7 +15,6 @@ Invariants:
 
 from __future__ import annotations
 
-import copy
 import inspect
 import logging
 import time
@@ -28,6 +27,7 @@ import orjson
 from ..clock import REAL_CLOCK, Clock
 from . import status as st
 from .ipallocator import ServiceAllocator
+from .jsoncopy import json_copy
 from .query import UINT64_MAX
 from .registry import Registry, ResourceInfo
 from .storage.base import KeyExists, KeyNotFound, KeyValue, RevisionMismatch, Storage
@@ -327,14 +327,14 @@ class ObjectStore:
         ometa = old["metadata"]
         name = ometa["name"]
         if subresource == "status":
-            result = copy.deepcopy(old)
+            result = json_copy(old)
             if "status" in new:
                 result["status"] = new["status"]
             else:
                 result.pop("status", None)
             nmeta = result["metadata"]
         elif subresource == "finalize":
-            result = copy.deepcopy(old)
+            result = json_copy(old)
             result.setdefault("spec", {})["finalizers"] = list((new.get("spec") or {}).get("finalizers") or ())
             nmeta = result["metadata"]
         else:
@@ -533,7 +533,7 @@ class ObjectStore:
         """
         async def try_update(old: dict[str, Any] | None) -> Change:
             assert old is not None
-            res = fn(old if raw else copy.deepcopy(old))
+            res = fn(old if raw else json_copy(old))
             if inspect.isawaitable(res):
                 res = await res
             if res is None or raw:

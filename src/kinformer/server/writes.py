@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +21,7 @@ from .bodies import (
     read_body,
 )
 from .conversion import Conversion
+from .jsoncopy import json_copy
 from .objects import parse_rv, timestamp
 from .query import make_filter, truthy
 from .reads import ReadHandlers
@@ -209,7 +209,7 @@ class WriteHandlers(ReadHandlers):
 
         async def try_update(old: dict[str, Any] | None) -> dict[str, Any]:
             assert old is not None
-            result = self.store.prepare_update(info, old, copy.deepcopy(new), subresource=t.subresource)
+            result = self.store.prepare_update(info, old, json_copy(new), subresource=t.subresource)
             result = await self._admitted(request, t, result, old, dry, headers)
             return self._managed(info, old, result, manager, t.subresource)
 
@@ -356,7 +356,7 @@ class WriteHandlers(ReadHandlers):
                 raise st.invalid(info, t.name, [{"reason": "FieldValueInvalid", "field": "spec.replicas",
                                                  "message": f"Invalid value: {replicas!r}: must be greater than or "
                                                             "equal to 0"}])
-            result = copy.deepcopy(old)
+            result = json_copy(old)
             set_replicas(info, result, replicas)
             result = self.store.prepare_update(info, old, result)
             return await self._admitted(request, t, result, old, dry, headers)
