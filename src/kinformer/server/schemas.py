@@ -101,11 +101,16 @@ class Node:
         item_node = self.item
         if item_node is None:
             return True
-        if kind == ARRAY and type(value) is list:
-            return all(item_node.valid(v) for v in value)
-        if kind == MAP and type(value) is dict:
-            return all(item_node.valid(v) for v in value.values())
-        return True
+        if type(value) is list:
+            items = value if kind == ARRAY else ()
+        elif type(value) is dict:
+            items = value.values() if kind == MAP else ()
+        else:
+            return True
+        if item_node.kind == SCALAR and item_node.enum is None:  # labels, annotations, command, args
+            accepts = item_node.accepts
+            return all(v is None or accepts(v) for v in items)
+        return all(item_node.valid(v) for v in items)
 
     # ------------------------------------------------------------------------------------ walks
 

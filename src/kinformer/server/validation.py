@@ -430,10 +430,19 @@ def _builtin_node(info: ResourceInfoLike) -> schemas.Node | None:
     return schemas.kind_node(info.group, getattr(info, "version", ""), info.kind)
 
 
+# The last object found to have no unknown field: a write checks its body (fieldValidation) and then prunes
+# that same, unchanged body, so the second walk is skipped. Server code never adds unknown fields.
+_last_clean: list[Any] = [None]
+
+
 def _builtin_unknown(info: ResourceInfoLike, obj: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
     node = _builtin_node(info)
     out: list[tuple[str, dict[str, Any], str]] = []
-    if node is not None and isinstance(obj, dict) and not node.clean(obj):
+    if node is None or not isinstance(obj, dict) or _last_clean[0] is obj:
+        return out
+    if node.clean(obj):
+        _last_clean[0] = obj
+    else:
         node.unknown(obj, "", out)
     return out
 
