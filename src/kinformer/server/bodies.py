@@ -53,7 +53,13 @@ def content_type(request: web.Request) -> str:
 BODY_KEY: Any = web.RequestKey("kinformer.body", bytes) if hasattr(web, "RequestKey") else "kinformer.body"
 
 async def read_body(request: web.Request, timeout: float | None = None) -> bytes:
-    """The request body; 413 when it exceeds 3 MiB, 408 when it takes longer than ``timeout`` (BODY_TIMEOUT)."""
+    """The request body; 413 when it exceeds 3 MiB, 408 when it takes longer than ``timeout`` (BODY_TIMEOUT).
+
+    A body put in ``request[BODY_KEY]`` (CRD conversion serving a request through another version) replaces it.
+    """
+    override = request.get(BODY_KEY)
+    if override is not None:
+        return override
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise st.StatusError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}")
     limit = BODY_TIMEOUT if timeout is None else timeout
