@@ -125,3 +125,18 @@ async def test_not_found_answers_always_carry_details(http):
     assert code == 404 and body["details"] == {}
     code, body = await call(http, "GET", "/apis/apps/v1/namespaces/default/deployments/none")
     assert code == 404 and body["details"] == {"name": "none", "group": "apps", "kind": "deployments"}
+
+
+async def test_jobs_orphan_their_pods_by_default_and_say_so(http):
+    jobs = "/apis/batch/v1/namespaces/default/jobs"
+    job = {"metadata": {"name": "pi"},
+           "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "perl"}]}}}}
+    code, created = await call(http, "POST", jobs, job)
+    assert code == 201 and created["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"]
+    async with http.delete(f"{jobs}/pi") as r:
+        body = await r.json()
+        assert r.status == 200 and "child pods are preserved by default" in r.headers["Warning"]
+    assert body["metadata"]["finalizers"] == ["orphan"]  # the GC orphans the pods, then the Job goes
+    assert (await call(http, "POST", jobs, {**job, "metadata": {"name": "bg"}}))[0] == 201
+    async with http.delete(f"{jobs}/bg", params={"propagationPolicy": "Background"}) as r:
+        assert r.status == 200 and "Warning" not in r.headers

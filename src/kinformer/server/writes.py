@@ -391,6 +391,9 @@ class WriteHandlers(ReadHandlers):
         headers: dict[str, str] = {}
         await self._admit_delete(request, t, t.namespace, t.name, dry, headers)
         obj, deleted = await self.store.delete(info, t.namespace, t.name, opts, dry_run=dry)
+        warning = getattr(self.store.strategies.get(info), "delete_warning", "")
+        if warning and opts.get("propagationPolicy") is None and opts.get("orphanDependents") is None:
+            add_warnings(headers, [warning])
         if deleted and not self.store.strategies.get(info).returns_deleted_object:
             return json_response(st.success(info, t.name, obj["metadata"].get("uid")), headers=headers)
         code = 202 if (not deleted and opts.get("orphanDependents") is False) else 200

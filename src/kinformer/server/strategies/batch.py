@@ -28,6 +28,9 @@ _CRON_MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midni
 
 class JobStrategy(GenerationStrategy):
     default_gc_policy = "Orphan"
+    #: the Warning a DELETE without a propagation policy gets
+    delete_warning = ("child pods are preserved by default when jobs are deleted; set propagationPolicy=Background "
+                      "to remove them or set propagationPolicy=Orphan to suppress this warning")
 
     def create(self, obj: dict[str, Any]) -> None:
         spec = obj.get("spec")
