@@ -162,7 +162,7 @@ class ShardMember:
         self.informer = factory.informer(LEASES, namespace=config.namespace,
                                          label_selector=f"{GROUP_LABEL}={config.group}")
         self._registration = self.informer.add_event_handler(
-            on_add=self._seen, on_update=lambda _old, new: self._seen(new), on_delete=self._gone)
+            on_add=self._on_add, on_update=self._on_update, on_delete=self._on_delete)
         self._peers: dict[str, _Peer] = {}  # identity -> what was last seen of its Lease
         self.view: frozenset[str] = frozenset({self.identity})
         self.published: frozenset[str] | None = None  # the acknowledgement last written
@@ -183,6 +183,16 @@ class ShardMember:
         self._notified: tuple[frozenset[str], bool, bool] | None = None  # (acting, admitted, fenced) told
 
     # -- what the others say --------------------------------------------------------------------------
+
+    # coroutine handlers: they run on the event loop (plain ones would run in a thread)
+    async def _on_add(self, lease: Mapping[str, Any]) -> None:
+        self._seen(lease)
+
+    async def _on_update(self, _old: Any, lease: Mapping[str, Any]) -> None:
+        self._seen(lease)
+
+    async def _on_delete(self, lease: Any) -> None:
+        self._gone(lease)
 
     def _seen(self, lease: Mapping[str, Any]) -> None:
         meta = lease.get("metadata") or {}

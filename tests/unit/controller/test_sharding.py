@@ -65,7 +65,10 @@ class Informer:
         self.handlers: dict[str, Any] = {}
 
     def add_event_handler(self, **handlers: Any) -> _Registration:
-        self.handlers = handlers
+        member = handlers["on_add"].__self__  # the test drives the member's (synchronous) state changes
+        self.handlers = {"on_add": member._seen, "on_update": lambda _old, new: member._seen(new),
+                         "on_delete": member._gone}
+        self.coroutine_handlers = handlers
         return _Registration()
 
 
@@ -134,8 +137,9 @@ def test_sharding_validates_timings() -> None:
     assert lease_name("My_Group", "a").startswith("my-group-")
 
 
-def test_member_watches_only_its_groups_leases() -> None:
+def test_member_watches_only_its_groups_leases_on_the_event_loop() -> None:
     _, factory = member(FakeClock())
+    assert all(asyncio.iscoroutinefunction(h) for h in factory.informer_.coroutine_handlers.values())
     assert factory.options == {"resource": "coordination.k8s.io/v1/leases", "namespace": "default",
                                "label_selector": f"{GROUP_LABEL}=g"}
 
