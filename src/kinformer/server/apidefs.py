@@ -124,7 +124,7 @@ def definition_name(group: str, version: str, kind: str) -> str | None:
     Only the few definitions named ``*.<version>.<kind>`` are decoded to compare their group.
     """
     for name in _by_suffix().get((version, kind), ()):
-        gvks = definitions()[name].get("x-kubernetes-group-version-kind") or ()
+        gvks = definitions()[name].get("x-kubernetes-group-version-kind") or []
         if len(gvks) == 1 and (gvks[0].get("group", ""), gvks[0].get("version"), gvks[0].get("kind")) == (
                 group, version, kind):
             return name

@@ -230,7 +230,7 @@ def server_side_apply(live: Mapping[str, Any] | None, applied: Mapping[str, Any]
         entries = [({"manager": _BEFORE_FIRST_APPLY, "operation": "Update", "apiVersion": api_version},
                     field_set(live, info, subresource))]
     base = json_copy(dict(live)) if live is not None else {}
-    merged = _merge(base, applied, (), info) if live is not None else json_copy(applied)
+    merged = _merge(base, applied, (), info) if live is not None else json_copy(dict(applied))
     new_set = field_set(applied, info, subresource)
     me = (manager, "Apply", subresource or "")
     _resolve_conflicts(entries, me, new_set, base, merged, force)

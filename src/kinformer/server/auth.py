@@ -138,6 +138,7 @@ def _digest(token: str) -> bytes:
 
 
 def _users(tokens: Mapping[str, str | UserInfo] | Iterable[str]) -> dict[bytes, UserInfo]:
+    items: Iterable[tuple[str, str | UserInfo]]
     if isinstance(tokens, Mapping):
         items = tokens.items()
     else:

@@ -212,8 +212,8 @@ def load_seed_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The RBAC objects of a seed file (see the module invariants); ``ValueError`` names a bad document."""
     objects: list[dict[str, Any]] = []
     for i, doc in enumerate(_documents(path)):
-        items = doc.get("items") if isinstance(doc, Mapping) and doc.get("kind") == "List" else [doc]
-        for j, obj in enumerate(items or ()):
+        items = (doc.get("items") if isinstance(doc, Mapping) and doc.get("kind") == "List" else [doc]) or []
+        for j, obj in enumerate(items):
             where = f"{path}: document {i}" + (f" item {j}" if len(items) > 1 else "")
             if not isinstance(obj, Mapping) or obj.get("kind") not in _KINDS:
                 raise ValueError(f"{where}: expected an rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding "

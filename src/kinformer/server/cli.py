@@ -168,7 +168,7 @@ def _cert_hosts(host: str) -> list[str]:
     if host in {"0.0.0.0", "::", ""}:
         hosts.append(socket.gethostname())
         try:
-            hosts.extend(info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None))
+            hosts.extend(str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None))
         except OSError:
             pass
     else:

@@ -121,7 +121,7 @@ class Conversion:
         gvk = f"{info.group}/{info.version}, Kind={info.kind}"
         if found is None:  # the CRD stopped converting through a webhook: relabel, as strategy None does
             return [{**o, "apiVersion": desired} for o in objects]
-        review = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+        review: dict[str, Any] = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
                   "request": {"uid": str(uuid.uuid4()), "desiredAPIVersion": desired, "objects": objects}}
         try:
             response = await self.client.post(found[0], review, TIMEOUT)

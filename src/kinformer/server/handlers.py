@@ -58,9 +58,10 @@ class ResourceAPI(WatchHandlers, WriteHandlers):
         method = request.method
         q = request.query
         check_verb(t, request_verb(method, t, truthy(q.get("watch"))))
-        storage_t = self.conversion.storage_target(t) if self.conversion is not None else None
-        if storage_t is not None:
-            return await self.conversion.serve(request, t, storage_t, self._dispatch, self.update, self._current)
+        conversion = self.conversion
+        storage_t = conversion.storage_target(t) if conversion is not None else None
+        if conversion is not None and storage_t is not None:
+            return await conversion.serve(request, t, storage_t, self._dispatch, self.update, self._current)
         return await self._dispatch(request, t)
 
     async def _current(self, t: Target) -> dict[str, Any]:

@@ -159,7 +159,7 @@ def limits_middleware(*, max_watches_per_client: int | None = None, rate_limit_q
             wait = rate.acquire(key)
             if wait > 0:
                 return _too_many(max(1, math.ceil(wait)), "Too many requests, please try again later.")
-        if not may_watch or request_attributes(request).verb != "watch":
+        if not may_watch or watches is None or request_attributes(request).verb != "watch":
             return await handler(request)
         if not watches.try_acquire(key):
             return _too_many(WATCH_RETRY_AFTER, f"Too many requests: at most {watches.limit} watches per client, "

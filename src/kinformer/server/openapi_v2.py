@@ -42,7 +42,8 @@ def _v2_operation(op: dict[str, Any]) -> dict[str, Any]:
     body = op.get("requestBody")
     if body:
         content = body.get("content") or {}
-        schema = next(iter(content.values()), {}).get("schema", {})
+        first: dict[str, Any] = next(iter(content.values()), {})
+        schema = first.get("schema", {})
         params.append({"name": "body", "in": "body", "required": bool(body.get("required")), "schema": schema})
         out["consumes"] = list(content)
     out["parameters"] = params

@@ -46,13 +46,21 @@ __all__ = [
 class ResourceInfoLike(Protocol):
     """The attributes of ``registry.ResourceInfo`` that the patch, apply and validation modules read."""
 
-    group: str
-    version: str
-    kind: str
-    plural: str
-    namespaced: bool
-    schema: Mapping[str, Any] | None
-    builtin: bool
+    # read-only (properties), so that the frozen ResourceInfo satisfies it
+    @property
+    def group(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def plural(self) -> str: ...
+    @property
+    def namespaced(self) -> bool: ...
+    @property
+    def schema(self) -> Mapping[str, Any] | None: ...
+    @property
+    def builtin(self) -> bool: ...
 
 
 class PatchError(Exception):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -395,7 +395,7 @@ def _read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
             raise ValueError("protobuf: varint longer than 10 bytes")
 
 
-def _fields(buf: bytes, pos: int = 0, end: int | None = None):
+def _fields(buf: bytes, pos: int = 0, end: int | None = None) -> Iterator[tuple[int, int, Any]]:
     """Yield (field number, wire type, value) where value is an int or a bytes slice for wire type 2."""
     end = len(buf) if end is None else end
     while pos < end:
@@ -403,6 +403,7 @@ def _fields(buf: bytes, pos: int = 0, end: int | None = None):
         number, wire = key >> 3, key & 7
         if number == 0:
             raise ValueError("protobuf: illegal field number 0")
+        value: int | bytes
         if wire == 0:
             value, pos = _read_varint(buf, pos, end)
         elif wire == 2:

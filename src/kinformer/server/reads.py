@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 from typing import Any
 
 import orjson
@@ -121,7 +122,7 @@ class ReadHandlers:
         return json_response(self._list_bytes(info, rev, items))
 
     @staticmethod
-    def _list_bytes(info: ResourceInfo, rev: int, items: list[bytes], cont: str = "",
+    def _list_bytes(info: ResourceInfo, rev: int, items: builtins.list[bytes], cont: str = "",
                     remaining: int | None = None) -> bytes:
         meta: dict[str, Any] = {"resourceVersion": str(rev)}
         if cont:

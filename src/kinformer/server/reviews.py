@@ -48,8 +48,8 @@ def attributes_of(kind: str, spec: Mapping[str, Any]) -> RequestAttributes:
         raise _invalid(kind, AUTHZ, "spec.resourceAttributes",
                        "Invalid value: exactly one of nonResourceAttributes or resourceAttributes must be specified")
 
-    def text(doc: Mapping[str, Any], key: str) -> str:
-        value = doc.get(key)
+    def text(doc: Mapping[str, Any] | None, key: str) -> str:
+        value = (doc or {}).get(key)
         return value if isinstance(value, str) else ""
 
     if nra:
@@ -173,7 +173,7 @@ class Reviews:
             if not isinstance(doc.get("spec"), dict):
                 doc["spec"] = {}
             doc["apiVersion"], doc["kind"] = f"{group}/v1", kind
-            doc["metadata"] = {**(doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}),
+            doc["metadata"] = {**(meta if isinstance(meta := doc.get("metadata"), dict) else {}),
                                "creationTimestamp": None}
             doc["status"] = await fill(request, doc)
             return json_response(doc, 201)

@@ -141,7 +141,7 @@ class TokenIssuer:
         from joserfc import jwt
 
         token = jwt.encode({"alg": "RS256", "kid": self.kid()}, claims, self.key())
-        return token, claims["exp"]
+        return token, now + expiration
 
     def _cached(self, prefix: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         bucket = self.cache.buckets.get(prefix)
@@ -215,7 +215,7 @@ class TokenIssuer:
         """``POST /api/v1/namespaces/{namespace}/serviceaccounts/{name}/token``."""
         ns, name = request.match_info["namespace"], request.match_info["name"]
         doc = decode_object(parse_document(await read_body(request), content_type(request)))
-        spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+        spec = spec if isinstance(spec := doc.get("spec"), dict) else {}
         sa = self._cached(_SA_PREFIX, ns, name)
         if sa is None:  # created just now? read at the store's current revision
             await self.cache.sync(timeout=5.0)

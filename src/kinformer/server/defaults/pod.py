@@ -210,7 +210,9 @@ def default_pod_template(template: Any) -> None:
 
 def _requests_from_limits(container: Obj) -> None:
     resources = container.get("resources")
-    limits = resources.get("limits") if isinstance(resources, dict) else None
+    if not isinstance(resources, dict):
+        return
+    limits = resources.get("limits")
     if not isinstance(limits, dict) or not limits:
         return
     requests = resources.get("requests")

@@ -40,7 +40,7 @@ import binascii
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -427,7 +427,7 @@ class EtcdStorage(Storage):
 
     # -- watch ---------------------------------------------------------------------------------------
 
-    async def _watch_stream(self, key: str, end: str | None, start: int) -> AsyncIterator[dict[str, Any]]:
+    async def _watch_stream(self, key: str, end: str | None, start: int) -> AsyncGenerator[dict[str, Any], None]:
         """One etcd watch stream's ``result`` messages, opened on the first endpoint that accepts it.
 
         Ends when the stream ends or breaks (the caller reopens it); raises :class:`StorageError` if no

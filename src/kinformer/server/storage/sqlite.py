@@ -41,6 +41,7 @@ One process owns a database file at a time (the revision counter lives in that p
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import sqlite3
 import threading
@@ -332,7 +333,7 @@ class SQLiteStorage(Storage):
             del kvs[limit:]
         return ListResult(kvs, rev, more)
 
-    def _list_sync(self, rev: int, prefix: str, start_after: str, limit: int) -> list[KeyValue]:
+    def _list_sync(self, rev: int, prefix: str, start_after: str, limit: int) -> builtins.list[KeyValue]:
         cond, params = _name_filter(prefix, start_after, "k.name")
         sql = (
             "SELECT k.name, k.value, k.id, k.create_revision FROM kv AS k"
@@ -419,14 +420,15 @@ class SQLiteStorage(Storage):
         return n == 1 and not self._wjobs and not self._memory and self._commit_avg < _INLINE_MAX_COMMIT
 
     @staticmethod
-    def _fail(batch: list[tuple[_Op, asyncio.Future[KeyValue]]], exc: Exception) -> None:
+    def _fail(batch: builtins.list[tuple[_Op, asyncio.Future[KeyValue]]], exc: Exception) -> None:
         for _, fut in batch:
             if not fut.done():
                 err = StorageError(f"write failed: {exc}")
                 err.__cause__ = exc
                 fut.set_exception(err)
 
-    def _deliver(self, batch: list[tuple[_Op, asyncio.Future[KeyValue]]], outcomes: list[_Outcome]) -> None:
+    def _deliver(self, batch: builtins.list[tuple[_Op, asyncio.Future[KeyValue]]],
+                 outcomes: builtins.list[_Outcome]) -> None:
         self._commits += 1
         if self._commits >= _CHECKPOINT_EVERY and self._checkpointer is None and not self._memory:
             self._commits = 0
@@ -443,7 +445,7 @@ class SQLiteStorage(Storage):
             else:
                 fut.set_exception(result)
 
-    def _apply_batch(self, ops: list[_Op]) -> list[_Outcome]:
+    def _apply_batch(self, ops: builtins.list[_Op]) -> builtins.list[_Outcome]:
         """Apply every op in one IMMEDIATE transaction (writer connection); CAS failures insert nothing."""
         con = self._wcon
         assert con is not None
@@ -530,7 +532,7 @@ class SQLiteStorage(Storage):
         finally:
             self._hub.unsubscribe(sub)
 
-    def _history_sync(self, prefix: str, lo: int, hi: int) -> list[Event]:
+    def _history_sync(self, prefix: str, lo: int, hi: int) -> builtins.list[Event]:
         cond, params = _name_filter(prefix, "", "k.name")
         rows = self._reader().execute(_SQL_HISTORY.format(name=cond), (lo, hi, *params, _HISTORY_PAGE)).fetchall()
         out: list[Event] = []

@@ -41,7 +41,7 @@ class JobStrategy(GenerationStrategy):
         if not isinstance(template, dict):
             return
         tmeta = template.setdefault("metadata", {})
-        labels = tmeta.get("labels") if isinstance(tmeta.get("labels"), dict) else {}
+        labels = labels if isinstance(labels := tmeta.get("labels"), dict) else {}
         copied = meta.get("labels") == labels  # defaulting copied the template labels onto the Job
         uid, name = meta.get("uid", ""), meta.get("name", "")
         labels.update({CONTROLLER_UID: uid, JOB_NAME: name, LEGACY_CONTROLLER_UID: uid, LEGACY_JOB_NAME: name})

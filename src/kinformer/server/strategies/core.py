@@ -24,7 +24,7 @@ NAMESPACE_FINALIZER = "kubernetes"
 
 class NamespaceStrategy(ReturnedOnDeleteMixin, KindStrategy):
     def create(self, obj: dict[str, Any]) -> None:
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        spec = spec if isinstance(spec := obj.get("spec"), dict) else {}
         finalizers = [f for f in spec.get("finalizers") or () if isinstance(f, str)]
         if NAMESPACE_FINALIZER not in finalizers:
             finalizers.append(NAMESPACE_FINALIZER)

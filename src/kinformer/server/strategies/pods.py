@@ -70,16 +70,16 @@ def admit_service_account(spec: dict[str, Any]) -> None:
            if isinstance(m, Mapping)):
         return
     volume = token_volume()
-    volumes = spec.get("volumes") if isinstance(spec.get("volumes"), list) else []
+    volumes = volumes if isinstance(volumes := spec.get("volumes"), list) else []
     spec["volumes"] = [*volumes, volume]
     for container in containers:
-        mounts = container.get("volumeMounts") if isinstance(container.get("volumeMounts"), list) else []
+        mounts = mounts if isinstance(mounts := container.get("volumeMounts"), list) else []
         container["volumeMounts"] = [*mounts, {"mountPath": TOKEN_MOUNT_PATH, "name": volume["name"],
                                                "readOnly": True}]
 
 
 def admit_tolerations(spec: dict[str, Any]) -> None:
-    tolerations = spec.get("tolerations") if isinstance(spec.get("tolerations"), list) else []
+    tolerations = tolerations if isinstance(tolerations := spec.get("tolerations"), list) else []
     tolerated = {t.get("key") for t in tolerations
                  if isinstance(t, Mapping) and t.get("effect") in ("NoExecute", None, "")}
     added = [{"effect": "NoExecute", "key": taint, "operator": "Exists",
@@ -107,7 +107,7 @@ def qos_class(spec: Mapping[str, Any]) -> str:
     any_set = False
     guaranteed = True
     for container in containers:
-        resources = container.get("resources") if isinstance(container.get("resources"), Mapping) else {}
+        resources = resources if isinstance(resources := container.get("resources"), Mapping) else {}
         requests = {k: v for k, v in (resources.get("requests") or {}).items() if k in _QOS_RESOURCES}
         limits = {k: v for k, v in (resources.get("limits") or {}).items() if k in _QOS_RESOURCES}
         if requests or limits:

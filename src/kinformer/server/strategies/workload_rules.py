@@ -35,8 +35,9 @@ def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> 
             return False
         key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or ()
         present = key in labels
-        if ((op == "In" and (not present or labels[key] not in values))
-                or (op == "NotIn" and present and labels[key] in values)
+        label = labels[key] if present else None  # type: ignore[index]  # (present: key is a label key)
+        if ((op == "In" and (not present or label not in values))
+                or (op == "NotIn" and present and label in values)
                 or (op == "Exists" and not present) or (op == "DoesNotExist" and present)):
             return False
     return True
