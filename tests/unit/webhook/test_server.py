@@ -213,7 +213,7 @@ async def test_mounted_certificate_is_served_and_reloaded_when_it_changes(tmp_pa
                 return False
             return cert.serial_number != first.serial_number
 
-        await wait_until(rotated, timeout=10)
+        await wait_until(rotated, timeout=60, what="the rotated certificate served")
         assert not (mounted / "server.crt").exists()  # a mounted secret is never overwritten
 
 
