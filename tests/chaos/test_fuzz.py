@@ -2,10 +2,12 @@
 
 (a) Server: hypothesis sends random methods, valid and invalid paths, query parameters (limit, continue,
 resourceVersion, selectors, watch, timeoutSeconds, dryRun, fieldValidation...), content types and bodies
-(random bytes, random JSON, mutated valid objects). Every answer must be a 2xx/3xx or a 4xx carrying a
-Kubernetes ``Status`` (for API paths); a 5xx is a finding, reported with the request and the server's
-traceback. A failed request must not have written anything (the storage revision is unchanged), and the
-server must still answer ``/healthz``.
+(random bytes, random JSON, mutated valid objects) and, one request in four, a hostile body aimed at a
+decoder or the patcher: YAML with anchors (alias bombs, cycles, aliased long scalars), JSON-patch sequences
+of copy/move, nesting up to 1200 levels, numbers beyond 64 bits or with thousands of digits. Every answer
+must be a 2xx/3xx or a 4xx carrying a Kubernetes ``Status`` (for API paths); a 5xx is a finding, reported
+with the request and the server's traceback. A failed request must not have written anything (the storage
+revision is unchanged), and the server must still answer ``/healthz``.
 
 (b) Client: ``decode_watch_line`` answers a :class:`WatchEvent` or raises ``ValueError`` for any bytes;
 ``iter_events`` yields the same events however the stream is chunked, handles huge lines, and raises
@@ -170,7 +172,118 @@ class Request:
 
 methods = st.sampled_from(["GET"] * 3 + ["POST"] * 3 + ["PUT"] * 2 + ["PATCH"] * 3 + ["DELETE"] * 2 +
                          ["HEAD", "OPTIONS", "TRACE"])
-requests = st.builds(Request, methods, paths(), queries, st.sampled_from(CONTENT_TYPES), bodies()).filter(
+plain_requests = st.builds(Request, methods, paths(), queries, st.sampled_from(CONTENT_TYPES), bodies())
+
+# ---- hostile bodies: each one aimed at the decoder or patcher it attacks (see docs/reliability.md, limits)
+
+CM_PATH = COLLECTIONS["configmaps"]
+CM_ITEM = f"{CM_PATH}/{VALID_OBJECTS['configmaps']['metadata']['name']}"
+_CM_HEAD = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-yaml}\n"
+
+
+@st.composite
+def yaml_with_anchors(draw: st.DrawFn) -> bytes:
+    """Alias graphs: bombs (levels x fanout), cycles, aliased long scalars, aliases placed deeper than defined."""
+    shape = draw(st.sampled_from(["bomb", "cycle", "scalar", "deep", "few"]))
+    if shape == "bomb":
+        levels, fanout = draw(st.integers(1, 12)), draw(st.integers(1, 12))
+        lines = [f"a0: &a0 [{', '.join(['x'] * fanout)}]"]
+        lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * fanout)}]" for i in range(1, levels)]
+        return (_CM_HEAD + "\n".join(lines)).encode()
+    if shape == "cycle":
+        return (_CM_HEAD + draw(st.sampled_from(["x: &c [*c]", "x: &c {k: *c}", "x: &c [1, [2, *c]]"]))).encode()
+    if shape == "scalar":
+        size, copies = draw(st.integers(1, 200_000)), draw(st.integers(1, 2000))
+        return (_CM_HEAD + f"x: &s {'v' * size}\ny: [{', '.join(['*s'] * copies)}]").encode()
+    if shape == "deep":
+        depth = draw(st.integers(1, 150))
+        return (_CM_HEAD + "x: &d " + "[" * depth + "]" * depth + "\ny: " + "[" * depth + "*d" + "]" * depth).encode()
+    return (_CM_HEAD + "x: &l {a: b}\ndata: *l\nz: [*l, *l]").encode()
+
+
+_POINTERS = ["/data", "/data/a", "/metadata/labels", "/metadata", "", "/data/c", "/data/a/b", "/metadata/annotations"]
+
+
+@st.composite
+def json_patch_sequences(draw: st.DrawFn) -> bytes:
+    """Sequences of copy/move (and a few add/test) operations, including copies into a value's own child."""
+    ops = []
+    for i in range(draw(st.integers(1, 40))):
+        kind = draw(st.sampled_from(["copy"] * 4 + ["move", "add", "test"]))
+        source, target = draw(st.sampled_from(_POINTERS)), draw(st.sampled_from(_POINTERS))
+        if draw(st.booleans()):
+            target = f"{source}/c{i}"  # into the source itself: doubles it
+        op: dict[str, Any] = {"op": kind, "path": target}
+        if kind in ("copy", "move"):
+            op["from"] = source
+        else:
+            op["value"] = draw(json_value)
+        ops.append(op)
+    return json.dumps(ops).encode()
+
+
+def _nested(depth: int, leaf: str = "1") -> str:
+    return "".join('{"n":' if i % 2 else "[" for i in range(depth)) + leaf + "".join(
+        "}" if i % 2 else "]" for i in reversed(range(depth)))
+
+
+@st.composite
+def deep_documents(draw: st.DrawFn) -> bytes:
+    """An object with a value nested 1..1200 levels deep in an unknown field, a known field or the root."""
+    depth = draw(st.integers(1, 1200))
+    where = draw(st.sampled_from(["unknown", "data", "root"]))
+    inner = _nested(depth)
+    if where == "root":
+        return inner.encode()
+    key = "x" if where == "unknown" else "data"
+    return ('{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"' + key + '":' + inner + "}").encode()
+
+
+HUGE_NUMBERS = ["1e400", "-1e400", "1" * 5000, "-" + "9" * 400, "18446744073709551616", "9223372036854775808",
+                "-9223372036854775809", "1.7976931348623157e309", "0." + "0" * 5000 + "1", "1e-400", "-0",
+                "123456789012345678901234567890"]
+
+
+@st.composite
+def huge_numbers(draw: st.DrawFn) -> tuple[bytes, str]:
+    """Numbers beyond int64/uint64/float64, with thousands of digits, in JSON and YAML bodies."""
+    number = draw(st.sampled_from(HUGE_NUMBERS))
+    where = draw(st.sampled_from(["data", "unknown", "replicas", "labels"]))
+    doc = {"data": '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"num"},"data":{"a":%s}}',
+           "unknown": '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"num"},"x":%s}',
+           "replicas": '{"spec":{"replicas":%s}}',
+           "labels": '{"metadata":{"name":"num","labels":{"a":%s}}}'}[where].replace("%s", number)
+    if draw(st.booleans()):
+        return doc.encode(), "application/json"
+    return f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: num}}\nx: {number}\n".encode(), "application/yaml"
+
+
+@st.composite
+def hostile_requests(draw: st.DrawFn) -> Request:
+    kind = draw(st.sampled_from(["yaml", "patch", "deep", "numbers"]))
+    if kind == "yaml":
+        method, path = draw(st.sampled_from([("POST", CM_PATH), ("PUT", CM_ITEM), ("PATCH", CM_ITEM)]))
+        ctype = "application/apply-patch+yaml" if method == "PATCH" else "application/yaml"
+        query = {"fieldManager": "fuzz"} if method == "PATCH" else {}
+        return Request(method, path, query, ctype, draw(yaml_with_anchors()))
+    if kind == "patch":  # dry runs: a sequence that applies must not grow the seed object run after run
+        return Request("PATCH", CM_ITEM, {"dryRun": "All"}, "application/json-patch+json",
+                       draw(json_patch_sequences()))
+    if kind == "deep":
+        method, path, ctype = draw(st.sampled_from([
+            ("POST", CM_PATH, "application/json"), ("POST", CM_PATH, "application/yaml"),
+            ("PATCH", CM_ITEM, "application/merge-patch+json"), ("PATCH", CM_ITEM, "application/json-patch+json"),
+            ("PATCH", CM_ITEM, "application/strategic-merge-patch+json"), ("DELETE", CM_ITEM, "application/json")]))
+        return Request(method, path, {"dryRun": "All"} if method != "POST" else {}, ctype, draw(deep_documents()))
+    body, ctype = draw(huge_numbers())
+    method, path = draw(st.sampled_from([("POST", CM_PATH), ("PUT", CM_ITEM),
+                                         ("PATCH", f"{COLLECTIONS['deployments']}/d")]))
+    if method == "PATCH":
+        ctype = "application/merge-patch+json" if ctype == "application/json" else "application/apply-patch+yaml"
+    return Request(method, path, {"dryRun": "All", "fieldManager": "fuzz"}, ctype, body)
+
+
+requests = st.one_of(plain_requests, plain_requests, plain_requests, hostile_requests()).filter(
     lambda r: not (r.method == "DELETE" and r.path == f"/api/v1/namespaces/{NS}"))  # its teardown runs async
 
 
