@@ -191,13 +191,16 @@ async def test_access_reviews(http: aiohttp.ClientSession) -> None:
                 "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "namespace": ns, **more}}}
 
     code, body = await req(http, "POST", ssar, attrs("list", "configmaps"), user="alice")
-    assert code == 201 and body["status"] == {"allowed": True}
+    assert code == 201 and body["status"] == {
+        "allowed": True, "reason": 'RBAC: allowed by RoleBinding "alice/team-a" of Role "cm" to User "alice"'}
     assert body["kind"] == "SelfSubjectAccessReview" and body["metadata"] == {"creationTimestamp": None}
     assert (await req(http, "POST", ssar, attrs("delete", "configmaps"), user="alice"))[1]["status"]["allowed"] is False
     assert (await req(http, "POST", ssar, attrs("list", "configmaps", "team-b"), user="alice"))[1]["status"] == \
         {"allowed": False}
     url = {"spec": {"nonResourceAttributes": {"verb": "get", "path": "/api"}}}
-    assert (await req(http, "POST", ssar, url, user="alice"))[1]["status"]["allowed"] is True
+    assert (await req(http, "POST", ssar, url, user="alice"))[1]["status"] == {
+        "allowed": True, "reason": 'RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole '
+                                   '"system:discovery" to Group "system:authenticated"'}
     code, body = await req(http, "POST", ssar, {"spec": {}}, user="alice")
     assert code == 422 and "exactly one of nonResourceAttributes or resourceAttributes" in body["message"]
     assert (await req(http, "GET", ssar))[0] == 405

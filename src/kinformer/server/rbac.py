@@ -272,6 +272,25 @@ class RBACAuthorizer:
             return True, ""
         return False, ("RBAC: " + ", ".join(errors)) if errors else ""
 
+    def explain(self, user: UserInfo, a: RequestAttributes) -> str:
+        """Why ``a`` is allowed, as kube words it (``RBAC: allowed by RoleBinding "b/ns" of Role "r" to User
+        "u"``); "" when no binding allows it."""
+        index = self._index
+        if index is None:
+            index = self._index = self._build_index()
+        found = [(b, key) for key in _subject_keys(user) for b in index.get(key, ())
+                 if not b.namespace or b.namespace == a.namespace]
+        for b, (kind, name) in sorted(found, key=lambda f: (f[0].namespace != "", f[0].namespace, f[0].name)):
+            rules, _ = self.role_rules({"kind": b.role_kind, "name": b.role_name}, b.namespace)
+            if not any(rule_allows(a, r) for r in rules):
+                continue
+            if kind == "ServiceAccount":
+                ns, _, sa = name[len(SA_PREFIX):].partition(":")
+                name = f"{sa}/{ns}"
+            what = f'RoleBinding "{b.name}/{b.namespace}"' if b.namespace else f'ClusterRoleBinding "{b.name}"'
+            return f'RBAC: allowed by {what} of {b.role_kind} "{b.role_name}" to {kind} "{name}"'
+        return ""
+
     async def refresh(self, timeout: float = 1.0) -> None:
         """Wait (bounded) until the cache has applied every write the store has committed."""
         with contextlib.suppress(TimeoutError):

@@ -89,6 +89,8 @@ class Reviews:
         if SUPERUSER_GROUP in user.groups:
             return {"allowed": True}
         allowed, reason = await authorize_fresh(self.authorizer, user, a)
+        if allowed:
+            reason = self.authorizer.explain(user, a)
         status: dict[str, Any] = {"allowed": allowed}
         if reason:
             status["reason"] = reason

@@ -159,6 +159,9 @@ def test_service_account_subjects_default_to_the_binding_namespace(cluster: Fake
     assert authz.allows(bot, req("GET", "/api/v1/namespaces/ns/pods"))
     assert not authz.allows(bot, req("GET", "/api/v1/namespaces/other/pods"))
     assert not authz.allows(UserInfo("system:serviceaccount:other:bot"), req("GET", "/api/v1/namespaces/ns/pods"))
+    assert authz.explain(bot, req("GET", "/api/v1/namespaces/ns/pods")) == \
+        'RBAC: allowed by RoleBinding "b/ns" of Role "r" to ServiceAccount "bot/ns"'
+    assert authz.explain(bot, req("DELETE", "/api/v1/namespaces/ns/pods/p")) == ""
 
 
 def test_decisions_follow_cache_changes(cluster: FakeCluster) -> None:
