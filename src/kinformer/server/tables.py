@@ -17,17 +17,30 @@ Invariants:
 
 from __future__ import annotations
 
-import datetime as _dt
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from ..errors import SelectorError
-from ..selectors import label_selector_from_dict
 from .accept import accept_clauses
+from .jsonpath import JSONPathError, compile_jsonpath
+from .table_cells import (
+    NONE,
+    UNKNOWN,
+    age,
+    age_of,
+    as_int,
+    as_list,
+    containers_cells,
+    field,
+    format_labels,
+    format_selector,
+    human_duration,
+    name_of,
+    parse_time,
+    rfc3339,
+)
 
 __all__ = [
     "INCLUDE_OBJECT_VALUES",
@@ -49,8 +62,6 @@ __all__ = [
 TABLE_GROUP = "meta.k8s.io"
 TABLE_VERSIONS = ("v1", "v1beta1")
 INCLUDE_OBJECT_VALUES = ("Metadata", "Object", "None")
-NONE = "<none>"
-UNKNOWN = "<unknown>"
 
 _NAME_DOC = ("Name must be unique within a namespace. Is required when creating resources, although some resources "
              "may allow a client to request the generation of an appropriate name automatically. Name is primarily "
@@ -172,123 +183,6 @@ def table_row(printer: Printer, obj: Mapping[str, Any], *, now: float, version: 
     return row
 
 
-# ------------------------------------------------------------------------------------------ formatting
-
-
-def parse_time(value: Any) -> float | None:
-    """Epoch seconds of an RFC 3339 timestamp (``Time`` or ``MicroTime``); ``None`` when absent or invalid."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        ts = _dt.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return None
-    if ts.tzinfo is None:
-        ts = ts.replace(tzinfo=_dt.UTC)
-    return ts.timestamp()
-
-
-def human_duration(seconds: float) -> str:
-    """A duration the way kubectl prints ages: ``45s``, ``3m20s``, ``25m``, ``5h10m``, ``3d4h``, ``2y30d``."""
-    s = int(seconds)
-    if s < -1:
-        return "<invalid>"
-    if s < 0:
-        return "0s"
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        rest = s % 60
-        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h{rest}m" if rest else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    days = hours // 24
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{days}d{rest}h" if rest else f"{days}d"
-    if hours < 24 * 365 * 2:
-        return f"{days}d"
-    years = days // 365
-    if hours < 24 * 365 * 8:
-        rest = days % 365
-        return f"{years}y{rest}d" if rest else f"{years}y"
-    return f"{years}y"
-
-
-def age(timestamp: Any, now: float) -> str:
-    """The age of an RFC 3339 ``timestamp`` at ``now``; ``<unknown>`` when it is missing or malformed."""
-    ts = parse_time(timestamp)
-    return UNKNOWN if ts is None else human_duration(now - ts)
-
-
-def _rfc3339(timestamp: Any) -> str:
-    ts = parse_time(timestamp)
-    if ts is None:
-        return ""
-    return _dt.datetime.fromtimestamp(int(ts), _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def format_labels(labels: Any) -> str:
-    """``k=v,...`` sorted by key, ``<none>`` when empty (kube's labels.FormatLabels)."""
-    if not isinstance(labels, Mapping) or not labels:
-        return NONE
-    return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
-
-
-def format_selector(selector: Any) -> str:
-    """A metav1.LabelSelector in its string form (``""`` matches everything, ``<none>`` when unset)."""
-    if not isinstance(selector, Mapping):
-        return NONE
-    try:
-        return str(label_selector_from_dict(selector))
-    except SelectorError:
-        return "<error>"
-
-
-def _get(obj: Any, *path: str) -> Any:
-    cur = obj
-    for part in path:
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(part)
-    return cur
-
-
-def _int(value: Any, default: int = 0) -> int:
-    if isinstance(value, bool):
-        return default
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value)
-    return default
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return str(_get(obj, "metadata", "name") or "")
-
-
-def _age(obj: Mapping[str, Any], now: float) -> str:
-    return age(_get(obj, "metadata", "creationTimestamp"), now)
-
-
-def _containers_cells(pod_spec: Any) -> list[str]:
-    """[names, images] of a pod template's containers, comma-joined."""
-    containers = [c for c in _list(_get(pod_spec, "containers")) if isinstance(c, Mapping)]
-    return [",".join(str(c.get("name", "")) for c in containers), ",".join(str(c.get("image", "")) for c in containers)]
-
-
 # ------------------------------------------------------------------------------------------ column sets
 
 
@@ -318,14 +212,14 @@ def _restartable(container: Any) -> bool:
 def _terminated_reason(term: Mapping[str, Any], prefix: str = "") -> str:
     if term.get("reason"):
         return prefix + str(term["reason"])
-    if _int(term.get("signal")):
-        return f"{prefix}Signal:{_int(term.get('signal'))}"
-    return f"{prefix}ExitCode:{_int(term.get('exitCode'))}"
+    if as_int(term.get("signal")):
+        return f"{prefix}Signal:{as_int(term.get('signal'))}"
+    return f"{prefix}ExitCode:{as_int(term.get('exitCode'))}"
 
 
 def _condition_true(conditions: Any, type_: str) -> bool:
     return any(isinstance(c, Mapping) and c.get("type") == type_ and c.get("status") == "True"
-               for c in _list(conditions))
+               for c in as_list(conditions))
 
 
 class _PodState:
@@ -340,27 +234,27 @@ class _PodState:
         self.last_restart: float | None = None
 
     def count_restarts(self, status: Mapping[str, Any]) -> None:
-        self.restarts += _int(status.get("restartCount"))
-        finished = parse_time(_get(status, "lastState", "terminated", "finishedAt"))
+        self.restarts += as_int(status.get("restartCount"))
+        finished = parse_time(field(status, "lastState", "terminated", "finishedAt"))
         if finished is not None and (self.last_restart is None or finished > self.last_restart):
             self.last_restart = finished
 
 
 def _pod_init(pod: Mapping[str, Any], state: _PodState) -> tuple[bool, _PodState]:
     """Fold init container statuses; returns (initializing, restartable-init-only totals)."""
-    spec_init = {c.get("name"): c for c in _list(_get(pod, "spec", "initContainers")) if isinstance(c, Mapping)}
+    spec_init = {c.get("name"): c for c in as_list(field(pod, "spec", "initContainers")) if isinstance(c, Mapping)}
     sidecars = _PodState(state.reason)
     n_init = len(spec_init)
-    for i, cs in enumerate(_list(_get(pod, "status", "initContainerStatuses"))):
+    for i, cs in enumerate(as_list(field(pod, "status", "initContainerStatuses"))):
         if not isinstance(cs, Mapping):
             continue
         state.count_restarts(cs)
         sidecar = _restartable(spec_init.get(cs.get("name")))
         if sidecar:
             sidecars.count_restarts(cs)
-        term = _get(cs, "state", "terminated")
-        waiting = _get(cs, "state", "waiting")
-        if isinstance(term, Mapping) and _int(term.get("exitCode")) == 0:
+        term = field(cs, "state", "terminated")
+        waiting = field(cs, "state", "waiting")
+        if isinstance(term, Mapping) and as_int(term.get("exitCode")) == 0:
             continue
         if sidecar and cs.get("started") is True:
             if cs.get("ready"):
@@ -379,21 +273,21 @@ def _pod_init(pod: Mapping[str, Any], state: _PodState) -> tuple[bool, _PodState
 
 def _pod_containers(pod: Mapping[str, Any], state: _PodState) -> None:
     has_running = False
-    for cs in reversed(_list(_get(pod, "status", "containerStatuses"))):
+    for cs in reversed(as_list(field(pod, "status", "containerStatuses"))):
         if not isinstance(cs, Mapping):
             continue
         state.count_restarts(cs)
-        waiting = _get(cs, "state", "waiting")
-        term = _get(cs, "state", "terminated")
+        waiting = field(cs, "state", "waiting")
+        term = field(cs, "state", "terminated")
         if isinstance(waiting, Mapping) and waiting.get("reason"):
             state.reason = str(waiting["reason"])
         elif isinstance(term, Mapping):
             state.reason = _terminated_reason(term)
-        elif cs.get("ready") and isinstance(_get(cs, "state", "running"), Mapping):
+        elif cs.get("ready") and isinstance(field(cs, "state", "running"), Mapping):
             has_running = True
             state.ready += 1
     if state.reason == "Completed" and has_running:
-        state.reason = "Running" if _condition_true(_get(pod, "status", "conditions"), "Ready") else "NotReady"
+        state.reason = "Running" if _condition_true(field(pod, "status", "conditions"), "Ready") else "NotReady"
 
 
 def _pod_row(pod: Mapping[str, Any], now: float) -> list[Any]:
@@ -401,17 +295,18 @@ def _pod_row(pod: Mapping[str, Any], now: float) -> list[Any]:
     spec = pod.get("spec") or {}
     phase = str(status.get("phase") or "")
     reason = str(status.get("reason") or phase)
-    for cond in _list(status.get("conditions")):
+    for cond in as_list(status.get("conditions")):
         if isinstance(cond, Mapping) and cond.get("type") == "PodScheduled" and cond.get("reason") == "SchedulingGated":
             reason = "SchedulingGated"
-    total = len(_list(spec.get("containers"))) + sum(1 for c in _list(spec.get("initContainers")) if _restartable(c))
+    total = len(as_list(spec.get("containers")))
+    total += sum(1 for c in as_list(spec.get("initContainers")) if _restartable(c))
     state = _PodState(reason)
     initializing, sidecars = _pod_init(pod, state)
     if not initializing or _condition_true(status.get("conditions"), "Initialized"):
         sidecars.reason = state.reason
         state = sidecars
         _pod_containers(pod, state)
-    if _get(pod, "metadata", "deletionTimestamp"):
+    if field(pod, "metadata", "deletionTimestamp"):
         if status.get("reason") == "NodeLost":
             state.reason = "Unknown"
         elif phase not in ("Succeeded", "Failed"):
@@ -419,20 +314,20 @@ def _pod_row(pod: Mapping[str, Any], now: float) -> list[Any]:
     restarts = str(state.restarts)
     if state.restarts and state.last_restart is not None:
         restarts = f"{state.restarts} ({human_duration(now - state.last_restart)} ago)"
-    ips = _list(status.get("podIPs"))
+    ips = as_list(status.get("podIPs"))
     ip = (ips[0].get("ip") if ips and isinstance(ips[0], Mapping) else None) or status.get("podIP") or NONE
-    gates = _list(spec.get("readinessGates"))
+    gates = as_list(spec.get("readinessGates"))
     gates_cell = NONE
     if gates:
-        conds = {c.get("type"): c.get("status") for c in _list(status.get("conditions")) if isinstance(c, Mapping)}
+        conds = {c.get("type"): c.get("status") for c in as_list(status.get("conditions")) if isinstance(c, Mapping)}
         ok = sum(1 for g in gates if isinstance(g, Mapping) and conds.get(g.get("conditionType")) == "True")
         gates_cell = f"{ok}/{len(gates)}"
-    return [_name(pod), f"{state.ready}/{total}", state.reason, restarts, _age(pod, now), ip,
+    return [name_of(pod), f"{state.ready}/{total}", state.reason, restarts, age_of(pod, now), ip,
             spec.get("nodeName") or NONE, status.get("nominatedNodeName") or NONE, gates_cell]
 
 
 def _pod_conditions(pod: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    phase = _get(pod, "status", "phase")
+    phase = field(pod, "status", "phase")
     if phase == "Succeeded":
         return [dict(c) for c in _POD_SUCCEEDED]
     if phase == "Failed":
@@ -459,15 +354,15 @@ POD = Printer((
 
 def _replicas(obj: Mapping[str, Any]) -> int:
     """``spec.replicas`` with the apps/v1 default of 1."""
-    value = _get(obj, "spec", "replicas")
-    return 1 if value is None else _int(value)
+    value = field(obj, "spec", "replicas")
+    return 1 if value is None else as_int(value)
 
 
 def _deployment_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     st = obj.get("status") or {}
-    return [_name(obj), f"{_int(st.get('readyReplicas'))}/{_replicas(obj)}", _int(st.get("updatedReplicas")),
-            _int(st.get("availableReplicas")), _age(obj, now),
-            *_containers_cells(_get(obj, "spec", "template", "spec")), format_selector(_get(obj, "spec", "selector"))]
+    return [name_of(obj), f"{as_int(st.get('readyReplicas'))}/{_replicas(obj)}", as_int(st.get("updatedReplicas")),
+            as_int(st.get("availableReplicas")), age_of(obj, now),
+            *containers_cells(field(obj, "spec", "template", "spec")), format_selector(field(obj, "spec", "selector"))]
 
 
 DEPLOYMENT = Printer((
@@ -483,8 +378,8 @@ DEPLOYMENT = Printer((
 
 def _replicaset_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     st = obj.get("status") or {}
-    return [_name(obj), _replicas(obj), _int(st.get("replicas")), _int(st.get("readyReplicas")), _age(obj, now),
-            *_containers_cells(_get(obj, "spec", "template", "spec")), format_selector(_get(obj, "spec", "selector"))]
+    return [name_of(obj), _replicas(obj), as_int(st.get("replicas")), as_int(st.get("readyReplicas")), age_of(obj, now),
+            *containers_cells(field(obj, "spec", "template", "spec")), format_selector(field(obj, "spec", "selector"))]
 
 
 REPLICASET = Printer((
@@ -497,9 +392,9 @@ REPLICASET = Printer((
 
 
 def _statefulset_row(obj: Mapping[str, Any], now: float) -> list[Any]:
-    ready = _int(_get(obj, "status", "readyReplicas"))
-    return [_name(obj), f"{ready}/{_replicas(obj)}", _age(obj, now),
-            *_containers_cells(_get(obj, "spec", "template", "spec"))]
+    ready = as_int(field(obj, "status", "readyReplicas"))
+    return [name_of(obj), f"{ready}/{_replicas(obj)}", age_of(obj, now),
+            *containers_cells(field(obj, "spec", "template", "spec"))]
 
 
 STATEFULSET = Printer((
@@ -509,10 +404,10 @@ STATEFULSET = Printer((
 
 def _daemonset_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     st = obj.get("status") or {}
-    return [_name(obj), _int(st.get("desiredNumberScheduled")), _int(st.get("currentNumberScheduled")),
-            _int(st.get("numberReady")), _int(st.get("updatedNumberScheduled")), _int(st.get("numberAvailable")),
-            format_labels(_get(obj, "spec", "template", "spec", "nodeSelector")), _age(obj, now),
-            *_containers_cells(_get(obj, "spec", "template", "spec")), format_selector(_get(obj, "spec", "selector"))]
+    return [name_of(obj), as_int(st.get("desiredNumberScheduled")), as_int(st.get("currentNumberScheduled")),
+            as_int(st.get("numberReady")), as_int(st.get("updatedNumberScheduled")), as_int(st.get("numberAvailable")),
+            format_labels(field(obj, "spec", "template", "spec", "nodeSelector")), age_of(obj, now),
+            *containers_cells(field(obj, "spec", "template", "spec")), format_selector(field(obj, "spec", "selector"))]
 
 
 DAEMONSET = Printer((
@@ -532,32 +427,32 @@ DAEMONSET = Printer((
 
 def _lb_ingress(obj: Mapping[str, Any]) -> list[str]:
     out = []
-    for ing in _list(_get(obj, "status", "loadBalancer", "ingress")):
+    for ing in as_list(field(obj, "status", "loadBalancer", "ingress")):
         if isinstance(ing, Mapping) and (ing.get("ip") or ing.get("hostname")):
             out.append(str(ing.get("ip") or ing.get("hostname")))
     return out
 
 
 def _external_ip(obj: Mapping[str, Any], svc_type: str) -> str:
-    external = [str(x) for x in _list(_get(obj, "spec", "externalIPs"))]
+    external = [str(x) for x in as_list(field(obj, "spec", "externalIPs"))]
     if svc_type in ("ClusterIP", "NodePort"):
         return ",".join(external) if external else NONE
     if svc_type == "LoadBalancer":
         ips = _lb_ingress(obj) + external
         return ",".join(ips) if ips else "<pending>"
     if svc_type == "ExternalName":
-        return str(_get(obj, "spec", "externalName") or "")
+        return str(field(obj, "spec", "externalName") or "")
     return UNKNOWN
 
 
 def _ports(obj: Mapping[str, Any]) -> str:
     pieces = []
-    for p in _list(_get(obj, "spec", "ports")):
+    for p in as_list(field(obj, "spec", "ports")):
         if not isinstance(p, Mapping):
             continue
         proto = p.get("protocol") or "TCP"
-        node_port = _int(p.get("nodePort"))
-        port = _int(p.get("port"))
+        node_port = as_int(p.get("nodePort"))
+        port = as_int(p.get("port"))
         pieces.append(f"{port}:{node_port}/{proto}" if node_port > 0 else f"{port}/{proto}")
     return ",".join(pieces) if pieces else NONE
 
@@ -565,9 +460,9 @@ def _ports(obj: Mapping[str, Any]) -> str:
 def _service_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     spec = obj.get("spec") or {}
     svc_type = str(spec.get("type") or "ClusterIP")
-    ips = _list(spec.get("clusterIPs"))
+    ips = as_list(spec.get("clusterIPs"))
     cluster_ip = str(ips[0]) if ips else str(spec.get("clusterIP") or NONE)
-    return [_name(obj), svc_type, cluster_ip, _external_ip(obj, svc_type), _ports(obj), _age(obj, now),
+    return [name_of(obj), svc_type, cluster_ip, _external_ip(obj, svc_type), _ports(obj), age_of(obj, now),
             format_labels(spec.get("selector"))]
 
 
@@ -589,14 +484,14 @@ def _host_port(ip: str, port: int) -> str:
 
 
 def _endpoints_cell(obj: Mapping[str, Any]) -> str:
-    subsets = [s for s in _list(obj.get("subsets")) if isinstance(s, Mapping)]
+    subsets = [s for s in as_list(obj.get("subsets")) if isinstance(s, Mapping)]
     if not subsets:
         return NONE
     shown: list[str] = []
     count = 0
     for ss in subsets:
-        addrs = [str(a.get("ip", "")) for a in _list(ss.get("addresses")) if isinstance(a, Mapping)]
-        ports = [_int(p.get("port")) for p in _list(ss.get("ports")) if isinstance(p, Mapping)]
+        addrs = [str(a.get("ip", "")) for a in as_list(ss.get("addresses")) if isinstance(a, Mapping)]
+        ports = [as_int(p.get("port")) for p in as_list(ss.get("ports")) if isinstance(p, Mapping)]
         pairs = addrs if not ports else [_host_port(a, p) for p in ports for a in addrs]
         count += len(pairs)
         shown.extend(pairs[:max(0, 3 - len(shown))])
@@ -606,14 +501,14 @@ def _endpoints_cell(obj: Mapping[str, Any]) -> str:
 
 ENDPOINTS = Printer((
     NAME, _col("Endpoints", description="The set of all endpoints is the union of all subsets."), AGE,
-), lambda obj, now: [_name(obj), _endpoints_cell(obj), _age(obj, now)])
+), lambda obj, now: [name_of(obj), _endpoints_cell(obj), age_of(obj, now)])
 
 
 # -- nodes, namespaces and small kinds
 
 
 def _node_address(obj: Mapping[str, Any], kind: str) -> str:
-    for addr in _list(_get(obj, "status", "addresses")):
+    for addr in as_list(field(obj, "status", "addresses")):
         if isinstance(addr, Mapping) and addr.get("type") == kind:
             return str(addr.get("address") or NONE)
     return NONE
@@ -621,19 +516,19 @@ def _node_address(obj: Mapping[str, Any], kind: str) -> str:
 
 def _node_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     ready = "Unknown"
-    for cond in _list(_get(obj, "status", "conditions")):
+    for cond in as_list(field(obj, "status", "conditions")):
         if isinstance(cond, Mapping) and cond.get("type") == "Ready":
             ready = {"True": "Ready", "False": "NotReady"}.get(str(cond.get("status")), "Unknown")
-    status = [ready, "SchedulingDisabled"] if _get(obj, "spec", "unschedulable") else [ready]
-    labels = _get(obj, "metadata", "labels") or {}
+    status = [ready, "SchedulingDisabled"] if field(obj, "spec", "unschedulable") else [ready]
+    labels = field(obj, "metadata", "labels") or {}
     roles = set()
     for key, value in labels.items():
         if key.startswith("node-role.kubernetes.io/") and key != "node-role.kubernetes.io/":
             roles.add(key.removeprefix("node-role.kubernetes.io/"))
         elif key == "kubernetes.io/role" and value:
             roles.add(str(value))
-    info = _get(obj, "status", "nodeInfo") or {}
-    return [_name(obj), ",".join(status), ",".join(sorted(roles)) or NONE, _age(obj, now),
+    info = field(obj, "status", "nodeInfo") or {}
+    return [name_of(obj), ",".join(status), ",".join(sorted(roles)) or NONE, age_of(obj, now),
             str(info.get("kubeletVersion") or ""), _node_address(obj, "InternalIP"), _node_address(obj, "ExternalIP"),
             str(info.get("osImage") or UNKNOWN), str(info.get("kernelVersion") or UNKNOWN),
             str(info.get("containerRuntimeVersion") or UNKNOWN)]
@@ -653,14 +548,14 @@ NODE = Printer((
 ), _node_row)
 
 NAMESPACE = Printer((NAME, _col("Status", description="The status of the namespace"), AGE),
-                    lambda obj, now: [_name(obj), str(_get(obj, "status", "phase") or "Active"), _age(obj, now)])
+                    lambda obj, now: [name_of(obj), str(field(obj, "status", "phase") or "Active"), age_of(obj, now)])
 
 
 def _configmap_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     data = obj.get("data")
     binary = obj.get("binaryData")
     n = (len(data) if isinstance(data, Mapping) else 0) + (len(binary) if isinstance(binary, Mapping) else 0)
-    return [_name(obj), n, _age(obj, now)]
+    return [name_of(obj), n, age_of(obj, now)]
 
 
 CONFIGMAP = Printer((NAME, _col("Data", "integer", description="Number of user provided data entries."), AGE),
@@ -670,7 +565,7 @@ CONFIGMAP = Printer((NAME, _col("Data", "integer", description="Number of user p
 def _secret_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     data = obj.get("data")
     n = len(data) if isinstance(data, Mapping) else 0
-    return [_name(obj), str(obj.get("type") or "Opaque"), n, _age(obj, now)]
+    return [name_of(obj), str(obj.get("type") or "Opaque"), n, age_of(obj, now)]
 
 
 SECRET = Printer((
@@ -681,11 +576,11 @@ SECRET = Printer((
 SERVICEACCOUNT = Printer(
     (NAME, _col("Secrets", "integer", description="Secrets is a list of the secrets in the same namespace that pods "
                                                   "running using this ServiceAccount are allowed to use."), AGE),
-    lambda obj, now: [_name(obj), len(_list(obj.get("secrets"))), _age(obj, now)])
+    lambda obj, now: [name_of(obj), len(as_list(obj.get("secrets"))), age_of(obj, now)])
 
 LEASE = Printer((NAME, _col("Holder", description="HolderIdentity contains the identity of the holder of a current "
                                                   "lease."), AGE),
-                lambda obj, now: [_name(obj), str(_get(obj, "spec", "holderIdentity") or ""), _age(obj, now)])
+                lambda obj, now: [name_of(obj), str(field(obj, "spec", "holderIdentity") or ""), age_of(obj, now)])
 
 
 # -- events (core/v1 and events.k8s.io/v1 share one printer, as in kube)
@@ -709,11 +604,11 @@ def _event_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     if parse_time(ev.get("firstTimestamp")) is None:
         first = age(ev.get("eventTime"), now)
     last = age(ev.get("lastTimestamp"), now) if parse_time(ev.get("lastTimestamp")) is not None else first
-    count = _int(ev.get("count"))
+    count = as_int(ev.get("count"))
     series = ev.get("series")
     if isinstance(series, Mapping):
         last = age(series.get("lastObservedTime"), now)
-        count = _int(series.get("count"))
+        count = as_int(series.get("count"))
     elif count == 0:
         count = 1
     inv = ev.get("involvedObject") or {}
@@ -724,7 +619,7 @@ def _event_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     instance = src.get("host") or ev.get("reportingInstance") or ""
     source = f"{component}, {instance}" if instance else str(component)
     return [last, str(obj.get("type") or ""), str(obj.get("reason") or ""), target, str(inv.get("fieldPath") or ""),
-            source, str(ev.get("message") or "").strip(), first, count, _name(obj)]
+            source, str(ev.get("message") or "").strip(), first, count, name_of(obj)]
 
 
 EVENT = Printer((
@@ -746,7 +641,7 @@ EVENT = Printer((
 
 
 DEFAULT = Printer((NAME, Column("Created At", "date", "", _AGE_DOC)),
-                  lambda obj, now: [_name(obj), _rfc3339(_get(obj, "metadata", "creationTimestamp"))])
+                  lambda obj, now: [name_of(obj), rfc3339(field(obj, "metadata", "creationTimestamp"))])
 
 _BUILTIN: dict[tuple[str, str], Printer] = {
     ("", "pods"): POD,
@@ -778,154 +673,6 @@ def default_printer() -> Printer:
 
 
 # ------------------------------------------------------------------------------------------ custom resources
-
-
-class JSONPathError(ValueError):
-    """A printer column's jsonPath that this evaluator cannot parse."""
-
-
-Step = Callable[[Any], list[Any]]
-
-_FILTER_RE = re.compile(r"""^\?\(\s*@((?:\.[^\s=!<>]+)*)\s*(?:(==|!=|<=|>=|<|>)\s*(.+?))?\s*\)$""")
-
-
-def _field_step(name: str) -> Step:
-    return lambda v: [v[name]] if isinstance(v, Mapping) and name in v else []
-
-
-def _wildcard(v: Any) -> list[Any]:
-    if isinstance(v, Mapping):
-        return list(v.values())
-    return list(v) if isinstance(v, list) else []
-
-
-def _index_step(text: str) -> Step:
-    if ":" in text:
-        parts = [int(p) if p.strip() else None for p in text.split(":")[:3]]
-        sl = slice(*parts)
-        return lambda v: list(v[sl]) if isinstance(v, list) else []
-    i = int(text)
-    return lambda v: [v[i]] if isinstance(v, list) and -len(v) <= i < len(v) else []
-
-
-def _literal(text: str) -> Any:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
-
-
-def _compare(left: Any, op: str, right: Any) -> bool:
-    if op == "==":
-        return left == right
-    if op == "!=":
-        return left != right
-    if not isinstance(left, (int, float)) or not isinstance(right, (int, float)) or isinstance(left, bool):
-        return False
-    return {"<": left < right, ">": left > right, "<=": left <= right, ">=": left >= right}[op]
-
-
-def _filter_step(expr: str) -> Step:
-    m = _FILTER_RE.match(expr)
-    if m is None:
-        raise JSONPathError(f"unsupported filter: [{expr}]")
-    sub = _compile_steps(m.group(1)) if m.group(1) else []
-    op, rhs = m.group(2), m.group(3)
-    right = _literal(rhs) if op else None
-
-    def step(v: Any) -> list[Any]:
-        out = []
-        for item in _wildcard(v):
-            found = _run(sub, item)
-            if op is None:
-                if found:
-                    out.append(item)
-            elif found and _compare(found[0], op, right):
-                out.append(item)
-        return out
-
-    return step
-
-
-def _read_name(path: str, i: int) -> tuple[str, int]:
-    """A dotted field name starting at ``i`` (``\\.`` escapes a dot); returns (name, next index)."""
-    buf = []
-    while i < len(path) and path[i] not in ".[":
-        if path[i] == "\\" and i + 1 < len(path):
-            i += 1
-        buf.append(path[i])
-        i += 1
-    return "".join(buf), i
-
-
-def _bracket_step(inner: str) -> Step:
-    inner = inner.strip()
-    if inner == "*":
-        return _wildcard
-    if inner.startswith("?"):
-        return _filter_step(inner)
-    if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "'\"":
-        return _field_step(inner[1:-1])
-    try:
-        return _index_step(inner)
-    except ValueError:
-        raise JSONPathError(f"unsupported subscript: [{inner}]") from None
-
-
-def _compile_steps(path: str) -> list[Step]:
-    steps: list[Step] = []
-    i = 0
-    while i < len(path):
-        ch = path[i]
-        if ch == ".":
-            if path.startswith(".*", i):
-                steps.append(_wildcard)
-                i += 2
-                continue
-            name, i = _read_name(path, i + 1)
-            if name:
-                steps.append(_field_step(name))
-        elif ch == "[":
-            depth, j = 0, i
-            while j < len(path):
-                depth += {"[": 1, "]": -1}.get(path[j], 0)
-                if depth == 0:
-                    break
-                j += 1
-            if j >= len(path):
-                raise JSONPathError(f"unclosed [ in {path!r}")
-            steps.append(_bracket_step(path[i + 1:j]))
-            i = j + 1
-        else:
-            name, i = _read_name(path, i)
-            steps.append(_field_step(name))
-    return steps
-
-
-def _run(steps: Sequence[Step], value: Any) -> list[Any]:
-    current = [value]
-    for step in steps:
-        nxt: list[Any] = []
-        for v in current:
-            nxt.extend(step(v))
-        current = nxt
-        if not current:
-            break
-    return current
-
-
-def compile_jsonpath(path: str) -> Callable[[Any], list[Any]]:
-    """A evaluator of the kubectl JSONPath subset used by printer columns: ``.a.b``, ``['k']``, ``[0]``,
-    ``[*]``, ``[1:3]``, ``\\.``-escaped dots and ``[?(@.type=="Ready")]`` filters. Returns every match."""
-    text = path.strip()
-    if text.startswith("{") and text.endswith("}"):
-        text = text[1:-1].strip()
-    text = text.removeprefix("$")
-    steps = _compile_steps(text)
-    return lambda obj: _run(steps, obj)
 
 
 def _go_text(value: Any) -> str:
@@ -978,14 +725,14 @@ def custom_resource_printer(columns: Sequence[Mapping[str, Any]] | None) -> Prin
         col_type = str(col.get("type") or "string")
         desc = str(col.get("description") or f"Custom resource definition column (in JSONPath format): {json_path}")
         defs.append(Column(str(col.get("name") or ""), col_type, str(col.get("format") or ""), desc,
-                           _int(col.get("priority"))))
+                           as_int(col.get("priority"))))
         try:
             paths.append((col_type, compile_jsonpath(json_path)))
         except (JSONPathError, ValueError):
             paths.append((col_type, None))
 
     def row(obj: Mapping[str, Any], now: float) -> list[Any]:
-        cells: list[Any] = [_name(obj)]
+        cells: list[Any] = [name_of(obj)]
         for col_type, evaluate in paths:
             found = evaluate(obj) if evaluate is not None else []
             if not found:
@@ -1001,7 +748,7 @@ def custom_resource_printer(columns: Sequence[Mapping[str, Any]] | None) -> Prin
 
 def crd_printer_columns(crd: Mapping[str, Any], version: str) -> list[Mapping[str, Any]]:
     """The ``additionalPrinterColumns`` of ``version`` in an apiextensions.k8s.io/v1 CRD object."""
-    for ver in _list(_get(crd, "spec", "versions")):
+    for ver in as_list(field(crd, "spec", "versions")):
         if isinstance(ver, Mapping) and ver.get("name") == version:
-            return [c for c in _list(ver.get("additionalPrinterColumns")) if isinstance(c, Mapping)]
+            return [c for c in as_list(ver.get("additionalPrinterColumns")) if isinstance(c, Mapping)]
     return []
