@@ -145,6 +145,32 @@ async def test_selectors(http):
     assert code == 400
 
 
+async def test_shard_selector_splits_list_and_watch(http):
+    """KEP-5866: two halves of the uid hash space list and watch disjoint shares that cover everything."""
+    from kinformer.server.shardselector import fnv1a64
+
+    made = [await make(http, f"s{i}") for i in range(12)]
+    halves = ["shardRange(object.metadata.uid, '0x0', '0x8000000000000000')",
+              "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')"]
+    low = sorted(o["metadata"]["name"] for o in made if fnv1a64(o["metadata"]["uid"].encode()) < 2**63)
+    listed = []
+    for half in halves:
+        code, lst = await call(http, "GET", CM, params={"shardSelector": half})
+        assert code == 200
+        listed.append(names(lst))
+    assert sorted(listed[0]) == low and sorted(listed[0] + listed[1]) == sorted(o["metadata"]["name"] for o in made)
+    code, lst = await call(http, "GET", CM, params={"shardSelector": " || ".join(halves)})
+    assert len(names(lst)) == len(made)
+    async with http.get(CM, params={"watch": "1", "resourceVersion": made[-1]["metadata"]["resourceVersion"],
+                                    "shardSelector": halves[0]}) as resp:
+        added = [await make(http, f"w{i}") for i in range(8)]
+        want = [o["metadata"]["name"] for o in added if fnv1a64(o["metadata"]["uid"].encode()) < 2**63]
+        events = await read_events(resp, len(want))
+    assert [e["object"]["metadata"]["name"] for e in events] == want
+    code, err = await call(http, "GET", CM, params={"shardSelector": "shardRange(object.metadata.name, '0x0', '0x1')"})
+    assert code == 400 and err["reason"] == "BadRequest" and "unsupported field" in err["message"]
+
+
 async def test_watch_from_resource_version_has_no_gaps(http):
     a = await make(http, "a")
     await make(http, "b")

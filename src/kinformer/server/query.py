@@ -15,6 +15,7 @@ from ..errors import SelectorError
 from ..selectors import FieldSelector, LabelSelector, field_value, parse_field_selector, parse_label_selector
 from . import status as st
 from .registry import ResourceInfo
+from .shardselector import ShardSelector, parse_shard_selector
 
 _FALSE = ("0", "false", "False", "FALSE")
 CONTINUE_TOO_OLD = (
@@ -54,20 +55,24 @@ def truthy(value: str | None) -> bool:
 
 
 class Filter:
-    """Label + field selector of a list or watch; ``None`` members mean "match everything"."""
+    """Label + field + shard selector of a list or watch; ``None`` members mean "match everything"."""
 
-    __slots__ = ("fields", "labels")
+    __slots__ = ("fields", "labels", "shard")
 
-    def __init__(self, labels: LabelSelector | None, fields: FieldSelector | None) -> None:
+    def __init__(self, labels: LabelSelector | None, fields: FieldSelector | None,
+                 shard: ShardSelector | None = None) -> None:
         self.labels = labels
         self.fields = fields
+        self.shard = shard
 
     @property
     def empty(self) -> bool:
-        return self.labels is None and self.fields is None
+        return self.labels is None and self.fields is None and self.shard is None
 
     def __call__(self, obj: Mapping[str, Any]) -> bool:
         meta = obj.get("metadata") or {}
+        if self.shard is not None and not self.shard.matches(obj):
+            return False
         if self.labels is not None and not self.labels.matches(meta.get("labels") or {}):
             return False
         if self.fields is not None:
@@ -80,7 +85,8 @@ class Filter:
 
 
 def make_filter(info: ResourceInfo, query: Mapping[str, str]) -> Filter:
-    """Parse ``labelSelector``/``fieldSelector``; 400 when either is malformed or names an unsupported field."""
+    """Parse ``labelSelector``/``fieldSelector``/``shardSelector``; 400 when one is malformed or names an
+    unsupported field."""
     labels = fields = None
     try:
         text = query.get("labelSelector", "")
@@ -103,7 +109,7 @@ def make_filter(info: ResourceInfo, query: Mapping[str, str]) -> Filter:
         for req in fields.requirements:
             if req.field not in allowed:
                 raise st.bad_request(f'field label not supported: {req.field}')
-    return Filter(labels, fields)
+    return Filter(labels, fields, parse_shard_selector(query.get("shardSelector", "")))
 
 
 # ------------------------------------------------------------------------------------------ continue tokens

@@ -42,7 +42,7 @@ class WatchHandlers(ReadHandlers):
         if t.name:
             name_flt = parse_field_selector(f"metadata.name={t.name}")
             flt = Filter(flt.labels, name_flt if flt.fields is None else
-                         FieldSelector(flt.fields.requirements + name_flt.requirements))
+                         FieldSelector(flt.fields.requirements + name_flt.requirements), flt.shard)
         rv_text = q.get("resourceVersion", "")
         bookmarks = truthy(q.get("allowWatchBookmarks"))
         initial = q.get("sendInitialEvents")
