@@ -32,8 +32,8 @@ _JSON_TYPE_NAMES = {"string": (str,), "boolean": (bool,), "integer": (int,), "nu
 class Node:
     """One compiled schema node. ``types`` are the JSON types accepted (empty: any)."""
 
-    __slots__ = ("accepts", "enum", "item", "kind", "list_map_keys", "list_type", "merge_key", "patch_strategy",
-                 "props", "required", "types")
+    __slots__ = ("accepts", "enum", "go_type", "item", "kind", "list_map_keys", "list_type", "merge_key",
+                 "patch_strategy", "props", "required", "struct", "types")
 
     def __init__(self) -> None:
         self.kind: int = ANY
@@ -47,6 +47,8 @@ class Node:
         self.list_map_keys: tuple[str, ...] = ()
         self.patch_strategy: str | None = None
         self.merge_key: str | None = None
+        self.go_type = "interface {}"  # as Go names the field's type in decoding errors
+        self.struct = ""  # a definition's Go struct name (PodSpec), "" for inline schemas
 
     # --------------------------------------------------------------------------------- fast walks
     # These answer only "is everything fine?" without building paths: the common case costs one pass, and only a
@@ -112,6 +114,31 @@ class Node:
             return all(v is None or accepts(v) for v in items)
         return all(item_node.valid(v) for v in items)
 
+    def type_error(self, value: Any, field: str = "", struct: str = "") -> str | None:
+        """Go's decoding error for the first value of the wrong JSON type, as kube-apiserver reports it.
+
+        ``json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32``: the
+        innermost struct, the field's JSON path from the root (no list indices or map keys), the field's Go type.
+        """
+        if value is None:
+            return None
+        if not self.accepts(value):
+            return (f"json: cannot unmarshal {_GO_VALUE[json_type(value)]} into Go struct field "
+                    f"{struct}.{field} of type {self.go_type}")
+        struct = self.struct or struct
+        if self.kind == OBJECT and type(value) is dict:
+            for key, item in value.items():
+                sub = self.props.get(key)
+                found = sub.type_error(item, f"{field}.{key}" if field else key, struct) if sub else None
+                if found:
+                    return found
+        elif self.item is not None and (type(value) is list or (self.kind == MAP and type(value) is dict)):
+            for item in (value if type(value) is list else value.values()):
+                found = self.item.type_error(item, field, struct)
+                if found:
+                    return found
+        return None
+
     # ------------------------------------------------------------------------------------ walks
 
     def unknown(self, value: Any, path: str, out: list[tuple[str, dict[str, Any], str]]) -> None:
@@ -164,6 +191,20 @@ class Node:
         elif kind == MAP and self.item is not None and type(value) is dict:
             for key, item in value.items():
                 self.item.check(item, f"{path}[{key}]", causes)
+
+
+_GO_VALUE = {"string": "string", "integer": "number", "number": "number", "boolean": "bool", "array": "array",
+             "object": "object"}
+_GO_SCALARS = {("integer", "int32"): "int32", ("integer", "int64"): "int64", ("integer", None): "int",
+               ("number", "double"): "float64", ("number", None): "float64", ("boolean", None): "bool",
+               ("string", "byte"): "[]uint8"}
+_SPECIAL_GO_TYPES = {apidefs.INT_OR_STRING: "intstr.IntOrString", apidefs.QUANTITY: "resource.Quantity"}
+
+
+def _go_scalar(types: tuple[str, ...], fmt: str | None) -> str:
+    if len(types) != 1:
+        return "interface {}"
+    return _GO_SCALARS.get((types[0], fmt)) or _GO_SCALARS.get((types[0], None)) or types[0]
 
 
 def _accept_any(value: Any) -> bool:
@@ -262,7 +303,12 @@ class _Compiler:
         if name in _SPECIAL_TYPES:
             node.kind, node.types = SCALAR, _SPECIAL_TYPES[name]
             node.accepts = _acceptor(node.types)
+            node.go_type = _SPECIAL_GO_TYPES[name]
             return node
+        _, version, kind = name.rsplit(".", 2)
+        node.go_type = f"{version}.{kind}"
+        if isinstance(raw.get("properties"), Mapping):
+            node.struct = kind
         self._fill(node, raw)
         if name == _OBJECT_META and "managedFields" in node.props:
             node.props["managedFields"] = Node()  # the field manager decodes (or drops) it, never the schema
@@ -281,6 +327,8 @@ class _Compiler:
         types = [types] if isinstance(types, str) else [t for t in types or () if t != "null"]
         node.types = tuple(types)
         node.accepts = _acceptor(node.types)
+        if node.go_type == "interface {}":
+            node.go_type = _go_scalar(node.types, raw.get("format"))
         if raw.get("enum") is not None:
             node.enum = tuple(raw["enum"])
         props = raw.get("properties")
@@ -292,10 +340,12 @@ class _Compiler:
         elif isinstance(raw.get("additionalProperties"), Mapping):
             node.kind = MAP
             node.item = self.schema(raw["additionalProperties"])
+            node.go_type = f"map[string]{node.item.go_type}"
         elif "array" in types:
             node.kind = ARRAY
             if isinstance(raw.get("items"), Mapping):
                 node.item = self.schema(raw["items"])
+                node.go_type = f"[]{node.item.go_type}"
             node.list_type = raw.get("x-kubernetes-list-type")
             node.list_map_keys = tuple(raw.get("x-kubernetes-list-map-keys") or ())
             node.patch_strategy = raw.get("x-kubernetes-patch-strategy")

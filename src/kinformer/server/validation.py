@@ -36,6 +36,7 @@ from kinformer.server.causes import (
     type_invalid,
 )
 from kinformer.server.patch import ResourceInfoLike
+from kinformer.server.status import StatusError
 from kinformer.server.structural import apply_defaults, prune, validate_against_schema, validate_schema_structure
 
 __all__ = [
@@ -462,9 +463,17 @@ def unknown_fields(info: ResourceInfoLike, obj: Mapping[str, Any]) -> list[str]:
 
 
 def prune_builtin(info: ResourceInfoLike, obj: dict[str, Any]) -> dict[str, Any]:
-    """``obj`` without the fields its built-in kind does not define (kube drops them when decoding); in place."""
+    """``obj`` decoded as kube decodes a built-in: fields the kind does not define dropped (in place), and a value
+    of the wrong JSON type refused with Go's error (400 ``Deployment in version "v1" cannot be handled as a
+    Deployment: json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32``).
+    """
     for _, container, key in _builtin_unknown(info, obj):
         container.pop(key, None)
+    node = _builtin_node(info)
+    error = node.type_error(obj) if node is not None and not node.valid(obj) else None
+    if error:
+        kind, version = info.kind, getattr(info, "version", "")
+        raise StatusError(400, "BadRequest", f'{kind} in version "{version}" cannot be handled as a {kind}: {error}')
     return obj
 
 

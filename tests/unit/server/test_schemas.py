@@ -65,3 +65,18 @@ def test_walks_never_raise_on_arbitrary_json(value: Any) -> None:
         node.unknown(obj, "", unknown)
         assert node.valid(obj) == (causes == [])
         assert node.clean(obj) == (unknown == [])
+
+
+def test_type_errors_read_as_gos_decoding_errors() -> None:
+    deploy = schemas.kind_node("apps", "v1", "Deployment")
+    assert deploy.type_error({"spec": {"replicas": "3"}}) == (
+        "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32")
+    ports = {"spec": {"template": {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": "80"}]}]}}}}
+    assert deploy.type_error(ports) == ("json: cannot unmarshal string into Go struct field "
+                                        "ContainerPort.spec.template.spec.containers.ports.containerPort of type int32")
+    assert deploy.type_error({"spec": {"template": {"spec": {"containers": {}}}}}) == (
+        "json: cannot unmarshal object into Go struct field PodSpec.spec.template.spec.containers of type "
+        "[]v1.Container")
+    assert deploy.type_error({"metadata": {"labels": {"a": 1}}}) == (
+        "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string")
+    assert deploy.type_error({"spec": {"replicas": None, "strategy": {"rollingUpdate": {"maxSurge": "25%"}}}}) is None
