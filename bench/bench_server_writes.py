@@ -11,6 +11,9 @@ Each server runs in a process of its own (``APIServer("memory")``, plain HTTP on
 * the server process's CPU time per create (user + system, from /proc), which load on the machine
   disturbs much less than wall-clock rates.
 
+``--profile N`` instead profiles N pod creates in this process (the server in this event loop under
+cProfile, the minimal client in a thread) and prints each step's share of the server's time per request.
+
 ``--baseline SRC`` also runs a server from another source tree (for example an export of an older
 commit: ``git archive COMMIT src | tar -x -C /tmp/before``), round by round with the current one on
 a fresh server each time, and prints the ratios current / baseline. It prints figures, never verdicts.
@@ -192,16 +195,66 @@ async def run(args: argparse.Namespace) -> None:
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
+# (label, function name, file name ending) of the steps --profile reports
+STEPS = [
+    ("whole request in aiohttp (the 100 %)", "_handle_request", "web_protocol.py"),
+    ("resource API handler (create)", "create", "writes.py"),
+    ("managedFields bookkeeping", "update_managed_fields", "managedfields.py"),
+    ("managedFields bookkeeping (before the split)", "update_managed_fields", "apply.py"),
+    ("body reading and JSON decoding", "_decode", "writes.py"),
+    ("validation (schema, metadata, kind)", "validate", "objects.py"),
+    ("unknown-field check (fieldValidation)", "_field_validation", "writes.py"),
+    ("create preparation (system fields, strategy, defaults)", "prepare_create", "objects.py"),
+    ("storage write and namespace check", "create", "objects.py"),
+    ("response encoding", "json_response", "responses.py"),
+    ("watch cache update (decode, ring, watchers)", "_apply", "watchcache.py"),
+]
+
+
+async def profile(n: int) -> None:
+    import cProfile
+    import gc
+    import pstats
+
+    from kinformer.server import APIServer
+
+    async with APIServer("memory", compaction_interval=0) as server:
+        await asyncio.to_thread(minimal_sequential, server.url, PODS, pod_bodies(50, "warm"))
+        bodies = pod_bodies(n, "p")
+        gc.collect()
+        prof = cProfile.Profile()
+        prof.enable()
+        await asyncio.to_thread(minimal_sequential, server.url, PODS, bodies)
+        await asyncio.sleep(0.2)  # let the watch cache take the last events
+        prof.disable()
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    cumulative: dict[tuple[str, str], float] = {}
+    for (filename, _, func), (_, _, _, cum, _) in stats.items():
+        for _, name, suffix in STEPS:
+            if func == name and filename.endswith(suffix):
+                # same-named functions of one module (a method and the helper it calls): the outer one
+                cumulative[(name, suffix)] = max(cumulative.get((name, suffix), 0.0), cum)
+    total = cumulative.get(("_handle_request", "web_protocol.py"), 0.0) or 1.0
+    print(f"cProfile of {n} realistic pod creates in process, load average {os.getloadavg()[0]:.1f}; "
+          f"{total / n * 1e3:.2f} ms per request under the profiler")
+    print("| step | share of the request |")
+    print("|---|---:|")
+    for label, name, suffix in STEPS:
+        if (name, suffix) in cumulative:
+            print(f"| {label} | {cumulative[(name, suffix)] / total:.0%} |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--baseline", metavar="SRC", help="another source tree (its src/ directory) to run side by side")
     p.add_argument("--creates", type=int, default=1000, help="creates per workload and round (default 1000)")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--profile", type=int, metavar="N", help="profile N pod creates in process instead")
     p.add_argument("--serve", metavar="STORAGE", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.baseline:
         args.baseline = os.path.abspath(args.baseline)
-    asyncio.run(serve(args.serve) if args.serve else run(args))
+    asyncio.run(serve(args.serve) if args.serve else profile(args.profile) if args.profile else run(args))
 
 
 if __name__ == "__main__":
