@@ -13,7 +13,7 @@ its zero value); a value of the wrong JSON type, a missing required field or a v
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kinformer.server import apidefs
@@ -38,7 +38,7 @@ class Node:
     def __init__(self) -> None:
         self.kind: int = ANY
         self.types: tuple[str, ...] = ()
-        self.accepts = _accept_any
+        self.accepts: Callable[[Any], bool] = _accept_any
         self.props: dict[str, Node] = {}
         self.required: tuple[str, ...] = ()
         self.item: Node | None = None
@@ -103,6 +103,7 @@ class Node:
         item_node = self.item
         if item_node is None:
             return True
+        items: Iterable[Any]
         if type(value) is list:
             items = value if kind == ARRAY else ()
         elif type(value) is dict:
@@ -231,11 +232,12 @@ def _is_array(value: Any) -> bool:
     return type(value) is list
 
 
-_ACCEPTS = {("string",): _is_string, ("integer",): _is_integer, ("boolean",): _is_boolean,
-            ("object",): _is_object, ("array",): _is_array}
+_ACCEPTS: dict[tuple[str, ...], Callable[[Any], bool]] = {
+    ("string",): _is_string, ("integer",): _is_integer, ("boolean",): _is_boolean, ("object",): _is_object,
+    ("array",): _is_array}
 
 
-def _acceptor(types: tuple[str, ...]):
+def _acceptor(types: tuple[str, ...]) -> Callable[[Any], bool]:
     if not types:
         return _accept_any
     found = _ACCEPTS.get(types)

@@ -249,7 +249,7 @@ def _validate_workload(obj: Mapping[str, Any], old: Mapping[str, Any] | None) ->
         return [required("spec")]
     # selector rules, replicas and immutable selectors: the kinds' strategies (server/strategies/apps.py)
     causes: list[Cause] = []
-    template = spec.get("template") if isinstance(spec.get("template"), Mapping) else {}
+    template = template if isinstance(template := spec.get("template"), Mapping) else {}
     labels = (template.get("metadata") or {}).get("labels") or {}
     causes += _validate_labels(labels, "spec.template.metadata.labels")
     causes += _validate_containers(template.get("spec"), "spec.template.spec")
