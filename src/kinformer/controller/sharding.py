@@ -24,8 +24,9 @@ Safety — a key is reconciled by at most one member at a time — rests on four
    before deleting) or released, or when its record has not been seen to change for ``lease_duration`` on
    the local clock *and* a fresh read of the Lease from the server confirms it unchanged (a stale informer
    cannot expire a live peer). A member owns nothing once ``renew_deadline`` has passed since its last
-   successful renewal started; it is then fenced for good and the Manager stops with
-   :class:`ShardMembershipLost` (``lease_duration > renew_deadline``: it stopped before anyone takes over).
+   successful renewal started (a renewal answered after that does not count); it is then fenced for good
+   and the Manager stops with :class:`ShardMembershipLost` (``lease_duration > renew_deadline``: it
+   stopped before anyone takes over).
 
 Liveness: an in-flight reconcile of a key that moves is never cancelled by a hand-off (the new owner waits
 for the acknowledgement); bound reconciles with the builder's ``reconcile_timeout`` to bound hand-offs.
@@ -426,6 +427,8 @@ class ShardMember:
                 continue
             self._rv = str(out["metadata"]["resourceVersion"])
             self._own_written(self._rv)
+            if self.active and self.clock.now() - self._renewed_at >= self.config.renew_deadline:
+                self.fenced = True  # answered too late: peers may already have judged us gone
             if not self.fenced:
                 self._renewed_at = started
             return

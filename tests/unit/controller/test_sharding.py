@@ -37,9 +37,12 @@ class Store(LeaseStore):
     def __init__(self, clock: FakeClock) -> None:
         super().__init__(clock)
         self.watchers: list[Any] = []
+        self.write_latency = 0.0  # clock seconds each write takes
 
     def _store(self, key: tuple[str, str], body: dict[str, Any]) -> dict[str, Any]:
         out = super()._store(key, body)
+        if self.clock is not None:
+            self.clock.step(self.write_latency)
         for deliver in self.watchers:
             deliver(copy.deepcopy(out))
         return out
@@ -273,6 +276,24 @@ async def test_a_member_joins_publishes_its_view_and_is_fenced_when_it_cannot_re
         with pytest.raises(ShardMembershipLost):
             task.result()
         assert m.fenced and not m.admitted() and changes[-1] is False
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_renewal_answered_after_the_renew_deadline_fences() -> None:
+    clock = FakeClock()
+    store = Store(clock)
+    m, factory = member(clock, store)
+    store.watchers.append(factory.informer_.handlers["on_add"])
+    task = asyncio.create_task(m.run())
+    try:
+        await asyncio.wait_for(m.ready.wait(), 5)
+        clock.step(CONFIG.renew_deadline - 0.1)  # a renewal starts just before the deadline ...
+        store.write_latency = 0.2  # ... and is answered just after it
+        m._publish.set()
+        await wait_until(task.done, timeout=5, what="fenced")
+        assert m.fenced and isinstance(task.exception(), ShardMembershipLost)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
