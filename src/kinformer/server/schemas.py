@@ -134,7 +134,7 @@ class Node:
                 if found:
                     return found
         elif self.item is not None and (type(value) is list or (self.kind == MAP and type(value) is dict)):
-            for item in (value if type(value) is list else value.values()):
+            for item in (value.values() if type(value) is dict else value):
                 found = self.item.type_error(item, field, struct)
                 if found:
                     return found
