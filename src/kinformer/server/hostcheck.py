@@ -20,6 +20,7 @@ TLS and authentication (see :mod:`.apiserver`) and are not checked here.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -57,6 +58,7 @@ def host_check_middleware(allowed_hosts: Iterable[str] = ()) -> Any:
     """An aiohttp middleware refusing non-loopback ``Host`` (unless in ``allowed_hosts``) and ``Origin`` headers."""
     extra = {h.lower() for h in allowed_hosts}
 
+    @functools.lru_cache(maxsize=256)  # a few Host values recur on every request; parsing addresses is not free
     def allowed(host: str) -> bool:
         return is_loopback_host(host) or host.lower() in extra
 
