@@ -28,6 +28,7 @@ from typing import Any, Literal, Protocol
 import orjson
 
 from .bodies import MAX_BODY, MAX_DEPTH, too_deep
+from .jsoncopy import json_copy
 
 __all__ = [
     "MAX_COPY_BYTES",
@@ -298,7 +299,7 @@ def json_patch(original: Any, ops: Any) -> Any:
     if len(ops) > MAX_JSON_PATCH_OPERATIONS:
         raise PatchError(f"The allowed count of patch operations is {MAX_JSON_PATCH_OPERATIONS}, got {len(ops)}",
                          413)
-    doc = copy.deepcopy(original)
+    doc = json_copy(original)
     budget = _CopyBudget()
     for op in ops:
         if not isinstance(op, dict):
@@ -420,7 +421,7 @@ def strategic_merge_patch(original: Mapping[str, Any], patch: Any, info: Resourc
     if not isinstance(patch, dict):
         raise PatchError("json: cannot unmarshal into Go value of type map[string]interface {}", 400)
     merger = _StrategicMerger(info)
-    return checked_result(merger.merge_map(copy.deepcopy(dict(original)), patch, ()))
+    return checked_result(merger.merge_map(json_copy(dict(original)), patch, ()))
 
 
 class _StrategicMerger:
