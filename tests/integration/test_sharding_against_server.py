@@ -95,8 +95,8 @@ class Member:
 
 
 @contextlib.asynccontextmanager
-async def group(url: str, tracker: Tracker, n: int) -> AsyncIterator[list[Member]]:
-    members = [Member(url, tracker, f"m{i}") for i in range(n)]
+async def group(url: str, tracker: Tracker, n: int, first: int = 0) -> AsyncIterator[list[Member]]:
+    members = [Member(url, tracker, f"m{i}") for i in range(first, first + n)]
     for m in members:
         m.start()
     try:
@@ -199,6 +199,32 @@ async def test_a_fourth_member_takes_about_a_quarter(kube_server: Any, keys: lis
     assert tracker.overlaps == []
 
 
+async def test_a_member_that_cannot_renew_is_fenced_and_its_keys_move(kube_server: Any, keys: list[str]) -> None:
+    """Its API connection stalls: within the renew deadline it stops reconciling and run() raises
+    ShardMembershipLost; the others take its keys once its Lease expired, never overlapping it."""
+    tracker = Tracker()
+    async with FaultProxy.for_url(kube_server.url) as proxy:
+        cut = Member(proxy.url, tracker, "m0")
+        cut.start()
+        async with group(kube_server.url, tracker, 2, first=1) as others:
+            try:
+                await settled([cut, *others])
+                theirs = [key for key in keys if owner_of(key, ["m0", "m1", "m2"]) == "m0"]
+                stalled, tracker.leaving = _loop_time(), "m0"
+                proxy.stall()
+                await wait_until(lambda: cut.task.done(), timeout=RENEW + 5.0, what="the cut member fenced")
+                assert isinstance(cut.task.exception(), ki.ShardMembershipLost)
+                assert _loop_time() - stalled < RENEW + RETRY + 1.0
+                assert not any(member == "m0" for member in tracker.active.values())  # aborted, not drained
+                await wait_until(lambda: all(key in tracker.first_after for key in theirs), timeout=LEASE + 10.0,
+                                 what="its keys taken over")
+                assert min(tracker.first_after[key][1] for key in theirs) - stalled > RENEW
+            finally:
+                proxy.resume()
+                await cut.stop()
+    assert tracker.overlaps == []
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 async def test_invariants_hold_under_faults(kube_server: Any, keys: list[str], seed: int) -> None:
     """Connections dropped and 410s answered at random: still every key reconciled, never two at once."""
@@ -220,7 +246,7 @@ async def test_invariants_hold_under_faults(kube_server: Any, keys: list[str], s
             chaos_task = asyncio.create_task(chaos())
             try:
                 chaos_on.set()
-                leaving = members[rng.randrange(3)]
+                leaving = members[seed % 3]
                 await asyncio.sleep(rng.uniform(0.5, 1.5))  # a hand-off in the middle of the faults
                 await leaving.stop(crash=rng.random() < 0.5)
                 await chaos_task
