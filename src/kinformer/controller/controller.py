@@ -160,7 +160,9 @@ class Controller:
         metrics.MAX_CONCURRENT_RECONCILES.labels(self.name).set(self.workers)
         log.info("controller %s: started (resource %s, %d worker%s, %s)", self.name, self.resource or "?",
                  self.workers, "" if self.workers == 1 else "s",
-                 "as the leader" if self.leader_elected else "no leader election")
+                 "as the leader" if self.leader_elected else
+                 f"sharded in group {self.shard.member.config.group}" if self.shard is not None else
+                 "no leader election")
         try:
             async with task_group() as group:
                 self._workers = [group.create_task(self._worker(), name=f"{self.name}-worker-{i}")

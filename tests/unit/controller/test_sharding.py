@@ -297,3 +297,66 @@ async def test_a_renewal_answered_after_the_renew_deadline_fences() -> None:
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+# -- the controller's side: filter at the queue, re-enqueue what ownership brings -------------------------------
+
+
+class _Queue:
+    def __init__(self) -> None:
+        self.added: list[Any] = []
+
+    def add(self, item: Any) -> None:
+        self.added.append(item)
+
+
+class _Indexer:
+    def __init__(self, keys: list[str]) -> None:
+        self.keys = keys
+
+    def list_keys(self) -> list[str]:
+        return list(self.keys)
+
+    def get_by_key(self, key: str) -> Any:
+        return {} if key in self.keys else None
+
+
+class _Controller:
+    def __init__(self, keys: list[str]) -> None:
+        self.name = "unit"
+        self.queue = _Queue()
+        self.primary = type("Primary", (), {"indexer": _Indexer(keys)})()
+        self.aborted = False
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+def test_a_controller_drops_what_it_does_not_own_and_enqueues_what_it_gains() -> None:
+    from kinformer.controller.reconcile import Request
+    from kinformer.controller.sharding import ShardedController
+
+    clock = FakeClock()
+    m, factory = member(clock)
+    cached = KEYS[:200]
+    ctrl = _Controller(cached)
+    shard = ShardedController(ctrl, m)
+    joined(m, {"a", "b"})
+    factory.informer_.handlers["on_add"](peer_lease("b", 1, ["a", "b"]))
+    m._notify()
+    mine = {k for k in cached if owner_of(k, "ab") == "a"}
+    assert {r.key for r in ctrl.queue.added} == mine  # gained: from nothing to a's share
+    ctrl.queue.added.clear()
+    deleted = next(k for k in KEYS[200:] if owner_of(k, "ab") == "b" and owner_of(k, "a") == "a")
+    ns, _, name = deleted.partition("/")
+    assert not shard.admit(Request(ns, name))  # b's key, its object gone from the cache: remembered
+    theirs = next(k for k in cached if owner_of(k, "ab") == "b")
+    assert not shard.admit(Request(*theirs.split("/")))  # b's key, still cached: found again by the scan
+    m.view = frozenset({"a"})  # b left
+    m._notify()
+    gained = {r.key for r in ctrl.queue.added}
+    assert deleted in gained and theirs in gained
+    assert gained == {k for k in cached if k not in mine} | {deleted}
+    m.fenced = True
+    m._notify()
+    assert ctrl.aborted
