@@ -389,10 +389,13 @@ class ShardMember:
         return all(owner_of(key, self.view) == self.identity for key in self.in_flight())
 
     def _next_expiry(self) -> float:
-        """Seconds until the next peer could be considered expired (at most ``retry_period``)."""
+        """Seconds until the next peer could be considered expired (at most ``retry_period``; a peer already
+        past it whose expiry a read could not confirm is read again after ``retry_period``, not sooner)."""
         now, wait = self.clock.now(), self.config.retry_period
         for peer in self._peers.values():
-            wait = min(wait, max(0.01, peer.seen_at + self.config.lease_duration - now + 0.01))
+            left = peer.seen_at + self.config.lease_duration - now
+            if left >= 0:
+                wait = min(wait, left + 0.01)
         return wait
 
     def _lease(self, acked: frozenset[str] | None) -> dict[str, Any]:

@@ -360,3 +360,13 @@ def test_a_controller_drops_what_it_does_not_own_and_enqueues_what_it_gains() ->
     m.fenced = True
     m._notify()
     assert ctrl.aborted
+
+
+async def test_an_unconfirmed_expiry_is_read_again_only_after_the_retry_period() -> None:
+    clock, store, m, _ = await with_peer()
+    clock.step(CONFIG.lease_duration / 2)
+    assert m._next_expiry() == pytest.approx(min(CONFIG.retry_period, CONFIG.lease_duration / 2 + 0.01))
+    clock.step(CONFIG.lease_duration)
+    store.fail = True  # the server cannot confirm: b stays, and is not polled in a tight loop
+    assert await m._current_view() == {"a", "b"}
+    assert m._next_expiry() == CONFIG.retry_period
