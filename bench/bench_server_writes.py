@@ -12,7 +12,8 @@ Each server runs in a process of its own (``APIServer("memory")``, plain HTTP on
   disturbs much less than wall-clock rates.
 
 ``--profile N`` instead profiles N pod creates in this process (the server in this event loop under
-cProfile, the minimal client in a thread) and prints each step's share of the server's time per request.
+cProfile with the collector tuned as in a server process, the minimal client in a thread) and prints
+each step's share of the server's time per request.
 
 ``--baseline SRC`` also runs a server from another source tree (for example an export of an older
 commit: ``git archive COMMIT src | tar -x -C /tmp/before``), round by round with the current one on
@@ -219,6 +220,9 @@ async def profile(n: int) -> None:
     from kinformer.server import APIServer
 
     async with APIServer("memory", compaction_interval=0) as server:
+        gc.collect()  # the collector as kinformer.server.gc_tuning sets it in a server process, for every tree
+        gc.freeze()
+        gc.set_threshold(20_000, 10, 100)
         await asyncio.to_thread(minimal_sequential, server.url, PODS, pod_bodies(50, "warm"))
         bodies = pod_bodies(n, "p")
         gc.collect()

@@ -170,6 +170,11 @@ def load_json(body: bytes | str) -> Any:
 
 def too_deep(doc: Any, limit: int = MAX_DEPTH) -> bool:
     """Whether ``doc`` (JSON data, no shared containers) nests objects/arrays more than ``limit`` levels."""
+    try:  # orjson indents a value inside n containers by 2n spaces: none that deep means not too deep
+        if b"\n" + b" " * (2 * limit) not in orjson.dumps(doc, option=orjson.OPT_INDENT_2):
+            return False
+    except TypeError:  # not JSON data (an integer beyond 64 bits, ...): walk it
+        pass
     level = [doc] if isinstance(doc, dict | list) else []
     for _ in range(limit):  # level by level: the containers at depth 1, 2, ...
         if not level:
