@@ -571,7 +571,7 @@ async def test_validating_webhook_denies_a_create_through_kubectl(kubectl: Kubec
                                            "resources": ["configmaps"]}],
                                 "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
                                 "sideEffects": "None", "admissionReviewVersions": ["v1"]}]}
-        await asyncio.to_thread(kubectl.apply_yaml, config, "--validate=false")
+        await asyncio.to_thread(kubectl.apply_yaml, config)
         try:
             denied = await asyncio.to_thread(kubectl.run, "-n", ns, "create", "configmap", "dbg",
                                              "--from-literal=debug=true", check=False)
