@@ -69,6 +69,16 @@ async def running(mgr: Any) -> AsyncIterator[asyncio.Task[None]]:
         await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 30)
 
 
+async def served(client: Any, resource: str) -> bool:
+    """Whether ``client``'s discovery, asked afresh, finds ``resource`` (a CRD is served once it does)."""
+    client.invalidate_discovery()
+    try:
+        await client.resolve(resource)
+    except LookupError:
+        return False
+    return True
+
+
 def wait_until_sync(predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition",
                     interval: float = 0.05) -> None:
     """Blocking form of :func:`wait_until` for tests that drive servers in threads or subprocesses."""

@@ -26,7 +26,7 @@ from kinformer.client import Client
 from kinformer.errors import APIError
 from kinformer.server import APIServer
 from kinformer.testing import FaultProxy
-from testlib import wait_until
+from testlib import served, wait_until
 
 pytestmark = pytest.mark.skipif(ETCD is None, reason="etcd binary not found (apt-get install etcd-server)")
 
@@ -137,15 +137,8 @@ async def test_crd_via_one_replica_served_by_another(shared_cluster: list[EtcdMe
     async with replicas(storage_url(shared_cluster), 2) as (a, b), Client(a.url) as ca, Client(b.url) as cb:
         await ca.create("apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
 
-        async def served() -> bool:
-            cb.invalidate_discovery()
-            try:
-                await cb.resolve(WIDGETS)
-            except LookupError:
-                return False
-            return True
-
-        await wait_until(served, what="replica B to serve the CRD created through A", timeout=DEADLINE)
+        await wait_until(lambda: served(cb, WIDGETS), what="replica B to serve the CRD created through A",
+                         timeout=DEADLINE)
         body = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}}
         created = await cb.create(WIDGETS, body, namespace="default")
         assert (await ca.get(WIDGETS, "w", namespace="default"))["metadata"]["uid"] == created["metadata"]["uid"]
@@ -157,12 +150,7 @@ async def test_crd_via_one_replica_served_by_another(shared_cluster: list[EtcdMe
         await cb.delete("apiextensions.k8s.io/v1/customresourcedefinitions", "widgets.example.com")
 
         async def gone() -> bool:
-            ca.invalidate_discovery()
-            try:
-                await ca.resolve(WIDGETS)
-            except LookupError:
-                return True
-            return False
+            return not await served(ca, WIDGETS)
 
         await wait_until(gone, what="replica A to stop serving the deleted CRD", timeout=DEADLINE)
         bucket = a.cache.buckets.get("/registry/example.com/widgets/")

@@ -8,6 +8,7 @@ import pytest
 
 import kinformer as ki
 from kinformer.errors import APIError, Forbidden, Invalid
+from testlib import served, wait_until
 
 RULES = [{"operations": ["CREATE", "UPDATE", "DELETE"], "apiGroups": [""], "apiVersions": ["v1"],
           "resources": ["configmaps"]}]
@@ -220,17 +221,7 @@ async def widgets(kube_client, kube_webhook_server):
     kube_webhook_server.conversion("/convert", convert_widget)
     await kube_client.create(CRDS, two_version_crd(kube_webhook_server.client_config("/convert")))
 
-    async def served() -> bool:
-        kube_client.invalidate_discovery()
-        try:
-            await kube_client.resolve("example.com/v2/widgets")
-        except LookupError:
-            return False
-        return True
-
-    from testlib import wait_until
-
-    await wait_until(served, what="the CRD served")
+    await wait_until(lambda: served(kube_client, "example.com/v2/widgets"), what="the CRD served")
     return kube_client
 
 
@@ -284,17 +275,7 @@ async def test_watch_in_the_converted_version_converts_every_event(widgets):
 async def test_a_failing_conversion_webhook_is_a_500_and_the_storage_version_still_serves(kube_client):
     await kube_client.create(CRDS, two_version_crd({"url": "https://127.0.0.1:9/convert"}))
 
-    async def served() -> bool:
-        kube_client.invalidate_discovery()
-        try:
-            await kube_client.resolve("example.com/v2/widgets")
-        except LookupError:
-            return False
-        return True
-
-    from testlib import wait_until
-
-    await wait_until(served, what="the CRD served")
+    await wait_until(lambda: served(kube_client, "example.com/v2/widgets"), what="the CRD served")
     await kube_client.create("example.com/v1/widgets", widget("a", "example.com/v1", size=1), namespace="default")
     with pytest.raises(APIError) as err:
         await kube_client.get("example.com/v2/widgets", "a", namespace="default")
