@@ -7,9 +7,11 @@ Where the files come from, by what ``cert_dir`` holds:
 * nothing (or ``cert_dir=None``, a temporary directory): a CA and a serving certificate for the given hosts
   are generated there (:func:`kinformer.tls.ensure_certs`) and re-issued before they expire.
 
-Invariants: the TLS context object handed to the listener never changes, only the chain loaded into it,
-so a reload takes effect on the next handshake without restarting the listener; a half-written or
-mismatched pair on disk is never loaded (the previous chain stays, the failure is logged).
+Invariants: the TLS context object handed to the listener never changes; each chain is loaded into a fresh
+context, and the listener's SNI callback (run for every handshake, with or without a server name) moves the
+handshake onto the newest one, so a reload takes effect on the next handshake without restarting the
+listener. A chain is published only once it loaded whole, so a half-written or mismatched pair on disk is
+never served (the previous chain stays, the failure is logged).
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ class ServingCerts:
         self.hosts = hosts
         self.generated = not (self.dir / "tls.crt").exists()
         self._stamp: tuple[float, ...] = ()
-        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._current = self.context = _server_context()
+        self.context.sni_callback = self._select
         self.refresh(initial=True)
 
     @property
@@ -71,18 +73,28 @@ class ServingCerts:
         stamp = self._files_stamp()
         if stamp == self._stamp:
             return False
+        loaded = self.context if initial else _server_context()
         try:
-            self.context.load_cert_chain(self.cert_file, self.key_file)
+            loaded.load_cert_chain(self.cert_file, self.key_file)
         except (OSError, ssl.SSLError, ValueError) as exc:
             if initial:
                 raise
             log.error("webhook certificate in %s not reloaded: %s", self.dir, exc)
             return False
-        self._stamp = stamp
+        self._current, self._stamp = loaded, stamp
         if not initial:
             log.info("webhook certificate reloaded from %s", self.dir)
         return True
 
+    def _select(self, conn: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext) -> None:
+        conn.context = self._current
+
     def close(self) -> None:
         if self._tmp is not None:
             self._tmp.cleanup()
+
+
+def _server_context() -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context

@@ -217,6 +217,21 @@ async def test_mounted_certificate_is_served_and_reloaded_when_it_changes(tmp_pa
         assert not (mounted / "server.crt").exists()  # a mounted secret is never overwritten
 
 
+async def test_a_mismatched_pair_on_disk_is_never_loaded_and_the_previous_chain_stays_served(tmp_path):
+    ensure_certs(tmp_path / "one", ["127.0.0.1"])
+    ensure_certs(tmp_path / "two", ["127.0.0.1"])
+    mounted = tmp_path / "secret"
+    _mount(tmp_path / "one", mounted)
+    srv = WebhookServer(port=0, cert_dir=str(mounted), cert_reload_interval=5.0, clock=FakeClock())
+    srv.validating("/v", lambda r: None)
+    async with srv:
+        first_ca = (tmp_path / "one" / "ca.crt").read_bytes()
+        first = await _peer_cert(srv, first_ca)
+        shutil.copy(tmp_path / "two" / "server.crt", mounted / "tls.crt")  # the new cert, the old key: mid-rotation
+        assert srv.certs is not None and srv.certs.refresh() is False
+        assert (await _peer_cert(srv, first_ca)).serial_number == first.serial_number
+
+
 async def test_generated_certificate_names_the_hosts(tmp_path):
     srv = WebhookServer(port=0, hosts=["webhook.example.svc"])
     srv.validating("/v", lambda r: None)
