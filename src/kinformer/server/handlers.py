@@ -2,7 +2,8 @@
 
 Parses the path into a :class:`~kinformer.server.routing.Target`, then dispatches: get/list
 (:mod:`.reads`), watch (:mod:`.watch`), writes through :class:`~kinformer.server.objects.ObjectStore`
-(:mod:`.writes`), and Table answers for kubectl (here). Every failure is a :class:`StatusError`.
+(:mod:`.writes`, the pod subresources in :mod:`.podsubresources`), and Table answers for kubectl (here).
+Every failure is a :class:`StatusError`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .bodies import MAX_BODY
 from .objects import ObjectStore
 from .partial_metadata import negotiate_partial
 from .partial_metadata import serve as serve_partial
+from .podsubresources import PodSubresources
 from .query import truthy
 from .reads import RV_WAIT_SECONDS
 from .registry import Registry, ResourceInfo
@@ -28,12 +30,11 @@ from .storage.base import Storage
 from .table_watch import TABLE_WATCH_KEY, TableRequest
 from .watch import WatchHandlers
 from .watchcache import WatchCache
-from .writes import WriteHandlers
 
 __all__ = ["MAX_BODY", "ResourceAPI", "truthy"]
 
 
-class ResourceAPI(WatchHandlers, WriteHandlers):
+class ResourceAPI(WatchHandlers, PodSubresources):
     """Request handling for every resource in the registry."""
 
     def __init__(self, storage: Storage, registry: Registry, cache: WatchCache, store: ObjectStore, clock: Clock,
@@ -93,6 +94,10 @@ class ResourceAPI(WatchHandlers, WriteHandlers):
             return await self.watch(request, t)
         if t.subresource == "scale":
             return await self.scale(request, t)
+        if t.subresource == "binding":
+            return await self.binding(request, t)
+        if t.subresource == "eviction":
+            return await self.eviction(request, t)
         if method in ("GET", "HEAD"):
             return await self.get(request, t)
         if method == "PUT":

@@ -26,6 +26,7 @@ import orjson
 
 from ..clock import REAL_CLOCK, Clock
 from . import status as st
+from .ephemeralcontainers import ephemeral_update_causes, take_ephemeral_containers
 from .ipallocator import ServiceAllocator
 from .jsoncopy import json_copy
 from .query import UINT64_MAX
@@ -106,11 +107,18 @@ def parse_rv(value: Any, *, what: str = "resourceVersion") -> int:
 
 
 def validate(info: ResourceInfo, obj: dict[str, Any], old: Mapping[str, Any] | None = None,
-             strategy: Strategy | None = None) -> None:
-    """Raise 422 Invalid with causes when ``obj`` is not acceptable (schema, metadata and ``strategy`` checks)."""
+             strategy: Strategy | None = None, subresource: str = "") -> None:
+    """Raise 422 Invalid with causes when ``obj`` is not acceptable (schema, metadata and ``strategy`` checks).
+
+    An update through the ephemeralcontainers subresource is held to that subresource's own update rule
+    (applied when it was prepared), not to the pod's.
+    """
     causes = validate_object(info, obj, old) + _owner_ref_causes(obj)
     if strategy is not None:
-        causes += strategy.validate(info, obj) if old is None else strategy.validate_update(info, obj, old)
+        if old is None or subresource == "ephemeralcontainers":
+            causes += strategy.validate(info, obj)
+        else:
+            causes += strategy.validate_update(info, obj, old)
     name = (obj.get("metadata") or {}).get("name")
     if (not isinstance(name, str) or not name) and not any(c.get("field") == "metadata.name" for c in causes):
         causes.append({"reason": "FieldValueRequired", "field": "metadata.name",
@@ -294,9 +302,10 @@ class ObjectStore:
         self.strategies.get(info).prepare_for_create(info, obj)
         return obj
 
-    def validate(self, info: ResourceInfo, obj: dict[str, Any], old: Mapping[str, Any] | None = None) -> None:
+    def validate(self, info: ResourceInfo, obj: dict[str, Any], old: Mapping[str, Any] | None = None,
+                 subresource: str = "") -> None:
         """422 Invalid when ``obj`` (a create, or an update of ``old``) fails the generic or the kind's checks."""
-        validate(info, obj, old, self.strategies.get(info))
+        validate(info, obj, old, self.strategies.get(info), subresource)
 
     async def create(self, info: ResourceInfo, namespace: str, obj: dict[str, Any], *,
                      dry_run: bool = False) -> dict[str, Any]:
@@ -332,6 +341,12 @@ class ObjectStore:
                 result["status"] = new["status"]
             else:
                 result.pop("status", None)
+            nmeta = result["metadata"]
+        elif subresource == "ephemeralcontainers":
+            result = take_ephemeral_containers(old, new)
+            causes = ephemeral_update_causes(old, result)
+            if causes:
+                raise st.invalid(info, name, causes)
             nmeta = result["metadata"]
         elif subresource == "finalize":
             result = json_copy(old)

@@ -39,8 +39,9 @@ class Subresource:
     kind: str
 
 
-# Subresources the generic handlers serve (status and finalize replace one part of the object, scale is a view).
-GENERIC_SUBRESOURCES = frozenset({"status", "scale", "finalize"})
+# Subresources the resource handlers serve (status, finalize and ephemeralcontainers replace one part of the
+# object, scale is a view; binding and eviction are a pod's, see :mod:`.podsubresources`).
+GENERIC_SUBRESOURCES = frozenset({"status", "scale", "finalize", "ephemeralcontainers", "binding", "eviction"})
 # Subresources kube-apiserver serves by calling the node's kubelet; without one there is nothing to answer.
 KUBELET_SUBRESOURCES = frozenset({"log", "exec", "attach", "portforward", "proxy"})
 

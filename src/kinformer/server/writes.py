@@ -157,13 +157,13 @@ class WriteHandlers(ReadHandlers):
         """
         hooks = self.admission
         if hooks is None or not hooks.active():
-            self.store.validate(t.info, obj, old)
+            self.store.validate(t.info, obj, old, t.subresource)
             return obj
         attrs = admission_attributes(request, t, "CREATE" if old is None else "UPDATE", dry,
                                      name=(obj.get("metadata") or {}).get("name", ""))
         mutated = await hooks.mutate(attrs, obj, old)
         assert mutated is not None
-        self.store.validate(t.info, mutated, old)
+        self.store.validate(t.info, mutated, old, t.subresource)
         await hooks.validate(attrs, mutated, old)
         add_warnings(headers, attrs.warnings)
         return mutated
