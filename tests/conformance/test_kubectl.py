@@ -267,6 +267,32 @@ def test_create_job_cronjob_role_rolebinding_ingress_pdb(kubectl: Kubectl, ns: s
     assert pdb["spec"]["minAvailable"] == "50%" and pdb["spec"]["selector"] == {"matchLabels": {"app": "web"}}
 
 
+def test_create_quota_priorityclass_and_autoscale(kubectl: Kubectl, ns: str) -> None:
+    n = ("-n", ns)
+    kubectl.run("create", "quota", "q", "--hard=pods=10,requests.cpu=2", "--scopes=NotBestEffort", *n)
+    quota = kubectl.json("get", "resourcequota", "q", *n)
+    assert quota["spec"] == {"hard": {"pods": "10", "requests.cpu": "2"}, "scopes": ["NotBestEffort"]}
+    kubectl.run("create", "priorityclass", f"{ns}-high", "--value=1000", "--description=urgent")
+    pc = kubectl.json("get", "priorityclass", f"{ns}-high")
+    assert (pc["value"], pc["description"], pc["preemptionPolicy"]) == (1000, "urgent", "PreemptLowerPriority")
+    kubectl.run("create", "deployment", "web", "--image=nginx", *n)
+    kubectl.run("autoscale", "deployment", "web", "--min=2", "--max=5", "--cpu-percent=80", *n)
+    hpa = kubectl.json("get", "hpa", "web", *n)
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 5)
+
+
+def test_debug_adds_an_ephemeral_container_and_drain_style_eviction_deletes(kubectl: Kubectl, ns: str) -> None:
+    n = ("-n", ns)
+    kubectl.run("run", "p", "--image=nginx", *n)
+    kubectl.run("debug", "p", "--image=busybox", "--container=dbg", "--profile=general", *n)
+    pod = kubectl.json("get", "pod", "p", *n)
+    assert [c["name"] for c in pod["spec"]["ephemeralContainers"]] == ["dbg"]
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p", "namespace": ns}}
+    kubectl.run("create", "--raw", f"/api/v1/namespaces/{ns}/pods/p/eviction", "-f", "-", input=json.dumps(eviction))
+    assert not kubectl.exists("pod", "p", *n)
+
+
 # -- apply -----------------------------------------------------------------------------------------
 
 

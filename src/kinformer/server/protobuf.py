@@ -1,7 +1,7 @@
 """Kubernetes protobuf bodies (``application/vnd.kubernetes.protobuf``) for the kinds kubectl sends that way.
 
 ``kubectl create configmap|secret|namespace|serviceaccount|service|deployment|job|cronjob|ingress|pdb|role|
-rolebinding`` send a protobuf body: the 4-byte magic
+rolebinding|quota|priorityclass`` and ``kubectl autoscale`` send a protobuf body: the 4-byte magic
 ``k8s\\x00`` followed by a ``runtime.Unknown`` message (1 typeMeta {1 apiVersion, 2 kind}, 2 raw, 3
 contentEncoding, 4 contentType) whose ``raw`` bytes are the kind's own message from k8s.io/api's
 generated.proto. This module decodes such bodies into the object's JSON form and encodes JSON objects back
@@ -337,12 +337,42 @@ _TOKEN_REVIEW: Table = {
                           3: ("error", "str", None, False), 4: ("audiences", "rep_str", None, False)}, False),
 }
 
+_RESOURCE_QUOTA: Table = {
+    1: ("metadata", "msg", _OBJECT_META, False),
+    2: ("spec", "msg", {
+        1: ("hard", "map_sq", None, False), 2: ("scopes", "rep_str", None, False),
+        3: ("scopeSelector", "msg", {1: ("matchExpressions", "rep_msg", {
+            1: ("scopeName", "str", None, False), 2: ("operator", "str", None, False),
+            3: ("values", "rep_str", None, False)}, False)}, False)}, False),
+    3: ("status", "msg", {1: ("hard", "map_sq", None, False), 2: ("used", "map_sq", None, False)}, False),
+}
+_PRIORITY_CLASS: Table = {
+    1: ("metadata", "msg", _OBJECT_META, False), 2: ("value", "int", None, True),
+    3: ("globalDefault", "bool", None, False), 4: ("description", "str", None, False),
+    5: ("preemptionPolicy", "str", None, True),
+}
+_HPA_V1: Table = {  # autoscaling/v1, as ``kubectl autoscale`` sends it
+    1: ("metadata", "msg", _OBJECT_META, False),
+    2: ("spec", "msg", {
+        1: ("scaleTargetRef", "msg", {1: ("kind", "str", None, False), 2: ("name", "str", None, False),
+                                      3: ("apiVersion", "str", None, False)}, False),
+        2: ("minReplicas", "int", None, True), 3: ("maxReplicas", "int", None, True),
+        4: ("targetCPUUtilizationPercentage", "int", None, True)}, False),
+    3: ("status", "msg", {
+        1: ("observedGeneration", "int", None, True), 2: ("lastScaleTime", "time", None, False),
+        3: ("currentReplicas", "int", None, True), 4: ("desiredReplicas", "int", None, True),
+        5: ("currentCPUUtilizationPercentage", "int", None, True)}, False),
+}
+
 _KINDS: dict[tuple[str, str], Table] = {
     ("v1", "ConfigMap"): _CONFIG_MAP,
     ("v1", "Secret"): _SECRET,
     ("v1", "Namespace"): _NAMESPACE,
     ("v1", "ServiceAccount"): _SERVICE_ACCOUNT,
     ("v1", "Service"): _SERVICE,
+    ("v1", "ResourceQuota"): _RESOURCE_QUOTA,
+    ("scheduling.k8s.io/v1", "PriorityClass"): _PRIORITY_CLASS,
+    ("autoscaling/v1", "HorizontalPodAutoscaler"): _HPA_V1,
     ("apps/v1", "Deployment"): _DEPLOYMENT,
     ("batch/v1", "Job"): _JOB,
     ("batch/v1", "CronJob"): _CRON_JOB,

@@ -252,6 +252,16 @@ def test_corrupted_bodies_only_raise_value_error(body: bytes, edits: list[tuple[
                                                   "containers": [{"name": "c", "image": "busybox"}]}}}}}},
     {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
      "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}}},
+    {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
+     "spec": {"hard": {"pods": "10", "requests.cpu": "500m"}, "scopes": ["NotBestEffort"],
+              "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In",
+                                                      "values": ["high"]}]}}},
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 0,
+     "globalDefault": True, "description": "d", "preemptionPolicy": "Never"},
+    {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+     "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "minReplicas": 1,
+              "maxReplicas": 5, "targetCPUUtilizationPercentage": 80},
+     "status": {"currentReplicas": 0, "desiredReplicas": 0}},
 ])
 def test_round_trip_of_kinds_kubectl_create_sends(obj: dict[str, Any]) -> None:
     """Inline IngressRuleValue (http inside the rule), pointer zeros (suspend: false, backoffLimit: 0) survive."""
