@@ -212,7 +212,7 @@ STEPS = [
 ]
 
 
-async def profile(n: int) -> None:
+async def profile(n: int, dump: str | None = None) -> None:
     import cProfile
     import gc
     import pstats
@@ -231,6 +231,8 @@ async def profile(n: int) -> None:
         await asyncio.to_thread(minimal_sequential, server.url, PODS, bodies)
         await asyncio.sleep(0.2)  # let the watch cache take the last events
         prof.disable()
+    if dump:
+        prof.dump_stats(dump)
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
     cumulative: dict[tuple[str, str], float] = {}
     for (filename, _, func), (_, _, _, cum, _) in stats.items():
@@ -254,11 +256,12 @@ def main() -> None:
     p.add_argument("--creates", type=int, default=1000, help="creates per workload and round (default 1000)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--profile", type=int, metavar="N", help="profile N pod creates in process instead")
+    p.add_argument("--dump", metavar="PATH", help="with --profile: also write the cProfile stats to PATH (for pstats)")
     p.add_argument("--serve", metavar="STORAGE", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.baseline:
         args.baseline = os.path.abspath(args.baseline)
-    asyncio.run(serve(args.serve) if args.serve else profile(args.profile) if args.profile else run(args))
+    asyncio.run(serve(args.serve) if args.serve else profile(args.profile, args.dump) if args.profile else run(args))
 
 
 if __name__ == "__main__":

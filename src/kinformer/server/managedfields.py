@@ -40,10 +40,13 @@ _builtin_lists: dict[tuple[Any, ...], ListStrategy] = {}
 _parsed: dict[bytes, tuple[frozenset[Path], bool]] = {}
 # field set -> canonical FieldsV1 encoding
 _rendered: dict[frozenset[Path], bytes] = {}
+# a create of a built-in kind (see _create_key) -> (its encoded managedFields, whether the writer has an entry)
+_creates: dict[tuple[Any, ...], tuple[bytes, bool]] = {}
+CREATE_CACHE_SIZE = 256  # distinct create shapes remembered (a key holds the object's tracked content, ~10 KB)
 
 
-def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
-    if len(cache) >= CACHE_SIZE:
+def _remember(cache: dict[Any, Any], key: Any, value: Any, size: int = CACHE_SIZE) -> None:
+    if len(cache) >= size:
         del cache[next(iter(cache))]
     cache[key] = value
 
@@ -490,12 +493,55 @@ def _set_managed_fields(obj: dict[str, Any], rendered: list[dict[str, Any]]) -> 
     return obj
 
 
+def _create_key(obj: Mapping[str, Any], entries: list[Entry], identity: tuple[Any, ...],
+                info: ResourceInfoLike | None, subresource: str | None) -> tuple[Any, ...] | None:
+    """What the managedFields of a create are a function of, encoded: the kind (built-in: its list rules never
+    change), the writer, the entries the client sent and the object's tracked content. None: not memoisable.
+
+    Objects a controller stamps from one template (a ReplicaSet's pods) differ only in ignored metadata, so
+    they share a key. Different key orders give different keys, never a wrong answer.
+    """
+    if info is None or not getattr(info, "builtin", True):
+        return None
+    content: dict[str, Any] = {}
+    for name, value in obj.items():
+        if name in ("apiVersion", "kind") or value is None or not tracked(name, subresource, info):
+            continue
+        if name == "metadata" and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if k not in IGNORED_META}
+        content[name] = value
+    try:
+        return (info.group, getattr(info, "version", ""), info.kind, subresource, *identity,
+                orjson.dumps(content), orjson.dumps([entry for entry, _ in entries]) if entries else b"")
+    except (orjson.JSONEncodeError, TypeError):  # integers beyond 64 bits, non-JSON values
+        return None
+
+
 def _first_entry(obj: dict[str, Any], entries: list[Entry], manager: str, operation: str, api_version: str,
                  info: ResourceInfoLike | None, subresource: str | None, now: str | None) -> dict[str, Any]:
     """:func:`update_managed_fields` of a create, on FieldsV1 trees: ``manager`` owns all ``obj`` sets.
 
-    ``entries`` (from the request, none of ``manager``'s) keep what ``obj`` does not set.
+    ``entries`` (from the request, none of ``manager``'s) keep what ``obj`` does not set. The result is a
+    pure function of :func:`_create_key` and the time: built-in kinds' results are memoised (bounded), and a
+    hit decodes fresh dicts (nothing is shared between objects).
     """
+    key = _create_key(obj, entries, (manager, operation, api_version), info, subresource)
+    hit = _creates.get(key) if key is not None else None
+    if hit is not None:
+        rendered: list[dict[str, Any]] = orjson.loads(hit[0])
+        if hit[1]:
+            rendered[-1]["time"] = now or _now()
+        return _set_managed_fields(obj, rendered)
+    rendered, mine = _first_entries(obj, entries, manager, operation, api_version, info, subresource, now)
+    if key is not None:
+        _remember(_creates, key, (orjson.dumps(rendered), mine), CREATE_CACHE_SIZE)
+    return _set_managed_fields(obj, rendered)
+
+
+def _first_entries(obj: dict[str, Any], entries: list[Entry], manager: str, operation: str, api_version: str,
+                   info: ResourceInfoLike | None, subresource: str | None,
+                   now: str | None) -> tuple[list[dict[str, Any]], bool]:
+    """:func:`_first_entry`'s managedFields, computed, and whether the last entry is the writer's."""
     fields = object_fields(obj, info, subresource)
     rendered = []
     for entry, paths in entries:
@@ -513,7 +559,7 @@ def _first_entry(obj: dict[str, Any], entries: list[Entry], manager: str, operat
         mine["fieldsType"] = "FieldsV1"
         mine["fieldsV1"] = fields
         rendered.append(mine)
-    return _set_managed_fields(obj, rendered)
+    return rendered, bool(fields)
 
 
 def _subtract(have: dict[str, Any], drop: dict[str, Any] | None, drop_owns: bool) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kinformer.server import managedfields
 from kinformer.server.managedfields import (
     changed_paths,
     field_set,
@@ -102,3 +103,29 @@ def test_create_with_client_entries_keeps_what_the_object_does_not_set() -> None
     entries = {e["manager"]: e["fieldsV1"] for e in out["metadata"]["managedFields"]}
     assert entries["old"] == {"f:metadata": {"f:labels": {"f:gone": {}}}, "f:spec": {"f:x": {}}}
     assert entries["me"] == set_to_fields(field_set(obj, POD, None))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_remembered_create_renders_what_a_computed_one_does_in_fresh_dicts(seed: int) -> None:
+    rnd = random.Random(seed)
+    obj = pod()
+    for _ in range(rnd.randint(0, 4)):
+        mutate(rnd, obj)
+    if not isinstance(obj.get("metadata"), dict):
+        obj["metadata"] = {}
+    if rnd.random() < 0.5:
+        obj["metadata"].pop("managedFields", None)
+    managedfields._creates.clear()
+    computed = update_managed_fields(None, copy.deepcopy(obj), manager="me", info=POD, now="T1")
+    twin = copy.deepcopy(obj)
+    twin["metadata"]["name"] = "another-name"  # ignored metadata: the same shape
+    first = update_managed_fields(None, twin, manager="me", info=POD, now="T2")
+    second = update_managed_fields(None, copy.deepcopy(twin), manager="me", info=POD, now="T2")
+    assert len(managedfields._creates) == 1
+    want = computed["metadata"].get("managedFields")
+    for entry in [e for e in want or () if e["manager"] == "me"]:
+        entry["time"] = "T2"
+    assert first["metadata"].get("managedFields") == second["metadata"].get("managedFields") == want
+    assert json.dumps(first) == json.dumps(second)  # same key order too
+    if want:
+        assert first["metadata"]["managedFields"][-1] is not second["metadata"]["managedFields"][-1]
