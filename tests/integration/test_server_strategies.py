@@ -140,3 +140,26 @@ async def test_jobs_orphan_their_pods_by_default_and_say_so(http):
     assert (await call(http, "POST", jobs, {**job, "metadata": {"name": "bg"}}))[0] == 201
     async with http.delete(f"{jobs}/bg", params={"propagationPolicy": "Background"}) as r:
         assert r.status == 200 and "Warning" not in r.headers
+
+
+async def test_the_creator_owns_defaults_but_not_what_create_preparation_and_admission_add(http):
+    """kube-apiserver records the creating manager's entry after decoding (defaults applied), before
+    PrepareForCreate and the admission plugins run."""
+    pod = {"metadata": {"name": "owned"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    code, created = await call(http, "POST", f"{NS}/pods?fieldManager=kubectl-run", pod)
+    assert code == 201, created
+    assert created["spec"]["volumes"][0]["name"].startswith("kube-api-access-")
+    assert created["spec"]["serviceAccountName"] == "default" and created["spec"]["tolerations"]
+    [entry] = created["metadata"]["managedFields"]
+    assert entry["manager"] == "kubectl-run"
+    spec = entry["fieldsV1"]["f:spec"]
+    assert sorted(spec) == ["f:containers", "f:dnsPolicy", "f:enableServiceLinks", "f:restartPolicy",
+                            "f:schedulerName", "f:securityContext", "f:terminationGracePeriodSeconds"]
+    assert sorted(spec["f:containers"]['k:{"name":"c"}']) == [
+        ".", "f:image", "f:imagePullPolicy", "f:name", "f:resources", "f:terminationMessagePath",
+        "f:terminationMessagePolicy"]
+    svc = {"metadata": {"name": "owned"}, "spec": {"selector": {"a": "b"}, "ports": [{"port": 80}]}}
+    code, created = await call(http, "POST", f"{NS}/services?fieldManager=kubectl-create", svc)
+    assert code == 201 and created["spec"]["clusterIP"]
+    owned = created["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]
+    assert sorted(owned) == ["f:internalTrafficPolicy", "f:ports", "f:selector", "f:sessionAffinity", "f:type"]

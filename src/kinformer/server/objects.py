@@ -272,8 +272,14 @@ class ObjectStore:
 
     # ---------------------------------------------------------------------------------- create
 
-    def prepare_create(self, info: ResourceInfo, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
-        """Apply the server-set fields of a new object (mutates and returns ``obj``)."""
+    def prepare_create(self, info: ResourceInfo, namespace: str, obj: dict[str, Any], *,
+                       managed: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Apply the server-set fields of a new object (mutates ``obj``; returns it, or what ``managed`` made).
+
+        ``managed`` records the creator's managedFields: as kube-apiserver does, it sees the object with
+        its defaults, before the kind's create preparation (status, allocations) and admission plugins
+        (service account volume, default tolerations) add what the creator does not own.
+        """
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
             meta = obj["metadata"] = {}
@@ -299,7 +305,17 @@ class ObjectStore:
             meta.pop(k, None)
         if info.has_status and not (info.builtin and info.plural in ("pods", "namespaces", "nodes")):
             obj.pop("status", None)
-        self.strategies.get(info).prepare_for_create(info, obj)
+        strategy = self.strategies.get(info)
+        if managed is None:
+            strategy.prepare_for_create(info, obj)
+            return obj
+        default, prepare_defaulted = getattr(strategy, "default", None), getattr(strategy, "prepare_defaulted", None)
+        if default is None or prepare_defaulted is None:  # it does not default: what it adds is not owned either
+            strategy.prepare_for_create(info, obj)
+            return managed(obj)
+        default(info, obj)
+        obj = managed(obj)
+        prepare_defaulted(info, obj)
         return obj
 
     def validate(self, info: ResourceInfo, obj: dict[str, Any], old: Mapping[str, Any] | None = None,

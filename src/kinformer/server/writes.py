@@ -187,9 +187,10 @@ class WriteHandlers(ReadHandlers):
         check_kind(info, obj)
         headers = self._field_validation(request, info, obj)
         obj = self._prepare_custom(info, obj)
-        obj = self.store.prepare_create(info, t.namespace, obj)
+        manager = self._manager(request)
+        obj = self.store.prepare_create(info, t.namespace, obj,
+                                        managed=lambda defaulted: self._managed(info, None, defaulted, manager))
         obj = await self._admitted(request, t, obj, None, dry, headers)
-        obj = self._managed(info, None, obj, self._manager(request))
         created = await self.store.create(info, t.namespace, obj, dry_run=dry)
         return json_response(created, 201, headers)
 

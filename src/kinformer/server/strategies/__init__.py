@@ -49,6 +49,12 @@ class FallbackStrategy:
     def prepare_for_create(self, info: Any, obj: dict[str, Any]) -> None:
         self._pick(info).prepare_for_create(info, obj)
 
+    def default(self, info: Any, obj: dict[str, Any]) -> None:
+        self._pick(info).default(info, obj)
+
+    def prepare_defaulted(self, info: Any, obj: dict[str, Any]) -> None:
+        self._pick(info).prepare_defaulted(info, obj)
+
     def prepare_for_update(self, info: Any, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
         self._pick(info).prepare_for_update(info, obj, old)
 

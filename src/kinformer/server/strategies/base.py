@@ -12,7 +12,10 @@ kind, the way kube-apiserver 1.32's registry strategy of that kind behaves:
   :meth:`KindStrategy.initial_status` (Go serialises an empty status struct as ``{}`` plus its
   non-omitempty counters, e.g. ``replicas: 0``).
 
-Subclasses override the ``create``/``update``/``causes``/``update_causes`` hooks. Hooks mutate only the
+Subclasses override the ``create``/``update``/``causes``/``update_causes`` hooks. A create runs in two
+steps, :meth:`KindStrategy.default` then :meth:`KindStrategy.prepare_defaulted`, so that the write path can
+record the creator's managedFields in between, as kube-apiserver does (defaults are owned, what
+PrepareForCreate and admission add is not). Hooks mutate only the
 object they are given and do no I/O.
 """
 
@@ -100,7 +103,19 @@ class KindStrategy:
     # -- the write path's hooks
 
     def prepare_for_create(self, info: Any, obj: dict[str, Any]) -> None:
+        self.default(info, obj)
+        self.prepare_defaulted(info, obj)
+
+    def default(self, info: Any, obj: dict[str, Any]) -> None:
+        """The kind's defaults (kube-apiserver applies them when it decodes a request body)."""
         set_defaults(info.group, info.version, info.kind, obj)
+
+    def prepare_defaulted(self, info: Any, obj: dict[str, Any]) -> None:
+        """:meth:`prepare_for_create` after :meth:`default`: generation, status reset, the ``create`` hook.
+
+        In kube-apiserver this is PrepareForCreate and admission, which run after the creating manager's
+        managedFields entry was recorded: nothing set here is owned by the creator.
+        """
         meta = obj.setdefault("metadata", {})
         if self.generation:
             meta["generation"] = 1
@@ -169,7 +184,10 @@ class CustomResourceStrategy(KindStrategy):
 
     generation = True
 
-    def prepare_for_create(self, info: Any, obj: dict[str, Any]) -> None:
+    def default(self, info: Any, obj: dict[str, Any]) -> None:
+        """Custom resources are defaulted from their schema before the strategy runs."""
+
+    def prepare_defaulted(self, info: Any, obj: dict[str, Any]) -> None:
         obj.setdefault("metadata", {})["generation"] = 1
         if info.has_status:
             obj.pop("status", None)

@@ -43,9 +43,9 @@ class ServiceStrategy(ReturnedOnDeleteMixin, KindStrategy):
 
     # -- create
 
-    def prepare_for_create(self, info: Any, obj: dict[str, Any]) -> None:
+    def prepare_defaulted(self, info: Any, obj: dict[str, Any]) -> None:
         try:
-            super().prepare_for_create(info, obj)
+            super().prepare_defaulted(info, obj)
         except ServiceInvalid as e:
             raise st.invalid(info, (obj.get("metadata") or {}).get("name", ""), [e.cause]) from None
 
