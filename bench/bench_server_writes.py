@@ -207,6 +207,7 @@ STEPS = [
     ("unknown-field check (fieldValidation)", "_field_validation", "writes.py"),
     ("create preparation (system fields, strategy, defaults)", "prepare_create", "objects.py"),
     ("storage write and namespace check", "create", "objects.py"),
+    ("storage write, namespace check, served encoding", "_create", "objects.py"),
     ("response encoding", "json_response", "responses.py"),
     ("watch cache update (decode, ring, watchers)", "_apply", "watchcache.py"),
 ]

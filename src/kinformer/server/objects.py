@@ -219,7 +219,8 @@ class ObjectStore:
         self.strategies = StrategyRegistry(FallbackStrategy())
         for (group, plural), strategy in strategy_table(allocator).items():
             self.strategies.register(group, plural, strategy)
-        # Hooks run after a successful (non-dry-run) write: (info, object or None when deleted).
+        # Hooks run after a successful (non-dry-run) write: (info, object, deleted). They must not mutate
+        # the object (it may already be the watch cache's copy).
         self.after_write: list[Callable[[ResourceInfo, dict[str, Any], bool], None]] = []
 
     @staticmethod
@@ -326,6 +327,20 @@ class ObjectStore:
     async def create(self, info: ResourceInfo, namespace: str, obj: dict[str, Any], *,
                      dry_run: bool = False) -> dict[str, Any]:
         """Create ``obj`` (already prepared); 404 on a missing namespace, 409 when the name is taken."""
+        return (await self._create(info, namespace, obj, dry_run, False))[0]
+
+    async def create_served(self, info: ResourceInfo, namespace: str, obj: dict[str, Any], *,
+                            dry_run: bool = False) -> bytes:
+        """:meth:`create`, answering the new object's served bytes (one encoding for the answer and the cache).
+
+        ``obj`` is handed over: it becomes the watch cache's copy (so the cache does not decode the stored
+        value again) and the caller must never mutate it afterwards.
+        """
+        obj, raw = await self._create(info, namespace, obj, dry_run, True)
+        return raw if raw is not None else orjson.dumps(obj)
+
+    async def _create(self, info: ResourceInfo, namespace: str, obj: dict[str, Any], dry_run: bool,
+                      handover: bool) -> tuple[dict[str, Any], bytes | None]:
         name = obj["metadata"].get("name", "")
         if info.namespaced:
             await self.check_namespace(namespace)
@@ -333,14 +348,20 @@ class ObjectStore:
         if dry_run:
             if await self.storage.get(key) is not None:
                 raise st.already_exists(info, name)
-            return obj
+            return obj, None
         try:
             kv = await self.storage.create(key, encode(obj))
         except KeyExists:
             raise st.already_exists(info, name) from None
-        obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
+        meta = obj["metadata"]
+        meta.pop("resourceVersion", None)  # last, where decoding the stored value puts it
+        meta["resourceVersion"] = str(kv.mod_revision)
+        raw = None
+        if handover and self.cache is not None:
+            raw = orjson.dumps(obj)
+            self.cache.offer(key, kv.mod_revision, obj, raw)
         self._after(info, obj, False)
-        return obj
+        return obj, raw
 
     # ---------------------------------------------------------------------------------- update
 

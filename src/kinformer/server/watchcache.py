@@ -18,6 +18,9 @@ Invariants:
 * Each object version is serialised once (:attr:`CachedEvent.raw`); every watcher writes those bytes.
 * Subscribing (ring replay + live registration) is synchronous, so a watcher sees no gap and no duplicate.
 * A watcher whose buffer overflows is closed (it re-watches from its last RV) instead of blocking others.
+* A writer may :meth:`WatchCache.offer` the object it just wrote (decoded, with its served bytes) for the
+  event of that key and revision; the cache then takes it instead of decoding the stored value again. An
+  offered object is read-only from then on, like every cached object.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from .storage.base import Compacted, Event, Storage, WatcherTooSlow
 log = logging.getLogger(__name__)
 
 ROOT = "/registry/"
+OFFER_LIMIT = 1024  # writes offered and not yet applied (beyond it, offers are declined: the cache decodes)
 
 
 def split_key(key: str) -> tuple[str, str, str]:
@@ -156,6 +160,8 @@ class WatchCache:
         self._seq = itertools.count()
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
+        # key -> (revision, object, served bytes) a writer offered for an event not applied yet
+        self._offers: dict[str, tuple[int, dict[str, Any], bytes]] = {}
 
     async def start(self) -> None:
         """Load the current state and start following the store."""
@@ -177,7 +183,22 @@ class WatchCache:
                 fut.cancel()
         self._waiters.clear()
 
+    def offer(self, key: str, rev: int, obj: dict[str, Any], raw: bytes) -> None:
+        """The writer of ``key`` at ``rev`` hands over its object (``metadata.resourceVersion`` set) and its
+        served bytes (``orjson.dumps(obj)``, what decoding the stored value would give); declined when the
+        cache is already past ``rev`` or holds :data:`OFFER_LIMIT` offers."""
+        if rev > self.revision and len(self._offers) < OFFER_LIMIT:
+            self._offers[key] = (rev, obj, raw)
+
+    def _decode(self, key: str, value: bytes, rev: int) -> CachedObject:
+        offered = self._offers.pop(key, None) if self._offers else None
+        if offered is not None and offered[0] == rev:
+            _, ns, name = split_key(key)
+            return CachedObject(key, ns, name, offered[1], offered[2], rev)
+        return decode(key, value, rev)
+
     async def _load(self) -> None:
+        self._offers.clear()
         result = await self.storage.list(ROOT)
         self.revision = self.start_revision = result.revision
         for bucket in self.buckets.values():
@@ -240,7 +261,7 @@ class WatchCache:
                 return
             cur = decode(key, prev.raw, rev)
         else:
-            cur = decode(key, kv.value, rev)
+            cur = self._decode(key, kv.value, rev)
         if ev.type == "DELETE":
             bucket.objects.pop(key, None)
             cev = CachedEvent("DELETED", cur, prev)

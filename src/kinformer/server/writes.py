@@ -191,7 +191,7 @@ class WriteHandlers(ReadHandlers):
         obj = self.store.prepare_create(info, t.namespace, obj,
                                         managed=lambda defaulted: self._managed(info, None, defaulted, manager))
         obj = await self._admitted(request, t, obj, None, dry, headers)
-        created = await self.store.create(info, t.namespace, obj, dry_run=dry)
+        created = await self.store.create_served(info, t.namespace, obj, dry_run=dry)
         return json_response(created, 201, headers)
 
     async def update(self, request: web.Request, t: Target) -> web.Response:

@@ -128,3 +128,33 @@ async def test_delete_removes_the_key_at_the_revision_read(env):
 
 async def _namespace_exists(namespace: str) -> None:
     return None
+
+
+async def test_a_served_create_hands_its_object_and_bytes_to_the_watch_cache_unchanged() -> None:
+    from kinformer.server.watchcache import WatchCache
+
+    storage = MemoryStorage()
+    await storage.start()
+    cache = WatchCache(storage)
+    await cache.start()
+    registry = Registry()
+    info = registry.get("", "v1", "pods")
+    store = ObjectStore(storage, registry, cache=cache)
+    try:
+        ns = store.prepare_create(registry.get("", "v1", "namespaces"), "", {"metadata": {"name": "default"}})
+        await store.create(registry.get("", "v1", "namespaces"), "", ns)
+        pod = {"metadata": {"resourceVersion": "0", "name": "p", "labels": {"a": "b"}},
+               "spec": {"containers": [{"name": "c", "image": "i"}]}}
+        obj = store.prepare_create(info, "default", pod)
+        raw = await store.create_served(info, "default", obj)
+        await cache.sync()
+        co = cache.buckets[info.storage_prefix].objects[ObjectStore.key(info, "default", "p")]
+        kv = await storage.get(co.key)
+        assert co.obj is obj and co.raw is raw  # taken, not decoded again
+        assert raw == decode(co.key, kv.value, kv.mod_revision).raw  # what decoding would have served
+        assert b"resourceVersion" not in kv.value and not cache._offers
+        cache.offer(co.key, co.rev, {}, b"{}")  # an offer for a revision already applied is declined
+        assert not cache._offers
+    finally:
+        await cache.stop()
+        await storage.close()
