@@ -346,6 +346,9 @@ async def test_overload_gives_429_with_retry_after():
         code, body, resp = await call(http, "GET", CM)
         assert code == 429 and resp.headers["Retry-After"] == "1"
         assert_status(body, 429, "TooManyRequests")
+        for path in ("/healthz", "/livez/ping", "/readyz"):  # probes are exempt from flow control, as in kube
+            async with http.get(path) as resp:
+                assert resp.status == 200
 
 
 async def test_unexpected_exception_is_a_500_status(server, http, monkeypatch):

@@ -26,14 +26,9 @@ from .admission import dispatcher_over_cache
 from .app import build_app
 from .bootstrap import ClusterBootstrap, used_cluster_ips, used_node_ports
 from .conversion import Conversion
-from .flowcontrol import (
-    DEFAULT_MAX_WAITS,
-    DEFAULT_QUEUE_LENGTH,
-    DEFAULT_QUEUE_WAIT,
-    FlowControl,
-    flowcontrol_middleware,
-)
+from .flowcontrol import DEFAULT_MAX_WAITS, DEFAULT_QUEUE_LENGTH, DEFAULT_QUEUE_WAIT, FlowControl
 from .gc import CRD_PREFIX, GarbageCollector
+from .handlerchain import HandlerChain
 from .handlers import ResourceAPI
 from .ipallocator import DEFAULT_SERVICE_CIDR, ServiceAllocator, parse_port_range
 from .objects import ObjectStore
@@ -177,8 +172,7 @@ class APIServer:
         self._started = True
 
     async def _listen(self) -> None:
-        middlewares = self._security_middlewares()
-        app = build_app(self.api, self.registry, middlewares=middlewares, extra_routes=self.security.routes())
+        app = build_app(self.api, self.registry, chain=self._handler_chain(), extra_routes=self.security.routes())
         ssl_ctx = self._ssl_context()
         # aiohttp's keep-alive timer closes a connection that has not sent a complete request head within
         # this long of opening or of its last response: half-open, trickling and idle connections alike.
@@ -196,21 +190,19 @@ class APIServer:
         self.url = f"{'https' if ssl_ctx else 'http'}://{host}:{port}"
         self.security.issuer.url = self.url
 
-    def _security_middlewares(self) -> list[Any]:
+    def _handler_chain(self) -> HandlerChain:
         """Authentication and impersonation, then per-client limits and flow control, then authorization
         (kube's filter order); a loopback-only server first refuses non-loopback Host and Origin headers."""
-        from .hostcheck import host_check_middleware
-        from .limits import limits_middleware
+        from .hostcheck import host_check
+        from .limits import ClientLimits
 
-        middlewares: list[Any] = [host_check_middleware(self.allowed_hosts)] if is_loopback(self.host) else []
-        middlewares.append(self.security.authentication())
+        limits = None
         if self.max_watches_per_client or self.rate_limit_qps:
-            middlewares.append(limits_middleware(max_watches_per_client=self.max_watches_per_client,
-                                                 rate_limit_qps=self.rate_limit_qps,
-                                                 rate_limit_burst=self.rate_limit_burst, clock=self.clock))
-        middlewares.append(flowcontrol_middleware(self.flow_control))
-        middlewares.append(self.security.authorization())
-        return middlewares
+            limits = ClientLimits(max_watches_per_client=self.max_watches_per_client,
+                                  rate_limit_qps=self.rate_limit_qps, rate_limit_burst=self.rate_limit_burst,
+                                  clock=self.clock)
+        return HandlerChain(host_check=host_check(self.allowed_hosts) if is_loopback(self.host) else None,
+                            limits=limits, flow_control=self.flow_control, **self.security.filters())
 
     def _ssl_context(self) -> Any:
         if not self.tls:

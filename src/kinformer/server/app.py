@@ -16,6 +16,7 @@ from aiohttp import web
 
 from ..clock import Clock
 from . import status as st
+from .handlerchain import HandlerChain
 from .handlers import MAX_BODY, ResourceAPI, truthy
 from .objects import timestamp
 from .registry import Registry, ResourceInfo
@@ -24,56 +25,6 @@ from .strategy import DefaultStrategy
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def _status_of(request: web.Request, exc: Exception) -> web.StreamResponse | None:
-    """The Status response for an exception a handler raised; None when it must propagate."""
-    if isinstance(exc, st.StatusError):
-        return exc.response()
-    if isinstance(exc, web.HTTPRequestEntityTooLarge):
-        return st.StatusError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}"
-                              ).response()
-    if isinstance(exc, web.HTTPNotFound):
-        return st.route_not_found().response()
-    if isinstance(exc, web.HTTPMethodNotAllowed):
-        return st.method_not_allowed().response()
-    if isinstance(exc, (web.HTTPException, ConnectionResetError)):
-        return None
-    log.exception("internal error serving %s %s", request.method, request.path)
-    return st.internal_error(f"{type(exc).__name__}: {exc}").response()
-
-
-def error_middleware(metrics: Metrics | None = None) -> Callable[..., Awaitable[web.StreamResponse]]:
-    """Map StatusError / aiohttp errors / crashes to Status responses.
-
-    With ``metrics`` the same middleware also records the resource API's request counters and latencies
-    (as if it ran just outside the error mapping: the code counted is the one of the Status sent, 500 when
-    an exception propagates). One middleware instead of two saves a coroutine frame per request.
-    Concurrency is bounded outside, by flow control (:mod:`.flowcontrol`).
-    """
-    record = metrics.record if metrics is not None else None
-    perf_counter = time.perf_counter
-
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        rest = request.match_info.get("rest") if record is not None else None
-        start = perf_counter()
-        code = 500
-        try:
-            try:
-                resp = await handler(request)
-            except Exception as e:
-                mapped = _status_of(request, e)
-                if mapped is None:
-                    raise
-                resp = mapped
-            code = resp.status
-            return resp
-        finally:
-            if rest is not None:
-                record(request, rest, code, start)  # type: ignore[misc]
-
-    return middleware
 
 
 class Metrics:
@@ -183,11 +134,12 @@ class CRDStrategy(DefaultStrategy):
 
 
 def build_app(api: ResourceAPI, registry: Registry, *, extra_routes: Iterable[web.RouteDef] = (),
-              middlewares: Iterable[Any] = ()) -> web.Application:
-    """The aiohttp application: discovery/OpenAPI routes (when present), health checks and the resource API."""
+              chain: HandlerChain | None = None) -> web.Application:
+    """The aiohttp application: discovery/OpenAPI routes (when present), health checks and the resource API,
+    behind ``chain`` (:mod:`.handlerchain`; by default one with no filter: errors as Status, metrics)."""
     metrics = Metrics()
-    app = web.Application(client_max_size=MAX_BODY,
-                          middlewares=[*middlewares, error_middleware(metrics)])
+    chain = chain or HandlerChain()
+    app = web.Application(client_max_size=MAX_BODY, middlewares=[chain.middleware(metrics)])
 
     api.store.strategies.register("apiextensions.k8s.io", "customresourcedefinitions", CRDStrategy(api.clock))
 
@@ -204,35 +156,34 @@ def build_app(api: ResourceAPI, registry: Registry, *, extra_routes: Iterable[we
     async def health(request: web.Request) -> web.Response:
         return web.Response(text="ok")
 
-    routes: list[web.RouteDef] = []
+    # The resource API first: aiohttp tries the routes sharing a path prefix ("/api", "/apis") in order, and
+    # these are what nearly every request is for (the discovery routes below never match their paths).
+    routes: list[web.RouteDef] = [web.route("*", "/api/{version}/{rest:.+}", api_handler(api.handle)),
+                                  web.route("*", "/apis/{group}/{version}/{rest:.+}", api_handler(api.handle))]
     for path in ("/healthz", "/livez", "/readyz"):
         routes.append(web.get(path, health))
         routes.append(web.get(path + "/{check:.*}", health))
     routes.append(web.get("/metrics", metrics.handle))
     routes.extend(_optional_routes(registry))
     routes.extend(extra_routes)
-    watch = _watch_only(api.handle)
-    routes.append(web.route("*", "/api/{version}/{rest:watch/.+}", watch))
-    routes.append(web.route("*", "/apis/{group}/{version}/{rest:watch/.+}", watch))
-    routes.append(web.route("*", "/api/{version}/{rest:.+}", api.handle))
-    routes.append(web.route("*", "/apis/{group}/{version}/{rest:.+}", api.handle))
     app.add_routes(routes)
     return app
 
 
-def _watch_only(handler: Handler) -> Handler:
-    """The routing rule of the ``/watch/`` paths: kube-apiserver serves only GET there (405 otherwise).
+def api_handler(handler: Handler) -> Handler:
+    """``handler`` behind the routing rule of the ``/watch/`` paths: kube-apiserver serves only GET there
+    (405 otherwise).
 
     Authorization sees the verb ``watch`` on these paths whatever the method, so without this rule a
     user allowed only to watch could create or delete through them.
     """
 
-    async def watch(request: web.Request) -> web.StreamResponse:
-        if request.method != "GET":
+    async def serve(request: web.Request) -> web.StreamResponse:
+        if request.method != "GET" and request.match_info["rest"].startswith("watch/"):
             raise st.method_not_allowed()
         return await handler(request)
 
-    return watch
+    return serve
 
 
 def _optional_routes(registry: Registry) -> list[web.RouteDef]:

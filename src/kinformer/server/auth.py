@@ -49,6 +49,7 @@ __all__ = [
     "authentication_middleware",
     "load_token_file",
     "token_auth_middleware",
+    "unauthorized",
     "user_from_peercert",
 ]
 
@@ -187,7 +188,8 @@ def _peer_user(request: web.Request) -> UserInfo | None:
         return None
 
 
-def _unauthorized() -> web.Response:
+def unauthorized() -> web.Response:
+    """kube's 401 answer (a Status with ``WWW-Authenticate``)."""
     return web.Response(status=401, body=_UNAUTHORIZED, content_type="application/json",
                         headers={"WWW-Authenticate": 'Bearer realm="kinformer"'})
 
@@ -257,10 +259,10 @@ def authentication_middleware(tokens: Mapping[str, str | UserInfo] | Iterable[st
         try:
             user = auth.authenticate(request)
         except InvalidToken:
-            return _unauthorized()
+            return unauthorized()
         if user is None:
             if not is_public(request.path):
-                return _unauthorized()
+                return unauthorized()
             user = ANONYMOUS
         if impersonate is not None:
             try:

@@ -16,17 +16,17 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aiohttp import web
 
 from . import status as st
-from .auth import ANONYMOUS, USER_KEY, UserInfo
+from .auth import ANONYMOUS, UserInfo
 
-__all__ = ["ANONYMOUS", "Authorizer", "RequestAttributes", "authorization_middleware", "authorize_fresh", "forbidden",
-           "parse_request", "request_attributes"]
+__all__ = ["ANONYMOUS", "RBAC_GROUP", "SUPERUSER_GROUP", "Authorizer", "RequestAttributes", "authorize_fresh",
+           "forbidden", "parse_request", "request_attributes"]
 
 SUPERUSER_GROUP = "system:masters"
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -148,25 +148,3 @@ def forbidden(user: UserInfo, a: RequestAttributes, reason: str = "") -> st.Stat
         details["group"] = a.api_group
     details["kind"] = a.resource
     return st.StatusError(403, "Forbidden", message, details=details)
-
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def authorization_middleware(authorizer: Authorizer) -> Callable[..., Awaitable[web.StreamResponse]]:
-    """An aiohttp middleware answering 403 to requests ``authorizer`` refuses (runs after authentication)."""
-
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        user = request.get(USER_KEY) or ANONYMOUS
-        if SUPERUSER_GROUP in user.groups:
-            return await handler(request)
-        attrs = request_attributes(request)
-        allowed, reason = await authorize_fresh(authorizer, user, attrs)
-        if not allowed:
-            return forbidden(user, attrs, reason).response()
-        if attrs.api_group == RBAC_GROUP and attrs.verb in ("create", "update", "patch"):
-            await authorizer.refresh()  # escalation checks judge the writer's rules as the store has them
-        return await handler(request)
-
-    return middleware

@@ -64,6 +64,8 @@ async def read_body(request: web.Request, timeout: float | None = None) -> bytes
         raise st.StatusError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}")
     limit = BODY_TIMEOUT if timeout is None else timeout
     try:
+        if request.content.is_eof():  # all of it has arrived (small bodies, nearly always): no wait to bound
+            return await request.read()
         async with asyncio.timeout(limit):
             return await request.read()
     except web.HTTPRequestEntityTooLarge:

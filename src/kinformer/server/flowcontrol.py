@@ -35,7 +35,7 @@ import asyncio
 import contextlib
 import contextvars
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,10 +43,9 @@ from aiohttp import web
 
 from . import status as st
 from .auth import USER_KEY
-from .limits import client_key, is_health
-from .query import truthy
+from .limits import client_key
 
-__all__ = ["FlowControl", "PriorityLevel", "Rejected", "flowcontrol_middleware", "seat_released"]
+__all__ = ["FlowControl", "PriorityLevel", "Rejected", "seat_context", "seat_released"]
 
 EXEMPT_GROUP = "system:masters"
 RETRY_AFTER = 1
@@ -54,8 +53,6 @@ DEFAULT_SEATS = 1000
 DEFAULT_QUEUE_LENGTH = 50
 DEFAULT_QUEUE_WAIT = 15.0
 DEFAULT_MAX_WAITS = 10
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class Rejected(Exception):
@@ -105,6 +102,18 @@ class PriorityLevel:
         """Seats the flow ``key`` holds now."""
         flow = self._flows.get(key)
         return flow.inflight if flow is not None else 0
+
+    def try_acquire(self, key: str) -> Seat | None:
+        """A held seat for flow ``key`` when one is free and nobody is queued (the rule of :meth:`acquire`
+        without a wait); None otherwise. Spares the uncontended request a coroutine."""
+        if self.inflight >= self.seats or self.queued:
+            return None
+        flow = self._flows.get(key)
+        if flow is None:
+            flow = self._flows[key] = _Flow(key)
+        seat = Seat(self, flow)
+        self._grant(seat)
+        return seat
 
     async def acquire(self, key: str) -> Seat:
         """A held seat for flow ``key``: at once, or after a fair, bounded wait; :class:`Rejected` otherwise."""
@@ -170,7 +179,8 @@ class PriorityLevel:
         seat.held = False
         seat.flow.inflight -= 1
         self.inflight -= 1
-        self._dispatch()
+        if self.queued:
+            self._dispatch()
         self._forget(seat.flow)
 
     def _dispatch(self) -> None:
@@ -212,21 +222,22 @@ class FlowControl:
         self.exempt = PriorityLevel("exempt", seats, **opts)
         self.default = PriorityLevel("global-default", seats, **opts)
 
-    def classify(self, request: web.Request) -> tuple[PriorityLevel, str]:
-        """The level and flow key of ``request``."""
+    def classify(self, request: web.Request, key: str | None = None) -> tuple[PriorityLevel, str]:
+        """The level and flow key of ``request`` (``key``: its :func:`~.limits.client_key`, when known)."""
         user = request.get(USER_KEY)
         level = self.exempt if user is not None and EXEMPT_GROUP in user.groups else self.default
-        return level, client_key(request)
+        return level, key or client_key(request)
 
 
-_SEAT: contextvars.ContextVar[Seat | None] = contextvars.ContextVar("kinformer_flowcontrol_seat", default=None)
+# The seat of the request the current task serves (set by the handler chain, :mod:`.handlerchain`).
+seat_context: contextvars.ContextVar[Seat | None] = contextvars.ContextVar("kinformer_flowcontrol_seat", default=None)
 
 
 @contextlib.asynccontextmanager
 async def seat_released() -> AsyncIterator[None]:
     """Around a wait that does no work (the watch cache catching up): the current request's seat is given
     back meanwhile and taken again afterwards. Outside flow control (no seat) it only runs the block."""
-    seat = _SEAT.get()
+    seat = seat_context.get()
     if seat is None:
         yield
         return
@@ -236,30 +247,3 @@ async def seat_released() -> AsyncIterator[None]:
     except Rejected as e:
         raise st.StatusError(429, "TooManyRequests", str(e), details={"retryAfterSeconds": RETRY_AFTER},
                              headers={"Retry-After": str(RETRY_AFTER)}) from None
-
-
-def _long_running(request: web.Request) -> bool:
-    return truthy(request.query.get("watch")) or "/watch/" in request.path
-
-
-def flowcontrol_middleware(flow_control: FlowControl) -> Any:
-    """An aiohttp middleware seating every request but watches and health probes (runs after authentication)."""
-
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if _long_running(request) or is_health(request.path):
-            return await handler(request)
-        level, key = flow_control.classify(request)
-        try:
-            seat = await level.acquire(key)
-        except Rejected as e:
-            return e.response()
-        token = _SEAT.set(seat)
-        try:
-            return await handler(request)
-        finally:
-            _SEAT.reset(token)
-            level.release(seat)
-
-    middleware.flow_control = flow_control  # type: ignore[attr-defined]
-    return middleware

@@ -22,17 +22,14 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
 from aiohttp import web
 
 from . import status as st
 
-__all__ = ["host_check_middleware", "is_loopback_host"]
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+__all__ = ["host_check", "is_loopback_host"]
 
 
 def is_loopback_host(host: str) -> bool:
@@ -54,24 +51,29 @@ def _host_of(header: str) -> str:
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
-def host_check_middleware(allowed_hosts: Iterable[str] = ()) -> Any:
-    """An aiohttp middleware refusing non-loopback ``Host`` (unless in ``allowed_hosts``) and ``Origin`` headers."""
+def host_check(allowed_hosts: Iterable[str] = ()) -> Callable[[web.Request], web.Response | None]:
+    """The check refusing non-loopback ``Host`` (unless in ``allowed_hosts``) and ``Origin`` headers: the 403
+    answer of a refused request, None for the others (the first filter of :mod:`.handlerchain`)."""
     extra = {h.lower() for h in allowed_hosts}
 
     @functools.lru_cache(maxsize=256)  # a few Host values recur on every request; parsing addresses is not free
     def allowed(host: str) -> bool:
         return is_loopback_host(host) or host.lower() in extra
 
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        host = request.headers.get("Host")
-        if host is not None and not allowed(_host_of(host)):
+    @functools.lru_cache(maxsize=256)
+    def allowed_header(header: str) -> bool:
+        return allowed(_host_of(header))
+
+    def check(request: web.Request) -> web.Response | None:
+        headers = request.headers
+        host = headers.get("Host")
+        if host is not None and not allowed_header(host):
             return st.StatusError(403, "Forbidden", f'host "{_host_of(host)[:100]}" is not allowed: this server '
                                   "answers only requests addressed to a loopback name or address").response()
-        origin = request.headers.get("Origin")
+        origin = headers.get("Origin")
         if origin is not None and not allowed(urlsplit(origin).hostname or ""):
             return st.StatusError(403, "Forbidden", f'origin "{origin[:100]}" is not allowed: this server '
                                   "answers no cross-site requests").response()
-        return await handler(request)
+        return None
 
-    return middleware
+    return check

@@ -29,7 +29,7 @@ from .authz import Authorizer, RequestAttributes, authorize_fresh, forbidden
 
 audit = logging.getLogger("kinformer.server.audit")
 
-__all__ = ["IMPERSONATOR_KEY", "impersonation_hook"]
+__all__ = ["IMPERSONATOR_KEY", "asks_impersonation", "impersonation_hook"]
 
 USER_HEADER = "Impersonate-User"
 GROUP_HEADER = "Impersonate-Group"
@@ -47,12 +47,20 @@ def _attrs(resource: str, name: str, *, group: str = "", namespace: str = "", su
                              namespace=namespace, resource=resource, subresource=sub, name=name)
 
 
+def asks_impersonation(request: web.Request) -> bool:
+    """Whether the request has any ``Impersonate-*`` header (decided without decoding every header)."""
+    for name, _ in request.raw_headers:
+        if len(name) > 12 and name[:12].lower() == b"impersonate-":
+            return True
+    return False
+
+
 def requested(request: web.Request) -> tuple[str, list[str], str, dict[str, list[str]]] | None:
     """(user, groups, uid, extra) the headers ask for; None when they ask nothing. 400 when inconsistent."""
+    if not asks_impersonation(request):
+        return None
     headers = request.headers
     user = headers.get(USER_HEADER, "")
-    if not user and not any(k[:12].lower() == b"impersonate-" for k, _ in request.raw_headers):
-        return None  # the common case, decided without decoding every header
     groups = headers.getall(GROUP_HEADER, [])
     uid = headers.get(UID_HEADER, "")
     extra: dict[str, list[str]] = {}

@@ -18,22 +18,17 @@ Invariants:
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 from aiohttp import web
 
 from ..clock import REAL_CLOCK, Clock
 from . import status as st
 from .auth import ADMIN, ANONYMOUS, USER_KEY
-from .authz import request_attributes
 
-__all__ = ["RateLimiter", "WatchLimiter", "client_key", "is_health", "limits_middleware"]
+__all__ = ["ClientLimits", "RateLimiter", "WatchLimiter", "client_key", "is_health", "may_watch"]
 
 _HEALTH = ("/healthz", "/livez", "/readyz")
 WATCH_RETRY_AFTER = 1
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def client_key(request: web.Request) -> str:
@@ -49,15 +44,17 @@ def client_key(request: web.Request) -> str:
 
 def is_health(path: str) -> bool:
     """Whether ``path`` is a health probe (``/healthz``, ``/livez``, ``/readyz`` or below)."""
+    if path[1:2] not in ("h", "l", "r"):  # most paths: decided on one character
+        return False
     for p in _HEALTH:
         if path == p or (path.startswith(p) and path[len(p)] == "/"):
             return True
     return False
 
 
-def _may_watch(request: web.Request) -> bool:
-    """Cheap pre-check before parsing the request: only these can be watches."""
-    return "watch" in request.query_string or "/watch/" in request.path
+def may_watch(request: web.Request) -> bool:
+    """Cheap pre-check before parsing the request's attributes: only GETs like these can be watches."""
+    return request.method == "GET" and ("watch" in request.query_string or "/watch/" in request.path)
 
 
 class RateLimiter:
@@ -136,39 +133,28 @@ def _too_many(retry_after: int, message: str) -> web.Response:
                           headers={"Retry-After": str(retry_after)}).response()
 
 
-def limits_middleware(*, max_watches_per_client: int | None = None, rate_limit_qps: float | None = None,
-                      rate_limit_burst: int = 0, clock: Clock = REAL_CLOCK) -> Any:
-    """An aiohttp middleware enforcing the watch and rate limits (either may be None: off).
+class ClientLimits:
+    """The watch and rate limits of one server (either may be None: off), applied by the handler chain.
 
-    Runs after authentication so clients are keyed by user. ``rate_limit_burst`` 0 means ``2 * qps``
-    (at least 1). The limiters are reachable as ``middleware.rate`` and ``middleware.watches``.
+    ``rate_limit_burst`` 0 means ``2 * qps`` (at least 1). The chain keys clients after authentication,
+    so they are counted by user.
     """
-    rate = None
-    if rate_limit_qps:
-        rate = RateLimiter(rate_limit_qps, rate_limit_burst or max(1, math.ceil(2 * rate_limit_qps)), clock)
-    watches = WatchLimiter(max_watches_per_client) if max_watches_per_client else None
 
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        # without a rate limit only GETs that may be watches count: skip the client key for the rest
-        may_watch = watches is not None and request.method == "GET" and _may_watch(request)
-        if (rate is None and not may_watch) or is_health(request.path):
-            return await handler(request)
-        key = client_key(request)
-        if rate is not None:
-            wait = rate.acquire(key)
-            if wait > 0:
-                return _too_many(max(1, math.ceil(wait)), "Too many requests, please try again later.")
-        if not may_watch or watches is None or request_attributes(request).verb != "watch":
-            return await handler(request)
-        if not watches.try_acquire(key):
-            return _too_many(WATCH_RETRY_AFTER, f"Too many requests: at most {watches.limit} watches per client, "
-                                                "please try again later.")
-        try:
-            return await handler(request)
-        finally:
-            watches.release(key)
+    def __init__(self, *, max_watches_per_client: int | None = None, rate_limit_qps: float | None = None,
+                 rate_limit_burst: int = 0, clock: Clock = REAL_CLOCK) -> None:
+        self.rate: RateLimiter | None = None
+        if rate_limit_qps:
+            burst = rate_limit_burst or max(1, math.ceil(2 * rate_limit_qps))
+            self.rate = RateLimiter(rate_limit_qps, burst, clock)
+        self.watches = WatchLimiter(max_watches_per_client) if max_watches_per_client else None
 
-    middleware.rate = rate  # type: ignore[attr-defined]
-    middleware.watches = watches  # type: ignore[attr-defined]
-    return middleware
+    @staticmethod
+    def too_many_requests(wait: float) -> web.Response:
+        """The 429 of a request over the rate limit, ``wait`` seconds before a token is back."""
+        return _too_many(max(1, math.ceil(wait)), "Too many requests, please try again later.")
+
+    def too_many_watches(self) -> web.Response:
+        """The 429 of a watch over the per-client limit."""
+        limit = self.watches.limit if self.watches is not None else 0
+        return _too_many(WATCH_RETRY_AFTER, f"Too many requests: at most {limit} watches per client, "
+                                            "please try again later.")

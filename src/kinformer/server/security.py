@@ -24,8 +24,7 @@ from aiohttp import web
 
 from ..clock import Clock
 from .aggregation import ClusterRoleAggregator
-from .auth import ADMIN, Authenticator, authentication_middleware
-from .authz import authorization_middleware
+from .auth import ADMIN, Authenticator
 from .bootstrappolicy import ensure_bootstrap_policy, load_seed_file, seed_objects
 from .impersonation import impersonation_hook
 from .objects import ObjectStore
@@ -77,13 +76,11 @@ class Security:
         if await self.aggregator.sync():
             await self.cache.sync()
 
-    def authentication(self) -> Any:
-        """The authentication (and impersonation) middleware."""
-        return authentication_middleware(authenticator=self.authenticator,
-                                         impersonate=impersonation_hook(self.authorizer))
-
-    def authorization(self) -> Any:
-        return authorization_middleware(self.authorizer)
+    def filters(self) -> dict[str, Any]:
+        """The authentication, impersonation and authorization filters of the handler chain
+        (:class:`~.handlerchain.HandlerChain` keyword arguments)."""
+        return {"authenticator": self.authenticator, "impersonate": impersonation_hook(self.authorizer),
+                "authorizer": self.authorizer}
 
     def routes(self, url: str = "") -> list[web.RouteDef]:
         """TokenRequest, JWKS/OIDC discovery and the review APIs (registered before the generic routes)."""

@@ -122,6 +122,18 @@ async def test_a_failed_wait_takes_no_seat_again() -> None:
     assert level.inflight == 0
 
 
+async def test_try_acquire_takes_a_free_seat_only_when_nobody_queues() -> None:
+    level = PriorityLevel("test", 1)
+    seat = level.try_acquire("a")
+    assert seat is not None and seat.held and level.flow_inflight("a") == 1
+    assert level.try_acquire("b") is None  # no free seat
+    queued = await _queued(level, "b")
+    level.release(seat)  # the seat goes to the queued flow, not to a newcomer
+    assert level.try_acquire("c") is None
+    level.release(await asyncio.wait_for(queued, 5))
+    assert (level.inflight, level.queued, level.flow_inflight("b")) == (0, 0, 0)
+
+
 def test_masters_are_exempt_from_the_shared_level() -> None:
     from types import SimpleNamespace
 

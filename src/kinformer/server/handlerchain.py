@@ -1,0 +1,182 @@
+"""The request pipeline of the API server, as kube-apiserver's handler chain, in one aiohttp middleware.
+
+Every request passes these filters in kube's order, each of which may answer it instead of the handler:
+
+1. **Host check** (loopback-only servers, :mod:`.hostcheck`): 403 for a foreign ``Host`` or ``Origin``.
+2. **Authentication** (:mod:`.auth`): 401 without a valid credential outside the public paths; the user is
+   stored as ``request[USER_KEY]`` and in ``CURRENT_USER``.
+3. **Impersonation** (:mod:`.impersonation`), only for requests with ``Impersonate-*`` headers.
+4. **Per-client limits** (:mod:`.limits`): request rate, open watches (429 with ``Retry-After``).
+5. **Flow control** (:mod:`.flowcontrol`): a seat for every request but watches (429 when refused).
+6. **Authorization** (:mod:`.authz`): 403 for what RBAC does not allow.
+7. **The handler**, with its exceptions mapped to ``Status`` answers (a crash is a logged 500) and the
+   resource API's request metrics recorded around it (the code counted is the one sent).
+
+Health probes (``/healthz``, ``/livez``, ``/readyz`` and below) are authenticated and authorized like any
+request (kube opens them to everybody through ``system:public-info-viewer``) but skip the limits and flow
+control, as kube's ``probes`` flow schema puts them on the exempt priority level.
+
+One middleware running the filters one after the other, rather than one middleware per filter, saves a
+coroutine frame and a dispatch per filter and request; the refusal of each filter is a plain return.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from . import status as st
+from .auth import ANONYMOUS, CURRENT_USER, USER_KEY, Authenticator, InvalidToken, is_public, unauthorized
+from .authz import RBAC_GROUP, SUPERUSER_GROUP, Authorizer, authorize_fresh, forbidden, request_attributes
+from .bodies import MAX_BODY
+from .flowcontrol import FlowControl, Rejected, seat_context
+from .impersonation import asks_impersonation
+from .limits import ClientLimits, client_key, is_health, may_watch
+
+if TYPE_CHECKING:
+    from .app import Metrics
+    from .auth import RequestHook
+
+__all__ = ["HandlerChain", "status_of"]
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def status_of(request: web.Request, exc: Exception) -> web.StreamResponse | None:
+    """The Status response for an exception a handler raised; None when it must propagate."""
+    if isinstance(exc, st.StatusError):
+        return exc.response()
+    if isinstance(exc, web.HTTPRequestEntityTooLarge):
+        return st.StatusError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}"
+                              ).response()
+    if isinstance(exc, web.HTTPNotFound):
+        return st.route_not_found().response()
+    if isinstance(exc, web.HTTPMethodNotAllowed):
+        return st.method_not_allowed().response()
+    if isinstance(exc, (web.HTTPException, ConnectionResetError)):
+        return None
+    log.exception("internal error serving %s %s", request.method, request.path)
+    return st.internal_error(f"{type(exc).__name__}: {exc}").response()
+
+
+class HandlerChain:
+    """The filters of one server (each None: not configured); :meth:`middleware` runs them (module docstring).
+
+    Without an authenticator every request is anonymous; without an authorizer or flow control nothing is
+    refused by them.
+    """
+
+    def __init__(self, *, host_check: Callable[[web.Request], web.StreamResponse | None] | None = None,
+                 authenticator: Authenticator | None = None, impersonate: RequestHook | None = None,
+                 limits: ClientLimits | None = None, flow_control: FlowControl | None = None,
+                 authorizer: Authorizer | None = None) -> None:
+        self.host_check = host_check
+        self.authenticator = authenticator
+        self.impersonate = impersonate
+        self.limits = limits
+        self.flow_control = flow_control
+        self.authorizer = authorizer
+
+    def middleware(self, metrics: Metrics | None = None) -> Callable[..., Awaitable[web.StreamResponse]]:
+        """The aiohttp middleware (``metrics``: where the resource API's requests are recorded)."""
+        host_check, authenticator, impersonate = self.host_check, self.authenticator, self.impersonate
+        limits, flow_control, authorizer = self.limits, self.flow_control, self.authorizer
+        rate = limits.rate if limits is not None else None
+        watches = limits.watches if limits is not None else None
+        record = metrics.record if metrics is not None else None
+        perf_counter = time.perf_counter
+
+        async def serve(request: web.Request, handler: Handler) -> web.StreamResponse:
+            """The handler, its errors as Status answers, its metrics recorded (authorization passed)."""
+            rest = request.match_info.get("rest") if record is not None else None
+            start = perf_counter()
+            code = 500
+            try:
+                try:
+                    resp = await handler(request)
+                except Exception as e:
+                    mapped = status_of(request, e)
+                    if mapped is None:
+                        raise
+                    resp = mapped
+                code = resp.status
+                return resp
+            finally:
+                if rest is not None:
+                    record(request, rest, code, start)  # type: ignore[misc]
+
+        async def authorized(request: web.Request, handler: Handler) -> web.StreamResponse:
+            user = request[USER_KEY]
+            if authorizer is None or SUPERUSER_GROUP in user.groups:
+                return await serve(request, handler)
+            attrs = request_attributes(request)
+            allowed, reason = await authorize_fresh(authorizer, user, attrs)
+            if not allowed:
+                return forbidden(user, attrs, reason).response()
+            if attrs.api_group == RBAC_GROUP and attrs.verb in ("create", "update", "patch"):
+                await authorizer.refresh()  # escalation checks judge the writer's rules as the store has them
+            return await serve(request, handler)
+
+        @web.middleware
+        async def chain(request: web.Request, handler: Handler) -> web.StreamResponse:
+            if host_check is not None:
+                refused = host_check(request)
+                if refused is not None:
+                    return refused
+            path = request.path
+            try:
+                user = authenticator.authenticate(request) if authenticator is not None else None
+            except InvalidToken:
+                return unauthorized()
+            if user is None:
+                if authenticator is not None and not is_public(path):
+                    return unauthorized()
+                user = ANONYMOUS
+            if impersonate is not None and asks_impersonation(request):
+                try:
+                    user = await impersonate(request, user)
+                except st.StatusError as exc:
+                    return exc.response()
+            request[USER_KEY] = user
+            CURRENT_USER.set(user)
+            if is_health(path):
+                return await authorized(request, handler)
+            key = None
+            if rate is not None:
+                key = client_key(request)
+                wait = rate.acquire(key)
+                if wait > 0:
+                    return limits.too_many_requests(wait)  # type: ignore[union-attr]
+            if may_watch(request) and request_attributes(request).verb == "watch":
+                if watches is None:  # long-running: no seat of flow control
+                    return await authorized(request, handler)
+                key = key or client_key(request)
+                if not watches.try_acquire(key):
+                    return limits.too_many_watches()  # type: ignore[union-attr]
+                try:
+                    return await authorized(request, handler)
+                finally:
+                    watches.release(key)
+            if flow_control is None:
+                return await authorized(request, handler)
+            level, flow = flow_control.classify(request, key)
+            seat = level.try_acquire(flow)
+            if seat is None:
+                try:
+                    seat = await level.acquire(flow)
+                except Rejected as e:
+                    return e.response()
+            token = seat_context.set(seat)
+            try:
+                return await authorized(request, handler)
+            finally:
+                seat_context.reset(token)
+                level.release(seat)
+
+        return chain
