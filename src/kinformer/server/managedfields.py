@@ -11,7 +11,13 @@ fields it changed; removed fields leave every set. It runs on every write, so it
 * the changed and removed paths come from one walk over the old and new objects together that skips
   every subtree whose encoding did not change (:func:`changed_paths`);
 * parsing a FieldsV1 tree into its field set and rendering a field set back are memoised by content
-  (bounded caches), and an entry whose set did not change keeps the FieldsV1 tree it came with.
+  (bounded caches), and an entry whose set did not change keeps the FieldsV1 tree it came with;
+* the managedFields of a create of a built-in kind are memoised by the object's tracked content and the
+  client's entries (objects stamped from one template share them).
+
+Invariant: a FieldsV1 tree, once in an object's managedFields, is an immutable value. This module builds
+new trees and never changes one in place, and nothing else in the server does, so objects (and the
+memos) share them freely.
 """
 
 from __future__ import annotations
@@ -40,8 +46,9 @@ _builtin_lists: dict[tuple[Any, ...], ListStrategy] = {}
 _parsed: dict[bytes, tuple[frozenset[Path], bool]] = {}
 # field set -> canonical FieldsV1 encoding
 _rendered: dict[frozenset[Path], bytes] = {}
-# a create of a built-in kind (see _create_key) -> (its encoded managedFields, whether the writer has an entry)
-_creates: dict[tuple[Any, ...], tuple[bytes, bool]] = {}
+# a create of a built-in kind (see _create_key) -> (its managedFields as (entry but fieldsV1, FieldsV1 tree)
+# pairs, whether the last entry is the writer's)
+_creates: dict[tuple[Any, ...], tuple[tuple[tuple[dict[str, Any], dict[str, Any]], ...], bool]] = {}
 CREATE_CACHE_SIZE = 256  # distinct create shapes remembered (a key holds the object's tracked content, ~10 KB)
 
 
@@ -425,12 +432,20 @@ def meta_of(obj: Any) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
-def parse_entries(obj: Mapping[str, Any] | None) -> list[Entry]:
+def entry_dicts(obj: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Copies of the managedFields entries of ``obj`` that name a manager."""
     entries = meta_of(obj).get("managedFields")
     if not isinstance(entries, list):
         return []
-    return [(dict(entry), parse_fields(entry.get("fieldsV1"))) for entry in entries
-            if isinstance(entry, Mapping) and entry.get("manager") is not None]
+    return [dict(entry) for entry in entries if isinstance(entry, Mapping) and entry.get("manager") is not None]
+
+
+def parse_entries(obj: Mapping[str, Any] | None) -> list[Entry]:
+    return with_paths(entry_dicts(obj))
+
+
+def with_paths(entries: list[dict[str, Any]]) -> list[Entry]:
+    return [(entry, parse_fields(entry.get("fieldsV1"))) for entry in entries]
 
 
 def decodable(entries: Any) -> bool:
@@ -493,7 +508,7 @@ def _set_managed_fields(obj: dict[str, Any], rendered: list[dict[str, Any]]) -> 
     return obj
 
 
-def _create_key(obj: Mapping[str, Any], entries: list[Entry], identity: tuple[Any, ...],
+def _create_key(obj: Mapping[str, Any], entries: list[dict[str, Any]], identity: tuple[Any, ...],
                 info: ResourceInfoLike | None, subresource: str | None) -> tuple[Any, ...] | None:
     """What the managedFields of a create are a function of, encoded: the kind (built-in: its list rules never
     change), the writer, the entries the client sent and the object's tracked content. None: not memoisable.
@@ -512,29 +527,32 @@ def _create_key(obj: Mapping[str, Any], entries: list[Entry], identity: tuple[An
         content[name] = value
     try:
         return (info.group, getattr(info, "version", ""), info.kind, subresource, *identity,
-                orjson.dumps(content), orjson.dumps([entry for entry, _ in entries]) if entries else b"")
+                orjson.dumps(content), orjson.dumps(entries) if entries else b"")
     except (orjson.JSONEncodeError, TypeError):  # integers beyond 64 bits, non-JSON values
         return None
 
 
-def _first_entry(obj: dict[str, Any], entries: list[Entry], manager: str, operation: str, api_version: str,
-                 info: ResourceInfoLike | None, subresource: str | None, now: str | None) -> dict[str, Any]:
+def _first_entry(obj: dict[str, Any], entries: list[dict[str, Any]], manager: str, operation: str,
+                 api_version: str, info: ResourceInfoLike | None, subresource: str | None,
+                 now: str | None) -> dict[str, Any]:
     """:func:`update_managed_fields` of a create, on FieldsV1 trees: ``manager`` owns all ``obj`` sets.
 
     ``entries`` (from the request, none of ``manager``'s) keep what ``obj`` does not set. The result is a
-    pure function of :func:`_create_key` and the time: built-in kinds' results are memoised (bounded), and a
-    hit decodes fresh dicts (nothing is shared between objects).
+    pure function of :func:`_create_key` and the time: built-in kinds' results are memoised (bounded). A hit
+    builds new entry dicts around the remembered FieldsV1 trees (immutable, see the module docstring).
     """
     key = _create_key(obj, entries, (manager, operation, api_version), info, subresource)
     hit = _creates.get(key) if key is not None else None
     if hit is not None:
-        rendered: list[dict[str, Any]] = orjson.loads(hit[0])
+        rendered = [{**head, "fieldsV1": tree} for head, tree in hit[0]]
         if hit[1]:
             rendered[-1]["time"] = now or _now()
         return _set_managed_fields(obj, rendered)
-    rendered, mine = _first_entries(obj, entries, manager, operation, api_version, info, subresource, now)
+    rendered, mine = _first_entries(obj, with_paths(entries), manager, operation, api_version, info,
+                                    subresource, now)
     if key is not None:
-        _remember(_creates, key, (orjson.dumps(rendered), mine), CREATE_CACHE_SIZE)
+        remembered = tuple(({k: v for k, v in e.items() if k != "fieldsV1"}, e["fieldsV1"]) for e in rendered)
+        _remember(_creates, key, (remembered, mine), CREATE_CACHE_SIZE)
     return _set_managed_fields(obj, rendered)
 
 
@@ -604,15 +622,16 @@ def update_managed_fields(old: Mapping[str, Any] | None, new: Mapping[str, Any],
     requested = meta_of(new).get("managedFields")
     previous = meta_of(old).get("managedFields")
     if requested == [{}]:
-        entries: list[Entry] = []
+        heads: list[dict[str, Any]] = []
     elif requested and requested != previous and decodable(requested):
-        entries = parse_entries(new)
+        heads = entry_dicts(new)
     else:
-        entries = parse_entries(old)
+        heads = entry_dicts(old)
     me = (manager, operation, subresource or "")
-    if not old and all(entry_id(e) != me and isinstance(e.get("fieldsV1"), dict | None) for e, _ in entries):
+    if not old and all(entry_id(e) != me and isinstance(e.get("fieldsV1"), dict | None) for e in heads):
         # A create: the writer owns everything the object sets, taken from the entries the client sent.
-        return _first_entry(result, entries, manager, operation, api_version, info, subresource, now)
+        return _first_entry(result, heads, manager, operation, api_version, info, subresource, now)
+    entries = with_paths(heads)
     changed, removed = changed_paths(old or {}, new, info, subresource)
     gone = changed | removed
     mine: FieldSet = set()

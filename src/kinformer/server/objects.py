@@ -189,6 +189,8 @@ def _gc_finalizers(finalizers: list[str], policy: str | None) -> list[str]:
 
 def _set_on_create(rv: Any) -> bool:
     """Whether a create's resourceVersion is refused: like etcd3 storage, only a non-zero number is."""
+    if rv is None or rv == "":
+        return False
     try:
         return int(str(rv)) != 0
     except ValueError:
