@@ -30,6 +30,7 @@ from .managedfields import (
     fields_to_set,
     is_keyed,
     key_element,
+    key_value,
     meta_of,
     parse_entries,
     set_to_fields,
@@ -68,7 +69,7 @@ def _find_item(items: list[Any], element: str) -> int:
     if element.startswith("k:"):
         wanted = json.loads(element[2:])
         for i, item in enumerate(items):
-            if isinstance(item, dict) and all(item.get(k) == v for k, v in wanted.items()):
+            if isinstance(item, dict) and all(key_value(item, k) == v for k, v in wanted.items()):
                 return i
     elif element.startswith("v:"):
         wanted = json.loads(element[2:])

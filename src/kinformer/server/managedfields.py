@@ -79,8 +79,20 @@ def _json_element(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
+# Key fields of associative lists that an item may omit, with the default structured-merge-diff completes the
+# key with (from the schema). In kube 1.32's built-in API that is only ``protocol`` (TCP) of container,
+# ephemeral container and Service ports, keyed by (containerPort, protocol) and (port, protocol).
+KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}
+
+
+def key_value(item: Mapping[str, Any], key: str) -> Any:
+    """The value of key field ``key`` of a list item (its default when the item omits it or sets null)."""
+    value = item.get(key)
+    return KEY_DEFAULTS.get(key) if value is None else value
+
+
 def key_element(item: Mapping[str, Any], keys: tuple[str, ...]) -> str:
-    return "k:" + _json_element({k: item.get(k) for k in sorted(keys)})
+    return "k:" + _json_element({k: key_value(item, k) for k in sorted(keys)})
 
 
 def value_element(value: Any) -> str:
@@ -88,7 +100,7 @@ def value_element(value: Any) -> str:
 
 
 def is_keyed(item: Any, keys: tuple[str, ...]) -> bool:
-    return isinstance(item, dict) and all(k in item for k in keys)
+    return isinstance(item, dict) and all(k in item or k in KEY_DEFAULTS for k in keys)
 
 
 def field_set(obj: Mapping[str, Any], info: ResourceInfoLike | None, subresource: str | None) -> set[Path]:
@@ -121,14 +133,30 @@ def tracked(top: str, subresource: str | None, info: ResourceInfoLike | None) ->
 
 
 def strategy_of(info: ResourceInfoLike | None, names: tuple[str, ...]) -> ListStrategy:
-    """:func:`~kinformer.server.patch.list_strategy`, remembered for built-in kinds."""
+    """How server-side apply and managedFields key the list at ``names``, remembered for built-in kinds.
+
+    :func:`~kinformer.server.patch.list_strategy` (strategic merge patch's rules), except that a built-in
+    list with ``x-kubernetes-list-map-keys`` is keyed by all of them, as structured-merge-diff keys it
+    (container ports by containerPort and protocol, where the patch merge key is containerPort alone).
+    """
     if info is None or not getattr(info, "builtin", True):
         return list_strategy(info, names)
     key = (info.group, getattr(info, "version", ""), info.kind, names)
     strategy = _builtin_lists.get(key)
     if strategy is None:
-        strategy = list_strategy(info, names)
+        strategy = _builtin_apply_strategy(info, names)
         _remember(_builtin_lists, key, strategy)
+    return strategy
+
+
+def _builtin_apply_strategy(info: ResourceInfoLike, names: tuple[str, ...]) -> ListStrategy:
+    from .schemas import kind_node, node_at
+
+    strategy = list_strategy(info, names)
+    if strategy.kind == "map":
+        node = node_at(kind_node(info.group, getattr(info, "version", "v1"), info.kind), names)
+        if node is not None and node.list_type == "map" and node.list_map_keys:
+            return ListStrategy("map", tuple(node.list_map_keys))
     return strategy
 
 

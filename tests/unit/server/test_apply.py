@@ -140,6 +140,29 @@ def test_associative_lists_use_merge_keys() -> None:
                                                                    {"name": "debug", "image": "busybox"}]
 
 
+def test_ports_are_keyed_by_their_list_map_keys_with_the_protocol_defaulted() -> None:
+    """kube 1.32 keys container ports by (containerPort, protocol), the patch merge key is containerPort alone;
+    an applied port without protocol is keyed with its default, TCP."""
+    obj = _apply(None, _deployment({"name": "app", "image": "a", "ports": [{"containerPort": 80}]}),
+                 info=DEPLOYMENT)
+    container = _managers(obj)[("kubectl", "Apply")]["f:spec"]["f:template"]["f:spec"]["f:containers"][
+        'k:{"name":"app"}']
+    assert container["f:ports"] == {'k:{"containerPort":80,"protocol":"TCP"}': {".": {}, "f:containerPort": {}}}
+    live = copy.deepcopy(obj)  # the server defaults the protocol; the applier still owns that one port
+    live["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "protocol": "TCP"},
+                                                                  {"containerPort": 80, "protocol": "UDP"}]
+    live = update_managed_fields(obj, live, manager="kubectl-edit", info=DEPLOYMENT, now=NOW)
+    edit = _managers(live)[("kubectl-edit", "Update")]["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    assert edit['k:{"name":"app"}']["f:ports"] == {
+        'k:{"containerPort":80,"protocol":"TCP"}': {"f:protocol": {}},
+        'k:{"containerPort":80,"protocol":"UDP"}': {".": {}, "f:containerPort": {}, "f:protocol": {}}}
+    reapplied = _apply(live, _deployment({"name": "app", "image": "a", "ports": [{"containerPort": 80,
+                                                                               "name": "http"}]}),
+                       info=DEPLOYMENT)
+    assert reapplied["spec"]["template"]["spec"]["containers"][0]["ports"] == [
+        {"containerPort": 80, "protocol": "TCP", "name": "http"}, {"containerPort": 80, "protocol": "UDP"}]
+
+
 def test_status_is_not_owned_through_the_main_resource() -> None:
     applied = _deployment({"name": "app", "image": "a"})
     applied["status"] = {"replicas": 3}
