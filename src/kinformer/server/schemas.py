@@ -13,7 +13,7 @@ its zero value); a value of the wrong JSON type, a missing required field or a v
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kinformer.server import apidefs
@@ -32,8 +32,8 @@ _JSON_TYPE_NAMES = {"string": (str,), "boolean": (bool,), "integer": (int,), "nu
 class Node:
     """One compiled schema node. ``types`` are the JSON types accepted (empty: any)."""
 
-    __slots__ = ("accepts", "enum", "go_type", "item", "kind", "list_map_keys", "list_type", "merge_key",
-                 "patch_strategy", "props", "required", "struct", "types")
+    __slots__ = ("accepts", "compiled", "enum", "enum_cause", "go_type", "item", "kind", "list_map_keys", "list_type",
+                 "merge_key", "patch_strategy", "props", "required", "struct", "types")
 
     def __init__(self) -> None:
         self.kind: int = ANY
@@ -43,6 +43,9 @@ class Node:
         self.required: tuple[str, ...] = ()
         self.item: Node | None = None
         self.enum: tuple[Any, ...] | None = None
+        # kube's cause for a value outside ``enum`` (path, value), when it is not the generic "Unsupported value"
+        self.enum_cause: Callable[[str, Any], Cause | None] | None = None
+        self.compiled: Callable[[Any], bool] | None = None  # see fine(): built on first use
         self.list_type: str | None = None
         self.list_map_keys: tuple[str, ...] = ()
         self.patch_strategy: str | None = None
@@ -50,70 +53,15 @@ class Node:
         self.go_type = "interface {}"  # as Go names the field's type in decoding errors
         self.struct = ""  # a definition's Go struct name (PodSpec), "" for inline schemas
 
-    # --------------------------------------------------------------------------------- fast walks
-    # These answer only "is everything fine?" without building paths: the common case costs one pass, and only a
-    # failing object is walked again by the reporting walks below.
+    # --------------------------------------------------------------------------------- the fast check
 
-    def clean(self, value: Any) -> bool:
-        """True when ``value`` has no field this schema does not define."""
-        kind = self.kind
-        if kind == OBJECT:
-            if type(value) is not dict:
-                return True
-            props = self.props
-            for key, item in value.items():
-                sub = props.get(key)
-                if sub is None:
-                    return False
-                if item is not None and sub.kind > ANY and not sub.clean(item):
-                    return False
-            return True
-        item_node = self.item
-        if item_node is None or item_node.kind <= ANY:
-            return True
-        if kind == ARRAY and type(value) is list:
-            return all(item_node.clean(v) for v in value)
-        if kind == MAP and type(value) is dict:
-            return all(item_node.clean(v) for v in value.values())
-        return True
+    def fine(self, value: Any) -> bool:
+        """True when ``value`` has no unknown field, the right JSON types, every required field and enum values.
 
-    def valid(self, value: Any) -> bool:
-        """True when ``value`` has the right types, every required field and enum values (``None`` is fine)."""
-        if value is None:
-            return True
-        if not self.accepts(value) or (self.enum is not None and value not in self.enum):
-            return False
-        kind = self.kind
-        if kind == OBJECT:
-            if type(value) is not dict:
-                return True  # a schema without a type accepts any value
-            for name in self.required:
-                if name not in value:
-                    return False
-            props = self.props
-            for key, item in value.items():
-                sub = props.get(key)
-                if sub is not None and item is not None:
-                    if sub.kind == SCALAR and sub.enum is None:
-                        if not sub.accepts(item):
-                            return False
-                    elif not sub.valid(item):
-                        return False
-            return True
-        item_node = self.item
-        if item_node is None:
-            return True
-        items: Iterable[Any]
-        if type(value) is list:
-            items = value if kind == ARRAY else ()
-        elif type(value) is dict:
-            items = value.values() if kind == MAP else ()
-        else:
-            return True
-        if item_node.kind == SCALAR and item_node.enum is None:  # labels, annotations, command, args
-            accepts = item_node.accepts
-            return all(v is None or accepts(v) for v in items)
-        return all(item_node.valid(v) for v in items)
+        One pass through the closure :func:`compiled` builds for this node on first use; only a value it refuses is
+        walked again by the reporting walks below (:meth:`unknown`, :meth:`check`, :meth:`type_error`).
+        """
+        return value is None or (self.compiled or compiled(self))(value)
 
     def type_error(self, value: Any, field: str = "", struct: str = "") -> str | None:
         """Go's decoding error for the first value of the wrong JSON type, as kube-apiserver reports it.
@@ -174,7 +122,9 @@ class Node:
             causes.append(_type_invalid(path, value, self.types))
             return
         if self.enum is not None and value not in self.enum:
-            causes.append(_not_supported(path, value, self.enum))
+            cause = self.enum_cause(path, value) if self.enum_cause else _not_supported(path, value, self.enum)
+            if cause is not None:
+                causes.append(cause)
         kind = self.kind
         if kind == OBJECT and type(value) is dict:
             for name in self.required:
@@ -280,6 +230,93 @@ def _not_supported(path: str, value: Any, enum: tuple[Any, ...]) -> Cause:
     supported = ", ".join(json.dumps(v) for v in enum)
     return {"reason": "FieldValueNotSupported", "field": path,
             "message": f"Unsupported value: {json.dumps(value)}: supported values: {supported}"}
+
+
+# ------------------------------------------------------------------------------------- compiled checks
+# A node compiles to one closure answering Node.fine. An object's closure looks each field up in a table of
+# entries: a Python type for a plain scalar (``type(v) is str``: no call at all) or the closure of the field's
+# node. Free-form fields (RawExtension, managedFields) cost one call that accepts anything.
+
+_PLAIN_SCALARS: dict[tuple[str, ...], type] = {("string",): str, ("boolean",): bool, ("integer",): int}
+Entry = type | Callable[[Any], bool]
+
+
+def compiled(node: Node) -> Callable[[Any], bool]:
+    """The closure answering ``node.fine`` for a value that is not None (built once, kept on the node)."""
+    fn = node.compiled
+    if fn is None:
+        node.compiled = lambda value: node.compiled(value)  # type: ignore[misc]  # only a cycle calls this one
+        fn = node.compiled = _compile(node)
+    return fn
+
+
+def _entry(node: Node) -> Entry:
+    if node.enum is None:
+        if node.kind == SCALAR and node.types in _PLAIN_SCALARS:
+            return _PLAIN_SCALARS[node.types]
+        if node.kind <= ANY:
+            return node.accepts
+    return compiled(node)
+
+
+def _integral(entry: type, value: Any) -> bool:
+    """An integer field takes an integral float (``3.0``); no other scalar of another type passes."""
+    return entry is int and type(value) is float and value.is_integer()
+
+
+def _compile(node: Node) -> Callable[[Any], bool]:
+    accepts, enum = node.accepts, node.enum
+    if node.kind == OBJECT:
+        fn = _object_check(node)
+    elif node.kind in (ARRAY, MAP) and node.item is not None:
+        fn = _items_check(_entry(node.item), list if node.kind == ARRAY else dict, accepts)
+    else:
+        fn = accepts
+    if enum is None:
+        return fn
+    return lambda value: value in enum and fn(value)
+
+
+def _object_check(node: Node) -> Callable[[Any], bool]:
+    table: dict[str, Any] = {}  # field name -> Entry
+    required, accepts = node.required, node.accepts
+
+    def check(value: Any) -> bool:
+        if type(value) is not dict:
+            return accepts(value)
+        for name in required:
+            if name not in value:
+                return False
+        get = table.get
+        for key, item in value.items():
+            entry = get(key)
+            if entry is None:
+                return False
+            if type(item) is entry or item is None or (
+                    entry(item) if entry.__class__ is not type else _integral(entry, item)):
+                continue
+            return False
+        return True
+
+    node.compiled = check  # the fields' entries below may lead back here (JSONSchemaProps)
+    for key, sub in node.props.items():
+        table[key] = _entry(sub)
+    return check
+
+
+def _items_check(entry: Any, container: Any, accepts: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    def check(value: Any) -> bool:
+        if type(value) is not container:
+            return accepts(value)
+        items: Any = value.values() if container is dict else value
+        for item in items:
+            if type(item) is entry or item is None or (
+                    entry(item) if entry.__class__ is not type else _integral(entry, item)):
+                continue
+            return False
+        return True
+
+    return check
 
 
 # -------------------------------------------------------------------------------------------- compiling

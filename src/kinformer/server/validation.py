@@ -406,7 +406,7 @@ def validate_object(info: ResourceInfoLike, obj: Mapping[str, Any],
         causes += validator(obj, old)
     if getattr(info, "builtin", True):
         node = _builtin_node(info)
-        if node is not None and not node.valid(obj):
+        if node is not None and not node.fine(obj):
             seen = {(c.get("field"), c.get("reason")) for c in causes}
             found: list[Cause] = []
             node.check(obj, "", found)
@@ -431,19 +431,25 @@ def _builtin_node(info: ResourceInfoLike) -> schemas.Node | None:
     return schemas.kind_node(info.group, getattr(info, "version", ""), info.kind)
 
 
-# The last object found to have no unknown field: a write checks its body (fieldValidation) and then prunes
-# that same, unchanged body, so the second walk is skipped. Server code never adds unknown fields.
-_last_clean: list[Any] = [None]
+# The last object found fine (no unknown field, no wrong type): a write checks its body (fieldValidation) and then
+# prunes that same, unchanged body, so the second look costs nothing. Server code never adds unknown fields.
+_last_fine: list[Any] = [None]
+
+
+def _fine(node: schemas.Node | None, obj: Any) -> bool:
+    """Whether the kind's schema finds nothing to report in ``obj`` (remembered for the next call on it)."""
+    if node is None or _last_fine[0] is obj:
+        return True
+    if node.fine(obj):
+        _last_fine[0] = obj
+        return True
+    return False
 
 
 def _builtin_unknown(info: ResourceInfoLike, obj: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
     node = _builtin_node(info)
     out: list[tuple[str, dict[str, Any], str]] = []
-    if node is None or not isinstance(obj, dict) or _last_clean[0] is obj:
-        return out
-    if node.clean(obj):
-        _last_clean[0] = obj
-    else:
+    if node is not None and isinstance(obj, dict) and not _fine(node, obj):
         node.unknown(obj, "", out)
     return out
 
@@ -467,10 +473,13 @@ def prune_builtin(info: ResourceInfoLike, obj: dict[str, Any]) -> dict[str, Any]
     of the wrong JSON type refused with Go's error (400 ``Deployment in version "v1" cannot be handled as a
     Deployment: json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32``).
     """
+    node = _builtin_node(info)
+    if _fine(node, obj):
+        return obj
+    assert node is not None
     for _, container, key in _builtin_unknown(info, obj):
         container.pop(key, None)
-    node = _builtin_node(info)
-    error = node.type_error(obj) if node is not None and not node.valid(obj) else None
+    error = node.type_error(obj)
     if error:
         kind, version = info.kind, getattr(info, "version", "")
         raise StatusError(400, "BadRequest", f'{kind} in version "{version}" cannot be handled as a {kind}: {error}')
