@@ -173,7 +173,10 @@ def mutated(draw: st.DrawFn) -> tuple[schemas.Node, dict[str, Any]]:
     gvk, base = draw(st.sampled_from(BASES))
     obj = copy.deepcopy(base)
     for _ in range(draw(st.integers(1, 4))):
-        path = draw(st.sampled_from(_spots(obj)[1:]))
+        spots = _spots(obj)[1:]
+        if not spots:
+            break
+        path = draw(st.sampled_from(spots))
         parent = obj
         for key in path[:-1]:
             parent = parent[key]

@@ -330,3 +330,99 @@ def test_crd_schema_structure_is_checked() -> None:
         ("spec.versions[0].schema.openAPIV3Schema.properties[spec].pattern", "FieldValueInvalid"),
     ]
     assert validate_schema_structure(SCHEMA) == []
+
+
+# ------------------------------------------------------------------------------------------- enum fields
+
+def _template(**pod: Any) -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": "c", "image": "i"}], **pod}}
+
+
+# (group, version, plural, body, field, kube's message), one per enumerated field kube validates
+ENUM_CASES = [
+    ("", "v1", "pods", _template(restartPolicy="Sometimes"), "spec.restartPolicy",
+     'Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"'),
+    ("", "v1", "pods", _template(dnsPolicy="Google"), "spec.dnsPolicy",
+     'Unsupported value: "Google": supported values: "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"'),
+    ("", "v1", "pods", {"spec": {"containers": [{"name": "c", "image": "i", "imagePullPolicy": "Bogus"}]}},
+     "spec.containers[0].imagePullPolicy", 'Unsupported value: "Bogus": supported values: "Always", '
+     '"IfNotPresent", "Never"'),
+    ("", "v1", "pods", {"spec": {"containers": [{"name": "c", "image": "i", "terminationMessagePolicy": "Log"}]}},
+     "spec.containers[0].terminationMessagePolicy", "Invalid value: \"Log\": must be 'File' or "
+     "'FallbackToLogsOnError'"),
+    ("", "v1", "pods", {"spec": {"containers": [{"name": "c", "image": "i", "ports": [
+        {"containerPort": 80, "protocol": "XTP"}]}]}}, "spec.containers[0].ports[0].protocol",
+     'Unsupported value: "XTP": supported values: "SCTP", "TCP", "UDP"'),
+    ("", "v1", "pods", _template(tolerations=[{"key": "k", "operator": "Maybe"}]), "spec.tolerations[0].operator",
+     'Unsupported value: "Maybe": supported values: "Equal", "Exists"'),
+    ("", "v1", "pods", _template(tolerations=[{"key": "k", "effect": "Evict"}]), "spec.tolerations[0].effect",
+     'Unsupported value: "Evict": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"'),
+    ("", "v1", "services", {"spec": {"type": "Public", "ports": [{"port": 80}]}}, "spec.type",
+     'Unsupported value: "Public": supported values: "ClusterIP", "ExternalName", "LoadBalancer", "NodePort"'),
+    ("", "v1", "services", {"spec": {"ports": [{"port": 80, "protocol": "ICMP"}]}}, "spec.ports[0].protocol",
+     'Unsupported value: "ICMP": supported values: "SCTP", "TCP", "UDP"'),
+    ("", "v1", "services", {"spec": {"sessionAffinity": "Cookie"}}, "spec.sessionAffinity",
+     'Unsupported value: "Cookie": supported values: "ClientIP", "None"'),
+    ("", "v1", "services", {"spec": {"externalTrafficPolicy": "Node"}}, "spec.externalTrafficPolicy",
+     'Unsupported value: "Node": supported values: "Cluster", "Local"'),
+    ("", "v1", "services", {"spec": {"internalTrafficPolicy": "Node"}}, "spec.internalTrafficPolicy",
+     'Unsupported value: "Node": supported values: "Cluster", "Local"'),
+    ("", "v1", "services", {"spec": {"ipFamilyPolicy": "DualStack"}}, "spec.ipFamilyPolicy",
+     'Unsupported value: "DualStack": supported values: "PreferDualStack", "RequireDualStack", "SingleStack"'),
+    ("", "v1", "services", {"spec": {"ipFamilies": ["IPv4", "IPv5"]}}, "spec.ipFamilies[1]",
+     'Unsupported value: "IPv5": supported values: "IPv4", "IPv6"'),
+    ("", "v1", "persistentvolumeclaims", {"spec": {"accessModes": ["ReadWriteOnce", "WriteOnly"]}},
+     "spec.accessModes", 'Unsupported value: "WriteOnly": supported values: "ReadOnlyMany", "ReadWriteMany", '
+     '"ReadWriteOnce", "ReadWriteOncePod"'),
+    ("", "v1", "persistentvolumeclaims", {"spec": {"volumeMode": "Raw"}}, "spec.volumeMode",
+     'Unsupported value: "Raw": supported values: "Block", "Filesystem"'),
+    ("", "v1", "persistentvolumes", {"spec": {"accessModes": ["Shared"]}}, "spec.accessModes",
+     'Unsupported value: "Shared": supported values: "ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", '
+     '"ReadWriteOncePod"'),
+    ("", "v1", "persistentvolumes", {"spec": {"volumeMode": "Raw"}}, "spec.volumeMode",
+     'Unsupported value: "Raw": supported values: "Block", "Filesystem"'),
+    ("", "v1", "persistentvolumes", {"spec": {"persistentVolumeReclaimPolicy": "Keep"}},
+     "spec.persistentVolumeReclaimPolicy", 'Unsupported value: "Keep": supported values: "Delete", "Recycle", '
+     '"Retain"'),
+    ("apps", "v1", "deployments", {"spec": {"selector": {}, "template": _template(),
+                                            "strategy": {"type": "BlueGreen"}}},
+     "spec.strategy.type", 'Unsupported value: "BlueGreen": supported values: "Recreate", "RollingUpdate"'),
+    ("batch", "v1", "jobs", {"spec": {"template": _template(), "completionMode": "Ordered"}}, "spec.completionMode",
+     'Unsupported value: "Ordered": supported values: "NonIndexed", "Indexed"'),
+    ("batch", "v1", "jobs", {"spec": {"template": _template(), "podReplacementPolicy": "Never"}},
+     "spec.podReplacementPolicy", 'Unsupported value: "Never": supported values: "TerminatingOrFailed", "Failed"'),
+    ("batch", "v1", "cronjobs", {"spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": _template()}},
+                                          "concurrencyPolicy": "Queue"}}, "spec.concurrencyPolicy",
+     'Unsupported value: "Queue": supported values: "Allow", "Forbid", "Replace"'),
+    ("networking.k8s.io", "v1", "networkpolicies", {"spec": {"podSelector": {}, "policyTypes": ["Ingress", "Both"]}},
+     "spec.policyTypes[1]", 'Unsupported value: "Both": supported values: "Ingress", "Egress"'),
+    ("policy", "v1", "poddisruptionbudgets", {"spec": {"unhealthyPodEvictionPolicy": "Never"}},
+     "spec.unhealthyPodEvictionPolicy", 'Unsupported value: "Never": supported values: "AlwaysAllow", '
+     '"IfHealthyBudget"'),
+]
+
+
+@pytest.mark.parametrize(("group", "version", "plural", "body", "field", "message"), ENUM_CASES,
+                         ids=[c[4] + "@" + c[2] for c in ENUM_CASES])
+def test_enum_fields_answer_as_kube(group: str, version: str, plural: str, body: dict[str, Any], field: str,
+                                    message: str) -> None:
+    from kinformer.server.registry import Registry
+
+    info = Registry().get(group, version, plural)
+    obj = {"metadata": {"name": "x"}, **body}
+    found = [c for c in validate_object(info, obj) if c["field"] == field]
+    reason = "FieldValueInvalid" if message.startswith("Invalid") else "FieldValueNotSupported"
+    assert found == [{"reason": reason, "message": message, "field": field}]
+
+
+def test_enum_fields_take_their_values_and_defaulted_empty_strings() -> None:
+    from kinformer.server.registry import Registry
+
+    pods, pvcs = Registry().get("", "v1", "pods"), Registry().get("", "v1", "persistentvolumeclaims")
+    for policy in ("Always", "OnFailure", "Never", ""):
+        assert validate_object(pods, {"metadata": {"name": "x"}, **_template(restartPolicy=policy)}) == []
+    assert validate_object(pvcs, {"metadata": {"name": "x"}, "spec": {"accessModes": ["ReadWriteOncePod"]}}) == []
+    assert _fields(validate_object(pvcs, {"metadata": {"name": "x"}, "spec": {"volumeMode": ""}})) == [
+        ("spec.volumeMode", "FieldValueNotSupported")]
+    assert _fields(validate_object(pods, {"metadata": {"name": "x"}, **_template(restartPolicy=3)})) == [
+        ("spec.restartPolicy", "FieldValueTypeInvalid")]

@@ -1,0 +1,105 @@
+"""The enumerated fields of built-in kinds that kube-apiserver 1.32 validates, with the answer it gives.
+
+kubernetes-validate's schemas carry no ``enum`` for these fields (only their descriptions list the values), so
+this table supplies them. Facts from kubernetes/kubernetes at v1.32: ``pkg/apis/core/validation/validation.go``
+(validateRestartPolicy, validateDNSPolicy, validatePullPolicy, validateContainerCommon's terminationMessagePolicy,
+validateContainerPorts, ValidateService, ValidatePersistentVolumeSpec, ValidatePersistentVolumeClaimSpec,
+validateTolerations), ``pkg/apis/apps/validation`` (ValidateDeploymentStrategy), ``pkg/apis/batch/validation``
+(validateJobSpec, validateCronJobSpec), ``pkg/apis/networking/validation`` (ValidateNetworkPolicySpec) and
+``pkg/apis/policy/validation`` (ValidatePodDisruptionBudgetSpec), with the message format of apimachinery's
+``field.NotSupported``: ``Unsupported value: "X": supported values: "A", "B"``. The values are listed in the order
+kube prints them: a literal list where kube spells one out, sorted where it prints a set.
+
+Invariants: :func:`apply` is called by the schema compiler once per definition; it only narrows the string node of
+a listed field (an inline node of that one definition), so the compiled check enforces the enum at no extra cost.
+An empty string passes where kube's defaulting replaces it before validation (``empty_ok``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kinformer.server.causes import Cause, invalid, not_supported
+
+if TYPE_CHECKING:
+    from kinformer.server.schemas import Node
+
+__all__ = ["BUILTIN_ENUMS", "Enum", "apply"]
+
+
+@dataclass(frozen=True)
+class Enum:
+    """One enumerated field: its values in kube's order and how kube reports a value outside them."""
+
+    values: tuple[str, ...]
+    empty_ok: bool = False  # kube defaults "" before validating
+    list_path: bool = False  # a list of values reported at the list's path (``spec.accessModes``), not the item's
+    invalid_detail: str = ""  # reported as Invalid with this detail instead of NotSupported
+
+    def cause(self, path: str, value: Any) -> Cause:
+        if self.list_path and path.endswith("]"):
+            path = path[:path.rindex("[")]
+        if self.invalid_detail:
+            return invalid(path, value, self.invalid_detail)
+        return not_supported(path, value, list(self.values))
+
+
+_CORE = "io.k8s.api.core.v1."
+_PROTOCOLS = Enum(("SCTP", "TCP", "UDP"), empty_ok=True)
+_PULL_POLICY = Enum(("Always", "IfNotPresent", "Never"), empty_ok=True)
+_MESSAGE_POLICY = Enum(("File", "FallbackToLogsOnError"), empty_ok=True,
+                       invalid_detail="must be 'File' or 'FallbackToLogsOnError'")
+_ACCESS_MODES = Enum(("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"), list_path=True)
+_VOLUME_MODES = Enum(("Block", "Filesystem"))
+
+# (definition, field) -> Enum; a list field's enum applies to its items.
+BUILTIN_ENUMS: dict[tuple[str, str], Enum] = {
+    (_CORE + "PodSpec", "restartPolicy"): Enum(("Always", "OnFailure", "Never"), empty_ok=True),
+    (_CORE + "PodSpec", "dnsPolicy"): Enum(("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"),
+                                          empty_ok=True),
+    (_CORE + "Container", "imagePullPolicy"): _PULL_POLICY,
+    (_CORE + "EphemeralContainer", "imagePullPolicy"): _PULL_POLICY,
+    (_CORE + "Container", "terminationMessagePolicy"): _MESSAGE_POLICY,
+    (_CORE + "EphemeralContainer", "terminationMessagePolicy"): _MESSAGE_POLICY,
+    (_CORE + "ContainerPort", "protocol"): _PROTOCOLS,
+    (_CORE + "ServicePort", "protocol"): _PROTOCOLS,
+    (_CORE + "Toleration", "operator"): Enum(("Equal", "Exists"), empty_ok=True),
+    (_CORE + "Toleration", "effect"): Enum(("NoSchedule", "PreferNoSchedule", "NoExecute"), empty_ok=True),
+    (_CORE + "ServiceSpec", "type"): Enum(("ClusterIP", "ExternalName", "LoadBalancer", "NodePort"), empty_ok=True),
+    (_CORE + "ServiceSpec", "sessionAffinity"): Enum(("ClientIP", "None"), empty_ok=True),
+    (_CORE + "ServiceSpec", "externalTrafficPolicy"): Enum(("Cluster", "Local"), empty_ok=True),
+    (_CORE + "ServiceSpec", "internalTrafficPolicy"): Enum(("Cluster", "Local"), empty_ok=True),
+    (_CORE + "ServiceSpec", "ipFamilyPolicy"): Enum(("PreferDualStack", "RequireDualStack", "SingleStack"),
+                                                   empty_ok=True),
+    (_CORE + "ServiceSpec", "ipFamilies"): Enum(("IPv4", "IPv6")),
+    (_CORE + "PersistentVolumeClaimSpec", "accessModes"): _ACCESS_MODES,
+    (_CORE + "PersistentVolumeSpec", "accessModes"): _ACCESS_MODES,
+    (_CORE + "PersistentVolumeClaimSpec", "volumeMode"): _VOLUME_MODES,
+    (_CORE + "PersistentVolumeSpec", "volumeMode"): _VOLUME_MODES,
+    (_CORE + "PersistentVolumeSpec", "persistentVolumeReclaimPolicy"): Enum(("Delete", "Recycle", "Retain"),
+                                                                           empty_ok=True),
+    ("io.k8s.api.apps.v1.DeploymentStrategy", "type"): Enum(("Recreate", "RollingUpdate"), empty_ok=True),
+    ("io.k8s.api.batch.v1.JobSpec", "completionMode"): Enum(("NonIndexed", "Indexed")),
+    ("io.k8s.api.batch.v1.JobSpec", "podReplacementPolicy"): Enum(("TerminatingOrFailed", "Failed")),
+    ("io.k8s.api.batch.v1.CronJobSpec", "concurrencyPolicy"): Enum(("Allow", "Forbid", "Replace"), empty_ok=True),
+    ("io.k8s.api.networking.v1.NetworkPolicySpec", "policyTypes"): Enum(("Ingress", "Egress")),
+    ("io.k8s.api.policy.v1.PodDisruptionBudgetSpec", "unhealthyPodEvictionPolicy"): Enum(
+        ("AlwaysAllow", "IfHealthyBudget")),
+}
+
+_BY_DEFINITION: dict[str, dict[str, Enum]] = {}
+for (_definition, _field), _enum in BUILTIN_ENUMS.items():
+    _BY_DEFINITION.setdefault(_definition, {})[_field] = _enum
+
+
+def apply(definition: str, node: Node) -> None:
+    """Give the listed string fields of ``definition``'s compiled ``node`` their enum and kube's cause."""
+    for field, enum in _BY_DEFINITION.get(definition, {}).items():
+        target = node.props.get(field)
+        if target is not None and target.item is not None:
+            target = target.item
+        if target is None or target.types != ("string",) or target.struct:
+            continue
+        target.enum = enum.values + (("",) if enum.empty_ok else ())
+        target.enum_cause = enum.cause
