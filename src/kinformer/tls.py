@@ -8,9 +8,10 @@ Invariants:
   and names every requested host in its subjectAltName; otherwise it is re-issued (same CA).
 * Private keys are written with mode 0600 and replaced atomically (write to a temp file, then rename),
   so a crash never leaves a half-written key behind.
-* Client certificates (:func:`issue_client_cert`) carry the user name as CN and the groups as O, as
-  kube-apiserver's x509 authenticator reads them, and only the clientAuth extended key usage, so a
-  client certificate can never serve and the server certificate is never accepted as a client's.
+* Client certificates (:func:`issue_client_cert`, and :func:`sign_client_csr` for a certificate request)
+  carry the user name as CN and the groups as O, as kube-apiserver's x509 authenticator reads them, and
+  only the clientAuth extended key usage, so a client certificate can never serve and the server
+  certificate is never accepted as a client's.
 """
 
 from __future__ import annotations
@@ -23,15 +24,16 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 __all__ = ["CertPaths", "client_ssl_context", "ensure_certs", "issue_client_cert", "self_signed_ca_pem",
-           "server_ssl_context", "write_atomic"]
+           "server_ssl_context", "sign_client_csr", "write_atomic"]
 
 CA_VALIDITY = dt.timedelta(days=3650)
 SERVER_VALIDITY = dt.timedelta(days=365)
@@ -225,18 +227,38 @@ def issue_client_cert(paths: CertPaths, user: str, groups: Iterable[str] = (), *
     """
     if not user:
         raise ValueError("a client certificate needs a user name")
+    key = _new_key()
+    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in dict.fromkeys(groups) if g]
+    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
+    return _sign_client(paths, x509.Name(attrs), key.public_key(), validity), _key_pem(key)
+
+
+def sign_client_csr(paths: CertPaths, csr_pem: bytes, *,
+                    validity: dt.timedelta = CLIENT_VALIDITY) -> bytes:
+    """A client certificate (PEM) for a PEM certificate request, its subject as asked, signed by the CA.
+
+    What a CertificateSigningRequest for ``kubernetes.io/kube-apiserver-client`` is issued. Raises
+    ``ValueError`` for an unusable CA, a request that does not parse or whose signature does not verify.
+    """
+    csr = x509.load_pem_x509_csr(csr_pem)
+    if not csr.is_signature_valid:
+        raise ValueError("the certificate request's signature does not verify")
+    public_key = csr.public_key()
+    if not isinstance(public_key, (ec.EllipticCurvePublicKey, rsa.RSAPublicKey, ed25519.Ed25519PublicKey)):
+        raise ValueError("unsupported public key type in the certificate request")
+    return _sign_client(paths, csr.subject, public_key, validity)
+
+
+def _sign_client(paths: CertPaths, subject: x509.Name, public_key: Any, validity: dt.timedelta) -> bytes:
     loaded = _load_ca(paths)
     if loaded is None:
         raise ValueError(f"no usable CA at {paths.ca_cert}")
     ca, ca_key = loaded
-    key = _new_key()
     now = _now()
-    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in dict.fromkeys(groups) if g]
-    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
     cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name(attrs))
-        .issuer_name(ca.subject).public_key(key.public_key())
+        .subject_name(subject)
+        .issuer_name(ca.subject).public_key(public_key)
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - _CLOCK_SKEW).not_valid_after(min(now + validity, ca.not_valid_after_utc))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
@@ -247,7 +269,7 @@ def issue_client_cert(paths: CertPaths, user: str, groups: Iterable[str] = (), *
         .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+    return cert.public_bytes(serialization.Encoding.PEM)
 
 
 def client_ssl_context(paths: CertPaths) -> ssl.SSLContext:

@@ -9,6 +9,7 @@ Every kubectl call has a timeout; waits poll a condition until a deadline, never
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import shutil
@@ -291,6 +292,31 @@ def test_debug_adds_an_ephemeral_container_and_drain_style_eviction_deletes(kube
     eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p", "namespace": ns}}
     kubectl.run("create", "--raw", f"/api/v1/namespaces/{ns}/pods/p/eviction", "-f", "-", input=json.dumps(eviction))
     assert not kubectl.exists("pod", "p", *n)
+
+
+def test_certificate_approve_gets_a_signed_client_certificate(kubectl: Kubectl, ns: str) -> None:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    request = x509.CertificateSigningRequestBuilder().subject_name(
+        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{ns}-user")])).sign(key, hashes.SHA256())
+    csr = {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+           "metadata": {"name": f"{ns}-user"},
+           "spec": {"request": base64.b64encode(request.public_bytes(serialization.Encoding.PEM)).decode(),
+                    "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]}}
+    kubectl.apply_yaml(csr)
+    kubectl.run("certificate", "approve", f"{ns}-user")
+    deadline = time.monotonic() + 30
+    while not kubectl.json("get", "csr", f"{ns}-user")["status"].get("certificate"):
+        assert time.monotonic() < deadline, "the approved request was not signed"
+        time.sleep(0.1)
+    got = kubectl.json("get", "csr", f"{ns}-user")
+    assert [c["type"] for c in got["status"]["conditions"]] == ["Approved"]
+    cert = x509.load_pem_x509_certificate(base64.b64decode(got["status"]["certificate"]))
+    assert cert.subject.rfc4514_string() == f"CN={ns}-user"
 
 
 # -- apply -----------------------------------------------------------------------------------------

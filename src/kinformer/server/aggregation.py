@@ -12,19 +12,16 @@ Invariants (kube's ``pkg/controller/clusterroleaggregation``):
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Mapping
 from typing import Any
 
 from ..selectors import SelectorError, label_selector_from_dict
 from . import status as st
+from .cachecontroller import CacheController
 from .objects import ObjectStore
 from .rbac import GROUP, PREFIXES
 from .registry import Registry
-from .watchcache import CachedEvent, WatchCache
-
-log = logging.getLogger(__name__)
+from .watchcache import WatchCache
 
 __all__ = ["ClusterRoleAggregator", "aggregate_rules"]
 
@@ -51,22 +48,14 @@ def aggregate_rules(role: Mapping[str, Any], roles: Mapping[str, Mapping[str, An
     return out
 
 
-class ClusterRoleAggregator:
+class ClusterRoleAggregator(CacheController):
     """Keeps every aggregated ClusterRole's rules equal to its aggregate (see the module invariants)."""
 
-    def __init__(self, cache: WatchCache, store: ObjectStore, registry: Registry, *, retry: float = 1.0) -> None:
-        self.cache = cache
-        self.store = store
-        self.registry = registry
-        self.retry = retry
-        self._dirty = asyncio.Event()
-        self._prefix = PREFIXES["ClusterRole"]
-        cache.listeners.append(self._on_event)
-        cache.reset_listeners.append(self._dirty.set)
+    what = "ClusterRole aggregation"
 
-    def _on_event(self, prefix: str, ev: CachedEvent) -> None:
-        if prefix == self._prefix:
-            self._dirty.set()
+    def __init__(self, cache: WatchCache, store: ObjectStore, registry: Registry, *, retry: float = 1.0) -> None:
+        super().__init__(cache, store, PREFIXES["ClusterRole"], retry=retry)
+        self.registry = registry
 
     def _roles(self) -> dict[str, Mapping[str, Any]]:
         bucket = self.cache.buckets.get(self._prefix)
@@ -98,18 +87,3 @@ class ClusterRoleAggregator:
                 continue
             written += 1
         return written
-
-    async def run(self) -> None:
-        """Sync whenever a ClusterRole changes; never returns (cancel it)."""
-        self._dirty.set()
-        while True:
-            await self._dirty.wait()
-            self._dirty.clear()
-            try:
-                await self.sync()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("ClusterRole aggregation failed; retrying in %.1fs", self.retry)
-                await self.store.clock.sleep(self.retry)
-                self._dirty.set()

@@ -139,6 +139,7 @@ class APIServer:
         self.api.conversion = Conversion(self.cache, self.registry, self.api.admission.client)
         self.url = ""
         self.ca_cert: str | None = None
+        self.cert_paths: Any = None  # the TLS CertPaths: its CA also signs client CSRs
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
@@ -162,6 +163,11 @@ class APIServer:
             self.gc.start()
             await self._listen()
             self._tasks.append(asyncio.create_task(self.security.aggregator.run(), name="kinformer-aggregation"))
+            if self.cert_paths is not None:
+                from .csrsigning import CertificateSigner  # with TLS on, its crypto library is loaded already
+
+                signer = CertificateSigner(self.cache, self.store, self.registry, self.cert_paths)
+                self._tasks.append(asyncio.create_task(signer.run(), name="kinformer-csr-signing"))
             await self.bootstrap.ensure_kubernetes_service(self.host, self.port)
             self.bootstrap.start()
         except BaseException:
@@ -220,6 +226,7 @@ class APIServer:
             hosts = list(dict.fromkeys([self.host, "127.0.0.1", "localhost"]))
             paths = ensure_certs(base, hosts=hosts)
         self.ca_cert = str(paths.ca_cert)
+        self.cert_paths = paths
         return server_ssl_context(paths, client_ca=self.client_ca)
 
     def _ca_pem(self) -> str:

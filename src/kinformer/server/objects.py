@@ -33,11 +33,20 @@ from .query import UINT64_MAX
 from .registry import Registry, ResourceInfo
 from .storage.base import KeyExists, KeyNotFound, KeyValue, RevisionMismatch, Storage
 from .strategies import FallbackStrategy, strategy_table
+from .strategies.certificates import take_approval, take_status
 from .strategy import Strategy, StrategyRegistry
 from .validation import generate_name, validate_object
 from .watchcache import WatchCache
 
 log = logging.getLogger(__name__)
+
+# Subresources of one kind whose update takes its own part of the client's object: (group, plural, subresource)
+# -> take(old, new, now) returning the object to write.
+TakeUpdate = Callable[[dict[str, Any], Mapping[str, Any], str], dict[str, Any]]
+_SUBRESOURCE_UPDATES: dict[tuple[str, str, str], TakeUpdate] = {
+    ("certificates.k8s.io", "certificatesigningrequests", "approval"): take_approval,
+    ("certificates.k8s.io", "certificatesigningrequests", "status"): take_status,
+}
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
@@ -374,7 +383,11 @@ class ObjectStore:
             new["metadata"] = {}
         ometa = old["metadata"]
         name = ometa["name"]
-        if subresource == "status":
+        take = _SUBRESOURCE_UPDATES.get((info.group, info.plural, subresource))
+        if take is not None:
+            result = take(old, new, timestamp(self.clock))
+            nmeta = result["metadata"]
+        elif subresource == "status":
             result = json_copy(old)
             if "status" in new:
                 result["status"] = new["status"]

@@ -1,11 +1,12 @@
 """Kubernetes protobuf bodies (``application/vnd.kubernetes.protobuf``) for the kinds kubectl sends that way.
 
 ``kubectl create configmap|secret|namespace|serviceaccount|service|deployment|job|cronjob|ingress|pdb|role|
-rolebinding|quota|priorityclass`` and ``kubectl autoscale`` send a protobuf body: the 4-byte magic
-``k8s\\x00`` followed by a ``runtime.Unknown`` message (1 typeMeta {1 apiVersion, 2 kind}, 2 raw, 3
-contentEncoding, 4 contentType) whose ``raw`` bytes are the kind's own message from k8s.io/api's
-generated.proto. This module decodes such bodies into the object's JSON form and encodes JSON objects back
-(for tests and round trips), with a small hand-written wire codec and per-message field tables.
+rolebinding|quota|priorityclass``, ``kubectl autoscale`` and ``kubectl certificate approve|deny`` send a
+protobuf body: the 4-byte magic ``k8s\\x00`` followed by a ``runtime.Unknown`` message (1 typeMeta
+{1 apiVersion, 2 kind}, 2 raw, 3 contentEncoding, 4 contentType) whose ``raw`` bytes are the kind's own
+message from k8s.io/api's generated.proto. This module decodes such bodies into the object's JSON form and
+encodes JSON objects back (for tests and round trips), with a small hand-written wire codec and per-message
+field tables.
 
 No package on PyPI ships the field numbers (neither the OpenAPI definitions nor the Python clients carry
 them), so the tables hold the numbers of k8s.io/api's generated.proto for the messages ``kubectl create``
@@ -53,8 +54,8 @@ def is_protobuf(content_type: str | None) -> bool:
 
 # ------------------------------------------------------------------------------------------ message tables
 # A field is (json name, type, sub-table or None, pointer). Types: str, bool, int, bytes, msg, inline (an embedded
-# message whose fields appear in the parent's JSON), time, map_ss,
-# map_sb, map_sq (values are resource.Quantity), rep_str, rep_msg, intstr, fieldsv1. "pointer" fields keep
+# message whose fields appear in the parent's JSON), time, map_ss, map_sb, map_sq (values are resource.Quantity),
+# map_sl (values are ExtraValue string lists), rep_str, rep_msg, intstr, fieldsv1. "pointer" fields keep
 # zero values in JSON (Go *T fields); other zero values are omitted like Go's omitempty. A field number not in
 # a table is skipped when it carries a zero value (Go marshals those) and refused otherwise.
 
@@ -364,6 +365,21 @@ _HPA_V1: Table = {  # autoscaling/v1, as ``kubectl autoscale`` sends it
         5: ("currentCPUUtilizationPercentage", "int", None, True)}, False),
 }
 
+_CSR: Table = {  # what ``kubectl certificate approve|deny`` sends back
+    1: ("metadata", "msg", _OBJECT_META, False),
+    2: ("spec", "msg", {
+        1: ("request", "bytes", None, False), 7: ("signerName", "str", None, False),
+        8: ("expirationSeconds", "int", None, True), 5: ("usages", "rep_str", None, False),
+        2: ("username", "str", None, False), 3: ("uid", "str", None, False), 4: ("groups", "rep_str", None, False),
+        6: ("extra", "map_sl", None, False)}, False),
+    3: ("status", "msg", {
+        1: ("conditions", "rep_msg", {
+            1: ("type", "str", None, False), 6: ("status", "str", None, False), 2: ("reason", "str", None, False),
+            3: ("message", "str", None, False), 4: ("lastUpdateTime", "time", None, False),
+            5: ("lastTransitionTime", "time", None, False)}, False),
+        2: ("certificate", "bytes", None, False)}, False),
+}
+
 _KINDS: dict[tuple[str, str], Table] = {
     ("v1", "ConfigMap"): _CONFIG_MAP,
     ("v1", "Secret"): _SECRET,
@@ -373,6 +389,7 @@ _KINDS: dict[tuple[str, str], Table] = {
     ("v1", "ResourceQuota"): _RESOURCE_QUOTA,
     ("scheduling.k8s.io/v1", "PriorityClass"): _PRIORITY_CLASS,
     ("autoscaling/v1", "HorizontalPodAutoscaler"): _HPA_V1,
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"): _CSR,
     ("apps/v1", "Deployment"): _DEPLOYMENT,
     ("batch/v1", "Job"): _JOB,
     ("batch/v1", "CronJob"): _CRON_JOB,
@@ -490,14 +507,16 @@ def _format_time(raw: bytes) -> str | None:
         raise ValueError(f"protobuf: timestamp {seconds} out of range") from exc
 
 
-def _decode_map_entry(raw: bytes, kind: str, name: str) -> tuple[str, str]:
-    key = value = ""
+def _decode_map_entry(raw: bytes, kind: str, name: str) -> tuple[str, Any]:
+    key, value = "", [] if kind == "map_sl" else ""
     for number, wire, item in _fields(raw):
         _expect(wire, 2, name)
         if number == 1:
             key = _text(item, name)
         elif number == 2:
-            if kind == "map_sb":
+            if kind == "map_sl":  # an ExtraValue: 1 repeated string items
+                value = [_text(v, name) for n, w, v in _fields(item) if n == 1 and w == 2]
+            elif kind == "map_sb":
                 value = base64.b64encode(item).decode("ascii")
             elif kind == "map_sq":
                 value = _decode_quantity(item, name)
@@ -566,7 +585,7 @@ def _decode_length_delimited(out: dict[str, Any], name: str, kind: str, sub: Tab
         out.setdefault(name, []).append(_decode_message(value, sub or {}, where))
     elif kind == "rep_str":
         out.setdefault(name, []).append(_text(value, name))
-    elif kind in ("map_ss", "map_sb", "map_sq"):
+    elif kind in ("map_ss", "map_sb", "map_sq", "map_sl"):
         key, item = _decode_map_entry(value, kind, name)
         out.setdefault(name, {})[key] = item
     elif kind == "time":
@@ -691,6 +710,8 @@ def _encode_map(number: int, mapping: Any, kind: str, name: str) -> bytes:
                 raise ValueError(f"protobuf: {name}[{key}] is not base64") from exc
         elif kind == "map_sq":
             payload = len_field(1, str(item).encode())
+        elif kind == "map_sl":
+            payload = b"".join(len_field(1, str(v).encode()) for v in item)
         else:
             payload = str(item).encode()
         out += len_field(number, len_field(1, str(key).encode()) + len_field(2, payload))
@@ -714,7 +735,7 @@ def _encode_value(number: int, kind: str, sub: Table | None, value: Any, name: s
         return b"".join(len_field(number, _encode_message(item, sub or {}, name)) for item in value)
     if kind == "rep_str":
         return b"".join(len_field(number, str(item).encode()) for item in value)
-    if kind in ("map_ss", "map_sb", "map_sq"):
+    if kind in ("map_ss", "map_sb", "map_sq", "map_sl"):
         return _encode_map(number, value, kind, name)
     if kind == "time":
         return len_field(number, _encode_time(value, name))

@@ -39,9 +39,10 @@ class Subresource:
     kind: str
 
 
-# Subresources the resource handlers serve (status, finalize and ephemeralcontainers replace one part of the
-# object, scale is a view; binding and eviction are a pod's, see :mod:`.podsubresources`).
-GENERIC_SUBRESOURCES = frozenset({"status", "scale", "finalize", "ephemeralcontainers", "binding", "eviction"})
+# Subresources the resource handlers serve (status, finalize, ephemeralcontainers and a CSR's approval replace
+# one part of the object, scale is a view; binding and eviction are a pod's, see :mod:`.podsubresources`).
+GENERIC_SUBRESOURCES = frozenset({"status", "scale", "finalize", "ephemeralcontainers", "binding", "eviction",
+                                  "approval"})
 # Subresources kube-apiserver serves by calling the node's kubelet; without one there is nothing to answer.
 KUBELET_SUBRESOURCES = frozenset({"log", "exec", "attach", "portforward", "proxy"})
 

@@ -262,6 +262,14 @@ def test_corrupted_bodies_only_raise_value_error(body: bytes, edits: list[tuple[
      "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "minReplicas": 1,
               "maxReplicas": 5, "targetCPUUtilizationPercentage": 80},
      "status": {"currentReplicas": 0, "desiredReplicas": 0}},
+    {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": "alice"},
+     "spec": {"request": base64.b64encode(b"-----BEGIN CERTIFICATE REQUEST-----").decode(),
+              "signerName": "kubernetes.io/kube-apiserver-client", "expirationSeconds": 600,
+              "usages": ["client auth"], "username": "bob", "groups": ["system:authenticated"],
+              "extra": {"scopes": ["a", "b"], "empty": []}},
+     "status": {"conditions": [{"type": "Approved", "status": "True", "reason": "KubectlApprove",
+                                "message": "ok", "lastUpdateTime": "2026-01-01T00:00:00Z"}],
+                "certificate": base64.b64encode(b"pem").decode()}},
 ])
 def test_round_trip_of_kinds_kubectl_create_sends(obj: dict[str, Any]) -> None:
     """Inline IngressRuleValue (http inside the rule), pointer zeros (suspend: false, backoffLimit: 0) survive."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import GenerationStrategy, KindStrategy, ReturnedOnDeleteMixin
+from .certificates import CSRStrategy
 
 
 class _LoadBalancerStatus(GenerationStrategy):
@@ -43,4 +44,5 @@ STRATEGIES: dict[tuple[str, str], KindStrategy] = {
     ("flowcontrol.apiserver.k8s.io", "flowschemas"): GenerationStrategy(),
     ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): GenerationStrategy(),
     ("storage.k8s.io", "storageclasses"): _ReturnedStorage(),
+    ("certificates.k8s.io", "certificatesigningrequests"): CSRStrategy(),
 }

@@ -1,0 +1,57 @@
+"""The loop of the server's own controllers: a pass over a resource whenever the watch cache changes it.
+
+Invariants: a change of any object under the controller's storage prefix (or a cache reload) marks it
+dirty, and a dirty controller runs one :meth:`CacheController.sync` pass; changes during a pass trigger
+another. A failed pass is logged and retried after ``retry`` seconds on the store's clock. :meth:`run`
+ends only by cancellation (the API server owns the task).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from .objects import ObjectStore
+from .watchcache import CachedEvent, WatchCache
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CacheController"]
+
+
+class CacheController:
+    """Subclasses set :attr:`what` and implement :meth:`sync` (one idempotent pass)."""
+
+    what = "controller pass"
+
+    def __init__(self, cache: WatchCache, store: ObjectStore, prefix: str, *, retry: float = 1.0) -> None:
+        self.cache = cache
+        self.store = store
+        self.retry = retry
+        self._prefix = prefix
+        self._dirty = asyncio.Event()
+        cache.listeners.append(self._on_event)
+        cache.reset_listeners.append(self._dirty.set)
+
+    def _on_event(self, prefix: str, ev: CachedEvent) -> None:
+        if prefix == self._prefix:
+            self._dirty.set()
+
+    async def sync(self) -> int:
+        """One pass; returns how many objects it wrote."""
+        raise NotImplementedError
+
+    async def run(self) -> None:
+        """Sync whenever an object under the prefix changes; never returns (cancel it)."""
+        self._dirty.set()
+        while True:
+            await self._dirty.wait()
+            self._dirty.clear()
+            try:
+                await self.sync()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s failed; retrying in %.1fs", self.what, self.retry)
+                await self.store.clock.sleep(self.retry)
+                self._dirty.set()
