@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
@@ -84,6 +84,12 @@ def timestamp(clock: Clock) -> str:
     text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
     _last_stamp = (second, text)
     return text
+
+
+def new_uid() -> str:
+    """A random (version 4, RFC 4122 variant) UUID in its canonical text form, as ``str(uuid.uuid4())``."""
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
 def encode(obj: Mapping[str, Any]) -> bytes:
@@ -310,7 +316,7 @@ class ObjectStore:
         meta.pop("resourceVersion", None)
         if not meta.get("name") and isinstance(meta.get("generateName"), str) and meta["generateName"]:
             meta["name"] = generate_name(meta["generateName"])
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = new_uid()
         meta["creationTimestamp"] = timestamp(self.clock)
         meta.pop("generation", None)
         for k in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):

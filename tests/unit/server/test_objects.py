@@ -158,3 +158,16 @@ async def test_a_served_create_hands_its_object_and_bytes_to_the_watch_cache_unc
     finally:
         await cache.stop()
         await storage.close()
+
+
+def test_new_uids_are_random_version_4_uuids() -> None:
+    import uuid
+
+    from kinformer.server.objects import new_uid
+
+    uids = {new_uid() for _ in range(2000)}
+    assert len(uids) == 2000
+    for text in uids:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+    assert {text[19] for text in uids} == set("89ab")
