@@ -373,12 +373,21 @@ class ObjectStore:
         meta = obj["metadata"]
         meta.pop("resourceVersion", None)  # last, where decoding the stored value puts it
         meta["resourceVersion"] = str(kv.mod_revision)
-        raw = None
-        if handover and self.cache is not None:
-            raw = orjson.dumps(obj)
-            self.cache.offer(key, kv.mod_revision, obj, raw)
+        raw = self._hand_over(key, kv.mod_revision, obj) if handover else None
         self._after(info, obj, False)
         return obj, raw
+
+    def _hand_over(self, key: str, rev: int, obj: dict[str, Any]) -> bytes | None:
+        """Offer ``obj``, just written at ``rev``, with its served bytes to the watch cache; the bytes, or None
+        when the cache would serve other bytes (``resourceVersion`` not last in the metadata) or there is none.
+
+        From here on ``obj`` is the cache's: nobody may mutate it.
+        """
+        if self.cache is None or next(reversed(obj["metadata"]), None) != "resourceVersion":
+            return None
+        raw = orjson.dumps(obj)
+        self.cache.offer(key, rev, obj, raw)
+        return raw
 
     # ---------------------------------------------------------------------------------- update
 
@@ -456,22 +465,23 @@ class ObjectStore:
 
         Raises :class:`RevisionMismatch` / :class:`KeyNotFound` for the caller to map or retry.
         """
-        out, _ = await self._write(info, old_kv, obj, dry_run=dry_run)
+        out, _, _ = await self._write(info, old_kv, obj, dry_run=dry_run)
         return out
 
-    async def _write(self, info: ResourceInfo, old_kv: KeyValue, obj: dict[str, Any], *,
-                     dry_run: bool = False) -> tuple[dict[str, Any], bool]:
-        """:meth:`write_update`, also saying whether the write deleted the object (no finalizers left)."""
+    async def _write(self, info: ResourceInfo, old_kv: KeyValue, obj: dict[str, Any], *, dry_run: bool = False,
+                     handover: bool = False) -> tuple[dict[str, Any], bool, bytes | None]:
+        """:meth:`write_update`, also saying whether the write deleted the object (no finalizers left), and
+        with ``handover`` the served bytes of an object written (see :meth:`_hand_over`)."""
         meta = obj["metadata"]
         data = encode(obj)
         if data == old_kv.value:
             if old_kv.create_revision == 0:
                 await self._confirm_current(old_kv)
             meta["resourceVersion"] = str(old_kv.mod_revision)
-            return obj, False
+            return obj, False, None
         if dry_run:
             meta["resourceVersion"] = str(old_kv.mod_revision)
-            return obj, False
+            return obj, False, None
         kv = await self.storage.update(old_kv.key, data, old_kv.mod_revision)
         meta["resourceVersion"] = str(kv.mod_revision)
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and not self._finalizes_elsewhere(info, obj):
@@ -481,9 +491,10 @@ class ObjectStore:
                 pass
             else:
                 self._after(info, obj, True)
-                return obj, True
+                return obj, True, None
+        raw = self._hand_over(kv.key, kv.mod_revision, obj) if handover else None
         self._after(info, obj, False)
-        return obj, False
+        return obj, False, raw
 
     async def _confirm_current(self, old_kv: KeyValue) -> None:
         """Check a cache-read key-value (``create_revision == 0``) is still what storage holds.
@@ -506,6 +517,15 @@ class ObjectStore:
 
     # ---------------------------------------------------------------------------------- the update loop
 
+    async def guaranteed_update_served(self, info: ResourceInfo, namespace: str, name: str, try_update: TryUpdate,
+                                       *, precondition_rv: int = 0, allow_create: bool = False,
+                                       dry_run: bool = False) -> tuple[bytes, Outcome]:
+        """:meth:`guaranteed_update` answering the result's served bytes, for a handler that only sends them:
+        an object written is handed over to the watch cache (encoded once; see :meth:`create_served`)."""
+        out, outcome, raw = await self._guaranteed_update(info, namespace, name, try_update, precondition_rv,
+                                                          allow_create, dry_run, True)
+        return (raw if raw is not None else orjson.dumps(out)), outcome
+
     async def guaranteed_update(self, info: ResourceInfo, namespace: str, name: str, try_update: TryUpdate, *,
                                 precondition_rv: int = 0, allow_create: bool = False,
                                 dry_run: bool = False) -> tuple[dict[str, Any], Outcome]:
@@ -522,6 +542,13 @@ class ObjectStore:
         409). With ``precondition_rv`` any other current revision is a 409 Conflict.
         Returns the object as written (or as it is, when unchanged) and what happened.
         """
+        out, outcome, _ = await self._guaranteed_update(info, namespace, name, try_update, precondition_rv,
+                                                        allow_create, dry_run, False)
+        return out, outcome
+
+    async def _guaranteed_update(self, info: ResourceInfo, namespace: str, name: str, try_update: TryUpdate,
+                                 precondition_rv: int, allow_create: bool, dry_run: bool,
+                                 handover: bool) -> tuple[dict[str, Any], Outcome, bytes | None]:
         key = self.key(info, namespace, name)
         state = self._cached_state(info, key, precondition_rv)
         fresh = state is None
@@ -547,15 +574,16 @@ class ObjectStore:
                         continue
                     if obj is None:
                         raise st.not_found(info, name)
-                    return obj, "unchanged"
+                    return obj, "unchanged", None
                 if kv is None:
                     assert isinstance(change, dict)
-                    return await self.create(info, namespace, change, dry_run=dry_run), "created"
+                    created, raw = await self._create(info, namespace, change, dry_run, handover)
+                    return created, "created", raw
                 if isinstance(change, _Delete):
                     assert obj is not None
-                    return await self._delete_at(info, kv, obj, dry_run), "deleted"
-                out, deleted = await self._write(info, kv, change, dry_run=dry_run)
-                return out, "deleted" if deleted else "updated"
+                    return await self._delete_at(info, kv, obj, dry_run), "deleted", None
+                out, deleted, raw = await self._write(info, kv, change, dry_run=dry_run, handover=handover)
+                return out, "deleted" if deleted else "updated", raw
             except RevisionMismatch as e:
                 state = (served(e.current), e.current) if e.current is not None else \
                     await self._storage_state(info, key, name, allow_create)

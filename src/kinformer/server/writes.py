@@ -214,8 +214,9 @@ class WriteHandlers(ReadHandlers):
             result = await self._admitted(request, t, result, old, dry, headers)
             return self._managed(info, old, result, manager, t.subresource)
 
-        out, _ = await self.store.guaranteed_update(info, t.namespace, t.name, try_update,
-                                                    precondition_rv=parse_rv(want) if want else 0, dry_run=dry)
+        out, _ = await self.store.guaranteed_update_served(info, t.namespace, t.name, try_update,
+                                                           precondition_rv=parse_rv(want) if want else 0,
+                                                           dry_run=dry)
         return json_response(out, 200, headers)
 
     async def patch(self, request: web.Request, t: Target) -> web.Response:
@@ -268,7 +269,7 @@ class WriteHandlers(ReadHandlers):
             result = await self._admitted(request, t, result, old, dry, headers)
             return self._managed(info, old, result, manager, t.subresource)
 
-        out, _ = await self.store.guaranteed_update(info, t.namespace, t.name, try_update, dry_run=dry)
+        out, _ = await self.store.guaranteed_update_served(info, t.namespace, t.name, try_update, dry_run=dry)
         return json_response(out, 200, headers)
 
     async def _apply(self, request: web.Request, t: Target, body: bytes, dry: bool) -> web.Response:
@@ -310,8 +311,8 @@ class WriteHandlers(ReadHandlers):
             result = self.store.prepare_update(info, live, merged, subresource=t.subresource)
             return await self._admitted(request, t, result, live, dry, headers)
 
-        out, outcome = await self.store.guaranteed_update(info, t.namespace, t.name, try_apply, allow_create=True,
-                                                          dry_run=dry)
+        out, outcome = await self.store.guaranteed_update_served(info, t.namespace, t.name, try_apply,
+                                                                 allow_create=True, dry_run=dry)
         return json_response(out, 201 if outcome == "created" else 200, headers)
 
     async def scale(self, request: web.Request, t: Target) -> web.Response:

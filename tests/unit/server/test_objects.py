@@ -155,6 +155,18 @@ async def test_a_served_create_hands_its_object_and_bytes_to_the_watch_cache_unc
         assert b"resourceVersion" not in kv.value and not cache._offers
         cache.offer(co.key, co.rev, {}, b"{}")  # an offer for a revision already applied is declined
         assert not cache._offers
+
+        def relabel(current: dict[str, Any] | None) -> dict[str, Any]:
+            assert current is not None
+            current["metadata"]["labels"] = {"a": "c"}
+            return current
+
+        raw, outcome = await store.guaranteed_update_served(info, "default", "p", relabel)
+        await cache.sync()
+        co = cache.buckets[info.storage_prefix].objects[co.key]
+        kv = await storage.get(co.key)
+        assert outcome == "updated" and co.raw is raw and co.obj["metadata"]["labels"] == {"a": "c"}
+        assert raw == decode(co.key, kv.value, kv.mod_revision).raw and not cache._offers
     finally:
         await cache.stop()
         await storage.close()
