@@ -287,6 +287,38 @@ def test_get_custom_resources_with_printer_columns(kubectl: Kubectl) -> None:
     assert {r["NAME"]: r["MESSAGE"] for r in rows} == {"f1": "hello", "f2": ""}
 
 
+KUBE_HEADERS = [
+    ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"],
+    ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"],
+    ["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"],
+    ["NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"],
+    ["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "AGE"],
+    ["NAME", "CREATED AT"],
+]
+
+
+@kubectl_test
+def test_get_several_kinds_prints_kubes_headers(kubectl: Kubectl) -> None:
+    kubectl.run("create", "job", "pi", "--image=perl:5.34.0", "--", "perl", "-e", "print 1")
+    kubectl.run("create", "cronjob", "hello", "--image=busybox", "--schedule=*/5 * * * *")
+    kubectl.run("create", "pdb", "web-pdb", "--selector=app=web", "--min-available=2")
+    kubectl.run("create", "ingress", "web", "--class=nginx", "--rule=foo.example.com/=web:80")
+    kubectl.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+                   "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                            "storageClassName": "standard"}})
+    kubectl.run("create", "role", "reader", "--verb=get", "--resource=pods")
+    out = kubectl.run("get", "jobs,cronjobs,pdb,ingress,pvc,roles")
+    headers = [re.split(r" {2,}", line.strip()) for line in out.splitlines() if line.startswith("NAME")]
+    assert headers == KUBE_HEADERS
+    rows = {line.split()[0]: re.split(r" {2,}", line.strip()) for line in out.splitlines()
+            if line.strip() and not line.startswith("NAME")}
+    assert rows["job.batch/pi"][1:3] == ["Running", "0/1"]
+    assert rows["cronjob.batch/hello"][1:6] == ["*/5 * * * *", "<none>", "False", "0", "<none>"]
+    assert rows["poddisruptionbudget.policy/web-pdb"][1:4] == ["2", "N/A", "0"]
+    assert rows["ingress.networking.k8s.io/web"][1:3] == ["nginx", "foo.example.com"]
+    assert rows["persistentvolumeclaim/data"][1:2] == ["Pending"]
+
+
 @kubectl_test
 def test_output_json_and_yaml_are_unchanged(kubectl: Kubectl) -> None:
     kubectl.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm-json"}, "data": {"k": "v"}})

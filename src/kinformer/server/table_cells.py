@@ -13,22 +13,33 @@ from ..selectors import label_selector_from_dict
 __all__ = [
     "NONE",
     "UNKNOWN",
+    "UNSET",
     "age",
     "age_of",
     "as_int",
     "as_list",
+    "bool_text",
     "containers_cells",
     "field",
+    "find_condition",
     "format_labels",
     "format_selector",
     "human_duration",
+    "int_or_string",
+    "joined_with_more",
+    "load_balancer_ingress",
+    "mappings",
     "name_of",
     "parse_time",
+    "quantity",
     "rfc3339",
+    "selector_string",
+    "text",
 ]
 
 NONE = "<none>"
 UNKNOWN = "<unknown>"
+UNSET = "<unset>"
 
 
 def parse_time(value: Any) -> float | None:
@@ -98,14 +109,25 @@ def format_labels(labels: Any) -> str:
     return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
 
 
-def format_selector(selector: Any) -> str:
-    """A metav1.LabelSelector in its string form (``""`` matches everything, ``<none>`` when unset)."""
+def selector_string(selector: Any) -> str:
+    """A metav1.LabelSelector as a selector string: ``""`` when unset or empty, ``<invalid>`` when malformed."""
     if not isinstance(selector, Mapping):
-        return NONE
+        return ""
     try:
         return str(label_selector_from_dict(selector))
     except SelectorError:
+        return "<invalid>"
+
+
+def format_selector(selector: Any) -> str:
+    """metav1.FormatLabelSelector: the selector string, ``<none>`` when it is empty, ``<error>`` when malformed."""
+    if not isinstance(selector, Mapping):
+        return NONE
+    try:
+        text = str(label_selector_from_dict(selector))
+    except SelectorError:
         return "<error>"
+    return text or NONE
 
 
 def field(obj: Any, *path: str) -> Any:
@@ -137,6 +159,63 @@ def name_of(obj: Mapping[str, Any]) -> str:
 
 def age_of(obj: Mapping[str, Any], now: float) -> str:
     return age(field(obj, "metadata", "creationTimestamp"), now)
+
+
+def text(value: Any) -> str:
+    """A string field's cell: the value, ``""`` when unset."""
+    return "" if value is None else str(value)
+
+
+def bool_text(value: Any) -> str:
+    """An optional bool as kube prints it: ``True`` / ``False``, ``<unset>`` when absent."""
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    return UNSET
+
+
+def quantity(value: Any, missing: str = "0") -> str:
+    """A resource quantity's cell (the stored string); ``missing`` when unset."""
+    if value is None or value == "":
+        return missing
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def int_or_string(value: Any) -> str:
+    """An IntOrString as text (``2`` or ``"50%"``)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def joined_with_more(items: list[str], limit: int = 3, empty: str = UNSET) -> str:
+    """The first ``limit`` items comma-joined and `` + N more...``; ``empty`` when there is none."""
+    shown = ",".join(items[:limit])
+    if len(items) > limit:
+        return f"{shown} + {len(items) - limit} more..."
+    return shown or empty
+
+
+def find_condition(conditions: Any, type_: str) -> Mapping[str, Any] | None:
+    """The first condition of ``type_`` in a conditions list."""
+    for cond in as_list(conditions):
+        if isinstance(cond, Mapping) and cond.get("type") == type_:
+            return cond
+    return None
+
+
+def mappings(value: Any) -> list[Mapping[str, Any]]:
+    """The mapping items of a list field (malformed entries skipped)."""
+    return [v for v in as_list(value) if isinstance(v, Mapping)]
+
+
+def load_balancer_ingress(obj: Mapping[str, Any]) -> list[str]:
+    """A Service's or Ingress's load balancer ingress points (IP, else hostname), sorted, without repeats."""
+    found = {str(ing.get("ip") or ing.get("hostname")) for ing in mappings(field(obj, "status", "loadBalancer",
+                                                                                "ingress"))
+             if ing.get("ip") or ing.get("hostname")}
+    return sorted(found)
 
 
 def containers_cells(pod_spec: Any) -> list[str]:

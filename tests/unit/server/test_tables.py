@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from kinformer.server import tables
+from kinformer.server.builtin_catalog import RESOURCES
+from kinformer.server.printers import builtin_resources
 from kinformer.server.tables import (
     age,
     builtin_printer,
@@ -16,28 +18,10 @@ from kinformer.server.tables import (
     negotiate_table,
     to_table,
 )
+from tablelib import CREATED, NOW, cells, meta, named
 
-NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
-CREATED = "2023-11-14T22:08:20Z"  # NOW - 5 min
 KUBECTL_ACCEPT = ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,"
                   "application/json")
-
-
-def meta(name: str = "x", **extra: Any) -> dict[str, Any]:
-    return {"name": name, "namespace": "default", "creationTimestamp": CREATED, "resourceVersion": "7", **extra}
-
-
-def cells(group: str, plural: str, obj: dict[str, Any]) -> list[Any]:
-    printer = builtin_printer(group, plural)
-    row = printer.row(obj, NOW)
-    assert len(row) == len(printer.columns)
-    return row
-
-
-def named(group: str, plural: str, obj: dict[str, Any]) -> dict[str, Any]:
-    """Cells keyed by column name."""
-    printer = builtin_printer(group, plural)
-    return dict(zip((c.name for c in printer.columns), printer.row(obj, NOW), strict=True))
 
 
 # ------------------------------------------------------------------------------------------ negotiation
@@ -127,15 +111,32 @@ def test_empty_list_has_columns_and_no_rows() -> None:
 
 
 @pytest.mark.parametrize(("group", "plural"), [
-    ("", "pods"), ("", "services"), ("", "endpoints"), ("", "nodes"), ("", "namespaces"), ("", "configmaps"),
-    ("", "secrets"), ("", "serviceaccounts"), ("", "events"), ("events.k8s.io", "events"), ("apps", "deployments"),
-    ("apps", "replicasets"), ("apps", "statefulsets"), ("apps", "daemonsets"), ("coordination.k8s.io", "leases"),
-    ("apiextensions.k8s.io", "customresourcedefinitions"), ("example.com", "unknown"),
+    *builtin_resources(), ("apiextensions.k8s.io", "customresourcedefinitions"), ("example.com", "unknown"),
 ])
 @pytest.mark.parametrize("obj", [{}, {"metadata": {}, "spec": None, "status": None}, {"metadata": meta()}])
 def test_every_printer_yields_one_cell_per_column_for_sparse_objects(group: str, plural: str,
                                                                      obj: dict[str, Any]) -> None:
     cells(group, plural, obj)
+
+
+def test_printers_are_only_for_served_resources() -> None:
+    served = {(r[0], r[3]) for r in RESOURCES}
+    assert set(builtin_resources()) <= served
+
+
+@pytest.mark.parametrize(("group", "plural"), builtin_resources())
+def test_column_definitions_carry_kubes_descriptions(group: str, plural: str) -> None:
+    defs = builtin_printer(group, plural).definitions()
+    assert defs[0]["format"] == "name" or defs[0]["name"] == "Last Seen"
+    assert all(d["type"] in ("string", "integer", "boolean", "number", "date") for d in defs)
+    described = [d for d in defs if (group, plural, d["name"]) != ("node.k8s.io", "runtimeclasses", "Handler")]
+    assert all(d["description"] for d in described), [d["name"] for d in described if not d["description"]]
+
+
+def test_name_and_age_descriptions_are_the_object_meta_docs() -> None:
+    name, *_, age_col = builtin_printer("", "configmaps").definitions()
+    assert name["description"].startswith("Name must be unique within a namespace.")
+    assert age_col["description"].startswith("CreationTimestamp is a timestamp representing the server time")
 
 
 # ------------------------------------------------------------------------------------------ pods

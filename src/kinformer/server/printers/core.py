@@ -1,4 +1,4 @@
-"""Printers of core/v1 kinds other than Pod (and of events.k8s.io Events, which share kube's printer)."""
+"""Printers of the core/v1 kinds other than Pods, Events and volumes (:mod:`.pods`, :mod:`.events`, :mod:`.storage`)."""
 
 from __future__ import annotations
 
@@ -8,34 +8,35 @@ from typing import Any
 from ..table_cells import (
     NONE,
     UNKNOWN,
-    age,
     age_of,
     as_int,
     as_list,
+    containers_cells,
     field,
+    find_condition,
     format_labels,
+    load_balancer_ingress,
+    mappings,
     name_of,
-    parse_time,
+    quantity,
+    text,
 )
-from .table import AGE, NAME, NAME_DOC, Column, Printer, col
+from .apps import replicas
+from .table import AGE, CONTAINERS, IMAGES, NAME, Doc, Printer, col
+
+_CORE = "api.core.v1."
+_SVC = _CORE + "ServiceSpec"
 
 # -- services and endpoints
 
 
-def _lb_ingress(obj: Mapping[str, Any]) -> list[str]:
-    out = []
-    for ing in as_list(field(obj, "status", "loadBalancer", "ingress")):
-        if isinstance(ing, Mapping) and (ing.get("ip") or ing.get("hostname")):
-            out.append(str(ing.get("ip") or ing.get("hostname")))
-    return out
-
-
 def _external_ip(obj: Mapping[str, Any], svc_type: str) -> str:
+    """EXTERNAL-IP: external IPs; for a LoadBalancer its ingress points first (``<pending>`` while it has none)."""
     external = [str(x) for x in as_list(field(obj, "spec", "externalIPs"))]
     if svc_type in ("ClusterIP", "NodePort"):
         return ",".join(external) if external else NONE
     if svc_type == "LoadBalancer":
-        ips = _lb_ingress(obj) + external
+        ips = load_balancer_ingress(obj) + external
         return ",".join(ips) if ips else "<pending>"
     if svc_type == "ExternalName":
         return str(field(obj, "spec", "externalName") or "")
@@ -43,10 +44,9 @@ def _external_ip(obj: Mapping[str, Any], svc_type: str) -> str:
 
 
 def _ports(obj: Mapping[str, Any]) -> str:
+    """PORT(S): ``port[:nodePort]/protocol`` for each port."""
     pieces = []
-    for p in as_list(field(obj, "spec", "ports")):
-        if not isinstance(p, Mapping):
-            continue
+    for p in mappings(field(obj, "spec", "ports")):
         proto = p.get("protocol") or "TCP"
         node_port = as_int(p.get("nodePort"))
         port = as_int(p.get("port"))
@@ -65,14 +65,12 @@ def _service_row(obj: Mapping[str, Any], now: float) -> list[Any]:
 
 SERVICE = Printer((
     NAME,
-    col("Type", description="type determines how the Service is exposed."),
-    col("Cluster-IP", description="clusterIP is the IP address of the service."),
-    col("External-IP", description="externalIPs is a list of IP addresses for which nodes in the cluster will also "
-                                    "accept traffic for this service."),
-    col("Port(s)", description="The list of ports that are exposed by this service."),
+    col("Type", description=Doc(_SVC, "type")),
+    col("Cluster-IP", description=Doc(_SVC, "clusterIP")),
+    col("External-IP", description=Doc(_SVC, "externalIPs")),
+    col("Port(s)", description=Doc(_SVC, "ports")),
     AGE,
-    col("Selector", priority=1, description="Route service traffic to pods with label keys and values matching "
-                                             "this selector."),
+    col("Selector", priority=1, description=Doc(_SVC, "selector")),
 ), _service_row)
 
 
@@ -81,157 +79,164 @@ def _host_port(ip: str, port: int) -> str:
 
 
 def _endpoints_cell(obj: Mapping[str, Any]) -> str:
-    subsets = [s for s in as_list(obj.get("subsets")) if isinstance(s, Mapping)]
+    """ENDPOINTS: the first three ip:port pairs (per port, each address) and how many more there are."""
+    subsets = mappings(obj.get("subsets"))
     if not subsets:
         return NONE
     shown: list[str] = []
     count = 0
     for ss in subsets:
-        addrs = [str(a.get("ip", "")) for a in as_list(ss.get("addresses")) if isinstance(a, Mapping)]
-        ports = [as_int(p.get("port")) for p in as_list(ss.get("ports")) if isinstance(p, Mapping)]
+        addrs = [str(a.get("ip", "")) for a in mappings(ss.get("addresses"))]
+        ports = [as_int(p.get("port")) for p in mappings(ss.get("ports"))]
         pairs = addrs if not ports else [_host_port(a, p) for p in ports for a in addrs]
         count += len(pairs)
         shown.extend(pairs[:max(0, 3 - len(shown))])
-    text = ",".join(shown)
-    return f"{text} + {count - 3} more..." if count > 3 else text
+    joined = ",".join(shown)
+    return f"{joined} + {count - 3} more..." if count > 3 else joined
 
 
 ENDPOINTS = Printer((
-    NAME, col("Endpoints", description="The set of all endpoints is the union of all subsets."), AGE,
+    NAME, col("Endpoints", description=Doc(_CORE + "Endpoints", "subsets")), AGE,
 ), lambda obj, now: [name_of(obj), _endpoints_cell(obj), age_of(obj, now)])
 
 
-# -- nodes, namespaces and small kinds
+# -- nodes and namespaces
 
 
 def _node_address(obj: Mapping[str, Any], kind: str) -> str:
-    for addr in as_list(field(obj, "status", "addresses")):
-        if isinstance(addr, Mapping) and addr.get("type") == kind:
-            return str(addr.get("address") or NONE)
+    for addr in mappings(field(obj, "status", "addresses")):
+        if addr.get("type") == kind:
+            return str(addr.get("address") or "")
     return NONE
 
 
-def _node_row(obj: Mapping[str, Any], now: float) -> list[Any]:
-    ready = "Unknown"
-    for cond in as_list(field(obj, "status", "conditions")):
-        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
-            ready = {"True": "Ready", "False": "NotReady"}.get(str(cond.get("status")), "Unknown")
-    status = [ready, "SchedulingDisabled"] if field(obj, "spec", "unschedulable") else [ready]
-    labels = field(obj, "metadata", "labels") or {}
+def _node_roles(obj: Mapping[str, Any]) -> str:
+    """ROLES: from ``node-role.kubernetes.io/<role>`` labels and a non-empty ``kubernetes.io/role``, sorted."""
     roles = set()
-    for key, value in labels.items():
+    for key, value in (field(obj, "metadata", "labels") or {}).items():
         if key.startswith("node-role.kubernetes.io/") and key != "node-role.kubernetes.io/":
             roles.add(key.removeprefix("node-role.kubernetes.io/"))
         elif key == "kubernetes.io/role" and value:
             roles.add(str(value))
+    return ",".join(sorted(roles)) or NONE
+
+
+def _node_row(obj: Mapping[str, Any], now: float) -> list[Any]:
+    """STATUS: Ready / NotReady from the Ready condition (Unknown without one), plus SchedulingDisabled."""
+    cond = find_condition(field(obj, "status", "conditions"), "Ready")
+    ready = "Unknown" if cond is None else ("Ready" if cond.get("status") == "True" else "NotReady")
+    status = [ready, "SchedulingDisabled"] if field(obj, "spec", "unschedulable") else [ready]
     info = field(obj, "status", "nodeInfo") or {}
-    return [name_of(obj), ",".join(status), ",".join(sorted(roles)) or NONE, age_of(obj, now),
+    return [name_of(obj), ",".join(status), _node_roles(obj), age_of(obj, now),
             str(info.get("kubeletVersion") or ""), _node_address(obj, "InternalIP"), _node_address(obj, "ExternalIP"),
             str(info.get("osImage") or UNKNOWN), str(info.get("kernelVersion") or UNKNOWN),
             str(info.get("containerRuntimeVersion") or UNKNOWN)]
 
 
+_NODE_INFO = _CORE + "NodeSystemInfo"
 NODE = Printer((
     NAME,
     col("Status", description="The status of the node"),
     col("Roles", description="The roles of the node"),
     AGE,
-    col("Version", description="Kubelet Version reported by the node."),
-    col("Internal-IP", priority=1, description="List of addresses reachable to the node."),
-    col("External-IP", priority=1, description="List of addresses reachable to the node."),
-    col("OS-Image", priority=1, description="OS Image reported by the node from /etc/os-release."),
-    col("Kernel-Version", priority=1, description="Kernel Version reported by the node."),
-    col("Container-Runtime", priority=1, description="ContainerRuntime Version reported by the node."),
+    col("Version", description=Doc(_NODE_INFO, "kubeletVersion")),
+    col("Internal-IP", priority=1, description=Doc(_CORE + "NodeStatus", "addresses")),
+    col("External-IP", priority=1, description=Doc(_CORE + "NodeStatus", "addresses")),
+    col("OS-Image", priority=1, description=Doc(_NODE_INFO, "osImage")),
+    col("Kernel-Version", priority=1, description=Doc(_NODE_INFO, "kernelVersion")),
+    col("Container-Runtime", priority=1, description=Doc(_NODE_INFO, "containerRuntimeVersion")),
 ), _node_row)
 
 NAMESPACE = Printer((NAME, col("Status", description="The status of the namespace"), AGE),
                     lambda obj, now: [name_of(obj), str(field(obj, "status", "phase") or "Active"), age_of(obj, now)])
 
 
-def _configmap_row(obj: Mapping[str, Any], now: float) -> list[Any]:
-    data = obj.get("data")
-    binary = obj.get("binaryData")
-    n = (len(data) if isinstance(data, Mapping) else 0) + (len(binary) if isinstance(binary, Mapping) else 0)
-    return [name_of(obj), n, age_of(obj, now)]
+# -- configuration
 
 
-CONFIGMAP = Printer((NAME, col("Data", "integer", description="Number of user provided data entries."), AGE),
-                    _configmap_row)
+def _entries(value: Any) -> int:
+    return len(value) if isinstance(value, Mapping) else 0
 
 
-def _secret_row(obj: Mapping[str, Any], now: float) -> list[Any]:
-    data = obj.get("data")
-    n = len(data) if isinstance(data, Mapping) else 0
-    return [name_of(obj), str(obj.get("type") or "Opaque"), n, age_of(obj, now)]
+CONFIGMAP = Printer(
+    (NAME, col("Data", description=Doc(_CORE + "ConfigMap", "data")), AGE),
+    lambda obj, now: [name_of(obj), _entries(obj.get("data")) + _entries(obj.get("binaryData")), age_of(obj, now)])
 
-
-SECRET = Printer((
-    NAME, col("Type", description="Used to facilitate programmatic handling of secret data."),
-    col("Data", "integer", description="Number of user provided data entries."), AGE,
-), _secret_row)
+SECRET = Printer(
+    (NAME, col("Type", description=Doc(_CORE + "Secret", "type")),
+     col("Data", description=Doc(_CORE + "Secret", "data")), AGE),
+    lambda obj, now: [name_of(obj), str(obj.get("type") or "Opaque"), _entries(obj.get("data")), age_of(obj, now)])
 
 SERVICEACCOUNT = Printer(
-    (NAME, col("Secrets", "integer", description="Secrets is a list of the secrets in the same namespace that pods "
-                                                  "running using this ServiceAccount are allowed to use."), AGE),
+    (NAME, col("Secrets", description=Doc(_CORE + "ServiceAccount", "secrets")), AGE),
     lambda obj, now: [name_of(obj), len(as_list(obj.get("secrets"))), age_of(obj, now)])
 
-# -- events (core/v1 and events.k8s.io/v1 share one printer, as in kube)
+
+# -- replication controllers and pod templates
 
 
-def _event_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The core/v1 view of an Event of either API group."""
-    if "regarding" in obj or "note" in obj or "deprecatedCount" in obj or "reportingController" in obj:
-        return {"involvedObject": obj.get("regarding") or {}, "message": obj.get("note"),
-                "firstTimestamp": obj.get("deprecatedFirstTimestamp"),
-                "lastTimestamp": obj.get("deprecatedLastTimestamp"), "count": obj.get("deprecatedCount"),
-                "source": obj.get("deprecatedSource") or {}, "reportingComponent": obj.get("reportingController"),
-                "reportingInstance": obj.get("reportingInstance"), "series": obj.get("series"),
-                "eventTime": obj.get("eventTime")}
-    return dict(obj)
+def _rc_row(obj: Mapping[str, Any], now: float) -> list[Any]:
+    """DESIRED (spec), CURRENT and READY (status) replicas; the selector is a plain label map."""
+    st = obj.get("status") or {}
+    return [name_of(obj), replicas(obj), as_int(st.get("replicas")), as_int(st.get("readyReplicas")),
+            age_of(obj, now), *containers_cells(field(obj, "spec", "template", "spec")),
+            format_labels(field(obj, "spec", "selector"))]
 
 
-def _event_row(obj: Mapping[str, Any], now: float) -> list[Any]:
-    ev = _event_fields(obj)
-    first = age(ev.get("firstTimestamp"), now)
-    if parse_time(ev.get("firstTimestamp")) is None:
-        first = age(ev.get("eventTime"), now)
-    last = age(ev.get("lastTimestamp"), now) if parse_time(ev.get("lastTimestamp")) is not None else first
-    count = as_int(ev.get("count"))
-    series = ev.get("series")
-    if isinstance(series, Mapping):
-        last = age(series.get("lastObservedTime"), now)
-        count = as_int(series.get("count"))
-    elif count == 0:
-        count = 1
-    inv = ev.get("involvedObject") or {}
-    kind = str(inv.get("kind") or "").lower()
-    target = f"{kind}/{inv['name']}" if inv.get("name") else kind
-    src = ev.get("source") or {}
-    component = src.get("component") or ev.get("reportingComponent") or ""
-    instance = src.get("host") or ev.get("reportingInstance") or ""
-    source = f"{component}, {instance}" if instance else str(component)
-    return [last, str(obj.get("type") or ""), str(obj.get("reason") or ""), target, str(inv.get("fieldPath") or ""),
-            source, str(ev.get("message") or "").strip(), first, count, name_of(obj)]
+REPLICATIONCONTROLLER = Printer((
+    NAME,
+    col("Desired", "integer", description=Doc(_CORE + "ReplicationControllerSpec", "replicas")),
+    col("Current", "integer", description=Doc(_CORE + "ReplicationControllerStatus", "replicas")),
+    col("Ready", "integer", description=Doc(_CORE + "ReplicationControllerStatus", "readyReplicas")),
+    AGE, CONTAINERS, IMAGES,
+    col("Selector", priority=1, description=Doc(_CORE + "ReplicationControllerSpec", "selector")),
+), _rc_row)
+
+PODTEMPLATE = Printer((
+    NAME,
+    col("Containers", description=CONTAINERS.description),
+    col("Images", description=IMAGES.description),
+    col("Pod Labels", description="The labels for the pod template."),
+), lambda obj, now: [name_of(obj), *containers_cells(field(obj, "template", "spec")),
+                     format_labels(field(obj, "template", "metadata", "labels"))])
 
 
-EVENT = Printer((
-    col("Last Seen", description="The time at which the most recent occurrence of this event was recorded."),
-    col("Type", description="Type of this event (Normal, Warning), new types could be added in the future."),
-    col("Reason", description="This should be a short, machine understandable string that gives the reason for "
-                               "the transition into the object's current status."),
-    col("Object", description="The object this Event is about."),
-    col("Subobject", priority=1, description="The field of the object this Event is about."),
-    col("Source", priority=1, description="The component reporting this event."),
-    col("Message", description="A human-readable description of the status of this operation."),
-    col("First Seen", priority=1, description="The time at which the event was first recorded."),
-    col("Count", priority=1, description="The number of times this event has occurred."),
-    Column("Name", "string", "name", NAME_DOC, 1),
-), _event_row)
+# -- component statuses and resource quotas
 
 
+def _component_row(obj: Mapping[str, Any], now: float) -> list[Any]:
+    """STATUS Healthy / Unhealthy from the Healthy condition (Unknown without one), with its message and error."""
+    cond = find_condition(obj.get("conditions"), "Healthy")
+    if cond is None:
+        return [name_of(obj), "Unknown", "", ""]
+    status = "Healthy" if cond.get("status") == "True" else "Unhealthy"
+    return [name_of(obj), status, text(cond.get("message")), text(cond.get("error"))]
 
 
-LEASE = Printer((NAME, col("Holder", description="HolderIdentity contains the identity of the holder of a current "
-                                                  "lease."), AGE),
-                lambda obj, now: [name_of(obj), str(field(obj, "spec", "holderIdentity") or ""), age_of(obj, now)])
+COMPONENTSTATUS = Printer((
+    NAME,
+    col("Status", description="Status of the component conditions"),
+    col("Message", description="Message of the component conditions"),
+    col("Error", description="Error of the component conditions"),
+), _component_row)
 
+
+def _quota_cells(obj: Mapping[str, Any]) -> list[str]:
+    """[REQUEST, LIMIT]: ``resource: used/hard`` per hard limit, sorted; ``limits.*`` resources go to LIMIT."""
+    hard = field(obj, "status", "hard") or {}
+    used = field(obj, "status", "used") or {}
+    requests: list[str] = []
+    limits: list[str] = []
+    for name in sorted(hard):
+        target = limits if name.split(".", 1)[0] == "limits" and "." in name else requests
+        target.append(f"{name}: {quantity(used.get(name))}/{quantity(hard[name])}")
+    return [", ".join(requests), ", ".join(limits)]
+
+
+RESOURCEQUOTA = Printer((
+    NAME,
+    col("Request", description="Request represents a minimum amount of cpu/memory that a container may consume."),
+    col("Limit", description="Limits control the maximum amount of cpu/memory that a container may use independent "
+                             "of contention on the node."),
+    AGE,
+), lambda obj, now: [name_of(obj), *_quota_cells(obj), age_of(obj, now)])

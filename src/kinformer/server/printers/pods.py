@@ -15,7 +15,7 @@ from ..table_cells import (
     name_of,
     parse_time,
 )
-from .table import AGE, NAME, Printer, col
+from .table import AGE, NAME, Doc, Printer, col
 
 _POD_SUCCEEDED = [{"type": "Completed", "status": "True", "reason": "Succeeded",
                    "message": "The pod has completed successfully."}]
@@ -159,9 +159,9 @@ POD = Printer((
     col("Restarts", description="The number of times the containers in this pod have been restarted and when the "
                                  "last container in this pod has restarted."),
     AGE,
-    col("IP", priority=1, description="IP address allocated to the pod."),
-    col("Node", priority=1, description="The node the pod is scheduled on."),
-    col("Nominated Node", priority=1, description="The node the scheduler nominated to run the pod."),
-    col("Readiness Gates", priority=1, description="Readiness gates of the pod that are true."),
+    col("IP", priority=1, description=Doc("api.core.v1.PodStatus", "podIP")),
+    col("Node", priority=1, description=Doc("api.core.v1.PodSpec", "nodeName")),
+    col("Nominated Node", priority=1, description=Doc("api.core.v1.PodStatus", "nominatedNodeName")),
+    col("Readiness Gates", priority=1, description=Doc("api.core.v1.PodSpec", "readinessGates")),
 ), _pod_row, _pod_conditions)
 

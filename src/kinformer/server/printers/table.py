@@ -12,22 +12,46 @@ Pure functions only (no I/O, no aiohttp). Invariants:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import apidefs
 from ..accept import accept_clauses
 
 TABLE_GROUP = "meta.k8s.io"
 TABLE_VERSIONS = ("v1", "v1beta1")
 INCLUDE_OBJECT_VALUES = ("Metadata", "Object", "None")
 
-NAME_DOC = ("Name must be unique within a namespace. Is required when creating resources, although some resources "
-             "may allow a client to request the generation of an appropriate name automatically. Name is primarily "
-             "intended for creation idempotence and configuration definition. Cannot be updated.")
-AGE_DOC = ("CreationTimestamp is a timestamp representing the server time when this object was created. It is not "
-            "guaranteed to be set in happens-before order across separate operations. Clients may not set this "
-            "value. It is represented in RFC3339 form and is in UTC.")
+
+class Doc:
+    """A column description that kube takes from a type's SwaggerDoc, e.g. ``Doc("api.core.v1.PodSpec", "nodeName")``.
+
+    The text is the field's description in the release's API definitions (the same Go comment), read on
+    first use so that building the printers loads nothing.
+    """
+
+    __slots__ = ("definition", "field")
+
+    def __init__(self, definition: str, field: str) -> None:
+        self.definition = definition
+        self.field = field
+
+    def __str__(self) -> str:
+        return _doc_text(self.definition, self.field)
+
+
+@functools.cache
+def _doc_text(definition: str, field: str) -> str:
+    found = apidefs.definition("io.k8s." + definition) or {}
+    prop = (found.get("properties") or {}).get(field) or {}
+    return str(prop.get("description") or "")
+
+
+META = "apimachinery.pkg.apis.meta.v1.ObjectMeta"
+NAME_DOC = Doc(META, "name")
+AGE_DOC = Doc(META, "creationTimestamp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,16 +61,17 @@ class Column:
     name: str
     type: str = "string"
     format: str = ""
-    description: str = ""
+    description: str | Doc = ""
     priority: int = 0
 
     def definition(self) -> dict[str, Any]:
-        return {"name": self.name, "type": self.type, "format": self.format, "description": self.description,
+        return {"name": self.name, "type": self.type, "format": self.format, "description": str(self.description),
                 "priority": self.priority}
 
 
 RowFunc = Callable[[Mapping[str, Any], float], list[Any]]
 ConditionsFunc = Callable[[Mapping[str, Any]], list[dict[str, Any]] | None]
+OrderFunc = Callable[[Sequence[Mapping[str, Any]]], Sequence[Mapping[str, Any]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +81,7 @@ class Printer:
     columns: tuple[Column, ...]
     row: RowFunc
     conditions: ConditionsFunc | None = None
+    order: OrderFunc | None = None
 
     def definitions(self) -> list[dict[str, Any]]:
         return [c.definition() for c in self.columns]
@@ -110,6 +136,8 @@ def to_table(printer: Printer, doc: Mapping[str, Any], *, now: float, version: s
             if lmeta.get(key) not in (None, ""):
                 meta[key] = lmeta[key]
         objs: Sequence[Mapping[str, Any]] = items  # type: ignore[assignment]
+        if printer.order is not None:
+            objs = printer.order(objs)
     else:
         rv = (doc.get("metadata") or {}).get("resourceVersion")
         if rv:
@@ -145,7 +173,8 @@ def table_row(printer: Printer, obj: Mapping[str, Any], *, now: float, version: 
 # ------------------------------------------------------------------------------------------ column sets
 
 
-def col(name: str, type_: str = "string", *, priority: int = 0, description: str = "", fmt: str = "") -> Column:
+def col(name: str, type_: str = "string", *, priority: int = 0, description: str | Doc = "",
+        fmt: str = "") -> Column:
     return Column(name, type_, fmt, description, priority)
 
 
@@ -153,4 +182,8 @@ NAME = Column("Name", "string", "name", NAME_DOC)
 AGE = Column("Age", "string", "", AGE_DOC)
 CONTAINERS = col("Containers", priority=1, description="Names of each container in the template.")
 IMAGES = col("Images", priority=1, description="Images referenced by each container in the template.")
-SELECTOR = col("Selector", priority=1, description="A label query over the objects this resource manages.")
+
+
+def selector_column(definition: str) -> Column:
+    """The wide Selector column, described by the ``selector`` field of ``definition``."""
+    return col("Selector", priority=1, description=Doc(definition, "selector"))
