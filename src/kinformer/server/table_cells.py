@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import SelectorError
 from ..selectors import label_selector_from_dict
+from .quantity import canonical_quantity
 
 __all__ = [
     "NONE",
@@ -174,12 +175,11 @@ def bool_text(value: Any) -> str:
 
 
 def quantity(value: Any, missing: str = "0") -> str:
-    """A resource quantity's cell (the stored string); ``missing`` when unset."""
+    """A resource quantity's cell in kube's canonical form (``1024Mi`` -> ``1Gi``); ``missing`` when unset."""
     if value is None or value == "":
         return missing
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+    canonical = canonical_quantity(value)
+    return str(value) if canonical is None else canonical
 
 
 def int_or_string(value: Any) -> str:

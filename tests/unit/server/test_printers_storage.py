@@ -39,6 +39,9 @@ def test_persistent_volume_claim_rows() -> None:
                                          "capacity": {"storage": "10Gi"}})
     assert cells("", "persistentvolumeclaims", bound) == ["data", "Bound", "pv-1", "10Gi", "RWO", "standard",
                                                           "<unset>", "5m", "Filesystem"]
+    resized = pvc({"volumeName": "pv-2"}, {"phase": "Bound", "accessModes": ["ReadWriteOncePod"],
+                                           "capacity": {"storage": "1024Mi"}})
+    assert cells("", "persistentvolumeclaims", resized)[3:5] == ["1Gi", "RWOP"]
     pending = pvc({}, {"phase": "Pending"})
     assert cells("", "persistentvolumeclaims", pending) == ["data", "Pending", "", "", "", "standard", "<unset>",
                                                             "5m", "Filesystem"]

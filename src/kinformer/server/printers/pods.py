@@ -136,7 +136,10 @@ def _pod_row(pod: Mapping[str, Any], now: float) -> list[Any]:
     gates = as_list(spec.get("readinessGates"))
     gates_cell = NONE
     if gates:
-        conds = {c.get("type"): c.get("status") for c in as_list(status.get("conditions")) if isinstance(c, Mapping)}
+        conds: dict[Any, Any] = {}
+        for c in as_list(status.get("conditions")):
+            if isinstance(c, Mapping):
+                conds.setdefault(c.get("type"), c.get("status"))  # the first condition of a type counts
         ok = sum(1 for g in gates if isinstance(g, Mapping) and conds.get(g.get("conditionType")) == "True")
         gates_cell = f"{ok}/{len(gates)}"
     return [name_of(pod), f"{state.ready}/{total}", state.reason, restarts, age_of(pod, now), ip,
