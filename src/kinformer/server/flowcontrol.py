@@ -21,6 +21,11 @@ dispatches queued requests fairly across flows. Here, with the same names:
   3 s) gives its seat back while it waits (:func:`seat_released`), takes it again fairly afterwards, and a
   user may have at most ``max_waits`` such waits at once (429 beyond), so such reads cannot pile up on
   the seats.
+* **A budget per turn of the event loop** (:mod:`.turnbudget`): every seated request, exempt ones too, starts
+  only while the loop's current turn has run for less than ``turn_budget`` seconds (5 ms); otherwise it waits
+  (round-robin across flows) for a later turn, after the loop polled its sockets again. A burst of requests
+  arriving together is spread over turns instead of running in one, so probes and other users are served
+  between its parts; the wait counts against ``queue_wait`` (429 beyond).
 * **Long-running requests** (watches) take no seat: they are counted by the per-client watch limit
   (:mod:`.limits`). Health probes (``/healthz``, ``/livez``, ``/readyz``) are never queued nor refused.
 
@@ -44,6 +49,7 @@ from aiohttp import web
 from . import status as st
 from .auth import USER_KEY
 from .limits import client_key
+from .turnbudget import DEFAULT_TURN_BUDGET, TurnBudget
 
 __all__ = ["FlowControl", "PriorityLevel", "Rejected", "seat_context", "seat_released"]
 
@@ -217,10 +223,12 @@ class FlowControl:
     """The two priority levels and the classification of requests into them."""
 
     def __init__(self, seats: int = DEFAULT_SEATS, *, queue_length: int = DEFAULT_QUEUE_LENGTH,
-                 queue_wait: float = DEFAULT_QUEUE_WAIT, max_waits: int = DEFAULT_MAX_WAITS) -> None:
+                 queue_wait: float = DEFAULT_QUEUE_WAIT, max_waits: int = DEFAULT_MAX_WAITS,
+                 turn_budget: float = DEFAULT_TURN_BUDGET) -> None:
         opts: dict[str, Any] = {"queue_length": queue_length, "queue_wait": queue_wait, "max_waits": max_waits}
         self.exempt = PriorityLevel("exempt", seats, **opts)
         self.default = PriorityLevel("global-default", seats, **opts)
+        self.turns = TurnBudget(turn_budget, max_wait=queue_wait)
 
     def classify(self, request: web.Request, key: str | None = None) -> tuple[PriorityLevel, str]:
         """The level and flow key of ``request`` (``key``: its :func:`~.limits.client_key`, when known)."""

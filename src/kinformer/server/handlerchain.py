@@ -7,7 +7,8 @@ Every request passes these filters in kube's order, each of which may answer it 
    stored as ``request[USER_KEY]`` and in ``CURRENT_USER``.
 3. **Impersonation** (:mod:`.impersonation`), only for requests with ``Impersonate-*`` headers.
 4. **Per-client limits** (:mod:`.limits`): request rate, open watches (429 with ``Retry-After``).
-5. **Flow control** (:mod:`.flowcontrol`): a seat for every request but watches (429 when refused).
+5. **Flow control** (:mod:`.flowcontrol`): every request but watches starts within the event loop's turn
+   budget (:mod:`.turnbudget`) and takes a seat (429 when refused).
 6. **Authorization** (:mod:`.authz`): 403 for what RBAC does not allow.
 7. **The handler**, with its exceptions mapped to ``Status`` answers (a crash is a logged 500) and the
    resource API's request metrics recorded around it (the code counted is the one sent).
@@ -36,6 +37,7 @@ from .bodies import MAX_BODY
 from .flowcontrol import FlowControl, Rejected, seat_context
 from .impersonation import asks_impersonation
 from .limits import ClientLimits, client_key, is_health, may_watch
+from .turnbudget import TurnTimeout
 
 if TYPE_CHECKING:
     from .app import Metrics
@@ -87,6 +89,7 @@ class HandlerChain:
         """The aiohttp middleware (``metrics``: where the resource API's requests are recorded)."""
         host_check, authenticator, impersonate = self.host_check, self.authenticator, self.impersonate
         limits, flow_control, authorizer = self.limits, self.flow_control, self.authorizer
+        turns = flow_control.turns if flow_control is not None else None
         rate = limits.rate if limits is not None else None
         watches = limits.watches if limits is not None else None
         record = metrics.record if metrics is not None else None
@@ -166,6 +169,11 @@ class HandlerChain:
             if flow_control is None:
                 return await authorized(request, handler)
             level, flow = flow_control.classify(request, key)
+            if not turns.try_start():  # type: ignore[union-attr]
+                try:
+                    await turns.wait(flow)  # type: ignore[union-attr]
+                except TurnTimeout as e:
+                    return Rejected(f"Too many requests: {e}, please try again later.").response()
             seat = level.try_acquire(flow)
             if seat is None:
                 try:
