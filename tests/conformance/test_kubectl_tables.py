@@ -206,6 +206,16 @@ def test_get_deployments_and_wide(kubectl: Kubectl) -> None:
 
 
 @kubectl_test
+def test_get_status_and_scale_subresources(kubectl: Kubectl) -> None:
+    kubectl.run("create", "deployment", "sub", "--image=nginx:1.27", "--replicas=4")
+    names, rows = parse_table(kubectl.run("get", "deploy", "sub", "--subresource=status"))
+    assert names == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"] and rows[0]["READY"] == "0/4"
+    names, rows = parse_table(kubectl.run("get", "deploy", "sub", "--subresource=scale"))
+    assert names == ["NAME", "DESIRED", "AVAILABLE", "AGE"]
+    assert [rows[0][k] for k in names[:3]] == ["sub", "4", "0"]
+
+
+@kubectl_test
 def test_get_pods_and_wide(kubectl: Kubectl) -> None:
     for name, node in (("pod-pending", {}), ("pod-running", {"nodeName": "node-1"})):
         kubectl.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"t": "pods"}},

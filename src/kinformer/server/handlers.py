@@ -73,10 +73,11 @@ class ResourceAPI(WatchHandlers, PodSubresources):
         """Serve ``request`` for the resolved target ``t`` (verbs already authorized)."""
         method = request.method
         q = request.query
-        if method == "GET" and not t.subresource:
+        if method == "GET" and t.subresource in ("", "status", "scale"):
             table_version = tables.negotiate_table(request.headers.get("Accept", ""))
             if table_version is not None:
                 return await self.serve_table(request, t, table_version)
+        if method == "GET" and not t.subresource:
             partial = negotiate_partial(request.headers.get("Accept", ""))
             if partial is not None:
                 return await serve_partial(self, request, t, partial)
@@ -114,17 +115,19 @@ class ResourceAPI(WatchHandlers, PodSubresources):
         """A get, list or watch answered as ``meta.k8s.io/<version>`` Tables (the client asked for ``as=Table``).
 
         The plain JSON answer is built as usual and then printed, so selectors, pagination, resource
-        versions and errors behave exactly as for JSON; ``includeObject`` (Metadata by default, Object,
+        versions and errors behave exactly as for JSON (``/status`` prints as the object, ``/scale`` as kube
+        prints a Scale); ``includeObject`` (Metadata by default, Object,
         None) picks what each row carries. A watch streams one single-row Table per event.
         """
         include = request.query.get("includeObject", "") or "Metadata"
         if include not in tables.INCLUDE_OBJECT_VALUES:
             raise st.bad_request(f'unrecognized includeObject value: "{include}"')
-        table = TableRequest(version, include, await self._printer(t.info))
+        scale = t.subresource == "scale"
+        table = TableRequest(version, include, tables.scale_printer() if scale else await self._printer(t.info))
         if t.watch or (not t.name and truthy(request.query.get("watch"))):
             request[TABLE_WATCH_KEY] = table
             return await self.watch(request, t)
-        plain = await (self.get(request, t) if t.name else self.list(request, t))
+        plain = await (self.scale(request, t) if scale else self.get(request, t) if t.name else self.list(request, t))
         body = plain.body
         doc = orjson.loads(body if isinstance(body, bytes) else b"{}")
         out = tables.to_table(table.printer, doc, now=self.clock.wall(), version=version, include_object=include)

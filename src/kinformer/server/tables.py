@@ -10,7 +10,7 @@ the other modules of :mod:`kinformer.server.printers`; this module is their publ
 from __future__ import annotations
 
 from .jsonpath import JSONPathError, compile_jsonpath
-from .printers import builtin_printer, default_printer
+from .printers import builtin_printer, default_printer, scale_printer
 from .printers.custom import crd_printer_columns, custom_resource_printer
 from .printers.table import (
     INCLUDE_OBJECT_VALUES,
@@ -40,6 +40,7 @@ __all__ = [
     "default_printer",
     "human_duration",
     "negotiate_table",
+    "scale_printer",
     "table_content_type",
     "table_row",
     "to_table",

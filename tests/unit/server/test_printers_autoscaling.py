@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tablelib import cells, headers, meta
+from kinformer.server.tables import scale_printer
+from tablelib import NOW, cells, headers, meta
 
 REF = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "php-apache"}
 
@@ -58,3 +59,12 @@ def test_v1_cpu_target_reads_as_a_resource_metric() -> None:
     assert cells("autoscaling", "horizontalpodautoscalers", v1)[2:6] == ["cpu: 20%/50%", "1", 10, 2]
     untargeted = hpa({"minReplicas": None}, version="v1")
     assert cells("autoscaling", "horizontalpodautoscalers", untargeted)[2:4] == ["cpu: <unknown>/80%", "<unset>"]
+
+
+def test_scale_printer_row() -> None:
+    printer = scale_printer()
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": meta("web"), "spec": {"replicas": 3},
+             "status": {"replicas": 2, "selector": "app=web"}}
+    assert [(c.name, c.type, c.format) for c in printer.columns] == [
+        ("Name", "string", ""), ("Desired", "integer", ""), ("Available", "integer", ""), ("Age", "string", "")]
+    assert printer.row(scale, NOW) == ["web", 3, 2, "5m"]

@@ -77,3 +77,8 @@ def default_printer() -> Printer:
 def builtin_resources() -> list[tuple[str, str]]:
     """The (group, plural) pairs that have a printer of their own."""
     return list(_BUILTIN)
+
+
+def scale_printer() -> Printer:
+    """kube's printer of an autoscaling/v1 Scale (the ``/scale`` subresource)."""
+    return autoscaling.SCALE

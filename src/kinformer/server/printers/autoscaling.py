@@ -100,3 +100,13 @@ HORIZONTALPODAUTOSCALER = Printer((
     col("Replicas", description=Doc(_HPA + "Status", "currentReplicas")),
     AGE,
 ), _hpa_row)
+
+
+# kube's Scale printer gives NAME no "name" format.
+SCALE = Printer((
+    col("Name", description=NAME.description),
+    col("Desired", "integer", description=Doc("api.autoscaling.v1.ScaleSpec", "replicas")),
+    col("Available", "integer", description=Doc("api.autoscaling.v1.ScaleStatus", "replicas")),
+    AGE,
+), lambda obj, now: [name_of(obj), as_int(field(obj, "spec", "replicas")), as_int(field(obj, "status", "replicas")),
+                     age_of(obj, now)])
