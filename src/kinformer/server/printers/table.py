@@ -46,7 +46,8 @@ class Doc:
 def _doc_text(definition: str, field: str) -> str:
     found = apidefs.definition("io.k8s." + definition) or {}
     prop = (found.get("properties") or {}).get(field) or {}
-    return str(prop.get("description") or "")
+    # SwaggerDoc is the Go comment alone: OpenAPI's generated enum listing is not part of it.
+    return str(prop.get("description") or "").split("\n\nPossible enum values:", 1)[0]
 
 
 META = "apimachinery.pkg.apis.meta.v1.ObjectMeta"
