@@ -115,17 +115,26 @@ class Demo:
         mgr, registrations, self.informers = self._build_manager(self.client)
         return mgr, registrations
 
-    def _build_manager(self, client: Any, leader_election: Any = None) -> tuple[Any, dict[str, Any], dict[str, Any]]:
-        """A Manager running both controllers through ``client``: (manager, handler registrations, informers)."""
+    def _build_manager(self, client: Any, leader_election: Any = None, *, sharding: Any = None,
+                       lease_client: Any = None, wrap: Any = None) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+        """A Manager running both controllers through ``client``: (manager, handler registrations, informers).
+
+        With ``lease_client`` the Manager's own requests (its Leases) go through that client while the
+        informers and the reconcilers keep ``client``; ``wrap(controller name, reconciler)`` may wrap each
+        reconciler (the sharded demo's overlap detector)."""
+        from kinformer.cache import SharedInformerFactory
         from kinformer.controller import Manager
 
-        mgr = Manager(client, resync=10.0, cache_sync_timeout=30.0, graceful_shutdown_timeout=5.0,
-                      leader_election=leader_election)
+        options: dict[str, Any] = dict(resync=10.0) if lease_client is None else dict(
+            factory=SharedInformerFactory(client, resync=10.0))
+        mgr = Manager(lease_client or client, cache_sync_timeout=30.0, graceful_shutdown_timeout=5.0,
+                      leader_election=leader_election, sharding=sharding, **options)
+        wrap = wrap or (lambda _name, reconciler: reconciler)
         foos, deployments = mgr.informer(FOOS), mgr.informer(DEPLOYMENTS)
-        mgr.controller(FooReconciler(client, foos, deployments, self.faults), name="foo") \
+        mgr.controller(wrap("foo", FooReconciler(client, foos, deployments, self.faults)), name="foo") \
             .for_(FOOS).owns(DEPLOYMENTS).workers(2)
-        mgr.controller(DeploymentStatusReconciler(client, deployments), name="deployment-status") \
-            .for_(DEPLOYMENTS).workers(2)
+        mgr.controller(wrap("deployment-status", DeploymentStatusReconciler(client, deployments)),
+                       name="deployment-status").for_(DEPLOYMENTS).workers(2)
 
         async def slow(*_: Any) -> None:
             self.slow_seen += 1
@@ -299,8 +308,10 @@ class Demo:
         """The rows of the live view and of the summary (one source, so the two always agree): each
         informer's cache and watch figures, then each controller's (its events come from every informer it
         watches, so the foo controller counts deployment events too). A row is (label, [(whose, value)])."""
-        manager = getattr(self, "manager", None)
-        ctrls = {c.name: c for c in manager.controllers} if manager is not None else {}
+        ctrls: dict[str, list[Any]] = {}
+        for manager in self._managers():
+            for c in manager.controllers:
+                ctrls.setdefault(c.name, []).append(c)
         informers = getattr(self, "informers", {})
         rows: list[tuple[str, list[tuple[str, str]]]] = []
 
@@ -323,8 +334,8 @@ class Demo:
 
         def of_controller(value: Any) -> Any:
             def get(_: str, __: str, name: str) -> str:
-                c = ctrls.get(name)
-                return str(value(c)) if c is not None else "-"
+                cs = ctrls.get(name)
+                return str(sum(value(c) for c in cs)) if cs else "-"
             return get
 
         for kind in ("add", "update", "delete", "resync"):
@@ -335,6 +346,11 @@ class Demo:
         row("requeues", of_controller(lambda c: c.stats.requeues), of_informer=False)
         row("queue depth", of_controller(lambda c: len(c.queue)), of_informer=False)
         return rows
+
+    def _managers(self) -> list[Any]:
+        """The managers whose controllers' figures are shown (summed): the one running them."""
+        manager = getattr(self, "manager", None)
+        return [manager] if manager is not None else []
 
     def _faults_line(self) -> str:
         faults = ", ".join(f"{k}: {v}" for k, v in sorted(self.faults.counts.items())) or "none yet"
