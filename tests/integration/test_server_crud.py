@@ -293,6 +293,34 @@ async def test_builtin_schema_types_and_required_fields(http):
     assert ("spec.template.spec.containers[0].ports[0].containerPort", "FieldValueRequired") in fields
 
 
+async def test_enum_fields_are_enforced_on_every_write_verb(http):
+    pods = "/api/v1/namespaces/default/pods"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "enum"},
+           "spec": {"restartPolicy": "Sometimes", "containers": [{"name": "c", "image": "busybox"}]}}
+    _, err, _ = await call(http, "POST", pods, pod)
+    assert_status(err, 422, "Invalid")
+    assert err["message"] == ('Pod "enum" is invalid: spec.restartPolicy: Unsupported value: "Sometimes": '
+                              'supported values: "Always", "OnFailure", "Never"')
+    assert err["details"]["causes"] == [{"reason": "FieldValueNotSupported", "field": "spec.restartPolicy", "message":
+                                         'Unsupported value: "Sometimes": supported values: "Always", "OnFailure", '
+                                         '"Never"'}]
+    code, obj, _ = await call(http, "POST", DEPLOY, deployment("enum"))
+    assert code == 201 and obj["spec"]["strategy"]["type"] == "RollingUpdate"
+    bad = {"spec": {"strategy": {"type": "BlueGreen", "rollingUpdate": None}}}
+    obj["spec"]["strategy"] = bad["spec"]["strategy"]
+    applied = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "enum"}, **bad}
+    for method, body, ctype, params in [
+            ("PUT", obj, "application/json", None),
+            ("PATCH", bad, "application/merge-patch+json", None),
+            ("PATCH", bad, "application/strategic-merge-patch+json", None),
+            ("PATCH", applied, "application/apply-patch+yaml", {"fieldManager": "t", "force": "true"})]:
+        _, err, _ = await call(http, method, f"{DEPLOY}/enum", body, ctype=ctype, params=params)
+        assert_status(err, 422, "Invalid")
+        assert {"reason": "FieldValueNotSupported", "field": "spec.strategy.type", "message":
+                'Unsupported value: "BlueGreen": supported values: "Recreate", "RollingUpdate"'} in \
+            err["details"]["causes"], (method, ctype)
+
+
 async def test_delete_pod_returns_object_and_deletecollection(http):
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1"},
            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}

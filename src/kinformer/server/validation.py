@@ -406,7 +406,7 @@ def validate_object(info: ResourceInfoLike, obj: Mapping[str, Any],
         causes += validator(obj, old)
     if getattr(info, "builtin", True):
         node = _builtin_node(info)
-        if node is not None and not node.fine(obj):
+        if node is not None and _last_fine[0] is not obj and not node.fine(obj):
             seen = {(c.get("field"), c.get("reason")) for c in causes}
             found: list[Cause] = []
             node.check(obj, "", found)
@@ -431,8 +431,11 @@ def _builtin_node(info: ResourceInfoLike) -> schemas.Node | None:
     return schemas.kind_node(info.group, getattr(info, "version", ""), info.kind)
 
 
-# The last object found fine (no unknown field, no wrong type): a write checks its body (fieldValidation) and then
-# prunes that same, unchanged body, so the second look costs nothing. Server code never adds unknown fields.
+# The last body found fine (no unknown field, no wrong type, no missing required field, no value outside an enum).
+# A write checks its decoded body (fieldValidation), prunes that same body, prepares it in place (system fields,
+# strategy, defaults) and validates it: the schema is walked once, at decoding. This holds because only server
+# code changes that object in between and what it sets is schema-valid; a mutating webhook's patch, an update's
+# copy and an apply's merge are new objects, which validate_object walks in full.
 _last_fine: list[Any] = [None]
 
 
