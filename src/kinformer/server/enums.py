@@ -3,12 +3,16 @@
 kubernetes-validate's schemas carry no ``enum`` for these fields (only their descriptions list the values), so
 this table supplies them. Facts from kubernetes/kubernetes at v1.32: ``pkg/apis/core/validation/validation.go``
 (validateRestartPolicy, validateDNSPolicy, validatePullPolicy, validateContainerCommon's terminationMessagePolicy,
-validateContainerPorts, ValidateService, ValidatePersistentVolumeSpec, ValidatePersistentVolumeClaimSpec,
-validateTolerations), ``pkg/apis/apps/validation`` (ValidateDeploymentStrategy), ``pkg/apis/batch/validation``
-(validateJobSpec, validateCronJobSpec), ``pkg/apis/networking/validation`` (ValidateNetworkPolicySpec) and
-``pkg/apis/policy/validation`` (ValidatePodDisruptionBudgetSpec), with the message format of apimachinery's
-``field.NotSupported``: ``Unsupported value: "X": supported values: "A", "B"``. The values are listed in the order
-kube prints them: a literal list where kube spells one out, sorted where it prints a set.
+validateContainerPorts, validateTolerations, validatePreemptionPolicy, validateOS, the seccomp and AppArmor profile
+checks, validateHTTPGetAction, validateMountPropagation, validateMountRecursiveReadOnly, validateAzureDisk,
+validateHostPathType, the topology spread constraint checks, ValidateService, ValidatePersistentVolumeSpec,
+ValidatePersistentVolumeClaimSpec), ``pkg/apis/apps/validation`` (ValidateDeploymentStrategy,
+ValidateStatefulSetSpec), ``pkg/apis/batch/validation`` (validateJobSpec, the pod failure policy checks,
+validateCronJobSpec), ``pkg/apis/networking/validation`` (ValidateNetworkPolicySpec, validateHTTPIngressPath) and
+``pkg/apis/policy/validation`` (ValidatePodDisruptionBudgetSpec); the same fields
+carry ``enum`` in kube's OpenAPI v3 documents. The message is apimachinery's ``field.NotSupported``
+(``Unsupported value: "X": supported values: "A", "B"``), the values in the order kube prints them: a literal list
+where kube spells one out, sorted where it prints a set.
 
 Invariants: :func:`apply` is called by the schema compiler once per definition; it only narrows the string node of
 a listed field (an inline node of that one definition), so the compiled check enforces the enum at no extra cost.
@@ -66,6 +70,21 @@ BUILTIN_ENUMS: dict[tuple[str, str], Enum] = {
     (_CORE + "ServicePort", "protocol"): _PROTOCOLS,
     (_CORE + "Toleration", "operator"): Enum(("Equal", "Exists"), empty_ok=True),
     (_CORE + "Toleration", "effect"): Enum(("NoSchedule", "PreferNoSchedule", "NoExecute"), empty_ok=True),
+    (_CORE + "PodSpec", "preemptionPolicy"): Enum(("PreemptLowerPriority", "Never"), empty_ok=True),
+    (_CORE + "PodOS", "name"): Enum(("linux", "windows")),
+    (_CORE + "PodSecurityContext", "fsGroupChangePolicy"): Enum(("Always", "OnRootMismatch")),
+    (_CORE + "SeccompProfile", "type"): Enum(("Localhost", "RuntimeDefault", "Unconfined")),
+    (_CORE + "AppArmorProfile", "type"): Enum(("Localhost", "RuntimeDefault", "Unconfined")),
+    (_CORE + "HTTPGetAction", "scheme"): Enum(("HTTP", "HTTPS"), empty_ok=True),
+    (_CORE + "VolumeMount", "mountPropagation"): Enum(("Bidirectional", "HostToContainer", "None")),
+    (_CORE + "VolumeMount", "recursiveReadOnly"): Enum(("Disabled", "Enabled", "IfPossible")),
+    (_CORE + "AzureDiskVolumeSource", "cachingMode"): Enum(("None", "ReadOnly", "ReadWrite")),
+    (_CORE + "AzureDiskVolumeSource", "kind"): Enum(("Dedicated", "Managed", "Shared")),
+    (_CORE + "HostPathVolumeSource", "type"): Enum(("", "BlockDevice", "CharDevice", "Directory",
+                                                    "DirectoryOrCreate", "File", "FileOrCreate", "Socket")),
+    (_CORE + "TopologySpreadConstraint", "whenUnsatisfiable"): Enum(("DoNotSchedule", "ScheduleAnyway")),
+    (_CORE + "TopologySpreadConstraint", "nodeAffinityPolicy"): Enum(("Honor", "Ignore")),
+    (_CORE + "TopologySpreadConstraint", "nodeTaintsPolicy"): Enum(("Honor", "Ignore")),
     (_CORE + "ServiceSpec", "type"): Enum(("ClusterIP", "ExternalName", "LoadBalancer", "NodePort"), empty_ok=True),
     (_CORE + "ServiceSpec", "sessionAffinity"): Enum(("ClientIP", "None"), empty_ok=True),
     (_CORE + "ServiceSpec", "externalTrafficPolicy"): Enum(("Cluster", "Local"), empty_ok=True),
@@ -80,9 +99,14 @@ BUILTIN_ENUMS: dict[tuple[str, str], Enum] = {
     (_CORE + "PersistentVolumeSpec", "persistentVolumeReclaimPolicy"): Enum(("Delete", "Recycle", "Retain"),
                                                                            empty_ok=True),
     ("io.k8s.api.apps.v1.DeploymentStrategy", "type"): Enum(("Recreate", "RollingUpdate"), empty_ok=True),
+    ("io.k8s.api.apps.v1.StatefulSetSpec", "podManagementPolicy"): Enum(
+        ("OrderedReady", "Parallel"), empty_ok=True, invalid_detail="must be 'OrderedReady' or 'Parallel'"),
     ("io.k8s.api.batch.v1.JobSpec", "completionMode"): Enum(("NonIndexed", "Indexed")),
     ("io.k8s.api.batch.v1.JobSpec", "podReplacementPolicy"): Enum(("TerminatingOrFailed", "Failed")),
     ("io.k8s.api.batch.v1.CronJobSpec", "concurrencyPolicy"): Enum(("Allow", "Forbid", "Replace"), empty_ok=True),
+    ("io.k8s.api.batch.v1.PodFailurePolicyRule", "action"): Enum(("Count", "FailIndex", "FailJob", "Ignore")),
+    ("io.k8s.api.batch.v1.PodFailurePolicyOnExitCodesRequirement", "operator"): Enum(("In", "NotIn")),
+    ("io.k8s.api.networking.v1.HTTPIngressPath", "pathType"): Enum(("Exact", "ImplementationSpecific", "Prefix")),
     ("io.k8s.api.networking.v1.NetworkPolicySpec", "policyTypes"): Enum(("Ingress", "Egress")),
     ("io.k8s.api.policy.v1.PodDisruptionBudgetSpec", "unhealthyPodEvictionPolicy"): Enum(
         ("AlwaysAllow", "IfHealthyBudget")),

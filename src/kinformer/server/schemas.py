@@ -19,7 +19,7 @@ from typing import Any
 from kinformer.server import apidefs, enums
 from kinformer.server.causes import json_type
 
-__all__ = ["Node", "kind_node", "node_at"]
+__all__ = ["Node", "compiled", "definition_node", "kind_node", "node_at"]
 
 Cause = dict[str, str]
 
@@ -409,6 +409,11 @@ def _drop_own_kind_enum(node: Node) -> None:
 @functools.cache
 def _compiler() -> _Compiler:
     return _Compiler()
+
+
+def definition_node(name: str) -> Node:
+    """The compiled schema of definition ``name`` (``io.k8s.api.core.v1.PodSpec``)."""
+    return _compiler().definition(name)
 
 
 @functools.cache

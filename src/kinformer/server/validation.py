@@ -406,7 +406,7 @@ def validate_object(info: ResourceInfoLike, obj: Mapping[str, Any],
         causes += validator(obj, old)
     if getattr(info, "builtin", True):
         node = _builtin_node(info)
-        if node is not None and _last_fine[0] is not obj and not node.fine(obj):
+        if node is not None and not _schema_fine(node, obj):
             seen = {(c.get("field"), c.get("reason")) for c in causes}
             found: list[Cause] = []
             node.check(obj, "", found)
@@ -433,10 +433,21 @@ def _builtin_node(info: ResourceInfoLike) -> schemas.Node | None:
 
 # The last body found fine (no unknown field, no wrong type, no missing required field, no value outside an enum).
 # A write checks its decoded body (fieldValidation), prunes that same body, prepares it in place (system fields,
-# strategy, defaults) and validates it: the schema is walked once, at decoding. This holds because only server
-# code changes that object in between and what it sets is schema-valid; a mutating webhook's patch, an update's
-# copy and an apply's merge are new objects, which validate_object walks in full.
+# strategy, defaults), records managedFields on a shallow copy and validates that: the schema is walked once, at
+# decoding, plus the top-level fields that are not the very objects checked then (the copy's new metadata). This
+# holds because client data never changes an object in place once it is checked: only server code does, and what
+# it sets is schema-valid; a webhook's patch, an update's copy and a patch's or an apply's result are new objects.
 _last_fine: list[Any] = [None]
+
+
+def _schema_fine(node: schemas.Node, obj: Mapping[str, Any]) -> bool:
+    """Whether ``obj`` passes the schema, not walking again the top-level fields the last fine body shares."""
+    checked = _last_fine[0]
+    if checked is obj:
+        return True
+    if type(checked) is dict and type(obj) is dict:
+        obj = {key: None if checked.get(key) is value else value for key, value in obj.items()}
+    return node.fine(obj)
 
 
 def _fine(node: schemas.Node | None, obj: Any) -> bool:

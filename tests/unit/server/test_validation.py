@@ -357,6 +357,46 @@ ENUM_CASES = [
      'Unsupported value: "Maybe": supported values: "Equal", "Exists"'),
     ("", "v1", "pods", _template(tolerations=[{"key": "k", "effect": "Evict"}]), "spec.tolerations[0].effect",
      'Unsupported value: "Evict": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"'),
+    ("", "v1", "pods", _template(preemptionPolicy="Always"), "spec.preemptionPolicy",
+     'Unsupported value: "Always": supported values: "PreemptLowerPriority", "Never"'),
+    ("", "v1", "pods", _template(os={"name": "plan9"}), "spec.os.name",
+     'Unsupported value: "plan9": supported values: "linux", "windows"'),
+    ("", "v1", "pods", _template(securityContext={"fsGroupChangePolicy": "Never"}),
+     "spec.securityContext.fsGroupChangePolicy", 'Unsupported value: "Never": supported values: "Always", '
+     '"OnRootMismatch"'),
+    ("", "v1", "pods", _template(securityContext={"seccompProfile": {"type": "Strict"}}),
+     "spec.securityContext.seccompProfile.type", 'Unsupported value: "Strict": supported values: "Localhost", '
+     '"RuntimeDefault", "Unconfined"'),
+    ("", "v1", "pods", _template(securityContext={"appArmorProfile": {"type": "Strict"}}),
+     "spec.securityContext.appArmorProfile.type", 'Unsupported value: "Strict": supported values: "Localhost", '
+     '"RuntimeDefault", "Unconfined"'),
+    ("", "v1", "pods", {"spec": {"containers": [{"name": "c", "image": "i", "livenessProbe": {
+        "httpGet": {"port": 80, "scheme": "FTP"}}}]}}, "spec.containers[0].livenessProbe.httpGet.scheme",
+     'Unsupported value: "FTP": supported values: "HTTP", "HTTPS"'),
+    ("", "v1", "pods", {"spec": {"containers": [{"name": "c", "image": "i", "volumeMounts": [
+        {"name": "v", "mountPath": "/v", "mountPropagation": "Both"}]}]}},
+     "spec.containers[0].volumeMounts[0].mountPropagation",
+     'Unsupported value: "Both": supported values: "Bidirectional", "HostToContainer", "None"'),
+    ("", "v1", "pods", {"spec": {"containers": [{"name": "c", "image": "i", "volumeMounts": [
+        {"name": "v", "mountPath": "/v", "readOnly": True, "recursiveReadOnly": "Always"}]}]}},
+     "spec.containers[0].volumeMounts[0].recursiveReadOnly",
+     'Unsupported value: "Always": supported values: "Disabled", "Enabled", "IfPossible"'),
+    ("", "v1", "pods", _template(volumes=[{"name": "v", "azureDisk": {"diskName": "d", "diskURI": "https://d",
+                                                                      "cachingMode": "WriteBack"}}]),
+     "spec.volumes[0].azureDisk.cachingMode", 'Unsupported value: "WriteBack": supported values: "None", '
+     '"ReadOnly", "ReadWrite"'),
+    ("", "v1", "pods", _template(volumes=[{"name": "v", "hostPath": {"path": "/x", "type": "Pipe"}}]),
+     "spec.volumes[0].hostPath.type", 'Unsupported value: "Pipe": supported values: "", "BlockDevice", '
+     '"CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket"'),
+    ("", "v1", "pods", _template(topologySpreadConstraints=[{"maxSkew": 1, "topologyKey": "zone",
+                                                             "whenUnsatisfiable": "Wait", "nodeTaintsPolicy": "X"}]),
+     "spec.topologySpreadConstraints[0].whenUnsatisfiable",
+     'Unsupported value: "Wait": supported values: "DoNotSchedule", "ScheduleAnyway"'),
+    ("", "v1", "pods", _template(topologySpreadConstraints=[{"maxSkew": 1, "topologyKey": "zone",
+                                                             "whenUnsatisfiable": "DoNotSchedule",
+                                                             "nodeAffinityPolicy": "Skip"}]),
+     "spec.topologySpreadConstraints[0].nodeAffinityPolicy", 'Unsupported value: "Skip": supported values: '
+     '"Honor", "Ignore"'),
     ("", "v1", "services", {"spec": {"type": "Public", "ports": [{"port": 80}]}}, "spec.type",
      'Unsupported value: "Public": supported values: "ClusterIP", "ExternalName", "LoadBalancer", "NodePort"'),
     ("", "v1", "services", {"spec": {"ports": [{"port": 80, "protocol": "ICMP"}]}}, "spec.ports[0].protocol",
@@ -387,6 +427,21 @@ ENUM_CASES = [
     ("apps", "v1", "deployments", {"spec": {"selector": {}, "template": _template(),
                                             "strategy": {"type": "BlueGreen"}}},
      "spec.strategy.type", 'Unsupported value: "BlueGreen": supported values: "Recreate", "RollingUpdate"'),
+    ("apps", "v1", "statefulsets", {"spec": {"selector": {}, "template": _template(),
+                                             "podManagementPolicy": "Random"}}, "spec.podManagementPolicy",
+     "Invalid value: \"Random\": must be 'OrderedReady' or 'Parallel'"),
+    ("batch", "v1", "jobs", {"spec": {"template": _template(), "podFailurePolicy": {"rules": [
+        {"action": "Retry", "onExitCodes": {"operator": "Is", "values": [1]}}]}}},
+     "spec.podFailurePolicy.rules[0].action", 'Unsupported value: "Retry": supported values: "Count", '
+     '"FailIndex", "FailJob", "Ignore"'),
+    ("batch", "v1", "jobs", {"spec": {"template": _template(), "podFailurePolicy": {"rules": [
+        {"action": "Ignore", "onExitCodes": {"operator": "Is", "values": [1]}}]}}},
+     "spec.podFailurePolicy.rules[0].onExitCodes.operator", 'Unsupported value: "Is": supported values: "In", '
+     '"NotIn"'),
+    ("networking.k8s.io", "v1", "ingresses", {"spec": {"rules": [{"http": {"paths": [
+        {"path": "/", "pathType": "Regex", "backend": {"service": {"name": "s", "port": {"number": 80}}}}]}}]}},
+     "spec.rules[0].http.paths[0].pathType", 'Unsupported value: "Regex": supported values: "Exact", '
+     '"ImplementationSpecific", "Prefix"'),
     ("batch", "v1", "jobs", {"spec": {"template": _template(), "completionMode": "Ordered"}}, "spec.completionMode",
      'Unsupported value: "Ordered": supported values: "NonIndexed", "Indexed"'),
     ("batch", "v1", "jobs", {"spec": {"template": _template(), "podReplacementPolicy": "Never"}},
@@ -426,3 +481,12 @@ def test_enum_fields_take_their_values_and_defaulted_empty_strings() -> None:
         ("spec.volumeMode", "FieldValueNotSupported")]
     assert _fields(validate_object(pods, {"metadata": {"name": "x"}, **_template(restartPolicy=3)})) == [
         ("spec.restartPolicy", "FieldValueTypeInvalid")]
+
+
+def test_every_enum_of_the_table_reaches_its_compiled_field() -> None:
+    from kinformer.server import enums, schemas
+
+    for (definition, field), enum in enums.BUILTIN_ENUMS.items():
+        node = schemas.definition_node(definition).props[field]
+        node = node.item or node
+        assert node.enum_cause is not None and set(enum.values) <= set(node.enum or ()), (definition, field)
