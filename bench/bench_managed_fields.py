@@ -1,9 +1,11 @@
 """managedFields bookkeeping alone (``update_managed_fields``), CPU µs per call, baseline vs current.
 
 On the realistic pod (``../shared/fixtures/pod-realistic.json``): a create carrying the client's
-managedFields, a create without them, an update of two fields (a label and an image) and a no-op
-update, each on objects decoded afresh as the server has them. Best of 7 batches of 200 calls, CPU
-time, each source tree in a fresh interpreter; ratios baseline / current. Prints figures, no verdicts.
+managedFields, a create without them (both repeating one shape, as a controller's pods do), a create
+of a new shape each time (a label value differs: nothing remembered applies), an update of two fields
+(a label and an image) and a no-op update, each on objects decoded afresh as the server has them.
+Best of 7 batches of 200 calls, CPU time, each source tree in a fresh interpreter; ratios baseline /
+current. Prints figures, no verdicts.
 
     python3 bench/bench_managed_fields.py --baseline /tmp/before/src
 """
@@ -19,8 +21,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 FIXTURE = HERE.parent.parent / "shared" / "fixtures" / "pod-realistic.json"
-CASES = ("create with the client's managedFields", "create without managedFields", "update of two fields",
-         "no-op update")
+CASES = ("create with the client's managedFields", "create without managedFields",
+         "create with the client's managedFields, a new shape each time", "update of two fields", "no-op update")
 
 CHILD = r"""
 import copy, json, sys, time
@@ -40,6 +42,13 @@ changed = json.loads(stored)
 changed["metadata"].setdefault("labels", {})["x"] = "y"
 changed["spec"]["containers"][0]["image"] = "new:2"
 edited = json.dumps(changed)
+shapes = iter(range(10**9))
+
+
+def new_shape():
+    obj = copy.deepcopy(pod)
+    obj["metadata"].setdefault("labels", {})["shape"] = str(next(shapes))
+    return obj
 
 
 def cpu(make):
@@ -54,6 +63,7 @@ def cpu(make):
 
 
 print(json.dumps([cpu(lambda: (None, copy.deepcopy(pod))), cpu(lambda: (None, copy.deepcopy(bare))),
+                  cpu(lambda: (None, new_shape())),
                   cpu(lambda: (json.loads(stored), json.loads(edited))),
                   cpu(lambda: (json.loads(stored), json.loads(stored)))]))
 """
