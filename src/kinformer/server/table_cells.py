@@ -19,6 +19,7 @@ __all__ = [
     "age_of",
     "as_int",
     "as_list",
+    "as_map",
     "bool_text",
     "containers_cells",
     "field",
@@ -116,7 +117,7 @@ def selector_string(selector: Any) -> str:
         return ""
     try:
         return str(label_selector_from_dict(selector))
-    except SelectorError:
+    except (SelectorError, AttributeError, TypeError, ValueError):  # malformed parts of the selector
         return "<invalid>"
 
 
@@ -126,7 +127,7 @@ def format_selector(selector: Any) -> str:
         return NONE
     try:
         text = str(label_selector_from_dict(selector))
-    except SelectorError:
+    except (SelectorError, AttributeError, TypeError, ValueError):  # malformed parts of the selector
         return "<error>"
     return text or NONE
 
@@ -148,6 +149,11 @@ def as_int(value: Any, default: int = 0) -> int:
     if isinstance(value, float):
         return int(value)
     return default
+
+
+def as_map(value: Any) -> Mapping[str, Any]:
+    """A mapping field, ``{}`` when it is absent or not a mapping."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def as_list(value: Any) -> list[Any]:

@@ -113,8 +113,14 @@ def test_empty_list_has_columns_and_no_rows() -> None:
 @pytest.mark.parametrize(("group", "plural"), [
     *builtin_resources(), ("apiextensions.k8s.io", "customresourcedefinitions"), ("example.com", "unknown"),
 ])
-@pytest.mark.parametrize("obj", [{}, {"metadata": {}, "spec": None, "status": None}, {"metadata": meta()}])
-def test_every_printer_yields_one_cell_per_column_for_sparse_objects(group: str, plural: str,
+@pytest.mark.parametrize("obj", [
+    {}, {"metadata": {}, "spec": None, "status": None}, {"metadata": meta()},
+    {"metadata": {"labels": ["a"], "annotations": 1}, "spec": 1, "status": [1, None]},
+    {"metadata": meta(), "spec": {"selector": {"matchExpressions": ["x"]}, "accessModes": [["RWO"]],
+                                  "template": "t", "rules": [1], "metrics": [{"type": "Pods", "pods": 3}]},
+     "status": {"conditions": "Ready", "hard": ["a"], "loadBalancer": {"ingress": "x"}}},
+])
+def test_every_printer_yields_one_cell_per_column_for_sparse_or_malformed_objects(group: str, plural: str,
                                                                      obj: dict[str, Any]) -> None:
     cells(group, plural, obj)
 

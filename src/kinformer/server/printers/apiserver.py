@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..table_cells import NONE, UNSET, age_of, as_int, as_list, field, find_condition, name_of, text
+from ..table_cells import NONE, UNSET, age_of, as_int, as_list, as_map, field, find_condition, name_of, text
 from .table import AGE, NAME, Doc, Printer, col
 
 
@@ -42,7 +42,7 @@ VALIDATINGADMISSIONPOLICY = Printer((
 
 def go_label_selector(selector: Mapping[str, Any]) -> str:
     """A LabelSelector in the Go struct notation kube's printer shows for a binding's param selector."""
-    labels = selector.get("matchLabels") or {}
+    labels = as_map(selector.get("matchLabels"))
     label_text = "".join(f"{k}: {labels[k]}," for k in sorted(labels))
     exprs = "".join(
         f"LabelSelectorRequirement{{Key:{e.get('key') or ''},Operator:{e.get('operator') or ''},"
@@ -79,7 +79,7 @@ _FC = "api.flowcontrol.v1."
 
 def _flowschema_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     """MISSINGPL: the Dangling condition's status, ``?`` before the controller set one."""
-    spec = obj.get("spec") or {}
+    spec = as_map(obj.get("spec"))
     method = field(spec, "distinguisherMethod", "type")
     dangling = find_condition(field(obj, "status", "conditions"), "Dangling")
     return [name_of(obj), text(field(spec, "priorityLevelConfiguration", "name")),
@@ -104,7 +104,7 @@ FLOWSCHEMA = Printer((
 
 def _priority_level_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     """Limited levels show their shares and queuing; ``<none>`` where the level has no such setting."""
-    spec = obj.get("spec") or {}
+    spec = as_map(obj.get("spec"))
     cells: list[Any] = [NONE] * 4
     limited = spec.get("limited")
     if isinstance(limited, Mapping):

@@ -9,6 +9,7 @@ from ..table_cells import (
     NONE,
     age_of,
     as_int,
+    as_map,
     containers_cells,
     field,
     format_labels,
@@ -36,7 +37,7 @@ def template_cells(obj: Mapping[str, Any]) -> list[str]:
 
 def _deployment_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     """READY ready/desired, UP-TO-DATE and AVAILABLE replica counts; the selector as a plain selector string."""
-    st = obj.get("status") or {}
+    st = as_map(obj.get("status"))
     return [name_of(obj), f"{as_int(st.get('readyReplicas'))}/{replicas(obj)}", as_int(st.get("updatedReplicas")),
             as_int(st.get("availableReplicas")), age_of(obj, now), *template_cells(obj),
             selector_string(field(obj, "spec", "selector"))]
@@ -52,7 +53,7 @@ DEPLOYMENT = Printer((
 
 def _replicaset_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     """DESIRED (spec), CURRENT and READY (status) replica counts."""
-    st = obj.get("status") or {}
+    st = as_map(obj.get("status"))
     return [name_of(obj), replicas(obj), as_int(st.get("replicas")), as_int(st.get("readyReplicas")),
             age_of(obj, now), *template_cells(obj), format_selector(field(obj, "spec", "selector"))]
 
@@ -77,7 +78,7 @@ STATEFULSET = Printer((NAME, _READY, AGE, CONTAINERS, IMAGES), _statefulset_row)
 
 def _daemonset_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     """The scheduling counts of the status and the template's node selector."""
-    st = obj.get("status") or {}
+    st = as_map(obj.get("status"))
     counts = [as_int(st.get(k)) for k in ("desiredNumberScheduled", "currentNumberScheduled", "numberReady",
                                           "updatedNumberScheduled", "numberAvailable")]
     return [name_of(obj), *counts, format_labels(field(obj, "spec", "template", "spec", "nodeSelector")),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..table_cells import NONE, UNKNOWN, UNSET, age_of, as_int, field, mappings, name_of, quantity
+from ..table_cells import NONE, UNKNOWN, UNSET, age_of, as_int, as_map, field, mappings, name_of, quantity
 from .table import AGE, NAME, Doc, Printer, col
 
 _HPA = "api.autoscaling.v2.HorizontalPodAutoscaler"
@@ -15,8 +15,8 @@ _SOURCES = {"External": "external", "Pods": "pods", "Object": "object", "Resourc
 
 def _v2_metrics(obj: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
     """(spec metrics, current metrics) in the v2 shape; a v1 object's CPU target becomes a Resource metric."""
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
+    spec = as_map(obj.get("spec"))
+    status = as_map(obj.get("status"))
     if obj.get("apiVersion") != "autoscaling/v1" and "targetCPUUtilizationPercentage" not in spec:
         return mappings(spec.get("metrics")), mappings(status.get("currentMetrics"))
     target = spec.get("targetCPUUtilizationPercentage")
@@ -35,8 +35,8 @@ def _qty(value: Any) -> str:
 
 def _average_or_value(spec: Mapping[str, Any], current: Mapping[str, Any] | None) -> str:
     """``current/target (avg)`` for an AverageValue target, ``current/target`` for a Value target."""
-    target = spec.get("target") or {}
-    cur = (current or {}).get("current") or {}
+    target = as_map(spec.get("target"))
+    cur = as_map(as_map(current).get("current"))
     if target.get("averageValue") is not None:
         now = _qty(cur.get("averageValue")) if current is not None and cur.get("averageValue") is not None \
             else UNKNOWN
@@ -47,8 +47,8 @@ def _average_or_value(spec: Mapping[str, Any], current: Mapping[str, Any] | None
 
 def _resource(spec: Mapping[str, Any], current: Mapping[str, Any] | None) -> str:
     """``name: current/target`` of a (container) resource metric: average values or utilization percentages."""
-    target = spec.get("target") or {}
-    cur = (current or {}).get("current") or {}
+    target = as_map(spec.get("target"))
+    cur = as_map(as_map(current).get("current"))
     name = str(spec.get("name") or "")
     if target.get("averageValue") is not None:
         now = _qty(cur.get("averageValue")) if current is not None else UNKNOWN
@@ -62,7 +62,7 @@ def _metric(spec: Mapping[str, Any], status: Mapping[str, Any] | None) -> str:
     key = _SOURCES.get(str(spec.get("type")))
     if key is None:
         return "<unknown type>"
-    source = spec.get(key) or {}
+    source = as_map(spec.get(key))
     current = status.get(key) if status is not None and isinstance(status.get(key), Mapping) else None
     if key == "pods":
         now = _qty(field(current, "current", "averageValue")) if current is not None else UNKNOWN
@@ -83,8 +83,8 @@ def hpa_targets(obj: Mapping[str, Any]) -> str:
 
 
 def _hpa_row(obj: Mapping[str, Any], now: float) -> list[Any]:
-    spec = obj.get("spec") or {}
-    ref = spec.get("scaleTargetRef") or {}
+    spec = as_map(obj.get("spec"))
+    ref = as_map(spec.get("scaleTargetRef"))
     min_pods = spec.get("minReplicas")
     return [name_of(obj), f"{ref.get('kind') or ''}/{ref.get('name') or ''}", hpa_targets(obj),
             UNSET if min_pods is None else str(as_int(min_pods)), as_int(spec.get("maxReplicas")),

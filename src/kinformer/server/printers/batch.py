@@ -11,6 +11,7 @@ from ..table_cells import (
     age_of,
     as_int,
     as_list,
+    as_map,
     bool_text,
     containers_cells,
     field,
@@ -64,7 +65,7 @@ def job_duration(obj: Mapping[str, Any], now: float) -> str:
 
 
 def _job_row(obj: Mapping[str, Any], now: float) -> list[Any]:
-    spec = obj.get("spec") or {}
+    spec = as_map(obj.get("spec"))
     return [name_of(obj), job_status(obj), job_completions(obj), job_duration(obj, now), age_of(obj, now),
             *containers_cells(field(spec, "template", "spec")), format_selector(spec.get("selector"))]
 
@@ -80,7 +81,7 @@ JOB = Printer((
 
 def _cronjob_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     """SUSPEND True/False/<unset>, ACTIVE the number of running jobs, LAST SCHEDULE the age of the last run."""
-    spec = obj.get("spec") or {}
+    spec = as_map(obj.get("spec"))
     last = field(obj, "status", "lastScheduleTime")
     job_spec = field(spec, "jobTemplate", "spec")
     zone = spec.get("timeZone")

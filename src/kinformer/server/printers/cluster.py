@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..table_cells import NONE, age_of, as_int, field, human_duration, int_or_string, mappings, name_of, text
+from ..table_cells import NONE, age_of, as_int, as_map, field, human_duration, int_or_string, mappings, name_of, text
 from .table import AGE, NAME, Doc, Printer, col
 
 LEASE = Printer(
@@ -55,7 +55,7 @@ def csr_condition(obj: Mapping[str, Any]) -> str:
 
 def _csr_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     """REQUESTEDDURATION from spec.expirationSeconds, REQUESTOR the requesting user."""
-    spec = obj.get("spec") or {}
+    spec = as_map(obj.get("spec"))
     seconds = spec.get("expirationSeconds")
     return [name_of(obj), age_of(obj, now), str(spec.get("signerName") or NONE), text(spec.get("username")),
             NONE if seconds is None else human_duration(as_int(seconds)), csr_condition(obj)]

@@ -11,6 +11,7 @@ from ..table_cells import (
     age_of,
     as_int,
     as_list,
+    as_map,
     containers_cells,
     field,
     find_condition,
@@ -55,7 +56,7 @@ def _ports(obj: Mapping[str, Any]) -> str:
 
 
 def _service_row(obj: Mapping[str, Any], now: float) -> list[Any]:
-    spec = obj.get("spec") or {}
+    spec = as_map(obj.get("spec"))
     svc_type = str(spec.get("type") or "ClusterIP")
     ips = as_list(spec.get("clusterIPs"))
     cluster_ip = str(ips[0]) if ips else str(spec.get("clusterIP") or NONE)
@@ -113,7 +114,7 @@ def _node_address(obj: Mapping[str, Any], kind: str) -> str:
 def _node_roles(obj: Mapping[str, Any]) -> str:
     """ROLES: from ``node-role.kubernetes.io/<role>`` labels and a non-empty ``kubernetes.io/role``, sorted."""
     roles = set()
-    for key, value in (field(obj, "metadata", "labels") or {}).items():
+    for key, value in as_map(field(obj, "metadata", "labels")).items():
         if key.startswith("node-role.kubernetes.io/") and key != "node-role.kubernetes.io/":
             roles.add(key.removeprefix("node-role.kubernetes.io/"))
         elif key == "kubernetes.io/role" and value:
@@ -126,7 +127,7 @@ def _node_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     cond = find_condition(field(obj, "status", "conditions"), "Ready")
     ready = "Unknown" if cond is None else ("Ready" if cond.get("status") == "True" else "NotReady")
     status = [ready, "SchedulingDisabled"] if field(obj, "spec", "unschedulable") else [ready]
-    info = field(obj, "status", "nodeInfo") or {}
+    info = as_map(field(obj, "status", "nodeInfo"))
     return [name_of(obj), ",".join(status), _node_roles(obj), age_of(obj, now),
             str(info.get("kubeletVersion") or ""), _node_address(obj, "InternalIP"), _node_address(obj, "ExternalIP"),
             str(info.get("osImage") or UNKNOWN), str(info.get("kernelVersion") or UNKNOWN),
@@ -177,7 +178,7 @@ SERVICEACCOUNT = Printer(
 
 def _rc_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     """DESIRED (spec), CURRENT and READY (status) replicas; the selector is a plain label map."""
-    st = obj.get("status") or {}
+    st = as_map(obj.get("status"))
     return [name_of(obj), replicas(obj), as_int(st.get("replicas")), as_int(st.get("readyReplicas")),
             age_of(obj, now), *containers_cells(field(obj, "spec", "template", "spec")),
             format_labels(field(obj, "spec", "selector"))]
@@ -223,8 +224,8 @@ COMPONENTSTATUS = Printer((
 
 def _quota_cells(obj: Mapping[str, Any]) -> list[str]:
     """[REQUEST, LIMIT]: ``resource: used/hard`` per hard limit, sorted; ``limits.*`` resources go to LIMIT."""
-    hard = field(obj, "status", "hard") or {}
-    used = field(obj, "status", "used") or {}
+    hard = as_map(field(obj, "status", "hard"))
+    used = as_map(field(obj, "status", "used"))
     requests: list[str] = []
     limits: list[str] = []
     for name in sorted(hard):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..table_cells import age, as_int, name_of, parse_time
+from ..table_cells import age, as_int, as_map, name_of, parse_time
 from .table import NAME_DOC, Column, Doc, Printer, col
 
 _EVENT = "api.core.v1.Event"
@@ -14,10 +14,10 @@ _EVENT = "api.core.v1.Event"
 def _event_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The core/v1 view of an Event of either API group."""
     if "regarding" in obj or "note" in obj or "deprecatedCount" in obj or "reportingController" in obj:
-        return {"involvedObject": obj.get("regarding") or {}, "message": obj.get("note"),
+        return {"involvedObject": as_map(obj.get("regarding")), "message": obj.get("note"),
                 "firstTimestamp": obj.get("deprecatedFirstTimestamp"),
                 "lastTimestamp": obj.get("deprecatedLastTimestamp"), "count": obj.get("deprecatedCount"),
-                "source": obj.get("deprecatedSource") or {}, "reportingComponent": obj.get("reportingController"),
+                "source": as_map(obj.get("deprecatedSource")), "reportingComponent": obj.get("reportingController"),
                 "reportingInstance": obj.get("reportingInstance"), "series": obj.get("series"),
                 "eventTime": obj.get("eventTime")}
     return dict(obj)
@@ -37,10 +37,10 @@ def _event_row(obj: Mapping[str, Any], now: float) -> list[Any]:
         count = as_int(series.get("count"))
     elif count == 0:
         count = 1
-    inv = ev.get("involvedObject") or {}
+    inv = as_map(ev.get("involvedObject"))
     kind = str(inv.get("kind") or "").lower()
     target = f"{kind}/{inv['name']}" if inv.get("name") else kind
-    src = ev.get("source") or {}
+    src = as_map(ev.get("source"))
     component = src.get("component") or ev.get("reportingComponent") or ""
     instance = src.get("host") or ev.get("reportingInstance") or ""
     source = f"{component}, {instance}" if instance else str(component)

@@ -9,6 +9,7 @@ from ..table_cells import (
     NONE,
     age_of,
     as_list,
+    as_map,
     field,
     format_selector,
     joined_with_more,
@@ -35,7 +36,7 @@ def _hosts(rules: list[Mapping[str, Any]]) -> str:
 
 def _ingress_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     """CLASS the ingressClassName, PORTS ``80`` or ``80, 443`` with TLS."""
-    spec = obj.get("spec") or {}
+    spec = as_map(obj.get("spec"))
     cls = spec.get("ingressClassName")
     return [name_of(obj), NONE if cls is None else str(cls), _hosts(mappings(spec.get("rules"))),
             ",".join(load_balancer_ingress(obj)), "80, 443" if as_list(spec.get("tls")) else "80", age_of(obj, now)]
@@ -72,7 +73,7 @@ INGRESSCLASS = Printer((
 
 NETWORKPOLICY = Printer((
     NAME, col("Pod-Selector", description=Doc("api.networking.v1.NetworkPolicySpec", "podSelector")), AGE,
-), lambda obj, now: [name_of(obj), format_selector(field(obj, "spec", "podSelector") or {}), age_of(obj, now)])
+), lambda obj, now: [name_of(obj), format_selector(as_map(field(obj, "spec", "podSelector"))), age_of(obj, now)])
 
 
 def _slice_ports(obj: Mapping[str, Any]) -> str:

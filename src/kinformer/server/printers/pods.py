@@ -10,6 +10,7 @@ from ..table_cells import (
     age_of,
     as_int,
     as_list,
+    as_map,
     field,
     human_duration,
     name_of,
@@ -108,8 +109,8 @@ def _pod_containers(pod: Mapping[str, Any], state: _PodState) -> None:
 
 
 def _pod_row(pod: Mapping[str, Any], now: float) -> list[Any]:
-    status = pod.get("status") or {}
-    spec = pod.get("spec") or {}
+    status = as_map(pod.get("status"))
+    spec = as_map(pod.get("spec"))
     phase = str(status.get("phase") or "")
     reason = str(status.get("reason") or phase)
     for cond in as_list(status.get("conditions")):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..table_cells import UNSET, age_of, as_list, field, mappings, name_of, quantity, text
+from ..table_cells import UNSET, age_of, as_list, as_map, field, mappings, name_of, quantity, text
 from .table import AGE, NAME, Doc, Printer, col
 
 _CORE = "api.core.v1."
@@ -16,7 +16,7 @@ _MODES = (("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMany", "
 
 def access_modes(modes: Any) -> str:
     """ACCESS MODES: the short names (RWO, ROX, RWX, RWOP) of the modes present, in that order."""
-    present = set(as_list(modes))
+    present = {m for m in as_list(modes) if isinstance(m, str)}
     return ",".join(short for mode, short in _MODES if mode in present)
 
 
@@ -29,7 +29,7 @@ def _phase(obj: Mapping[str, Any]) -> str:
 
 def _storage_class(obj: Mapping[str, Any]) -> str:
     """The beta storage-class annotation when present, else ``spec.storageClassName``."""
-    annotations = field(obj, "metadata", "annotations") or {}
+    annotations = as_map(field(obj, "metadata", "annotations"))
     if _CLASS_ANNOTATION in annotations:
         return str(annotations[_CLASS_ANNOTATION])
     return text(field(obj, "spec", "storageClassName"))
@@ -41,7 +41,7 @@ def _unset_or(value: Any) -> str:
 
 def _pv_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     """CLAIM as namespace/name of the bound claim; CAPACITY the storage quantity."""
-    spec = obj.get("spec") or {}
+    spec = as_map(obj.get("spec"))
     ref = spec.get("claimRef")
     claim = f"{ref.get('namespace') or ''}/{ref.get('name') or ''}" if isinstance(ref, Mapping) else ""
     return [name_of(obj), quantity(field(spec, "capacity", "storage")), access_modes(spec.get("accessModes")),
@@ -68,7 +68,7 @@ PERSISTENTVOLUME = Printer((
 
 def _pvc_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     """CAPACITY and ACCESS MODES come from the status, and only once the claim names its volume."""
-    spec = obj.get("spec") or {}
+    spec = as_map(obj.get("spec"))
     volume = text(spec.get("volumeName"))
     capacity = modes = ""
     if volume:
@@ -93,7 +93,7 @@ PERSISTENTVOLUMECLAIM = Printer((
 
 
 def _is_default_class(obj: Mapping[str, Any]) -> bool:
-    annotations = field(obj, "metadata", "annotations") or {}
+    annotations = as_map(field(obj, "metadata", "annotations"))
     return "true" in (annotations.get("storageclass.kubernetes.io/is-default-class"),
                       annotations.get("storageclass.beta.kubernetes.io/is-default-class"))
 
@@ -119,7 +119,7 @@ STORAGECLASS = Printer((
 
 def _csidriver_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     """The spec's flags with their defaults (attach required, nothing else), token audiences and modes."""
-    spec = obj.get("spec") or {}
+    spec = as_map(obj.get("spec"))
     tokens = spec.get("tokenRequests")
     audiences = UNSET if tokens is None else ",".join(str(t.get("audience") or "") for t in mappings(tokens))
     modes = ",".join(str(m) for m in as_list(spec.get("volumeLifecycleModes"))) or "<none>"
@@ -147,7 +147,7 @@ CSINODE = Printer((
 
 
 def _attachment_row(obj: Mapping[str, Any], now: float) -> list[Any]:
-    spec = obj.get("spec") or {}
+    spec = as_map(obj.get("spec"))
     return [name_of(obj), text(spec.get("attacher")), text(field(spec, "source", "persistentVolumeName")),
             text(spec.get("nodeName")), field(obj, "status", "attached") is True, age_of(obj, now)]
 
