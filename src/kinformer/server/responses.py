@@ -7,13 +7,20 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from multidict import CIMultiDict
 
 from .watchcache import CachedObject
+
+# A response copies the headers it is given; from a CIMultiDict that copy is about half the cost of
+# having aiohttp set the content type itself.
+JSON_HEADERS = CIMultiDict({"Content-Type": "application/json"})
 
 
 def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
     data = body if isinstance(body, bytes) else orjson.dumps(body)
-    return web.Response(status=status, body=data, content_type="application/json", headers=headers)
+    if headers:
+        return web.Response(status=status, body=data, content_type="application/json", headers=headers)
+    return web.Response(status=status, body=data, headers=JSON_HEADERS)
 
 
 def reencode(co: CachedObject, api_version: str) -> bytes:
