@@ -43,6 +43,20 @@ def run_prefix_url(storage: str, run_id: str) -> str:
     return f"{storage.rstrip('/')}/{run_id}"
 
 
+async def remove_run_keys(storage_url: str) -> None:
+    """Delete every key under ``storage_url`` (a run's own prefix, see :func:`run_prefix_url`); best effort."""
+    from kinformer.server.storage import open_storage
+
+    store = open_storage(storage_url)
+    with contextlib.suppress(Exception):
+        await store.start()
+        for kv in (await store.list("/")).kvs:
+            with contextlib.suppress(Exception):
+                await store.delete(kv.key)
+    with contextlib.suppress(Exception):
+        await store.close()
+
+
 class ReplicatedDemo(Demo):
     """The demo on ``--replicas`` API servers sharing one etcd and as many manager replicas.
 
@@ -68,7 +82,6 @@ class ReplicatedDemo(Demo):
         self.leaders: list[int] = []
         self.killed: set[int] = set()
         self.stopping = False
-        self.storage_url = ""
         self._replica_state: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
 
     async def run(self) -> int:
@@ -76,7 +89,7 @@ class ReplicatedDemo(Demo):
 
         from kinformer.server import APIServer
 
-        url = self.storage_url = run_prefix_url(self.args.storage, f"kinformer-demo-{uuid.uuid4().hex[:8]}")
+        url = run_prefix_url(self.args.storage, f"kinformer-demo-{uuid.uuid4().hex[:8]}")
         self.say(f"etcd storage {url} shared by {self.n} API server replicas")
         stack = contextlib.AsyncExitStack()
         async with stack:
@@ -88,7 +101,7 @@ class ReplicatedDemo(Demo):
                 return await self._run_replicated(stack)
             finally:
                 if not self.args.keep:
-                    await self._remove_keys()
+                    await remove_run_keys(url)
 
     async def _run_replicated(self, stack: contextlib.AsyncExitStack) -> int:
         from kinformer.client import Client
@@ -208,16 +221,3 @@ class ReplicatedDemo(Demo):
             self.server = to
         self.faults.counts["API server killed"] += 1
         self.say(f"fault: killed API server replica {victim}; its clients fail over to replica {survivors[0]}")
-
-    async def _remove_keys(self) -> None:
-        """Delete this run's keys from etcd (best effort)."""
-        from kinformer.server.storage import open_storage
-
-        store = open_storage(self.storage_url)
-        with contextlib.suppress(Exception):
-            await store.start()
-            for kv in (await store.list("/")).kvs:
-                with contextlib.suppress(Exception):
-                    await store.delete(kv.key)
-        with contextlib.suppress(Exception):
-            await store.close()

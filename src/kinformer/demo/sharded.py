@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import uuid
 from collections import Counter
+from pathlib import Path
 from typing import Any, ClassVar
 
-from kinformer.demo.replicated import ProxyGroup
+from kinformer.demo.replicated import ProxyGroup, remove_run_keys, run_prefix_url
 from kinformer.demo.run import Demo
 
 #: controller name -> (its informer in ``Demo.informers``, what its keys are called in the report)
@@ -94,7 +96,23 @@ class ShardedDemo(Demo):
         self.handoffs: list[asyncio.Task[bool]] = []
         self.stopping = False
 
-    async def _run_with_server(self, server: Any, data: Any) -> int:
+    async def run(self) -> int:
+        """As the demo runs; with ``--storage etcd://...`` under a key prefix of the run's own (removed at the
+        end unless ``--keep``), so runs do not collide."""
+        from kinformer.server import APIServer
+
+        if not (self.args.storage or "").startswith("etcd://"):
+            return await super().run()
+        url = run_prefix_url(self.args.storage, f"kinformer-demo-{uuid.uuid4().hex[:8]}")
+        self.say(f"etcd storage {url}")
+        try:
+            async with APIServer(storage=url, watch_cache_size=100) as server:
+                return await self._run_with_server(server, Path("."))
+        finally:
+            if not self.args.keep:
+                await remove_run_keys(url)
+
+    async def _run_with_server(self, server: Any, data: Path) -> int:
         from kinformer.client import Client
         from kinformer.testing import FaultProxy
 
