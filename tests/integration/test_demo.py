@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 import sys
+from typing import Any
+
+import kinformer as ki
+from kinformer.demo.sharded import ReconcileTracker
 
 
 def test_demo_converges_under_faults() -> None:
@@ -47,3 +52,33 @@ def test_sharding_demo_spreads_the_keys_and_hands_them_over() -> None:
     assert re.search(r"hand-off: member-0's \d+ keys taken over by .* after it was killed; none lost", out)
     assert re.search(r"hand-off: member-1's \d+ keys taken over by member-2 \(\d+\) .* after it was asked to stop; "
                      r"none lost", out)
+
+
+async def test_the_sharded_demos_tracker_sees_two_members_on_one_key() -> None:
+    """The overlap detector behind the sharded demo's "no overlap" line can fail."""
+    tracker = ReconcileTracker()
+    release = asyncio.Event()
+
+    class Held:
+        def __init__(self) -> None:
+            self.entered = asyncio.Event()
+
+        async def reconcile(self, request: Any) -> None:
+            self.entered.set()
+            await release.wait()
+
+    inner = {m: Held() for m in ("member-0", "member-1")}
+    wrapped = {m: tracker.wrap(m)("foo", held) for m, held in inner.items()}
+    key = ki.Request("demo-a", "foo-00")
+    first = asyncio.create_task(wrapped["member-0"].reconcile(key))
+    await asyncio.wait_for(inner["member-0"].entered.wait(), 5)
+    since = asyncio.get_running_loop().time()
+    second = asyncio.create_task(wrapped["member-1"].reconcile(key))
+    await asyncio.wait_for(inner["member-1"].entered.wait(), 5)
+    release.set()
+    await asyncio.gather(first, second)
+    assert tracker.overlaps == [("foo", "demo-a/foo-00", "member-0", "member-1")]
+    assert tracker.taken_by(("foo", "demo-a/foo-00"), ["member-1"], since) == "member-1"
+    assert tracker.keys_of("member-0", "foo") == {"demo-a/foo-00"} and tracker.active == {}
+    await wrapped["member-0"].reconcile(ki.Request("demo-a", "foo-01"))  # one at a time: no overlap
+    assert len(tracker.overlaps) == 1
