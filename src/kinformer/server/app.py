@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aiohttp import web
 
 from ..clock import Clock
-from . import status as st
 from .handlerchain import HandlerChain
 from .handlers import MAX_BODY, ResourceAPI, truthy
 from .objects import timestamp
@@ -23,8 +22,6 @@ from .registry import Registry, ResourceInfo
 from .strategy import DefaultStrategy
 
 log = logging.getLogger(__name__)
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class Metrics:
@@ -158,8 +155,8 @@ def build_app(api: ResourceAPI, registry: Registry, *, extra_routes: Iterable[we
 
     # The resource API first: aiohttp tries the routes sharing a path prefix ("/api", "/apis") in order, and
     # these are what nearly every request is for (the discovery routes below never match their paths).
-    routes: list[web.RouteDef] = [web.route("*", "/api/{version}/{rest:.+}", api_handler(api.handle)),
-                                  web.route("*", "/apis/{group}/{version}/{rest:.+}", api_handler(api.handle))]
+    routes: list[web.RouteDef] = [web.route("*", "/api/{version}/{rest:.+}", api.handle),
+                                  web.route("*", "/apis/{group}/{version}/{rest:.+}", api.handle)]
     for path in ("/healthz", "/livez", "/readyz"):
         routes.append(web.get(path, health))
         routes.append(web.get(path + "/{check:.*}", health))
@@ -168,22 +165,6 @@ def build_app(api: ResourceAPI, registry: Registry, *, extra_routes: Iterable[we
     routes.extend(extra_routes)
     app.add_routes(routes)
     return app
-
-
-def api_handler(handler: Handler) -> Handler:
-    """``handler`` behind the routing rule of the ``/watch/`` paths: kube-apiserver serves only GET there
-    (405 otherwise).
-
-    Authorization sees the verb ``watch`` on these paths whatever the method, so without this rule a
-    user allowed only to watch could create or delete through them.
-    """
-
-    async def serve(request: web.Request) -> web.StreamResponse:
-        if request.method != "GET" and request.match_info["rest"].startswith("watch/"):
-            raise st.method_not_allowed()
-        return await handler(request)
-
-    return serve
 
 
 def _optional_routes(registry: Registry) -> list[web.RouteDef]:

@@ -95,8 +95,16 @@ class HandlerChain:
         record = metrics.record if metrics is not None else None
         perf_counter = time.perf_counter
 
-        async def serve(request: web.Request, handler: Handler) -> web.StreamResponse:
-            """The handler, its errors as Status answers, its metrics recorded (authorization passed)."""
+        async def authorized(request: web.Request, handler: Handler) -> web.StreamResponse:
+            """Authorization, then the handler: its errors as Status answers, its metrics recorded."""
+            user = request[USER_KEY]
+            if authorizer is not None and SUPERUSER_GROUP not in user.groups:
+                attrs = request_attributes(request)
+                allowed, reason = await authorize_fresh(authorizer, user, attrs)
+                if not allowed:
+                    return forbidden(user, attrs, reason).response()
+                if attrs.api_group == RBAC_GROUP and attrs.verb in ("create", "update", "patch"):
+                    await authorizer.refresh()  # escalation checks judge the writer's rules as the store has them
             rest = request.match_info.get("rest") if record is not None else None
             start = perf_counter()
             code = 500
@@ -113,18 +121,6 @@ class HandlerChain:
             finally:
                 if rest is not None:
                     record(request, rest, code, start)  # type: ignore[misc]
-
-        async def authorized(request: web.Request, handler: Handler) -> web.StreamResponse:
-            user = request[USER_KEY]
-            if authorizer is None or SUPERUSER_GROUP in user.groups:
-                return await serve(request, handler)
-            attrs = request_attributes(request)
-            allowed, reason = await authorize_fresh(authorizer, user, attrs)
-            if not allowed:
-                return forbidden(user, attrs, reason).response()
-            if attrs.api_group == RBAC_GROUP and attrs.verb in ("create", "update", "patch"):
-                await authorizer.refresh()  # escalation checks judge the writer's rules as the store has them
-            return await serve(request, handler)
 
         @web.middleware
         async def chain(request: web.Request, handler: Handler) -> web.StreamResponse:

@@ -57,6 +57,10 @@ class ResourceAPI(WatchHandlers, PodSubresources):
         version = mi.get("version", "v1")
         t = self.resolve(group, version, mi["rest"])
         method = request.method
+        if t.watch and method != "GET":
+            # kube-apiserver serves only GET under /watch/; authorization sees the verb watch there whatever
+            # the method, so without this rule a user allowed only to watch could create or delete through it
+            raise st.method_not_allowed()
         q = request.query
         check_verb(t, request_verb(method, t, truthy(q.get("watch"))))
         conversion = self.conversion
