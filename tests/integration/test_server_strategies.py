@@ -163,3 +163,22 @@ async def test_the_creator_owns_defaults_but_not_what_create_preparation_and_adm
     assert code == 201 and created["spec"]["clusterIP"]
     owned = created["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]
     assert sorted(owned) == ["f:internalTrafficPolicy", "f:ports", "f:selector", "f:sessionAffinity", "f:type"]
+
+
+async def test_an_updater_does_not_own_what_the_update_preparation_changes(http):
+    """kube-apiserver records the writer's managedFields before PrepareForUpdate: a DaemonSet's template
+    generation annotation, bumped by the strategy when the template changes, is owned by nobody."""
+    path = "/apis/apps/v1/namespaces/default/daemonsets"
+    ds = {"metadata": {"name": "d"}, "spec": {
+        "selector": {"matchLabels": {"app": "d"}},
+        "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "a"}]}}}}
+    code, created = await call(http, "POST", f"{path}?fieldManager=creator", ds)
+    assert code == 201 and created["metadata"]["annotations"] == {"deprecated.daemonset.template.generation": "1"}
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "b"}]}}}}
+    code, patched = await call(http, "PATCH", f"{path}/d?fieldManager=editor", patch,
+                               ctype="application/strategic-merge-patch+json")
+    assert code == 200 and patched["metadata"]["annotations"] == {"deprecated.daemonset.template.generation": "2"}
+    entries = {e["manager"]: e["fieldsV1"] for e in patched["metadata"]["managedFields"]}
+    assert sorted(entries) == ["creator", "editor"]
+    assert all("f:annotations" not in fields.get("f:metadata", {}) for fields in entries.values())
+    assert "f:image" in entries["editor"]["f:spec"]["f:template"]["f:spec"]["f:containers"]['k:{"name":"c"}']

@@ -392,8 +392,13 @@ class ObjectStore:
     # ---------------------------------------------------------------------------------- update
 
     def prepare_update(self, info: ResourceInfo, old: dict[str, Any], new: dict[str, Any], *,
-                       subresource: str = "") -> dict[str, Any]:
-        """Merge a client's replacement ``new`` onto ``old`` following the update rules; returns the result."""
+                       subresource: str = "",
+                       managed: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Merge a client's replacement ``new`` onto ``old`` following the update rules; returns the result.
+
+        ``managed`` records the writer's managedFields: like kube-apiserver, on the merged object with its
+        defaults, before the kind's update preparation (the strategy's ``update`` hook) changes it.
+        """
         if not isinstance(new.get("metadata"), dict):
             new["metadata"] = {}
         ometa = old["metadata"]
@@ -446,8 +451,15 @@ class ObjectStore:
             nmeta["generation"] = ometa["generation"]
         else:
             nmeta.pop("generation", None)
-        if not subresource:
-            self.strategies.get(info).prepare_for_update(info, result, old)
+        strategy = None if subresource else self.strategies.get(info)
+        default = getattr(strategy, "default", None)
+        prepare_defaulted = getattr(strategy, "prepare_defaulted_update", None)
+        if managed is None or default is None or prepare_defaulted is None:
+            prepare_defaulted = None  # one step: the strategy's own prepare_for_update
+            if strategy is not None:
+                strategy.prepare_for_update(info, result, old)
+        else:
+            default(info, result)
         if ometa.get("deletionTimestamp"):
             added = set(nmeta.get("finalizers") or ()) - set(ometa.get("finalizers") or ())
             if added:
@@ -457,6 +469,10 @@ class ObjectStore:
                                                           f"{sorted(added)!r}"}])
         if not nmeta.get("finalizers"):
             nmeta.pop("finalizers", None)
+        if managed is not None:
+            result = managed(result)
+            if prepare_defaulted is not None:
+                prepare_defaulted(info, result, old)
         return result
 
     async def write_update(self, info: ResourceInfo, old_kv: KeyValue, obj: dict[str, Any], *,

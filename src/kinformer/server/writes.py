@@ -210,9 +210,9 @@ class WriteHandlers(ReadHandlers):
 
         async def try_update(old: dict[str, Any] | None) -> dict[str, Any]:
             assert old is not None
-            result = self.store.prepare_update(info, old, json_copy(new), subresource=t.subresource)
-            result = await self._admitted(request, t, result, old, dry, headers)
-            return self._managed(info, old, result, manager, t.subresource)
+            result = self.store.prepare_update(info, old, json_copy(new), subresource=t.subresource,
+                                               managed=lambda o: self._managed(info, old, o, manager, t.subresource))
+            return await self._admitted(request, t, result, old, dry, headers)
 
         out, _ = await self.store.guaranteed_update_served(info, t.namespace, t.name, try_update,
                                                            precondition_rv=parse_rv(want) if want else 0,
@@ -265,9 +265,9 @@ class WriteHandlers(ReadHandlers):
                 raise st.conflict(info, t.name)
             headers = self._field_validation(request, info, new)
             new = self._prepare_custom(info, new)
-            result = self.store.prepare_update(info, old, new, subresource=t.subresource)
-            result = await self._admitted(request, t, result, old, dry, headers)
-            return self._managed(info, old, result, manager, t.subresource)
+            result = self.store.prepare_update(info, old, new, subresource=t.subresource,
+                                               managed=lambda o: self._managed(info, old, o, manager, t.subresource))
+            return await self._admitted(request, t, result, old, dry, headers)
 
         out, _ = await self.store.guaranteed_update_served(info, t.namespace, t.name, try_update, dry_run=dry)
         return json_response(out, 200, headers)

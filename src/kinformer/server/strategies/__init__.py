@@ -58,6 +58,9 @@ class FallbackStrategy:
     def prepare_for_update(self, info: Any, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
         self._pick(info).prepare_for_update(info, obj, old)
 
+    def prepare_defaulted_update(self, info: Any, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
+        self._pick(info).prepare_defaulted_update(info, obj, old)
+
     def validate(self, info: Any, obj: Mapping[str, Any]) -> list[Cause]:
         return self._pick(info).validate(info, obj)
 

@@ -15,7 +15,8 @@ kind, the way kube-apiserver 1.32's registry strategy of that kind behaves:
 Subclasses override the ``create``/``update``/``causes``/``update_causes`` hooks. A create runs in two
 steps, :meth:`KindStrategy.default` then :meth:`KindStrategy.prepare_defaulted`, so that the write path can
 record the creator's managedFields in between, as kube-apiserver does (defaults are owned, what
-PrepareForCreate and admission add is not). Hooks mutate only the
+PrepareForCreate and admission add is not); an update likewise runs :meth:`KindStrategy.default` then
+:meth:`KindStrategy.prepare_defaulted_update`. Hooks mutate only the
 object they are given and do no I/O.
 """
 
@@ -130,7 +131,12 @@ class KindStrategy:
         self.create(obj)
 
     def prepare_for_update(self, info: Any, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
-        set_defaults(info.group, info.version, info.kind, obj)
+        self.default(info, obj)
+        self.prepare_defaulted_update(info, obj, old)
+
+    def prepare_defaulted_update(self, info: Any, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
+        """:meth:`prepare_for_update` after :meth:`default`: generation and the ``update`` hook (kube's
+        PrepareForUpdate, after the writer's managedFields were recorded)."""
         meta = obj.setdefault("metadata", {})
         old_gen = (old.get("metadata") or {}).get("generation")
         if self.generation:
@@ -192,7 +198,7 @@ class CustomResourceStrategy(KindStrategy):
         if info.has_status:
             obj.pop("status", None)
 
-    def prepare_for_update(self, info: Any, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
+    def prepare_defaulted_update(self, info: Any, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
         skip = _NOT_DESIRED_STATE if info.has_status else ("metadata", "kind", "apiVersion")
         changed = {k: v for k, v in obj.items() if k not in skip} != {k: v for k, v in old.items() if k not in skip}
         gen = (old.get("metadata") or {}).get("generation") or 1

@@ -49,9 +49,9 @@ class ServiceStrategy(ReturnedOnDeleteMixin, KindStrategy):
         except ServiceInvalid as e:
             raise st.invalid(info, (obj.get("metadata") or {}).get("name", ""), [e.cause]) from None
 
-    def prepare_for_update(self, info: Any, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
+    def prepare_defaulted_update(self, info: Any, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
         try:
-            super().prepare_for_update(info, obj, old)
+            super().prepare_defaulted_update(info, obj, old)
         except ServiceInvalid as e:
             raise st.invalid(info, (obj.get("metadata") or {}).get("name", ""), [e.cause]) from None
 
