@@ -80,22 +80,24 @@ def _length_and_format(value: str, max_len: int, pattern: re.Pattern[str], error
     return errors
 
 
+_DNS1123_LABEL_ERROR = regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc")
+_DNS1123_SUBDOMAIN_ERROR = regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com")
+_DNS1035_LABEL_ERROR = regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123")
+
+
 def is_dns1123_label(value: str) -> list[str]:
     """``value`` as an RFC 1123 label (namespace names, most name parts): at most 63 characters."""
-    return _length_and_format(value, DNS1123_LABEL_MAX_LENGTH, _DNS1123_LABEL_RE,
-                              regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return _length_and_format(value, DNS1123_LABEL_MAX_LENGTH, _DNS1123_LABEL_RE, _DNS1123_LABEL_ERROR)
 
 
 def is_dns1123_subdomain(value: str) -> list[str]:
     """``value`` as an RFC 1123 subdomain (most object names): at most 253 characters."""
-    return _length_and_format(value, DNS1123_SUBDOMAIN_MAX_LENGTH, _DNS1123_SUBDOMAIN_RE,
-                              regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return _length_and_format(value, DNS1123_SUBDOMAIN_MAX_LENGTH, _DNS1123_SUBDOMAIN_RE, _DNS1123_SUBDOMAIN_ERROR)
 
 
 def is_dns1035_label(value: str) -> list[str]:
     """``value`` as an RFC 1035 label (Service names: must start with a letter): at most 63 characters."""
-    return _length_and_format(value, DNS1035_LABEL_MAX_LENGTH, _DNS1035_LABEL_RE,
-                              regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
+    return _length_and_format(value, DNS1035_LABEL_MAX_LENGTH, _DNS1035_LABEL_RE, _DNS1035_LABEL_ERROR)
 
 
 @functools.lru_cache(maxsize=4096)

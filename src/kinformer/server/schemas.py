@@ -182,9 +182,22 @@ def _is_array(value: Any) -> bool:
     return type(value) is list
 
 
+def _is_number(value: Any) -> bool:
+    return type(value) is int or type(value) is float
+
+
+def _is_int_or_string(value: Any) -> bool:
+    return type(value) is str or _is_integer(value)
+
+
+def _is_string_or_number(value: Any) -> bool:  # a Quantity
+    return type(value) is str or type(value) is int or type(value) is float
+
+
 _ACCEPTS: dict[tuple[str, ...], Callable[[Any], bool]] = {
     ("string",): _is_string, ("integer",): _is_integer, ("boolean",): _is_boolean, ("object",): _is_object,
-    ("array",): _is_array}
+    ("array",): _is_array, ("number",): _is_number, ("integer", "string"): _is_int_or_string,
+    ("string", "number"): _is_string_or_number}
 
 
 def _acceptor(types: tuple[str, ...]) -> Callable[[Any], bool]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 import secrets
 from collections.abc import Callable, Mapping
@@ -122,6 +123,13 @@ def _validate_immutable_meta(meta: Mapping[str, Any], old_meta: Mapping[str, Any
     return causes
 
 
+@functools.lru_cache(maxsize=4096)
+def _label_errors(key: str, value: str) -> tuple[tuple[str, str], ...]:
+    """(bad value, message) of one label with string key and value: the key's messages, then the value's."""
+    return tuple((key, msg) for msg in is_qualified_name(key)) + tuple(
+        (value, msg) for msg in is_valid_label_value(value))
+
+
 def _validate_labels(labels: Any, field: str) -> list[Cause]:
     if labels is None:
         return []
@@ -129,12 +137,22 @@ def _validate_labels(labels: Any, field: str) -> list[Cause]:
         return [invalid(field, labels, "must be a map of string keys to string values")]
     causes = []
     for key, value in labels.items():
+        if type(key) is str and type(value) is str:
+            errors = _label_errors(key, value)
+            if errors:
+                causes += [invalid(field, bad, msg) for bad, msg in errors]
+            continue
         causes += [invalid(field, key, msg) for msg in is_qualified_name(str(key))]
         if not isinstance(value, str):
             causes.append(invalid(f"{field}", value, "label values must be strings"))
         else:
             causes += [invalid(field, value, msg) for msg in is_valid_label_value(value)]
     return causes
+
+
+@functools.lru_cache(maxsize=4096)
+def _annotation_key_errors(key: str) -> tuple[str, ...]:
+    return tuple(is_qualified_name(key.lower()))
 
 
 def _validate_annotations(annotations: Any, field: str) -> list[Cause]:
@@ -145,7 +163,9 @@ def _validate_annotations(annotations: Any, field: str) -> list[Cause]:
     causes = []
     total = 0
     for key, value in annotations.items():
-        causes += [invalid(field, key, msg) for msg in is_qualified_name(str(key).lower())]
+        key_errors = _annotation_key_errors(str(key))
+        if key_errors:
+            causes += [invalid(field, key, msg) for msg in key_errors]
         if not isinstance(value, str):
             causes.append(invalid(field, value, "annotation values must be strings"))
             continue
