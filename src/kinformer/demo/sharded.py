@@ -179,7 +179,11 @@ class ShardedDemo(Demo):
         return [m for m in self.ids if m not in self.stopped]
 
     def _settled(self) -> bool:
-        """Every live member acts on exactly the live members, may reconcile, and has synced caches."""
+        """Every live member acts on exactly the live members, may reconcile, and has synced caches (a member
+        that failed instead raises its error)."""
+        for task in self.tasks:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
         alive = frozenset(self._alive())
         members = [self.managers.get(m) for m in alive]
         return all(mgr is not None and mgr.ready() and mgr.shard_member is not None
