@@ -96,7 +96,7 @@ def test_python_block_runs(block: Block, tmp_path: Path) -> None:
 
 def _kinformer_commands(code: str) -> list[list[str]]:
     commands = []
-    for line in code.splitlines():
+    for line in code.replace("\\\n", " ").splitlines():  # a backslash-newline continues the command, as in bash
         for segment in re.split(r"&&|\|\||;|\|", line.split(" #")[0]):
             words = shlex.split(segment)
             if words and words[0] == "kinformer":
@@ -111,6 +111,11 @@ def test_bash_block_commands_parse(block: Block) -> None:
             build_parser().parse_args(argv)
         except SystemExit as exc:
             pytest.fail(f"{block.id}: `kinformer {shlex.join(argv)}` is not a valid command (exit {exc.code})")
+
+
+def test_command_check_reads_continued_lines() -> None:
+    code = "git log \\\n  --oneline && kinformer watch \\\n  configmaps"
+    assert _kinformer_commands(code) == [["watch", "configmaps"]]
 
 
 def test_command_check_rejects_an_unknown_flag() -> None:
