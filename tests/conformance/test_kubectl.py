@@ -281,6 +281,15 @@ def test_create_quota_priorityclass_and_autoscale(kubectl: Kubectl, ns: str) -> 
     hpa = kubectl.json("get", "hpa", "web", *n)
     assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 5)
+    # kubectl autoscale writes autoscaling/v1; kubectl get reads the stored v2 object, converted as kube does
+    assert hpa["apiVersion"] == "autoscaling/v2" and "targetCPUUtilizationPercentage" not in hpa["spec"]
+    assert hpa["spec"]["metrics"] == [{"type": "Resource", "resource": {
+        "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]
+    raw = kubectl.run("get", "--raw", f"/apis/autoscaling/v1/namespaces/{ns}/horizontalpodautoscalers/web")
+    v1 = json.loads(raw.stdout)
+    assert v1["apiVersion"] == "autoscaling/v1" and v1["spec"]["targetCPUUtilizationPercentage"] == 80
+    as_yaml = yaml.safe_load(kubectl.run("get", "hpa", "web", "-o", "yaml", *n).stdout)
+    assert as_yaml["spec"]["metrics"] == hpa["spec"]["metrics"] and as_yaml["apiVersion"] == "autoscaling/v2"
 
 
 def test_debug_adds_an_ephemeral_container_and_drain_style_eviction_deletes(kubectl: Kubectl, ns: str) -> None:

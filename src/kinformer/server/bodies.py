@@ -45,8 +45,11 @@ _YAML_TYPES = ("", "application/yaml", "application/x-yaml", "text/yaml")
 
 
 def content_type(request: web.Request) -> str:
-    raw = request.headers.get("Content-Type", "")
-    return raw.split(";", 1)[0].strip().lower()
+    """The request body's media type; a protobuf body replaced through :data:`BODY_KEY` is JSON by then."""
+    ctype = request.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+    if ctype == "application/vnd.kubernetes.protobuf" and request.get(BODY_KEY) is not None:
+        return "application/json"
+    return ctype
 
 
 # A body that replaces the request's own (set by CRD conversion, which serves a request through another version).

@@ -1,19 +1,22 @@
-"""CRD conversion webhooks (``spec.conversion.strategy: Webhook``), as kube-apiserver calls them.
+"""Version conversion: CRD conversion webhooks (``spec.conversion.strategy: Webhook``), as kube-apiserver
+calls them, and the built-in kinds served at several versions (:mod:`.builtin_conversion`).
 
-Objects of such a CRD are stored in its storage version. A request for another served version is served
-by the storage version's handlers, with conversion at the edges:
+Objects of such a CRD, or such a built-in, are stored in its storage version. A request for another
+served version is served by the storage version's handlers, with conversion at the edges:
 
 * a body (create, replace, apply) is converted to the storage version before it is handled;
-* a merge or JSON patch is applied to the object as the client's version shows it (the stored object is
-  converted, patched, converted back) and written as a replace with the read resourceVersion as its
-  precondition (retried on a conflict, as kube's update loop does);
-* every object answered — a get, each item of a list, each event of a watch — is converted to the
-  requested version; objects of one list or one batch of watch events go to the webhook in one review.
+* a merge, JSON or (built-ins only) strategic merge patch is applied to the object as the client's
+  version shows it (the stored object is converted, patched, converted back) and written as a replace
+  with the read resourceVersion as its precondition (retried on a conflict, as kube's update loop does);
+* every object answered — a get, each item of a list, each event of a watch, each object row of a
+  Table — is converted to the requested version; objects of one list or one batch of watch events go
+  to the webhook in one review.
 
-The webhook gets an apiextensions.k8s.io/v1 ConversionReview; a failure to call it, a ``Failure`` result,
-a wrong count of objects or an object of another version is a 500 ``conversion webhook for <gvk> failed:
-...`` (kube's wording). Conversions are remembered per (uid, resourceVersion, version), at most
-:data:`CACHE_SIZE`, so many watchers of one version cost one call per object version.
+Built-in conversions run in process (:func:`.builtin_conversion.convert`). The webhook gets an
+apiextensions.k8s.io/v1 ConversionReview; a failure to call it, a ``Failure`` result, a wrong count of
+objects or an object of another version is a 500 ``conversion webhook for <gvk> failed: ...`` (kube's
+wording). Conversions are remembered per (uid, resourceVersion, version), at most :data:`CACHE_SIZE`,
+so many watchers of one version cost one call per object version.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from . import builtin_conversion
 from . import status as st
 from .bodies import BODY_KEY
 from .registry import Registry, ResourceInfo
@@ -76,16 +80,22 @@ class Conversion:
 
     def storage_target(self, t: Target) -> Target | None:
         """The same target in the storage version, when ``t`` must be converted; else None."""
-        found = self._webhook(t.info)
-        if found is None or found[1] == t.info.version:
+        storage = builtin_conversion.storage_version(t.info.group, t.info.plural) if t.info.builtin else None
+        if storage is None:
+            found = self._webhook(t.info)
+            storage = found[1] if found is not None else None
+        if storage is None or storage == t.info.version:
             return None
-        info = self.registry.get(t.info.group, found[1], t.info.plural)
+        info = self.registry.get(t.info.group, storage, t.info.plural)
         return dataclasses.replace(t, info=info) if info is not None else None
 
     # -- converting -------------------------------------------------------------------------------
 
     async def convert(self, info: ResourceInfo, objects: list[dict[str, Any]], desired: str) -> list[dict[str, Any]]:
         """``objects`` (of ``info``'s resource, any version) as ``desired`` (an apiVersion)."""
+        if info.builtin:
+            return [o if o.get("apiVersion") == desired else builtin_conversion.convert(
+                info.group, info.plural, o, desired) for o in objects]
         out: list[dict[str, Any] | None] = []
         todo: list[tuple[int, dict[str, Any]]] = []
         for obj in objects:
@@ -165,15 +175,23 @@ class Conversion:
         ctype = "application/yaml" if request.content_type == "application/apply-patch+yaml" else content_type(request)
         obj = decode_object(parse_document(await read_body(request), ctype))
         obj["apiVersion"] = t.info.api_version
-        converted = await self.convert_one(t.info, obj, storage_t.info.api_version)
+        if t.info.builtin:  # an apply configuration names only what its manager owns: no implied defaults
+            partial = request.method == "PATCH"
+            converted = builtin_conversion.convert(t.info.group, t.info.plural, obj, storage_t.info.api_version,
+                                                   partial=partial)
+        else:
+            converted = await self.convert_one(t.info, obj, storage_t.info.api_version)
         request[BODY_KEY] = orjson.dumps(converted)
 
     async def _patch(self, request: web.Request, t: Target, storage_t: Target, update: Dispatch,
                      read: Callable[[Target], Awaitable[dict[str, Any]]]) -> web.StreamResponse:
         from .bodies import read_body
-        from .patch import PatchError, json_merge_patch, json_patch
+        from .patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
 
-        kinds = {"application/json-patch+json": json_patch, "application/merge-patch+json": json_merge_patch}
+        kinds: dict[str, Callable[[Any, Any], Any]] = {
+            "application/json-patch+json": json_patch, "application/merge-patch+json": json_merge_patch}
+        if t.info.builtin:
+            kinds["application/strategic-merge-patch+json"] = lambda obj, doc: strategic_merge_patch(obj, doc, t.info)
         apply = kinds.get(request.content_type)
         if apply is None:
             raise st.unsupported_media_type(request.content_type)
@@ -215,10 +233,16 @@ class Conversion:
         elif doc.get("kind") == info.list_kind:
             doc["apiVersion"] = desired
             doc["items"] = await self.convert(info, list(doc.get("items") or []), desired)
+        elif doc.get("kind") == "Table":  # includeObject=Object rows carry whole objects
+            rows = [r for r in doc.get("rows") or () if isinstance(r, dict) and isinstance(r.get("object"), dict)
+                    and r["object"].get("kind") == info.kind]
+            for row, obj in zip(rows, await self.convert(info, [r["object"] for r in rows], desired), strict=True):
+                row["object"] = obj
         else:
             return resp
-        return web.Response(status=resp.status, body=orjson.dumps(doc), content_type="application/json",
-                            headers={k: v for k, v in resp.headers.items() if k.lower() == "warning"})
+        headers = {k: v for k, v in resp.headers.items() if k.lower() == "warning"}
+        headers["Content-Type"] = resp.headers.get("Content-Type", "application/json")  # a Table's stays
+        return web.Response(status=resp.status, body=orjson.dumps(doc), headers=headers)
 
     async def convert_lines(self, info: ResourceInfo, desired: str, data: bytes) -> bytes:
         """Watch event lines with their objects converted to ``desired`` (one review per batch of lines)."""

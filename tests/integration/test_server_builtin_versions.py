@@ -1,0 +1,164 @@
+"""Built-in kinds served at two versions: HorizontalPodAutoscalers are stored as autoscaling/v2 and every
+request and answer of autoscaling/v1 is converted, as kube-apiserver does."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import aiohttp
+import orjson
+
+from testlib import call
+
+V1 = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"
+V2 = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"
+REF = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+MEMORY = {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue",
+                                                                        "averageValue": "1Gi"}}}
+METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/metrics"
+
+
+def cpu(utilization: int) -> dict[str, Any]:
+    return {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
+                                                                       "averageUtilization": utilization}}}
+
+
+def hpa_v1(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": name},
+            "spec": {"scaleTargetRef": REF, "maxReplicas": 5, **spec}}
+
+
+def hpa_v2(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": name},
+            "spec": {"scaleTargetRef": REF, "maxReplicas": 5, **spec}}
+
+
+async def stored(server: Any, name: str) -> dict[str, Any]:
+    kv = await server.storage.get(f"/registry/autoscaling/horizontalpodautoscalers/default/{name}")
+    return orjson.loads(kv.value)
+
+
+async def test_created_as_v1_is_stored_and_read_as_v2(server, http):
+    code, created = await call(http, "POST", V1, hpa_v1("a", targetCPUUtilizationPercentage=50))
+    assert code == 201, created
+    assert created["apiVersion"] == "autoscaling/v1"
+    assert created["spec"] == {"scaleTargetRef": REF, "maxReplicas": 5, "minReplicas": 1,
+                               "targetCPUUtilizationPercentage": 50}
+    raw = await stored(server, "a")
+    assert raw["apiVersion"] == "autoscaling/v2" and raw["spec"]["metrics"] == [cpu(50)]
+    assert "targetCPUUtilizationPercentage" not in raw["spec"]
+    code, got = await call(http, "GET", f"{V2}/a")
+    assert code == 200 and got["apiVersion"] == "autoscaling/v2"
+    assert got["spec"] == {"scaleTargetRef": REF, "maxReplicas": 5, "minReplicas": 1, "metrics": [cpu(50)]}
+
+
+async def test_v1_without_target_reads_as_80_percent_cpu_in_v2(http):
+    assert (await call(http, "POST", V1, hpa_v1("a")))[0] == 201
+    _, got = await call(http, "GET", f"{V2}/a")
+    assert got["spec"]["metrics"] == [cpu(80)]
+    _, v1 = await call(http, "GET", f"{V1}/a")
+    assert v1["spec"]["targetCPUUtilizationPercentage"] == 80
+
+
+async def test_created_as_v2_reads_as_v1_with_annotations_and_writes_back(http):
+    behavior = {"scaleDown": {"stabilizationWindowSeconds": 60}}
+    code, created = await call(http, "POST", V2, hpa_v2("b", metrics=[MEMORY, cpu(70)], behavior=behavior))
+    assert code == 201, created
+    code, v1 = await call(http, "GET", f"{V1}/b")
+    assert code == 200 and v1["apiVersion"] == "autoscaling/v1"
+    assert v1["spec"]["targetCPUUtilizationPercentage"] == 70 and "metrics" not in v1["spec"]
+    ann = v1["metadata"]["annotations"]
+    assert json.loads(ann[METRICS_ANNOTATION]) == [
+        {"type": "Resource", "resource": {"name": "memory", "targetAverageValue": "1Gi"}}]
+    assert json.loads(ann["autoscaling.alpha.kubernetes.io/behavior"])["ScaleDown"]["StabilizationWindowSeconds"] == 60
+    # A v1 client that puts back what it read loses nothing of the v2 object.
+    v1["spec"]["maxReplicas"] = 8
+    code, put = await call(http, "PUT", f"{V1}/b", v1)
+    assert code == 200, put
+    assert put["apiVersion"] == "autoscaling/v1" and put["metadata"]["annotations"] == ann
+    _, got = await call(http, "GET", f"{V2}/b")
+    assert got["spec"]["metrics"] == [MEMORY, cpu(70)] and got["spec"]["maxReplicas"] == 8
+    assert got["spec"]["behavior"] == created["spec"]["behavior"]
+    assert "annotations" not in got["metadata"]
+
+
+async def test_list_through_both_versions(http):
+    await call(http, "POST", V1, hpa_v1("a", targetCPUUtilizationPercentage=40))
+    await call(http, "POST", V2, hpa_v2("b", metrics=[MEMORY]))
+    _, l1 = await call(http, "GET", V1)
+    _, l2 = await call(http, "GET", V2)
+    assert l1["apiVersion"] == "autoscaling/v1" and l2["apiVersion"] == "autoscaling/v2"
+    assert {i["apiVersion"] for i in l1["items"]} == {"autoscaling/v1"}
+    assert {i["apiVersion"] for i in l2["items"]} == {"autoscaling/v2"}
+    assert [i["spec"].get("targetCPUUtilizationPercentage") for i in l1["items"]] == [40, None]
+    assert "metrics" not in l1["items"][1]["spec"] and METRICS_ANNOTATION in l1["items"][1]["metadata"]["annotations"]
+    assert [i["spec"]["metrics"] for i in l2["items"]] == [[cpu(40)], [MEMORY]]
+
+
+async def read_events(resp: aiohttp.ClientResponse, n: int) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    async with asyncio.timeout(5):
+        while len(events) < n:
+            line = await resp.content.readline()
+            assert line, "the watch ended early"
+            events.append(json.loads(line))
+    return events
+
+
+async def test_watch_through_both_versions(http):
+    _, first = await call(http, "POST", V2, hpa_v2("a", metrics=[cpu(30)]))
+    rv = first["metadata"]["resourceVersion"]
+    params = {"watch": "1", "resourceVersion": rv}
+    async with http.get(V1, params=params) as w1, http.get(V2, params=params) as w2:
+        assert w1.status == 200 and w2.status == 200
+        await call(http, "POST", V1, hpa_v1("b", targetCPUUtilizationPercentage=60))
+        await call(http, "PATCH", f"{V2}/a", {"spec": {"metrics": [MEMORY]}}, ctype="application/merge-patch+json")
+        e1, e2 = await read_events(w1, 2), await read_events(w2, 2)
+    assert [(e["type"], e["object"]["apiVersion"]) for e in e1] == [("ADDED", "autoscaling/v1"),
+                                                                     ("MODIFIED", "autoscaling/v1")]
+    assert [(e["type"], e["object"]["apiVersion"]) for e in e2] == [("ADDED", "autoscaling/v2"),
+                                                                     ("MODIFIED", "autoscaling/v2")]
+    assert e1[0]["object"]["spec"]["targetCPUUtilizationPercentage"] == 60
+    assert e2[0]["object"]["spec"]["metrics"] == [cpu(60)]
+    assert "targetCPUUtilizationPercentage" not in e1[1]["object"]["spec"]
+    assert METRICS_ANNOTATION in e1[1]["object"]["metadata"]["annotations"]
+    assert e2[1]["object"]["spec"]["metrics"] == [MEMORY]
+
+
+async def test_patches_through_v1_apply_to_the_v1_object(http):
+    await call(http, "POST", V2, hpa_v2("a", metrics=[MEMORY, cpu(70)]))
+    code, out = await call(http, "PATCH", f"{V1}/a", {"spec": {"targetCPUUtilizationPercentage": 45}},
+                           ctype="application/strategic-merge-patch+json")
+    assert code == 200, out
+    assert out["apiVersion"] == "autoscaling/v1" and out["spec"]["targetCPUUtilizationPercentage"] == 45
+    _, got = await call(http, "GET", f"{V2}/a")
+    assert got["spec"]["metrics"] == [MEMORY, cpu(45)]  # the other metric rode through the annotation
+    code, out = await call(http, "PATCH", f"{V1}/a", [{"op": "replace", "path": "/spec/maxReplicas", "value": 9}],
+                           ctype="application/json-patch+json")
+    assert code == 200 and out["spec"]["maxReplicas"] == 9
+    code, out = await call(http, "PATCH", f"{V1}/a", {"metadata": {"annotations": {METRICS_ANNOTATION: None}}},
+                           ctype="application/merge-patch+json")
+    assert code == 200, out
+    _, got = await call(http, "GET", f"{V2}/a")
+    assert got["spec"]["metrics"] == [cpu(45)]
+
+
+async def test_status_through_v1_and_tables_from_either_version(http):
+    await call(http, "POST", V1, hpa_v1("a", targetCPUUtilizationPercentage=50))
+    _, cur = await call(http, "GET", f"{V1}/a")
+    cur["status"] = {"currentReplicas": 2, "desiredReplicas": 3, "currentCPUUtilizationPercentage": 65}
+    code, out = await call(http, "PUT", f"{V1}/a/status", cur)
+    assert code == 200, out
+    assert out["status"]["currentCPUUtilizationPercentage"] == 65
+    _, got = await call(http, "GET", f"{V2}/a")
+    assert got["status"]["currentMetrics"] == [
+        {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 65}}}]
+    headers = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+    for base in (V1, V2):
+        async with http.get(f"{base}/a", headers=headers, params={"includeObject": "Object"}) as r:
+            assert r.status == 200 and "as=Table" in r.headers["Content-Type"]
+            table = await r.json()
+        assert table["rows"][0]["cells"][2] == "cpu: 65%/50%"
+        assert table["rows"][0]["object"]["apiVersion"] == f"autoscaling/{base.split('/')[3]}"
