@@ -321,6 +321,23 @@ async def test_enum_fields_are_enforced_on_every_write_verb(http):
             err["details"]["causes"], (method, ctype)
 
 
+async def test_an_enum_value_checked_by_the_schema_and_the_kind_is_reported_once(http):
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "enum"},
+               "spec": {"type": "Public", "ports": [{"port": 80, "protocol": "ICMP"}]}}
+    _, err, _ = await call(http, "POST", "/api/v1/namespaces/default/services", service)
+    assert_status(err, 422, "Invalid")
+    assert [(c["field"], c["message"]) for c in err["details"]["causes"]] == [
+        ("spec.type", 'Unsupported value: "Public": supported values: "ClusterIP", "ExternalName", "LoadBalancer", '
+                      '"NodePort"'),
+        ("spec.ports[0].protocol", 'Unsupported value: "ICMP": supported values: "SCTP", "TCP", "UDP"')]
+    body = deployment("restart")
+    body["spec"]["template"]["spec"]["restartPolicy"] = "Sometimes"
+    _, err, _ = await call(http, "POST", DEPLOY, body)
+    assert [c["message"] for c in err["details"]["causes"]] == [  # kube: the pod spec's rule, then the workload's
+        'Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"',
+        'Unsupported value: "Sometimes": supported values: "Always"']
+
+
 async def test_delete_pod_returns_object_and_deletecollection(http):
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1"},
            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}

@@ -35,7 +35,7 @@ from .storage.base import KeyExists, KeyNotFound, KeyValue, RevisionMismatch, St
 from .strategies import FallbackStrategy, strategy_table
 from .strategies.certificates import take_approval, take_status
 from .strategy import Strategy, StrategyRegistry
-from .validation import generate_name, validate_object
+from .validation import distinct_causes, generate_name, validate_object
 from .watchcache import WatchCache
 
 log = logging.getLogger(__name__)
@@ -143,7 +143,7 @@ def validate(info: ResourceInfo, obj: dict[str, Any], old: Mapping[str, Any] | N
             causes.append({"reason": "FieldValueInvalid", "field": part, "message": "Invalid value: must be an object"})
     if causes:
         meta = obj.get("metadata") or {}
-        raise st.invalid(info, meta.get("name", "") or meta.get("generateName", ""), causes)
+        raise st.invalid(info, meta.get("name", "") or meta.get("generateName", ""), distinct_causes(causes))
 
 
 def _owner_ref_causes(obj: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -42,6 +42,7 @@ from kinformer.server.structural import apply_defaults, prune, validate_against_
 
 __all__ = [
     "apply_defaults",
+    "distinct_causes",
     "generate_name",
     "invalid_message",
     "is_dns1035_label",
@@ -409,6 +410,19 @@ _KIND_VALIDATORS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any] | Non
     "Lease": _validate_lease,
     "CustomResourceDefinition": _validate_crd,
 }
+
+
+def distinct_causes(causes: list[Cause]) -> list[Cause]:
+    """``causes`` without repeats (same reason, field and message), first ones kept: the schema's enum check and a
+    kind's own rules may both name one value, and kube reports it once."""
+    seen: set[tuple[Any, Any, Any]] = set()
+    out = []
+    for cause in causes:
+        key = (cause.get("reason"), cause.get("field"), cause.get("message"))
+        if key not in seen:
+            seen.add(key)
+            out.append(cause)
+    return out
 
 
 def validate_object(info: ResourceInfoLike, obj: Mapping[str, Any],
