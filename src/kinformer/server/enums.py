@@ -3,13 +3,13 @@
 kubernetes-validate's schemas carry no ``enum`` for these fields (only their descriptions list the values), so
 this table supplies them. Facts from kubernetes/kubernetes at v1.32: ``pkg/apis/core/validation/validation.go``
 (validateRestartPolicy, validateDNSPolicy, validatePullPolicy, validateContainerCommon's terminationMessagePolicy,
-validateContainerPorts, validateTolerations, validatePreemptionPolicy, validateOS, the seccomp and AppArmor profile
-checks, validateHTTPGetAction, validateMountPropagation, validateMountRecursiveReadOnly, validateAzureDisk,
-validateHostPathType, the topology spread constraint checks, ValidateService, ValidatePersistentVolumeSpec,
-ValidatePersistentVolumeClaimSpec), ``pkg/apis/apps/validation`` (ValidateDeploymentStrategy,
-ValidateStatefulSetSpec), ``pkg/apis/batch/validation`` (validateJobSpec, the pod failure policy checks,
-validateCronJobSpec), ``pkg/apis/networking/validation`` (ValidateNetworkPolicySpec, validateHTTPIngressPath) and
-``pkg/apis/policy/validation`` (ValidatePodDisruptionBudgetSpec); the same fields
+validateContainerPorts, validateResizePolicy, validateTolerations, validatePreemptionPolicy, validateOS, the
+seccomp and AppArmor profile checks, validateHTTPGetAction, validateMountPropagation,
+validateMountRecursiveReadOnly, validateAzureDisk, validateHostPathType, the topology spread constraint checks,
+ValidateService, ValidatePersistentVolumeSpec, ValidatePersistentVolumeClaimSpec), ``pkg/apis/apps/validation``
+(ValidateDeploymentStrategy, ValidateStatefulSetSpec), ``pkg/apis/batch/validation`` (validateJobSpec, the pod
+failure policy checks, validateCronJobSpec), ``pkg/apis/networking/validation`` (ValidateNetworkPolicySpec,
+validateHTTPIngressPath) and ``pkg/apis/policy/validation`` (ValidatePodDisruptionBudgetSpec); the same fields
 carry ``enum`` in kube's OpenAPI v3 documents. The message is apimachinery's ``field.NotSupported``
 (``Unsupported value: "X": supported values: "A", "B"``), the values in the order kube prints them: a literal list
 where kube spells one out, sorted where it prints a set.
@@ -21,6 +21,7 @@ An empty string passes where kube's defaulting replaces it before validation (``
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,23 +39,29 @@ class Enum:
 
     values: tuple[str, ...]
     empty_ok: bool = False  # kube defaults "" before validating
-    list_path: bool = False  # a list of values reported at the list's path (``spec.accessModes``), not the item's
+    # where kube reports it, when not at the value's own path: "list" (a list of values at the list's path:
+    # ``spec.accessModes``), "parent" (the field of a list item without the item's index:
+    # ``volumeMounts.mountPropagation``), "owner" (the field of a list item at the list's path: ``resizePolicy``)
+    at: str = ""
     invalid_detail: str = ""  # reported as Invalid with this detail instead of NotSupported
 
     def cause(self, path: str, value: Any) -> Cause:
-        if self.list_path and path.endswith("]"):
-            path = path[:path.rindex("[")]
+        if self.at:
+            path = re.sub(_AT[self.at][0], _AT[self.at][1], path)
         if self.invalid_detail:
             return invalid(path, value, self.invalid_detail)
         return not_supported(path, value, list(self.values))
 
 
+_AT = {"list": (r"\[[^\]]*\]$", ""), "parent": (r"\[[^\]]*\](\.[^.\[\]]+)$", r"\1"),
+       "owner": (r"\[[^\]]*\]\.[^.\[\]]+$", "")}
+
+
 _CORE = "io.k8s.api.core.v1."
 _PROTOCOLS = Enum(("SCTP", "TCP", "UDP"), empty_ok=True)
 _PULL_POLICY = Enum(("Always", "IfNotPresent", "Never"), empty_ok=True)
-_MESSAGE_POLICY = Enum(("File", "FallbackToLogsOnError"), empty_ok=True,
-                       invalid_detail="must be 'File' or 'FallbackToLogsOnError'")
-_ACCESS_MODES = Enum(("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"), list_path=True)
+_MESSAGE_POLICY = Enum(("File", "FallbackToLogsOnError"), empty_ok=True)
+_ACCESS_MODES = Enum(("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"), at="list")
 _VOLUME_MODES = Enum(("Block", "Filesystem"))
 
 # (definition, field) -> Enum; a list field's enum applies to its items.
@@ -76,8 +83,10 @@ BUILTIN_ENUMS: dict[tuple[str, str], Enum] = {
     (_CORE + "SeccompProfile", "type"): Enum(("Localhost", "RuntimeDefault", "Unconfined")),
     (_CORE + "AppArmorProfile", "type"): Enum(("Localhost", "RuntimeDefault", "Unconfined")),
     (_CORE + "HTTPGetAction", "scheme"): Enum(("HTTP", "HTTPS"), empty_ok=True),
-    (_CORE + "VolumeMount", "mountPropagation"): Enum(("Bidirectional", "HostToContainer", "None")),
-    (_CORE + "VolumeMount", "recursiveReadOnly"): Enum(("Disabled", "Enabled", "IfPossible")),
+    (_CORE + "VolumeMount", "mountPropagation"): Enum(("Bidirectional", "HostToContainer", "None"), at="parent"),
+    (_CORE + "VolumeMount", "recursiveReadOnly"): Enum(("Disabled", "Enabled", "IfPossible"), at="parent"),
+    (_CORE + "ContainerResizePolicy", "resourceName"): Enum(("cpu", "memory"), at="owner"),
+    (_CORE + "ContainerResizePolicy", "restartPolicy"): Enum(("NotRequired", "RestartContainer"), at="owner"),
     (_CORE + "AzureDiskVolumeSource", "cachingMode"): Enum(("None", "ReadOnly", "ReadWrite")),
     (_CORE + "AzureDiskVolumeSource", "kind"): Enum(("Dedicated", "Managed", "Shared")),
     (_CORE + "HostPathVolumeSource", "type"): Enum(("", "BlockDevice", "CharDevice", "Directory",

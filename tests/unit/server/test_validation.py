@@ -348,8 +348,11 @@ ENUM_CASES = [
      "spec.containers[0].imagePullPolicy", 'Unsupported value: "Bogus": supported values: "Always", '
      '"IfNotPresent", "Never"'),
     ("", "v1", "pods", {"spec": {"containers": [{"name": "c", "image": "i", "terminationMessagePolicy": "Log"}]}},
-     "spec.containers[0].terminationMessagePolicy", "Invalid value: \"Log\": must be 'File' or "
-     "'FallbackToLogsOnError'"),
+     "spec.containers[0].terminationMessagePolicy", 'Unsupported value: "Log": supported values: "File", '
+     '"FallbackToLogsOnError"'),
+    ("", "v1", "pods", {"spec": {"containers": [{"name": "c", "image": "i", "resizePolicy": [
+        {"resourceName": "cpu", "restartPolicy": "Always"}]}]}}, "spec.containers[0].resizePolicy",
+     'Unsupported value: "Always": supported values: "NotRequired", "RestartContainer"'),
     ("", "v1", "pods", {"spec": {"containers": [{"name": "c", "image": "i", "ports": [
         {"containerPort": 80, "protocol": "XTP"}]}]}}, "spec.containers[0].ports[0].protocol",
      'Unsupported value: "XTP": supported values: "SCTP", "TCP", "UDP"'),
@@ -375,11 +378,11 @@ ENUM_CASES = [
      'Unsupported value: "FTP": supported values: "HTTP", "HTTPS"'),
     ("", "v1", "pods", {"spec": {"containers": [{"name": "c", "image": "i", "volumeMounts": [
         {"name": "v", "mountPath": "/v", "mountPropagation": "Both"}]}]}},
-     "spec.containers[0].volumeMounts[0].mountPropagation",
+     "spec.containers[0].volumeMounts.mountPropagation",
      'Unsupported value: "Both": supported values: "Bidirectional", "HostToContainer", "None"'),
     ("", "v1", "pods", {"spec": {"containers": [{"name": "c", "image": "i", "volumeMounts": [
         {"name": "v", "mountPath": "/v", "readOnly": True, "recursiveReadOnly": "Always"}]}]}},
-     "spec.containers[0].volumeMounts[0].recursiveReadOnly",
+     "spec.containers[0].volumeMounts.recursiveReadOnly",
      'Unsupported value: "Always": supported values: "Disabled", "Enabled", "IfPossible"'),
     ("", "v1", "pods", _template(volumes=[{"name": "v", "azureDisk": {"diskName": "d", "diskURI": "https://d",
                                                                       "cachingMode": "WriteBack"}}]),
