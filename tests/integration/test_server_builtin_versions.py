@@ -162,3 +162,28 @@ async def test_status_through_v1_and_tables_from_either_version(http):
             table = await r.json()
         assert table["rows"][0]["cells"][2] == "cpu: 65%/50%"
         assert table["rows"][0]["object"]["apiVersion"] == f"autoscaling/{base.split('/')[3]}"
+
+
+async def test_v2_writes_drop_the_v1_round_trip_annotations(server, http):
+    obj = hpa_v2("a", metrics=[cpu(30)])
+    obj["metadata"]["annotations"] = {METRICS_ANNOTATION: json.dumps([{"type": "Pods"}]), "team": "x"}
+    code, created = await call(http, "POST", V2, obj)
+    assert code == 201, created
+    assert created["metadata"]["annotations"] == {"team": "x"}
+    assert (await stored(server, "a"))["metadata"]["annotations"] == {"team": "x"}
+
+
+async def test_an_object_stored_as_v1_before_conversion_reads_converted_through_v2(server, http):
+    legacy = hpa_v1("old", targetCPUUtilizationPercentage=35, minReplicas=1)
+    legacy["metadata"].update(namespace="default", uid="u-old", creationTimestamp="2026-01-01T00:00:00Z")
+    key = "/registry/autoscaling/horizontalpodautoscalers/default/old"
+    kv = await server.storage.create(key, orjson.dumps(legacy))
+    rv = {"resourceVersion": str(kv.mod_revision)}  # served from the watch cache once it has the revision
+    for params in (None, rv):  # from storage, then from the watch cache
+        code, got = await call(http, "GET", f"{V2}/old", params=params)
+        assert code == 200 and got["apiVersion"] == "autoscaling/v2" and got["spec"]["metrics"] == [cpu(35)]
+        assert "targetCPUUtilizationPercentage" not in got["spec"]
+        _, items = await call(http, "GET", V2, params=params)
+        assert [i["spec"]["metrics"] for i in items["items"]] == [[cpu(35)]]
+    _, v1 = await call(http, "GET", f"{V1}/old")
+    assert v1["spec"]["targetCPUUtilizationPercentage"] == 35

@@ -26,13 +26,14 @@ Functions take a mapping and return a new dict; their input is never modified.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-__all__ = ["CONVERTERS", "BuiltinConverter", "convert", "hpa_v1_to_v2", "hpa_v2_to_v1", "storage_version"]
+__all__ = ["CONVERTERS", "BuiltinConverter", "convert", "drop_round_trip_annotations", "hpa_v1_to_v2", "hpa_v2_to_v1",
+           "served_as", "storage_version"]
 
 METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/metrics"
 CURRENT_METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/current-metrics"
@@ -51,6 +52,7 @@ ConvertFn = Callable[[Mapping[str, Any], bool], Obj]
 class BuiltinConverter:
     """How one multi-version built-in kind is stored and converted."""
 
+    kind: str
     storage_version: str
     #: (from version, to version) -> function(object, partial) -> converted object
     functions: Mapping[tuple[str, str], ConvertFn]
@@ -356,9 +358,12 @@ def _hpa_v2_to_v2(obj: Mapping[str, Any], partial: bool = False) -> Obj:
 
 
 CONVERTERS: dict[tuple[str, str], BuiltinConverter] = {
-    ("autoscaling", "horizontalpodautoscalers"): BuiltinConverter("v2", {
+    ("autoscaling", "horizontalpodautoscalers"): BuiltinConverter("HorizontalPodAutoscaler", "v2", {
         ("v1", "v2"): hpa_v1_to_v2, ("v2", "v1"): hpa_v2_to_v1, ("v2", "v2"): _hpa_v2_to_v2}),
 }
+
+
+_BY_KIND = {(group, c.kind): (group, plural) for (group, plural), c in CONVERTERS.items()}
 
 
 def storage_version(group: str, plural: str) -> str | None:
@@ -383,3 +388,28 @@ def convert(group: str, plural: str, obj: Obj, desired: str, *, partial: bool = 
     if fn is None:
         return obj if src == dst else {**obj, "apiVersion": desired}
     return fn(obj, partial)
+
+
+def served_as(obj: Obj, api_version: str) -> Obj:
+    """``obj`` served as ``api_version`` of its own resource: converted when its kind has a converter (an
+    object stored, before conversion existed, in another version), else relabelled as CRD "None" conversion does."""
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    resource = _BY_KIND.get((group, str(obj.get("kind", ""))))
+    if resource is None:
+        return {**obj, "apiVersion": api_version}
+    return convert(resource[0], resource[1], obj, api_version)
+
+
+def drop_round_trip_annotations(obj: MutableMapping[str, Any]) -> None:
+    """Remove, in place, the annotations in which v1 keeps v2-only fields (kube drops them decoding v2)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return
+    annotations = meta.get("annotations")
+    if not isinstance(annotations, dict) or not any(k in annotations for k in ROUND_TRIP_ANNOTATIONS):
+        return
+    kept = {k: v for k, v in annotations.items() if k not in ROUND_TRIP_ANNOTATIONS}
+    if kept:
+        meta["annotations"] = kept
+    else:
+        del meta["annotations"]

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from ..clock import Clock
 from . import status as st
+from .builtin_conversion import served_as
 from .flowcontrol import seat_released
 from .objects import ObjectStore, parse_rv, served
 from .query import CONTINUE_TOO_OLD, Filter, decode_continue, encode_continue, make_filter, parse_int64
@@ -54,7 +55,7 @@ class ReadHandlers:
                 raise st.not_found(info, t.name)
             obj = served(kv)
             if obj.get("apiVersion") != info.api_version:
-                obj["apiVersion"] = info.api_version
+                obj = served_as(obj, info.api_version)
             return json_response(obj)
         rv = parse_rv(rv_text)
         if rv:
@@ -154,7 +155,7 @@ class ReadHandlers:
                 if not flt.empty and not flt(obj):
                     continue
                 if obj.get("apiVersion") != av:
-                    obj["apiVersion"] = av
+                    obj = served_as(obj, av)
                 items.append(orjson.dumps(obj))
                 if limit and len(items) >= limit:
                     more = i + 1 < len(kvs) or res.more

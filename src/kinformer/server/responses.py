@@ -9,6 +9,7 @@ import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
+from .builtin_conversion import served_as
 from .watchcache import CachedObject
 
 # A response copies the headers it is given; from a CIMultiDict that copy is about half the cost of
@@ -24,18 +25,16 @@ def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | Non
 
 
 def reencode(co: CachedObject, api_version: str) -> bytes:
-    """Object bytes served under another version of the same resource (CRD "None" conversion)."""
+    """Object bytes served under another version of the same resource (CRD "None" conversion; a built-in
+    kind stored in another version is converted, see :func:`.builtin_conversion.served_as`)."""
     if co.obj.get("apiVersion") == api_version:
         return co.raw
-    obj = dict(co.obj)
-    obj["apiVersion"] = api_version
-    return orjson.dumps(obj)
+    return orjson.dumps(served_as(co.obj, api_version))
 
 
 def at_revision(obj: Mapping[str, Any], rev: int, api_version: str) -> bytes:
     """``obj`` (left untouched) served under ``api_version`` with ``metadata.resourceVersion`` set to ``rev``."""
-    out = dict(obj)
-    out["apiVersion"] = api_version
+    out = served_as(dict(obj), api_version) if obj.get("apiVersion") != api_version else dict(obj)
     meta = out.get("metadata")
     out["metadata"] = {**(meta if isinstance(meta, dict) else {}), "resourceVersion": str(rev)}
     return orjson.dumps(out)

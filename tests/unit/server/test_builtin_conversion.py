@@ -14,8 +14,10 @@ from kinformer.server.builtin_conversion import (
     CURRENT_METRICS_ANNOTATION,
     METRICS_ANNOTATION,
     convert,
+    drop_round_trip_annotations,
     hpa_v1_to_v2,
     hpa_v2_to_v1,
+    served_as,
     storage_version,
 )
 
@@ -186,3 +188,20 @@ def test_convert_relabels_kinds_without_a_converter_and_keeps_same_version_objec
     obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
     assert convert("", "configmaps", obj, "v1") is obj
     assert convert("x.io", "foos", {"apiVersion": "x.io/v1"}, "x.io/v2") == {"apiVersion": "x.io/v2"}
+
+
+def test_served_as_converts_a_kind_stored_in_another_version_and_relabels_the_rest() -> None:
+    v1 = {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "a"},
+          "spec": {"maxReplicas": 2, "targetCPUUtilizationPercentage": 40}}
+    assert served_as(v1, "autoscaling/v2")["spec"] == {"maxReplicas": 2, "metrics": [cpu(40)]}
+    crd = {"apiVersion": "x.io/v1", "kind": "Foo", "spec": {"a": 1}}
+    assert served_as(crd, "x.io/v2") == {"apiVersion": "x.io/v2", "kind": "Foo", "spec": {"a": 1}}
+
+
+def test_drop_round_trip_annotations_in_place() -> None:
+    obj = v2({}, None, **{METRICS_ANNOTATION: "[]", CONDITIONS_ANNOTATION: "[]"})
+    drop_round_trip_annotations(obj)
+    assert "annotations" not in obj["metadata"]
+    obj = v2({}, None, **{BEHAVIOR_ANNOTATION: "{}", "keep": "me"})
+    drop_round_trip_annotations(obj)
+    assert obj["metadata"]["annotations"] == {"keep": "me"}

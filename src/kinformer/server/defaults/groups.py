@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..builtin_conversion import drop_round_trip_annotations
 from .pod import Obj, _dict, _items
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -113,6 +114,7 @@ _SCALE_DOWN = {"selectPolicy": "Max", "policies": [{"type": "Percent", "value": 
 
 def default_hpa_v2(obj: Obj) -> None:
     """Min one replica, 80 % CPU when no metric is given; behavior rules filled in when behavior is set."""
+    drop_round_trip_annotations(obj)  # kube's v2 decoding drops the annotations v1 keeps v2 fields in
     spec = _dict(obj, "spec")
     if spec is None:
         return
