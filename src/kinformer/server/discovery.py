@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import web
 
+from . import builtin_conversion
+
 if TYPE_CHECKING:
     from kinformer.server.registry import Registry, ResourceInfo
 
@@ -84,8 +86,10 @@ def _group_version(group: str, version: str) -> str:
 
 
 def _storage_version_hash(info: ResourceInfo) -> str:
-    """kube's storageVersionHash: the first 8 bytes of sha256("group/version/kind"), base64."""
-    digest = hashlib.sha256(f"{info.group}/{info.version}/{info.kind}".encode()).digest()
+    """kube's storageVersionHash: the first 8 bytes of sha256("group/version/kind") of the version the
+    resource is stored in, base64 (every served version of a multi-version built-in shares it)."""
+    version = (builtin_conversion.storage_version(info.group, info.plural) if info.builtin else None) or info.version
+    digest = hashlib.sha256(f"{info.group}/{version}/{info.kind}".encode()).digest()
     return base64.b64encode(digest[:8]).decode()
 
 

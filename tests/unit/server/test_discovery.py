@@ -119,6 +119,15 @@ async def test_group_and_group_version_documents(client: TestClient) -> None:
     assert by_name["deployments/status"]["kind"] == "Deployment" and "group" not in by_name["deployments/status"]
 
 
+
+async def test_both_hpa_versions_report_the_hash_of_their_storage_version(client: TestClient) -> None:
+    hashes = []
+    for version in ("v1", "v2"):
+        body, _ = await get_json(client, f"/apis/autoscaling/{version}")
+        hashes.append({r["name"]: r for r in body["resources"]}["horizontalpodautoscalers"]["storageVersionHash"])
+    assert hashes == ["qwQve8ut294=", "qwQve8ut294="]  # kube 1.32's, of autoscaling/v2 HorizontalPodAutoscaler
+
+
 @pytest.mark.parametrize("path", ["/apis/nope", "/apis/nope/v1", "/apis/apps/v9", "/api/v2"])
 async def test_unknown_group_or_version_is_not_found(client: TestClient, path: str) -> None:
     body, _ = await get_json(client, path, status=404)
