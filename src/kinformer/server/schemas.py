@@ -292,7 +292,7 @@ def _compile(node: Node) -> Callable[[Any], bool]:
 
 def _object_check(node: Node) -> Callable[[Any], bool]:
     table: dict[str, Any] = {}  # field name -> Entry
-    required, accepts = node.required, node.accepts
+    required, accepts, get = node.required, node.accepts, table.get
 
     def check(value: Any) -> bool:
         if type(value) is not dict:
@@ -300,7 +300,6 @@ def _object_check(node: Node) -> Callable[[Any], bool]:
         for name in required:
             if name not in value:
                 return False
-        get = table.get
         for key, item in value.items():
             entry = get(key)
             if entry is None:
