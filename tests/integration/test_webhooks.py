@@ -281,3 +281,38 @@ async def test_a_failing_conversion_webhook_is_a_500_and_the_storage_version_sti
         await kube_client.get("example.com/v2/widgets", "a", namespace="default")
     assert err.value.code == 500 and "conversion webhook for example.com/v2, Kind=Widget failed" in err.value.message
     assert (await kube_client.get("example.com/v1/widgets", "a", namespace="default"))["spec"] == {"size": 1}
+
+
+HPA_V1 = "autoscaling/v1/horizontalpodautoscalers"
+HPA_V2 = "autoscaling/v2/horizontalpodautoscalers"
+
+
+def hpa_rules(version: str) -> list[dict[str, Any]]:
+    return [{"operations": ["CREATE"], "apiGroups": ["autoscaling"], "apiVersions": [version],
+             "resources": ["horizontalpodautoscalers"]}]
+
+
+@pytest.mark.parametrize("policy", ["Equivalent", "Exact"])
+async def test_a_webhook_sees_an_hpa_in_the_version_its_rules_name(kube_client, kube_webhook_server, policy):
+    """kube's matchPolicy: Equivalent converts the object to the version a rule names; Exact only matches that."""
+    seen: list[tuple[str, str, str]] = []
+
+    def cap(obj: dict[str, Any], req: ki.AdmissionRequest) -> dict[str, Any]:
+        seen.append((req.kind["version"], req.raw["requestKind"]["version"], obj["apiVersion"]))
+        obj["spec"]["targetCPUUtilizationPercentage"] = 33  # a v1 field: the patch applies to the v1 object
+        return obj
+
+    kube_webhook_server.mutating("/cap", cap)
+    await kube_client.create(MUTATING, configuration("MutatingWebhookConfiguration", "cap",
+                                                     kube_webhook_server.client_config("/cap"),
+                                                     rules=hpa_rules("v1"), matchPolicy=policy))
+    ref = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+    await kube_client.create(HPA_V1, {"metadata": {"name": "one"}, "spec": {"scaleTargetRef": ref, "maxReplicas": 3}},
+                             namespace="default")
+    await kube_client.create(HPA_V2, {"metadata": {"name": "two"}, "spec": {"scaleTargetRef": ref, "maxReplicas": 3}},
+                             namespace="default")
+    want = [("v1", "v1", "autoscaling/v1")] + ([("v1", "v2", "autoscaling/v1")] if policy == "Equivalent" else [])
+    assert seen == want
+    cpu = [(await kube_client.get(HPA_V2, name, namespace="default"))["spec"]["metrics"][0]["resource"]["target"][
+        "averageUtilization"] for name in ("one", "two")]
+    assert cpu == [33, 33 if policy == "Equivalent" else 80]

@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import copy
+import dataclasses
 import logging
 import uuid
 from collections.abc import Iterable, Mapping
@@ -47,6 +48,7 @@ import orjson
 from ..errors import SelectorError
 from ..selectors import label_selector_from_dict
 from . import status as st
+from .builtin_conversion import convert, equivalent_versions
 from .patch import PatchError, json_patch
 from .registry import ResourceInfo
 from .webhook_client import CallFailed, WebhookClient
@@ -78,6 +80,8 @@ class AdmissionAttributes:
     dry_run: bool = False
     options: Mapping[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    #: the version the client sent the request to, when it is served through another (storage) version
+    request_version: str = ""
 
     def warn(self, text: str) -> None:
         if len(self.warnings) < MAX_WARNINGS:
@@ -116,6 +120,34 @@ def rule_matches(rule: Mapping[str, Any], attrs: AdmissionAttributes) -> bool:
         return False
     scope = rule.get("scope") or "*"
     return scope == "*" or (scope == "Namespaced") == info.namespaced
+
+
+def matched_version(hook: Mapping[str, Any], attrs: AdmissionAttributes) -> str | None:
+    """The version ``hook`` sees the request in: the client's own when a rule selects it; else, under
+    ``matchPolicy: Equivalent`` (the default), another version of the same built-in resource that a rule
+    selects (the object is converted to it, see :mod:`.builtin_conversion`); None when nothing matches."""
+    rules = hook.get("rules") or []
+    requested = attrs.request_version or attrs.info.version
+    candidates = [requested]
+    if hook.get("matchPolicy", "Equivalent") != "Exact":
+        candidates += [v for v in equivalent_versions(attrs.info.group, attrs.info.plural) if v != requested]
+    for version in candidates:
+        seen = attrs if version == attrs.info.version else \
+            dataclasses.replace(attrs, info=dataclasses.replace(attrs.info, version=version))
+        if any(rule_matches(r, seen) for r in rules):
+            return version
+    return None
+
+
+def shown_as(attrs: AdmissionAttributes, obj: Any, version: str) -> Any:
+    """``obj`` as ``version`` of the request's resource; unchanged when it is that version, None, or not
+    an object of a built-in with converters (a subresource's Scale or Eviction, a custom resource)."""
+    group = attrs.info.group
+    api_version = f"{group}/{version}" if group else version
+    if not isinstance(obj, dict) or obj.get("apiVersion") == api_version or obj.get("kind") != attrs.info.kind \
+            or not attrs.info.builtin or not equivalent_versions(group, attrs.info.plural):
+        return obj
+    return convert(group, attrs.info.plural, obj, api_version)
 
 
 def _selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str] | None) -> bool:
@@ -197,7 +229,7 @@ class WebhookDispatcher:
 
     async def _applies(self, hook: Mapping[str, Any], attrs: AdmissionAttributes, obj: Mapping[str, Any] | None,
                        old: Mapping[str, Any] | None) -> bool:
-        if not any(rule_matches(r, attrs) for r in hook.get("rules") or []):
+        if matched_version(hook, attrs) is None:
             return False
         if not _selector_matches(hook.get("objectSelector"), _labels(obj)) and \
                 not (old is not None and _selector_matches(hook.get("objectSelector"), _labels(old))):
@@ -216,13 +248,14 @@ class WebhookDispatcher:
         return True
 
     def _request(self, attrs: AdmissionAttributes, obj: Mapping[str, Any] | None,
-                 old: Mapping[str, Any] | None) -> dict[str, Any]:
+                 old: Mapping[str, Any] | None, version: str) -> dict[str, Any]:
         info = attrs.info
-        kind = {"group": info.group, "version": info.version, "kind": info.kind}
-        resource = {"group": info.group, "version": info.version, "resource": info.plural}
+        kind = {"group": info.group, "version": version, "kind": info.kind}
+        resource = {"group": info.group, "version": version, "resource": info.plural}
+        requested = attrs.request_version or info.version
         req: dict[str, Any] = {
-            "uid": str(uuid.uuid4()), "kind": kind, "resource": resource, "requestKind": kind,
-            "requestResource": resource, "name": attrs.name, "namespace": attrs.namespace,
+            "uid": str(uuid.uuid4()), "kind": kind, "resource": resource, "requestKind": {**kind, "version": requested},
+            "requestResource": {**resource, "version": requested}, "name": attrs.name, "namespace": attrs.namespace,
             "operation": attrs.operation,
             "userInfo": {"username": attrs.user, "uid": attrs.uid, "groups": list(attrs.groups)},
             "object": obj, "oldObject": old, "dryRun": attrs.dry_run, "options": attrs.options}
@@ -250,7 +283,8 @@ class WebhookDispatcher:
         """Call ``hook``; its ``response``, or None when it was skipped (matchConditions, Ignore policy)."""
         name = hook.get("name", "")
         self._check_dry_run(name, hook, attrs)
-        request = self._request(attrs, obj, old)
+        version = matched_version(hook, attrs) or attrs.info.version
+        request = self._request(attrs, shown_as(attrs, obj, version), shown_as(attrs, old, version), version)
         try:
             if not await self._conditions_hold(hook, request):
                 return None
@@ -291,9 +325,11 @@ class WebhookDispatcher:
             if response.get("patchType") != "JSONPatch":
                 raise CallFailed(f"unsupported patch type {response.get('patchType')!r}")
             ops = orjson.loads(base64.b64decode(response["patch"], validate=True))
-            patched = json_patch(copy.deepcopy(obj), ops)
+            version = matched_version(hook, attrs) or attrs.info.version
+            patched = json_patch(copy.deepcopy(shown_as(attrs, obj, version)), ops)
             if not isinstance(patched, dict):
                 raise CallFailed("the patch does not leave an object")
+            patched = shown_as(attrs, patched, attrs.info.version)
         except (CallFailed, PatchError, ValueError, TypeError) as exc:
             if hook.get("failurePolicy", "Fail") == "Ignore":
                 log.warning('webhook "%s" patch ignored (failurePolicy Ignore): %s', name, exc)
@@ -321,6 +357,7 @@ def admission_attributes(request: Any, t: Any, operation: str, dry_run: bool, *,
     A server without authentication serves everyone as the admin, so such requests carry that identity.
     """
     from .auth import ADMIN, USER_KEY
+    from .bodies import REQUEST_VERSION_KEY
 
     user = request.get(USER_KEY) or ADMIN
     username, uid, groups = user.name, user.uid, tuple(user.groups)
@@ -334,7 +371,8 @@ def admission_attributes(request: Any, t: Any, operation: str, dry_run: bool, *,
     return AdmissionAttributes(operation=operation, info=t.info,
                                namespace=t.namespace if namespace is None else namespace,
                                name=t.name if name is None else name, subresource=t.subresource, user=username,
-                               uid=uid, groups=groups, dry_run=dry_run, options=options)
+                               uid=uid, groups=groups, dry_run=dry_run, options=options,
+                               request_version=request.get(REQUEST_VERSION_KEY) or "")
 
 
 def dispatcher_over_cache(cache: Any) -> WebhookDispatcher:

@@ -54,6 +54,9 @@ def content_type(request: web.Request) -> str:
 
 # A body that replaces the request's own (set by CRD conversion, which serves a request through another version).
 BODY_KEY: Any = web.RequestKey("kinformer.body", bytes) if hasattr(web, "RequestKey") else "kinformer.body"
+# The version a client sent a request to that is served through a built-in's storage version (admission matches it).
+REQUEST_VERSION_KEY: Any = (web.RequestKey("kinformer.request_version", str) if hasattr(web, "RequestKey")
+                            else "kinformer.request_version")
 
 async def read_body(request: web.Request, timeout: float | None = None) -> bytes:
     """The request body; 413 when it exceeds 3 MiB, 408 when it takes longer than ``timeout`` (BODY_TIMEOUT).

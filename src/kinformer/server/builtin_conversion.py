@@ -32,8 +32,8 @@ from typing import Any
 
 import orjson
 
-__all__ = ["CONVERTERS", "BuiltinConverter", "convert", "drop_round_trip_annotations", "hpa_v1_to_v2", "hpa_v2_to_v1",
-           "served_as", "storage_version"]
+__all__ = ["CONVERTERS", "BuiltinConverter", "convert", "drop_round_trip_annotations", "equivalent_versions",
+           "hpa_v1_to_v2", "hpa_v2_to_v1", "served_as", "storage_version"]
 
 METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/metrics"
 CURRENT_METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/current-metrics"
@@ -370,6 +370,14 @@ def storage_version(group: str, plural: str) -> str | None:
     """The version a multi-version built-in resource is stored in; None for every other resource."""
     converter = CONVERTERS.get((group, plural))
     return converter.storage_version if converter is not None else None
+
+
+def equivalent_versions(group: str, plural: str) -> tuple[str, ...]:
+    """Every version the resource converts between (empty for a resource without a converter)."""
+    converter = CONVERTERS.get((group, plural))
+    if converter is None:
+        return ()
+    return tuple(sorted({v for pair in converter.functions for v in pair}))
 
 
 def _version_of(api_version: Any) -> str:

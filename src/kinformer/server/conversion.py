@@ -33,7 +33,7 @@ from aiohttp import web
 
 from . import builtin_conversion
 from . import status as st
-from .bodies import BODY_KEY
+from .bodies import BODY_KEY, REQUEST_VERSION_KEY
 from .registry import Registry, ResourceInfo
 from .routing import Target
 from .webhook_client import CallFailed, WebhookClient
@@ -157,6 +157,8 @@ class Conversion:
                     update: Dispatch, read: Callable[[Target], Awaitable[dict[str, Any]]]) -> web.StreamResponse:
         """Serve ``request`` for ``t`` through ``storage_t``'s handlers, converting at the edges."""
         desired = t.info.api_version
+        if t.info.builtin:
+            request[REQUEST_VERSION_KEY] = t.info.version
         if request.method == "GET" and (t.watch or request.query.get("watch", "") not in ("", "0", "false")):
             request[CONVERT_WATCH_KEY] = (self, t.info, desired)
             return await dispatch(request, storage_t)
