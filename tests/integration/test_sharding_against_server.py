@@ -95,12 +95,14 @@ class Member:
 
 
 @contextlib.asynccontextmanager
-async def group(url: str, tracker: Tracker, n: int, first: int = 0) -> AsyncIterator[list[Member]]:
+async def group(url: str, tracker: Tracker, n: int, first: int = 0,
+                running: tuple[Member, ...] = ()) -> AsyncIterator[list[Member]]:
+    """``n`` new members, started and settled on a view of them plus the ``running`` ones."""
     members = [Member(url, tracker, f"m{i}") for i in range(first, first + n)]
     for m in members:
         m.start()
     try:
-        await settled(members)
+        await settled([*running, *members])
         yield members
     finally:
         for m in members:
@@ -206,9 +208,8 @@ async def test_a_member_that_cannot_renew_is_fenced_and_its_keys_move(kube_serve
     async with FaultProxy.for_url(kube_server.url) as proxy:
         cut = Member(proxy.url, tracker, "m0")
         cut.start()
-        async with group(kube_server.url, tracker, 2, first=1) as others:
+        async with group(kube_server.url, tracker, 2, first=1, running=(cut,)):
             try:
-                await settled([cut, *others])
                 theirs = [key for key in keys if owner_of(key, ["m0", "m1", "m2"]) == "m0"]
                 stalled, tracker.leaving = _loop_time(), "m0"
                 proxy.stall()
