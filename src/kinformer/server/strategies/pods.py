@@ -97,23 +97,25 @@ def admit_priority(spec: dict[str, Any]) -> None:
 _QOS_RESOURCES = ("cpu", "memory")
 
 
+def _qos_values(resources: Any, key: str) -> dict[str, str]:
+    """The cpu and memory quantities of ``resources[key]`` (requests or limits), as text."""
+    values = resources.get(key) if isinstance(resources, Mapping) else None
+    if not isinstance(values, Mapping):
+        return {}
+    return {name: str(values[name]) for name in _QOS_RESOURCES if name in values}
+
+
 def qos_class(spec: Mapping[str, Any]) -> str:
     """BestEffort without any cpu/memory request or limit; Guaranteed when every container's limits
     cover cpu and memory and equal its requests; Burstable otherwise."""
-    containers = _containers(spec, "initContainers", "containers")
-    if not any(isinstance(r := c.get("resources"), Mapping) and (r.get("requests") or r.get("limits"))
-               for c in containers):
-        return "BestEffort"
     any_set = False
     guaranteed = True
-    for container in containers:
-        resources = resources if isinstance(resources := container.get("resources"), Mapping) else {}
-        requests = {k: v for k, v in (resources.get("requests") or {}).items() if k in _QOS_RESOURCES}
-        limits = {k: v for k, v in (resources.get("limits") or {}).items() if k in _QOS_RESOURCES}
+    for container in _containers(spec, "initContainers", "containers"):
+        resources = container.get("resources")
+        requests, limits = _qos_values(resources, "requests"), _qos_values(resources, "limits")
         if requests or limits:
             any_set = True
-        if set(limits) != set(_QOS_RESOURCES) or any(str(requests.get(k, limits[k])) != str(limits[k])
-                                                       for k in limits):
+        if len(limits) != len(_QOS_RESOURCES) or any(requests.get(k, v) != v for k, v in limits.items()):
             guaranteed = False
     if not any_set:
         return "BestEffort"
