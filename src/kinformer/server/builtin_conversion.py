@@ -310,9 +310,9 @@ def hpa_v2_to_v1(obj: Mapping[str, Any], partial: bool = False) -> Obj:
     if "status" in obj:
         status = {k: v for k, v in status_in.items() if k not in ("currentMetrics", "conditions")}
         for m in current:
-            utilization = _map(_map(_map(m).get("resource")).get("current")).get("averageUtilization")
-            if _map(m).get("type") == "Resource" and _map(m)["resource"].get("name") == "cpu" \
-                    and utilization is not None:
+            res = _map(_map(m).get("resource"))
+            utilization = _map(res.get("current")).get("averageUtilization")
+            if _map(m).get("type") == "Resource" and res.get("name") == "cpu" and utilization is not None:
                 status["currentCPUUtilizationPercentage"] = utilization
         out["status"] = status
     return out

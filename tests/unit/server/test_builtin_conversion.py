@@ -205,3 +205,15 @@ def test_drop_round_trip_annotations_in_place() -> None:
     obj = v2({}, None, **{BEHAVIOR_ANNOTATION: "{}", "keep": "me"})
     drop_round_trip_annotations(obj)
     assert obj["metadata"]["annotations"] == {"keep": "me"}
+
+
+def test_malformed_parts_convert_without_failing() -> None:
+    odd: list[Any] = [None, 1, "x", [1], [{"type": "Resource", "resource": "x"}], {"a": 1}]
+    for value in odd:
+        obj = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+               "metadata": {"name": "a", "annotations": {METRICS_ANNOTATION: json.dumps(value),
+                                                         BEHAVIOR_ANNOTATION: json.dumps(value)}},
+               "spec": {"metrics": value, "behavior": value, "targetCPUUtilizationPercentage": value},
+               "status": {"currentMetrics": value, "conditions": value}}
+        for out in (hpa_v2_to_v1(obj), hpa_v1_to_v2(obj), hpa_v1_to_v2(hpa_v2_to_v1(obj))):
+            assert out["kind"] == "HorizontalPodAutoscaler"
