@@ -187,3 +187,15 @@ async def test_an_object_stored_as_v1_before_conversion_reads_converted_through_
         assert [i["spec"]["metrics"] for i in items["items"]] == [[cpu(35)]]
     _, v1 = await call(http, "GET", f"{V1}/old")
     assert v1["spec"]["targetCPUUtilizationPercentage"] == 35
+
+
+async def test_metadata_only_answers_carry_the_requested_versions_annotations(http):
+    await call(http, "POST", V2, hpa_v2("a", metrics=[MEMORY]))
+    for base, want in ((V1, True), (V2, False)):
+        for path, kind in ((f"{base}/a", "PartialObjectMetadata"), (base, "PartialObjectMetadataList")):
+            headers = {"Accept": f"application/json;as={kind};g=meta.k8s.io;v=v1"}
+            async with http.get(path, headers=headers) as r:
+                assert r.status == 200
+                doc = await r.json()
+            meta = doc["metadata"] if kind == "PartialObjectMetadata" else doc["items"][0]["metadata"]
+            assert (METRICS_ANNOTATION in (meta.get("annotations") or {})) is want, (path, meta)

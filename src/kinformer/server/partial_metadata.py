@@ -158,4 +158,19 @@ async def serve(api: Any, request: web.Request, target: Any, partial: PartialReq
     if partial.kind != wanted:
         raise not_acceptable(partial, wanted)
     plain = await (api.list(request, target) if is_list else api.get(request, target))
-    return respond(plain, partial, is_list)
+    return respond(await _in_requested_version(api, request, target, plain), partial, is_list)
+
+
+async def _in_requested_version(api: Any, request: web.Request, target: Any, plain: web.Response) -> web.Response:
+    """A built-in served through its storage version: the answer in the client's version (v1 HPAs carry
+    annotations v2 does not), before it is cut down."""
+    from .bodies import REQUEST_VERSION_KEY
+
+    version = request.get(REQUEST_VERSION_KEY)
+    conversion = getattr(api, "conversion", None)
+    if not version or conversion is None:
+        return plain
+    info = target.info
+    desired = f"{info.group}/{version}" if info.group else version
+    converted = await conversion.convert_response(plain, info, desired)
+    return converted if isinstance(converted, web.Response) else plain
