@@ -21,6 +21,7 @@ callback per turn.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections import deque
 from collections.abc import Callable
@@ -51,6 +52,7 @@ class TurnBudget:
         self._turn_open = False
         self._start = 0.0
         self._started = 0  # requests started in the current turn
+        self._context = contextvars.Context()  # the turn callback's (it reads none): no copy per turn
 
     def try_start(self) -> bool:
         """Whether a request may start now (counted as started); False: it must :meth:`wait`."""
@@ -90,7 +92,7 @@ class TurnBudget:
         self._turn_open = True
         self._start = now
         self._started = 0
-        asyncio.get_running_loop().call_soon(self._next_turn)
+        asyncio.get_running_loop().call_soon(self._next_turn, context=self._context)
 
     def _unqueue(self, flow: str, queue: deque[asyncio.Future[None]], fut: asyncio.Future[None]) -> None:
         try:
