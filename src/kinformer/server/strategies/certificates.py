@@ -55,14 +55,7 @@ def stamp_requester(obj: dict[str, Any], user: UserInfo) -> None:
     spec = obj.setdefault("spec", {})
     for key in ("username", "uid", "groups", "extra"):
         spec.pop(key, None)
-    if user.name:
-        spec["username"] = user.name
-    if user.uid:
-        spec["uid"] = user.uid
-    if user.groups:
-        spec["groups"] = list(user.groups)
-    if user.extra:
-        spec["extra"] = {k: list(v) for k, v in user.extra.items()}
+    spec.update({k: v for k, v in user.to_dict().items() if v})
 
 
 def _condition_causes(conditions: Any) -> list[Cause]:
