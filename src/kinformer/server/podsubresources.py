@@ -53,8 +53,8 @@ async def _body(request: web.Request, t: Target, kind: str) -> dict[str, Any]:
     return doc
 
 
-def _bind(pod: dict[str, Any], node: str, annotations: Mapping[str, str], info: ResourceInfo,
-          name: str) -> dict[str, Any]:
+def _bind(pod: dict[str, Any], node: str, annotations: Mapping[str, str], info: ResourceInfo, name: str,
+          now: str) -> dict[str, Any]:
     meta = pod["metadata"]
     if meta.get("deletionTimestamp"):
         raise st.conflict(info, name, f"pod {name} is being deleted, cannot be assigned to a host")
@@ -68,13 +68,13 @@ def _bind(pod: dict[str, Any], node: str, annotations: Mapping[str, str], info: 
     for cond in conditions:
         if cond.get("type") == "PodScheduled":
             if cond.get("status") != "True":
-                cond.update(status="True", lastTransitionTime=None)
+                cond.update(status="True", lastTransitionTime=now)
             cond.pop("reason", None)
             cond.pop("message", None)
             break
     else:
         conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                           "lastTransitionTime": None})
+                           "lastTransitionTime": now})
     return pod
 
 
@@ -105,11 +105,7 @@ class PodSubresources(WriteHandlers):
 
         def try_bind(pod: dict[str, Any] | None) -> dict[str, Any]:
             assert pod is not None
-            bound = _bind(pod, node, annotations, t.info, t.name)
-            for cond in bound["status"]["conditions"]:
-                if cond.get("type") == "PodScheduled" and cond.get("lastTransitionTime") is None:
-                    cond["lastTransitionTime"] = now
-            return bound
+            return _bind(pod, node, annotations, t.info, t.name, now)
 
         await self.store.guaranteed_update(t.info, t.namespace, t.name, try_bind,
                                            dry_run=self._dry_run(request))
