@@ -49,6 +49,16 @@ class RealClock:
 REAL_CLOCK = RealClock()
 
 
+async def sleep_until(clock: Clock, deadline: float) -> None:
+    """Wait until ``clock.now() >= deadline``.
+
+    The remaining time is read when the wait starts, not when it is scheduled: wrapped in a task (as a
+    race against another future), the wait may start only after the clock has moved, and a duration
+    computed beforehand would then be slept on top of the time that already passed.
+    """
+    await clock.sleep(deadline - clock.now())
+
+
 class FakeClock:
     """A clock that advances only when told to. Safe to use from one event loop.
 

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kinformer.aio import first_completed
-from kinformer.clock import REAL_CLOCK, Clock
+from kinformer.clock import REAL_CLOCK, Clock, sleep_until
 from kinformer.controller import metrics
 from kinformer.errors import AlreadyExists, APIError, Conflict, NotFound
 
@@ -150,7 +150,7 @@ class LeaderElector:
         timeout may be longer than the lease) must not keep a leader leading past it.
         """
         index, attempt = await first_completed(
-            self._try_acquire_or_renew(), self.clock.sleep(max(0.0, deadline - self.clock.now())))
+            self._try_acquire_or_renew(), sleep_until(self.clock, deadline))
         return index == 0 and not attempt.cancelled() and attempt.exception() is None and bool(attempt.result())
 
     async def _started_leading(self) -> None:

@@ -19,7 +19,7 @@ import heapq
 import itertools
 
 from kinformer.aio import first_completed
-from kinformer.clock import REAL_CLOCK, Clock
+from kinformer.clock import REAL_CLOCK, Clock, sleep_until
 from kinformer.workqueue.metrics import MetricsProvider
 from kinformer.workqueue.queue import T, WorkQueue
 
@@ -102,7 +102,7 @@ class DelayingQueue(WorkQueue[T]):
                 await wakeup
                 continue
             self._next_ready = ready_at = heap[0][0]
-            await first_completed(wakeup, clock.sleep(ready_at - clock.now()))
+            await first_completed(wakeup, sleep_until(clock, ready_at))
 
     def _add_ready(self, now: float) -> None:
         """Move every item whose ready time has come into the queue."""

@@ -182,3 +182,20 @@ def test_add_after_needs_a_running_loop(clock: FakeClock) -> None:
     with pytest.raises(RuntimeError, match="running event loop"):
         q.add_after("a", 1.0)
     assert q.waiting_count == 0
+
+
+@pytest.mark.parametrize("turns", range(6))
+async def test_time_that_passes_while_the_waiter_reschedules_is_not_slept_again(turns: int) -> None:
+    """An earlier item wakes the waiter, which races a new sleep against the next wake-up. If the clock
+    moves before that sleep has started, the item is still ready at its time, not a whole delay later."""
+    clock = FakeClock()
+    q = DelayingQueue(clock=clock)
+    q.add_after("late", 60.0)
+    await clock.wait_for_waiters(1)
+    q.add_after("soon", 0.005)
+    for _ in range(turns):
+        await asyncio.sleep(0)
+    clock.step(0.005)
+    await wait_until(lambda: len(q) == 1, timeout=2.0, what="'soon' to be ready")
+    assert q.waiting_count == 1
+    q.shutdown()
