@@ -3,7 +3,8 @@
 Each server runs in a process of its own (``APIServer("memory")``, plain HTTP on loopback, as
 ``bench_server_writes.py --serve``); one minimal blocking HTTP/1.1 client (one keep-alive socket, a few µs
 per request) in a thread of this process sends, per round and server, ``GET /healthz`` (aiohttp and the
-handler chain alone), a ``GET`` of one small ConfigMap, and small ConfigMap creates (~0.3 KB). Printed per
+handler chain alone), a ``GET`` of one small ConfigMap, small ConfigMap creates (~0.3 KB) and realistic pod
+creates (``bench_server_writes.py``'s 7.5 KB pods). Printed per
 server and workload: the best and the median of the rounds of the server process's CPU time per request
 (user + system, from /proc; the machine's load disturbs it far less than wall-clock rates) and of the rate.
 
@@ -34,7 +35,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench_server_writes import CMS, configmap_bodies, cpu_seconds, minimal_sequential, server_process
+from bench_server_writes import CMS, PODS, configmap_bodies, cpu_seconds, minimal_sequential, pod_bodies, server_process
 
 HERE = Path(__file__).resolve().parent
 
@@ -82,7 +83,8 @@ async def measure(src: str, n: int) -> dict[str, tuple[float, float]]:
 def _workloads(url: str, n: int) -> list[tuple[str, Callable[[], None]]]:
     return [("GET /healthz", lambda: minimal_gets(url, "/healthz", n)),
             ("GET one configmap", lambda: minimal_gets(url, f"{CMS}/warm-1", n)),
-            ("create configmap", lambda: minimal_sequential(url, CMS, configmap_bodies(n, "c")))]
+            ("create configmap", lambda: minimal_sequential(url, CMS, configmap_bodies(n, "c"))),
+            ("create realistic pod", lambda: minimal_sequential(url, PODS, pod_bodies(n, "p")))]
 
 
 def instructions(src: str, n: int) -> dict[str, float]:
@@ -90,7 +92,7 @@ def instructions(src: str, n: int) -> dict[str, float]:
     while the requests run): unlike CPU time, the machine's load does not move it."""
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for i, name in enumerate(("GET /healthz", "GET one configmap", "create configmap")):
+        for i, name in enumerate(name for name, _ in _workloads("", n)):
             dump = os.path.join(tmp, f"callgrind.{i}")
             proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--cache-sim=no", "--instr-atstart=no",
                                      f"--callgrind-out-file={dump}", sys.executable,
