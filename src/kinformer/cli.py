@@ -18,13 +18,19 @@ _COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full ``kinformer`` parser (building it imports no server or client code)."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``kinformer`` parser, with the arguments of ``command`` (of every subcommand when None).
+
+    Only the modules of the subcommands whose arguments are added are imported: ``kinformer serve`` never
+    imports the demo's or the watcher's code, and the top-level help imports none of them.
+    """
     parser = argparse.ArgumentParser(prog="kinformer", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (module, help_text) in _COMMANDS.items():
         p = sub.add_parser(name, help=help_text)
         p.set_defaults(_module=module)
+        if command is not None and name != command:
+            continue
         try:
             importlib.import_module(module).add_arguments(p)
         except ModuleNotFoundError as exc:
@@ -35,7 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    command = argv[0] if argv and argv[0] in _COMMANDS else ""  # "": a bare or help-only invocation
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     if getattr(args, "_missing", False):
         parser.error(f"'{args.command}' is not available in this build")
