@@ -263,7 +263,16 @@ def main() -> None:
     args = p.parse_args()
     if args.baseline:
         args.baseline = os.path.abspath(args.baseline)
-    asyncio.run(serve(args.serve) if args.serve else profile(args.profile, args.dump) if args.profile else run(args))
+    if args.serve:
+        factory = None
+        with contextlib.suppress(ImportError):  # the event loop `kinformer serve` picks (older trees: asyncio's)
+            from kinformer.server.eventloop import loop_factory
+
+            factory = loop_factory()
+        with asyncio.Runner(loop_factory=factory) as runner:
+            runner.run(serve(args.serve))
+        return
+    asyncio.run(profile(args.profile, args.dump) if args.profile else run(args))
 
 
 if __name__ == "__main__":

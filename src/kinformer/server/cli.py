@@ -85,6 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _flow_control_arguments(parser: argparse.ArgumentParser) -> None:
     from .apiserver import HEADER_TIMEOUT
+    from .eventloop import EVENT_LOOPS
     from .flowcontrol import DEFAULT_MAX_WAITS, DEFAULT_QUEUE_LENGTH, DEFAULT_QUEUE_WAIT, DEFAULT_SEATS
 
     parser.add_argument("--max-requests-inflight", type=int, default=DEFAULT_SEATS, metavar="N",
@@ -102,6 +103,9 @@ def _flow_control_arguments(parser: argparse.ArgumentParser) -> None:
                              f"or of its last response (default: {HEADER_TIMEOUT:g})")
     parser.add_argument("--allowed-hosts", default="", metavar="H,H",
                         help="on a loopback address, Host names accepted besides loopback ones (default: none)")
+    parser.add_argument("--event-loop", choices=EVENT_LOOPS, default="auto",
+                        help="asyncio event loop: uvloop (faster per request), asyncio's own, or auto: uvloop "
+                             "when installed (default: auto)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="log every request on stderr: method, path, user, status code, milliseconds")
 
@@ -251,6 +255,7 @@ async def _serve(args: argparse.Namespace, data: Path, storage: str, tokens: Map
             shown = server.url if server.url == url else f"{server.url} (clients: {url})"
             print(f"kinformer API server listening on {shown}", flush=True)
             print(f"storage: {storage}", flush=True)
+            print(f"event loop: {'uvloop' if type(loop).__module__.startswith('uvloop') else 'asyncio'}", flush=True)
             print(f"kubeconfig: {kubeconfig}", flush=True)
             print(f"try: kubectl --kubeconfig {kubeconfig} get ns", flush=True)
             tune_for_server()
@@ -319,8 +324,16 @@ def main(args: argparse.Namespace) -> int:
     if tokens and not args.tls:
         print("kinformer serve: warning: tokens are required but kubectl never sends credentials over plain "
               "http; use --tls for kubectl", file=sys.stderr)
+    from kinformer.server.eventloop import loop_factory
+
     try:
-        return asyncio.run(_serve(args, data, storage, tokens, admin, policy))
+        factory = loop_factory(args.event_loop)
+    except ImportError:
+        print("kinformer serve: --event-loop uvloop: uvloop is not installed", file=sys.stderr)
+        return 2
+    try:
+        with asyncio.Runner(loop_factory=factory) as runner:
+            return runner.run(_serve(args, data, storage, tokens, admin, policy))
     except KeyboardInterrupt:
         return 130
     except ValueError as exc:  # a bad --storage URL or option the server refuses
