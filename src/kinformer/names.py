@@ -20,6 +20,7 @@ __all__ = [
     "is_dns1035_label",
     "is_dns1123_label",
     "is_dns1123_subdomain",
+    "is_path_segment_name",
     "is_qualified_name",
     "is_valid_label_value",
     "max_len_error",
@@ -160,3 +161,10 @@ def _config_map_key_errors(key: str) -> tuple[str, ...]:
 def is_config_map_key(key: str) -> list[str]:
     """``key`` as a ConfigMap/Secret data key: at most 253 of ``[-._a-zA-Z0-9]``, not ``.``, ``..``, ``..*``."""
     return list(_config_map_key_errors(key))
+
+
+def is_path_segment_name(value: str) -> list[str]:
+    """apimachinery's path segment rule (RBAC objects, APIServices, flow control objects): a name that is
+    usable as one URL path segment, so ``system:controller:foo`` is valid."""
+    errors = [f"may not be '{bad}'" for bad in (".", "..") if value == bad]
+    return errors + [f"may not contain '{bad}'" for bad in ("/", "%") if bad in value]

@@ -9,6 +9,7 @@ from kinformer.names import (
     is_dns1035_label,
     is_dns1123_label,
     is_dns1123_subdomain,
+    is_path_segment_name,
     is_qualified_name,
     is_valid_label_value,
 )
@@ -40,3 +41,9 @@ def test_config_map_keys() -> None:
     assert is_config_map_key("key.name") == []
     assert is_config_map_key("..") == ["must not be '..'"]
     assert is_config_map_key("..x") == ["must not start with '..'"]
+
+
+def test_path_segment_names() -> None:
+    assert is_path_segment_name("system:controller:Any_Thing.1") == []
+    assert is_path_segment_name("..") == ["may not be '..'"]
+    assert is_path_segment_name("a/b%c") == ["may not contain '/'", "may not contain '%'"]

@@ -23,6 +23,8 @@ from aiohttp import web
 
 from ..clock import REAL_CLOCK, Clock
 from .admission import dispatcher_over_cache
+from .apiservices import GROUP as APISERVICES_GROUP
+from .apiservices import APIServiceRegistration
 from .app import build_app
 from .bootstrap import ClusterBootstrap, used_cluster_ips, used_node_ports
 from .conversion import Conversion
@@ -161,7 +163,13 @@ class APIServer:
             await self.store.ensure_namespaces()
             await self.security.bootstrap()
             self.gc.start()
+            registration = None
+            if self.registry.get(APISERVICES_GROUP, "v1", "apiservices") is not None:
+                registration = APIServiceRegistration(self.cache, self.store, self.registry)
+                await registration.sync()  # registered before the server answers, as kube's start-up waits for it
             await self._listen()
+            if registration is not None:
+                self._tasks.append(asyncio.create_task(registration.run(), name="kinformer-apiservices"))
             self._tasks.append(asyncio.create_task(self.security.aggregator.run(), name="kinformer-aggregation"))
             if self.cert_paths is not None:
                 from .csrsigning import CertificateSigner  # with TLS on, its crypto library is loaded already

@@ -23,9 +23,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import status as st
-from .apply import update_managed_fields
+from .cachecontroller import create_as
 from .ipallocator import ServiceAllocator
-from .objects import ObjectStore, timestamp
+from .objects import ObjectStore
 from .registry import Registry, ResourceInfo
 from .watchcache import CachedEvent, WatchCache
 
@@ -211,16 +211,7 @@ class ClusterBootstrap:
     async def create(self, plural: str, namespace: str, obj: dict[str, Any], *, group: str = "",
                      manager: str = CONTROLLER_MANAGER) -> dict[str, Any] | None:
         """Create ``obj`` as a controller would (None when it exists already)."""
-        info = self._info(group, plural)
-        obj = self.store.prepare_create(info, namespace, obj)
-        self.store.validate(info, obj)
-        obj = update_managed_fields(None, obj, manager=manager, info=info, now=timestamp(self.store.clock))
-        try:
-            return await self.store.create(info, namespace, obj)
-        except st.StatusError as e:
-            if e.reason == "AlreadyExists":
-                return None
-            raise
+        return await create_as(self.store, self._info(group, plural), namespace, obj, manager)
 
     # ------------------------------------------------------------------------------ default/kubernetes
 

@@ -10,13 +10,32 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
-from .objects import ObjectStore
+from . import status as st
+from .apply import update_managed_fields
+from .objects import ObjectStore, timestamp
+from .registry import ResourceInfo
 from .watchcache import CachedEvent, WatchCache
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CacheController"]
+__all__ = ["CacheController", "create_as"]
+
+
+async def create_as(store: ObjectStore, info: ResourceInfo, namespace: str, obj: dict[str, Any],
+                    manager: str) -> dict[str, Any] | None:
+    """Create ``obj`` as a control-plane component named ``manager`` would through the API: prepared,
+    validated, its managedFields recorded. None when an object of that name exists already."""
+    obj = store.prepare_create(info, namespace, obj)
+    store.validate(info, obj)
+    obj = update_managed_fields(None, obj, manager=manager, info=info, now=timestamp(store.clock))
+    try:
+        return await store.create(info, namespace, obj)
+    except st.StatusError as e:
+        if e.reason == "AlreadyExists":
+            return None
+        raise
 
 
 class CacheController:

@@ -23,6 +23,7 @@ from kinformer.names import (
     is_dns1035_label,
     is_dns1123_label,
     is_dns1123_subdomain,
+    is_path_segment_name,
     is_qualified_name,
     is_valid_label_value,
 )
@@ -76,7 +77,18 @@ _TOTAL_ANNOTATION_SIZE = 256 * 1024
 _CONFIG_SIZE = 1024 * 1024
 
 
+# kinds whose names kube validates as path segments (ValidateRBACName, APIService and flow control names)
+_PATH_SEGMENT_NAMED = frozenset({
+    ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "RoleBinding"), ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    ("apiregistration.k8s.io", "APIService"), ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+})
+
+
 def _name_validator(info: ResourceInfoLike) -> Callable[[str], list[str]]:
+    if (info.group, info.kind) in _PATH_SEGMENT_NAMED:
+        return is_path_segment_name
     if info.kind == "Service":
         return is_dns1035_label
     if info.kind == "Namespace":

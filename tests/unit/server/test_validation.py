@@ -104,6 +104,16 @@ def test_namespace_names_are_labels_and_services_dns1035() -> None:
     assert "DNS-1035" in causes[0]["message"]
 
 
+def test_rbac_and_apiservice_names_are_path_segments() -> None:
+    role = SimpleNamespace(**{**vars(_info("ClusterRole", namespaced=False)), "group": "rbac.authorization.k8s.io"})
+    assert validate_object(role, {"metadata": {"name": "system:controller:Foo_1"}, "rules": []}) == []
+    causes = validate_object(role, {"metadata": {"name": "a/b"}, "rules": []})
+    assert [c["message"] for c in causes] == ['Invalid value: "a/b": may not contain \'/\'']
+    api = SimpleNamespace(**{**vars(_info("APIService", namespaced=False)), "group": "apiregistration.k8s.io"})
+    assert not [c for c in validate_object(api, {"metadata": {"name": "v1."}}) if c["field"] == "metadata.name"]
+    assert validate_object(_info("ClusterRole", namespaced=False), {"metadata": {"name": "a:b"}})  # another group
+
+
 def test_labels_annotations_and_sizes() -> None:
     causes = validate_object(CONFIGMAP, {"metadata": {"name": "c", "labels": {"bad key!": "v", "ok": "bad value!"},
                                                       "annotations": {"a": "x" * (256 * 1024)}}})

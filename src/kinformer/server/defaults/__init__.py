@@ -43,6 +43,7 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("discovery.k8s.io", "EndpointSlice"): groups.default_endpoint_slice,
     ("flowcontrol.apiserver.k8s.io", "FlowSchema"): groups.default_flow_schema,
     ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"): groups.default_priority_level,
+    ("apiregistration.k8s.io", "APIService"): groups.default_apiservice,
 }
 _BY_VERSION: dict[tuple[str, str, str], Callable[[Obj], None]] = {
     ("autoscaling", "v2", "HorizontalPodAutoscaler"): groups.default_hpa_v2,

@@ -72,6 +72,12 @@ def _default_webhook(hook: Obj, *, mutating: bool) -> None:
         service.setdefault("port", 443)
 
 
+def default_apiservice(obj: Obj) -> None:
+    service = _dict(_dict(obj, "spec") or {}, "service")
+    if service is not None:
+        service.setdefault("port", 443)
+
+
 def default_validating_webhooks(obj: Obj) -> None:
     for hook in _items(obj, "webhooks"):
         _default_webhook(hook, mutating=False)
