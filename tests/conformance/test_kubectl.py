@@ -152,6 +152,13 @@ def test_get_namespaces(kubectl: Kubectl) -> None:
         assert name in out
 
 
+def test_get_apiservices(kubectl: Kubectl) -> None:
+    rows = {line.split()[0]: line.split()[1:3] for line in kubectl.run("get", "apiservices", "--no-headers")
+            .stdout.splitlines()}
+    assert rows["v1."] == ["Local", "True"] and rows["v2.autoscaling"] == ["Local", "True"]
+    assert len(rows) == 20  # kube 1.32's built-in group versions
+
+
 def test_api_resources(kubectl: Kubectl) -> None:
     out = kubectl.run("api-resources").stdout
     rows = {tuple(line.split()[:2]) for line in out.splitlines()[1:]}
