@@ -182,3 +182,19 @@ async def test_an_updater_does_not_own_what_the_update_preparation_changes(http)
     assert sorted(entries) == ["creator", "editor"]
     assert all("f:annotations" not in fields.get("f:metadata", {}) for fields in entries.values())
     assert "f:image" in entries["editor"]["f:spec"]["f:template"]["f:spec"]["f:containers"]['k:{"name":"c"}']
+
+
+async def test_a_cronjob_name_leaves_room_for_its_jobs_suffix_and_csrs_take_any_name(http):
+    cj = {"metadata": {"name": "c" * 53}, "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": {
+        "spec": {"restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}}}}
+    code, err = await call(http, "POST", "/apis/batch/v1/namespaces/default/cronjobs", cj)
+    assert code == 422 and err["details"]["causes"] == [
+        {"reason": "FieldValueInvalid", "field": "metadata.name",
+         "message": f'Invalid value: "{"c" * 53}": must be no more than 52 characters'}]
+    cj["metadata"]["name"] = "c" * 52
+    assert (await call(http, "POST", "/apis/batch/v1/namespaces/default/cronjobs", cj))[0] == 201
+    csr = {"metadata": {"name": "node-csr-AbC_dEf"}, "spec": {
+        "request": base64.b64encode(b"not parsed before the name").decode(), "signerName": "example.com/custom",
+        "usages": ["client auth"]}}
+    code, err = await call(http, "POST", "/apis/certificates.k8s.io/v1/certificatesigningrequests", csr)
+    assert not any(c["field"] == "metadata.name" for c in (err.get("details") or {}).get("causes") or ()), err

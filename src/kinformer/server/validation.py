@@ -86,9 +86,15 @@ _PATH_SEGMENT_NAMED = frozenset({
 })
 
 
+def _any_name(name: str) -> list[str]:
+    return []
+
+
 def _name_validator(info: ResourceInfoLike) -> Callable[[str], list[str]]:
     if (info.group, info.kind) in _PATH_SEGMENT_NAMED:
         return is_path_segment_name
+    if (info.group, info.kind) == ("certificates.k8s.io", "CertificateSigningRequest"):
+        return _any_name  # kube takes any name for a request (kubelets send node-csr-<base64url>)
     if info.kind == "Service":
         return is_dns1035_label
     if info.kind == "Namespace":

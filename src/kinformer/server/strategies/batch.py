@@ -107,7 +107,19 @@ def schedule_causes(schedule: Any) -> list[Cause]:
     return []
 
 
+# the CronJob controller names each Job ``<cronjob>-<minutes since the epoch>``: 11 characters of a Job's 63
+CRONJOB_NAME_MAX_LENGTH = 63 - 11
+
+
 class CronJobStrategy(GenerationStrategy):
+    def validate(self, info: Any, obj: Mapping[str, Any]) -> list[Cause]:
+        """A new CronJob's name leaves room for its Jobs' suffix (only checked on create, as kube does)."""
+        causes = self.causes(obj)
+        name = (obj.get("metadata") or {}).get("name")
+        if isinstance(name, str) and len(name) > CRONJOB_NAME_MAX_LENGTH:
+            causes.append(invalid("metadata.name", name, f"must be no more than {CRONJOB_NAME_MAX_LENGTH} characters"))
+        return causes
+
     def causes(self, obj: Mapping[str, Any]) -> list[Cause]:
         spec = obj.get("spec")
         if not isinstance(spec, Mapping):
