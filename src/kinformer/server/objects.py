@@ -104,6 +104,38 @@ def encode(obj: Mapping[str, Any]) -> bytes:
     return orjson.dumps(obj)
 
 
+# A random marker per process, written as a resourceVersion no client can send, to cut one encoding of an object
+# into its stored and served forms (see encode_split).
+_RV_MARK_TEXT = os.urandom(16).hex()
+_RV_MARK = _RV_MARK_TEXT.encode()
+_RV_FIELD = b',"resourceVersion":"'
+_RV_MARKED = _RV_FIELD + _RV_MARK + b'"'
+
+Split = tuple[bytes, bytes]
+_ABSENT: Any = object()
+
+
+def encode_split(obj: dict[str, Any]) -> Split | None:
+    """One encoding of ``obj`` for both its stored form and its served form at a revision not known yet.
+
+    ``obj``'s metadata must end with ``resourceVersion`` after another field; this sets its value to a marker
+    (the caller puts a value back). Returns (head, tail): ``head + tail`` is :func:`encode`'s stored form,
+    and :func:`served_bytes` is ``orjson.dumps(obj)`` once ``obj``'s resourceVersion is set to the revision.
+    None when the encoding does not hold the marker exactly once, where the metadata ends: the random
+    marker makes that practically impossible, and the check makes the answer exact regardless.
+    """
+    obj["metadata"]["resourceVersion"] = _RV_MARK_TEXT
+    head, sep, tail = orjson.dumps(obj).partition(_RV_MARKED)
+    if not sep or tail[:1] != b"}" or _RV_MARK in tail or _RV_MARK in head:
+        return None
+    return head, tail
+
+
+def served_bytes(split: Split, rev: int) -> bytes:
+    """The served form of an :func:`encode_split` object at ``rev``."""
+    return b"".join((split[0], _RV_FIELD, str(rev).encode(), b'"', split[1]))
+
+
 def served(kv: KeyValue) -> dict[str, Any]:
     """Decode a stored value into the served form (with resourceVersion)."""
     obj = orjson.loads(kv.value)
@@ -366,26 +398,34 @@ class ObjectStore:
             if await self.storage.get(key) is not None:
                 raise st.already_exists(info, name)
             return obj, None
+        meta = obj["metadata"]
+        split = None
+        if handover and self.cache is not None:
+            rv = meta.pop("resourceVersion", _ABSENT)
+            split = encode_split(obj)
+            del meta["resourceVersion"]
+            if rv is not _ABSENT:
+                meta["resourceVersion"] = rv
         try:
-            kv = await self.storage.create(key, encode(obj))
+            kv = await self.storage.create(key, encode(obj) if split is None else split[0] + split[1])
         except KeyExists:
             raise st.already_exists(info, name) from None
-        meta = obj["metadata"]
         meta.pop("resourceVersion", None)  # last, where decoding the stored value puts it
         meta["resourceVersion"] = str(kv.mod_revision)
-        raw = self._hand_over(key, kv.mod_revision, obj) if handover else None
+        raw = self._hand_over(key, kv.mod_revision, obj, split) if handover else None
         self._after(info, obj, False)
         return obj, raw
 
-    def _hand_over(self, key: str, rev: int, obj: dict[str, Any]) -> bytes | None:
+    def _hand_over(self, key: str, rev: int, obj: dict[str, Any], split: Split | None = None) -> bytes | None:
         """Offer ``obj``, just written at ``rev``, with its served bytes to the watch cache; the bytes, or None
         when the cache would serve other bytes (``resourceVersion`` not last in the metadata) or there is none.
+        ``split``: ``obj``'s :func:`encode_split`, which makes the bytes without encoding it again.
 
         From here on ``obj`` is the cache's: nobody may mutate it.
         """
         if self.cache is None or next(reversed(obj["metadata"]), None) != "resourceVersion":
             return None
-        raw = orjson.dumps(obj)
+        raw = orjson.dumps(obj) if split is None else served_bytes(split, rev)
         self.cache.offer(key, rev, obj, raw)
         return raw
 
@@ -489,7 +529,12 @@ class ObjectStore:
         """:meth:`write_update`, also saying whether the write deleted the object (no finalizers left), and
         with ``handover`` the served bytes of an object written (see :meth:`_hand_over`)."""
         meta = obj["metadata"]
-        data = encode(obj)
+        split = None
+        if handover and not dry_run and self.cache is not None and next(reversed(meta), None) == "resourceVersion":
+            rv = meta["resourceVersion"]
+            split = encode_split(obj)
+            meta["resourceVersion"] = rv
+        data = encode(obj) if split is None else split[0] + split[1]
         if data == old_kv.value:
             if old_kv.create_revision == 0:
                 await self._confirm_current(old_kv)
@@ -508,7 +553,7 @@ class ObjectStore:
             else:
                 self._after(info, obj, True)
                 return obj, True, None
-        raw = self._hand_over(kv.key, kv.mod_revision, obj) if handover else None
+        raw = self._hand_over(kv.key, kv.mod_revision, obj, split) if handover else None
         self._after(info, obj, False)
         return obj, False, raw
 
