@@ -37,6 +37,8 @@ Entry = tuple[dict[str, Any], FieldSet]
 
 IGNORED_META = frozenset({"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
                           "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"})
+# what a create's memo key leaves out of the metadata (it keeps the client's managedFields, see _create_key)
+_KEY_IGNORED_META = IGNORED_META - {"managedFields"}
 ABSENT: Any = object()
 CACHE_SIZE = 2048  # distinct FieldsV1 trees (and rendered field sets) remembered; oldest dropped first
 
@@ -456,8 +458,8 @@ def entry_id(entry: Mapping[str, Any]) -> tuple[str, str, str]:
 
 
 def meta_of(obj: Any) -> Mapping[str, Any]:
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    return meta if isinstance(meta, Mapping) else {}
+    meta = obj.get("metadata") if type(obj) is dict or isinstance(obj, Mapping) else None
+    return meta if type(meta) is dict or isinstance(meta, Mapping) else {}
 
 
 def entry_dicts(obj: Mapping[str, Any] | None) -> list[dict[str, Any]]:
@@ -465,7 +467,8 @@ def entry_dicts(obj: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     entries = meta_of(obj).get("managedFields")
     if not isinstance(entries, list):
         return []
-    return [dict(entry) for entry in entries if isinstance(entry, Mapping) and entry.get("manager") is not None]
+    return [dict(entry) for entry in entries
+            if (type(entry) is dict or isinstance(entry, Mapping)) and entry.get("manager") is not None]
 
 
 def parse_entries(obj: Mapping[str, Any] | None) -> list[Entry]:
@@ -484,10 +487,10 @@ def decodable(entries: Any) -> bool:
     if not isinstance(entries, list):
         return False
     for entry in entries:
-        if not isinstance(entry, Mapping):
+        if type(entry) is not dict and not isinstance(entry, Mapping):
             return False
         fields = entry.get("fieldsV1")
-        if fields is not None and not isinstance(fields, Mapping):
+        if fields is not None and type(fields) is not dict and not isinstance(fields, Mapping):
             return False
     return True
 
@@ -536,10 +539,11 @@ def _set_managed_fields(obj: dict[str, Any], rendered: list[dict[str, Any]]) -> 
     return obj
 
 
-def _create_key(obj: Mapping[str, Any], entries: list[dict[str, Any]], identity: tuple[Any, ...],
-                info: ResourceInfoLike | None, subresource: str | None) -> tuple[Any, ...] | None:
+def _create_key(obj: Mapping[str, Any], identity: tuple[Any, ...], info: ResourceInfoLike | None,
+                subresource: str | None) -> tuple[Any, ...] | None:
     """What the managedFields of a create are a function of, encoded: the kind (built-in: its list rules never
-    change), the writer, the entries the client sent and the object's tracked content. None: not memoisable.
+    change), the writer, and the object's tracked content with the managedFields the client sent (the
+    entries a create starts from are a function of those). None: not memoisable.
 
     Objects a controller stamps from one template (a ReplicaSet's pods) differ only in ignored metadata, so
     they share a key. Different key orders give different keys, never a wrong answer.
@@ -550,12 +554,11 @@ def _create_key(obj: Mapping[str, Any], entries: list[dict[str, Any]], identity:
     for name, value in obj.items():
         if name in ("apiVersion", "kind") or value is None or not tracked(name, subresource, info):
             continue
-        if name == "metadata" and isinstance(value, Mapping):
-            value = {k: v for k, v in value.items() if k not in IGNORED_META}
+        if name == "metadata" and (type(value) is dict or isinstance(value, Mapping)):
+            value = {k: v for k, v in value.items() if k not in _KEY_IGNORED_META}
         content[name] = value
     try:
-        return (info.group, getattr(info, "version", ""), info.kind, subresource, *identity,
-                orjson.dumps(content), orjson.dumps(entries) if entries else b"")
+        return (info.group, getattr(info, "version", ""), info.kind, subresource, *identity, orjson.dumps(content))
     except (orjson.JSONEncodeError, TypeError):  # integers beyond 64 bits, non-JSON values
         return None
 
@@ -565,11 +568,12 @@ def _first_entry(obj: dict[str, Any], entries: list[dict[str, Any]], manager: st
                  now: str | None) -> dict[str, Any]:
     """:func:`update_managed_fields` of a create, on FieldsV1 trees: ``manager`` owns all ``obj`` sets.
 
-    ``entries`` (from the request, none of ``manager``'s) keep what ``obj`` does not set. The result is a
+    ``entries`` (none of ``manager``'s) keep what ``obj`` does not set; they must be those of ``obj``'s own
+    managedFields (as a create's request sent them), which the memo key holds instead. The result is a
     pure function of :func:`_create_key` and the time: built-in kinds' results are memoised (bounded). A hit
     builds new entry dicts around the remembered FieldsV1 trees (immutable, see the module docstring).
     """
-    key = _create_key(obj, entries, (manager, operation, api_version), info, subresource)
+    key = _create_key(obj, (manager, operation, api_version), info, subresource)
     hit = _creates.get(key) if key is not None else None
     if hit is not None:
         rendered = [{**head, "fieldsV1": tree} for head, tree in hit[0]]
