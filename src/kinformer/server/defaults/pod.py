@@ -73,10 +73,7 @@ def default_probe(probe: Obj | None) -> None:
     _default_handler(probe)
 
 
-def _default_env(container: Obj) -> None:
-    envs = container.get("env")
-    if not isinstance(envs, list):
-        return
+def _default_env(envs: list[Any]) -> None:
     for env in envs:
         source = env.get("valueFrom") if isinstance(env, dict) else None
         if source is None:  # the common case: a plain value
@@ -88,21 +85,29 @@ def _default_env(container: Obj) -> None:
 
 def default_container(container: Obj) -> None:
     """SetDefaults_Container plus the defaults of its ports, probes, lifecycle hooks and env sources."""
-    container.setdefault("imagePullPolicy", default_pull_policy(container.get("image")))
-    container.setdefault("terminationMessagePath", TERMINATION_MESSAGE_PATH)
-    container.setdefault("terminationMessagePolicy", "File")
+    if "imagePullPolicy" not in container:
+        container["imagePullPolicy"] = default_pull_policy(container.get("image"))
+    if "terminationMessagePath" not in container:
+        container["terminationMessagePath"] = TERMINATION_MESSAGE_PATH
+    if "terminationMessagePolicy" not in container:
+        container["terminationMessagePolicy"] = "File"
     if not isinstance(container.get("resources"), dict):
         container["resources"] = {}
-    for port in _items(container, "ports"):
-        port.setdefault("protocol", "TCP")
+    ports = container.get("ports")
+    if isinstance(ports, list):
+        for port in ports:
+            if isinstance(port, dict) and "protocol" not in port:
+                port["protocol"] = "TCP"
     for probe in _PROBES:
         if probe in container:
             default_probe(_dict(container, probe))
-    lifecycle = _dict(container, "lifecycle")
-    if lifecycle is not None:
+    lifecycle = container.get("lifecycle")
+    if isinstance(lifecycle, dict):
         for hook in ("postStart", "preStop"):
             _default_handler(_dict(lifecycle, hook))
-    _default_env(container)
+    envs = container.get("env")
+    if isinstance(envs, list):
+        _default_env(envs)
 
 
 def _mode(source: Obj) -> None:
@@ -166,15 +171,16 @@ _VOLUME_SOURCES: dict[str, Callable[[Obj], None]] = {
 
 def default_volume(volume: Obj) -> None:
     """A volume without any source is an emptyDir; each source gets its own defaults."""
-    sources = [k for k in volume if k != "name"]
-    if not sources:
-        volume["emptyDir"] = {}
-        return
-    for key in sources:
+    empty = True
+    for key, source in volume.items():  # the fills change sources, never the volume
+        if key == "name":
+            continue
+        empty = False
         fill = _VOLUME_SOURCES.get(key)
-        source = _dict(volume, key)
-        if fill is not None and source is not None:
+        if fill is not None and isinstance(source, dict):
             fill(source)
+    if empty:
+        volume["emptyDir"] = {}
 
 
 def default_pod_spec(spec: Obj) -> None:
@@ -186,10 +192,16 @@ def default_pod_spec(spec: Obj) -> None:
     spec.setdefault("terminationGracePeriodSeconds", TERMINATION_GRACE_SECONDS)
     spec.setdefault("schedulerName", DEFAULT_SCHEDULER)
     for key in _CONTAINER_LISTS:
-        for container in _items(spec, key):
-            default_container(container)
-    for volume in _items(spec, "volumes"):
-        default_volume(volume)
+        containers = spec.get(key)
+        if isinstance(containers, list):
+            for container in containers:
+                if isinstance(container, dict):
+                    default_container(container)
+    volumes = spec.get("volumes")
+    if isinstance(volumes, list):
+        for volume in volumes:
+            if isinstance(volume, dict):
+                default_volume(volume)
     # The v1 wire form mirrors serviceAccountName into the deprecated serviceAccount field.
     if spec.get("serviceAccountName") and "serviceAccount" not in spec:
         spec["serviceAccount"] = spec["serviceAccountName"]
@@ -219,7 +231,8 @@ def _requests_from_limits(container: Obj) -> None:
     if not isinstance(requests, dict):
         requests = resources["requests"] = {}
     for name, value in limits.items():
-        requests.setdefault(name, value)
+        if name not in requests:
+            requests[name] = value
 
 
 def default_pod(pod: Obj) -> None:
@@ -229,8 +242,11 @@ def default_pod(pod: Obj) -> None:
         return
     default_pod_spec(spec)
     for key in ("containers", "initContainers"):
-        for container in _items(spec, key):
-            _requests_from_limits(container)
+        containers = spec.get(key)
+        if isinstance(containers, list):
+            for container in containers:
+                if isinstance(container, dict):
+                    _requests_from_limits(container)
     spec.setdefault("enableServiceLinks", True)
     if spec.get("hostNetwork") is True:
         for key in ("containers", "initContainers"):

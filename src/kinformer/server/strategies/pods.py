@@ -53,11 +53,21 @@ def token_volume() -> dict[str, Any]:
     }
 
 
-def _containers(spec: Mapping[str, Any], *keys: str) -> list[dict[str, Any]]:
+def _containers(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The init containers, then the containers, of ``spec`` (entries that are not objects skipped)."""
     out: list[dict[str, Any]] = []
-    for key in keys:
-        out.extend(c for c in spec.get(key) or () if isinstance(c, dict))
+    for key in ("initContainers", "containers"):
+        for c in spec.get(key) or ():
+            if isinstance(c, dict):
+                out.append(c)
     return out
+
+
+def _mounts_token(container: dict[str, Any]) -> bool:
+    for m in container.get("volumeMounts") or ():
+        if (type(m) is dict or isinstance(m, Mapping)) and m.get("mountPath") == TOKEN_MOUNT_PATH:
+            return True
+    return False
 
 
 def admit_service_account(spec: dict[str, Any]) -> None:
@@ -65,10 +75,10 @@ def admit_service_account(spec: dict[str, Any]) -> None:
     spec.setdefault("serviceAccount", spec["serviceAccountName"])
     if spec.get("automountServiceAccountToken") is False:
         return
-    containers = _containers(spec, "initContainers", "containers")
-    if any(m.get("mountPath") == TOKEN_MOUNT_PATH for c in containers for m in c.get("volumeMounts") or ()
-           if isinstance(m, Mapping)):
-        return
+    containers = _containers(spec)
+    for container in containers:
+        if _mounts_token(container):
+            return
     volume = token_volume()
     volumes = volumes if isinstance(volumes := spec.get("volumes"), list) else []
     spec["volumes"] = [*volumes, volume]
@@ -81,7 +91,7 @@ def admit_service_account(spec: dict[str, Any]) -> None:
 def admit_tolerations(spec: dict[str, Any]) -> None:
     tolerations = tolerations if isinstance(tolerations := spec.get("tolerations"), list) else []
     tolerated = {t.get("key") for t in tolerations
-                 if isinstance(t, Mapping) and t.get("effect") in ("NoExecute", None, "")}
+                 if (type(t) is dict or isinstance(t, Mapping)) and t.get("effect") in ("NoExecute", None, "")}
     added = [{"effect": "NoExecute", "key": taint, "operator": "Exists",
               "tolerationSeconds": DEFAULT_TOLERATION_SECONDS} for taint in _TAINTS if taint not in tolerated]
     if added:
@@ -94,15 +104,13 @@ def admit_priority(spec: dict[str, Any]) -> None:
     spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
 
 
-_QOS_RESOURCES = ("cpu", "memory")
-
-
-def _qos_values(resources: Any, key: str) -> dict[str, str]:
-    """The cpu and memory quantities of ``resources[key]`` (requests or limits), as text."""
-    values = resources.get(key) if isinstance(resources, Mapping) else None
-    if not isinstance(values, Mapping):
-        return {}
-    return {name: str(values[name]) for name in _QOS_RESOURCES if name in values}
+def _cpu_memory(resources: Mapping[str, Any], key: str) -> tuple[str | None, str | None]:
+    """The cpu and memory quantities of ``resources[key]`` (requests or limits) as text, None where unset."""
+    values = resources.get(key)
+    if type(values) is not dict and not isinstance(values, Mapping):
+        return None, None
+    return (str(values["cpu"]) if "cpu" in values else None,
+            str(values["memory"]) if "memory" in values else None)
 
 
 def qos_class(spec: Mapping[str, Any]) -> str:
@@ -110,13 +118,20 @@ def qos_class(spec: Mapping[str, Any]) -> str:
     cover cpu and memory and equal its requests; Burstable otherwise."""
     any_set = False
     guaranteed = True
-    for container in _containers(spec, "initContainers", "containers"):
+    for container in _containers(spec):
         resources = container.get("resources")
-        requests, limits = _qos_values(resources, "requests"), _qos_values(resources, "limits")
-        if requests or limits:
+        if type(resources) is dict or isinstance(resources, Mapping):
+            req_cpu, req_memory = _cpu_memory(resources, "requests")
+            cpu, memory = _cpu_memory(resources, "limits")
+        else:
+            req_cpu = req_memory = cpu = memory = None
+        if not any_set and (req_cpu is not None or req_memory is not None or cpu is not None or memory is not None):
             any_set = True
-        if len(limits) != len(_QOS_RESOURCES) or any(requests.get(k, v) != v for k, v in limits.items()):
+        if guaranteed and (cpu is None or memory is None or req_cpu not in (None, cpu)
+                           or req_memory not in (None, memory)):
             guaranteed = False
+        if any_set and not guaranteed:
+            return "Burstable"
     if not any_set:
         return "BestEffort"
     return "Guaranteed" if guaranteed else "Burstable"
