@@ -36,6 +36,7 @@ from .ipallocator import DEFAULT_SERVICE_CIDR, ServiceAllocator, parse_port_rang
 from .objects import ObjectStore
 from .registry import Registry
 from .requestlog import REQUEST_LOG, RequestLogger
+from .serviceaccount_admission import ServiceAccountAdmission
 from .storage import Compacted, Storage, open_storage
 from .watchcache import CachedEvent, WatchCache
 
@@ -136,6 +137,7 @@ class APIServer:
                                  client_certs=client_ca is not None, data_dir=data_dir,
                                  seed=seed_documents(authorization_policy))
         self.api.admission = dispatcher_over_cache(self.cache)
+        self.api.service_accounts = ServiceAccountAdmission(self.cache, default_account_made=namespace_defaults)
         self.bootstrap = ClusterBootstrap(self.store, self.cache, self.registry, self.allocator, self._ca_pem,
                                           ca_authoritative=bool(tls), namespace_defaults=namespace_defaults)
         self.api.conversion = Conversion(self.cache, self.registry, self.api.admission.client)

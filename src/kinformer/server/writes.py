@@ -29,6 +29,7 @@ from .registry import ResourceInfo
 from .responses import json_response
 from .routing import Target
 from .scale import scale_of, set_replicas
+from .serviceaccount_admission import ServiceAccountAdmission
 from .validation import prune_builtin, unknown_fields
 
 _QUOTE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
@@ -91,6 +92,8 @@ class WriteHandlers(ReadHandlers):
 
     #: The admission webhooks called on every write (None: none are called).
     admission: WebhookDispatcher | None = None
+    #: The ServiceAccount admission lookup of new pods (None: none).
+    service_accounts: ServiceAccountAdmission | None = None
     #: CRD conversion webhooks (None: versions are only relabelled, as strategy None does).
     conversion: Conversion | None = None
 
@@ -155,6 +158,8 @@ class WriteHandlers(ReadHandlers):
 
         Webhook warnings are added to ``headers``. Without webhook configurations this is only the validation.
         """
+        if old is None and self.service_accounts is not None and t.info.plural == "pods" and not t.info.group:
+            await self.service_accounts.admit(t.namespace, obj)
         hooks = self.admission
         if hooks is None or not hooks.active():
             self.store.validate(t.info, obj, old, t.subresource)
