@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+import warnings
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import accumulate
 from typing import Any
 
 from aiohttp import web
@@ -19,6 +22,7 @@ from .handlerchain import HandlerChain
 from .handlers import MAX_BODY, ResourceAPI, truthy
 from .objects import timestamp
 from .registry import Registry, ResourceInfo
+from .routing import ResourceRouter
 from .strategy import DefaultStrategy
 
 log = logging.getLogger(__name__)
@@ -27,65 +31,65 @@ log = logging.getLogger(__name__)
 class Metrics:
     """Request metrics in a registry of their own (several servers may live in one process).
 
-    Invariant: a scrape (:meth:`handle`) sees every request recorded before it. Counts and latencies
-    are buffered in plain Python containers on the request path and folded into the Prometheus
-    children (whose updates take a lock each) at scrape time, or every ``_FLUSH_EVERY`` latencies.
+    Invariant: a scrape (:meth:`handle`) sees every request recorded before it. The request path only
+    bumps plain counters (a count per verb, resource and code; a bucket count and a sum per verb); a
+    collector of this registry turns them into the ``apiserver_request_total`` counter and the
+    ``apiserver_request_duration_seconds`` histogram at scrape time. Their label sets are bounded by the
+    verbs, the served resources and the HTTP codes.
     """
 
-    _FLUSH_EVERY = 512
+    BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client import CollectorRegistry
 
         self.registry = CollectorRegistry()
-        self.requests = Counter("apiserver_request", "Requests by verb, resource and HTTP code.",
-                                ("verb", "resource", "code"), registry=self.registry)
-        self.duration = Histogram("apiserver_request_duration_seconds", "Request latency by verb (watches excluded).",
-                                  ("verb",), registry=self.registry,
-                                  buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0))
-        # labelled children are looked up once per label set: ``labels()`` validates and locks on every call
-        self._counters: dict[tuple[str, str, int], list[Any]] = {}  # key -> [child, pending count]
-        self._latencies: dict[str, tuple[Any, list[float]]] = {}  # verb -> (child, pending observations)
-        self._pending = 0
+        self.registry.register(self)  # a collector: collect() yields the families
+        self._counts: dict[tuple[str, str, int], int] = {}
+        self._latencies: dict[str, list[float]] = {}  # verb -> [count per bucket (+Inf last)..., sum]
 
     def record(self, request: web.Request, rest: str, code: int, start: float) -> None:
         """Count one request of the resource API (``rest`` is the path after the group/version)."""
-        parts = rest.split("/")
+        elapsed = time.perf_counter() - start
+        parts = rest.split("/", 4)
         if parts[0] == "watch":
-            parts = parts[1:]
-        resource = parts[2] if len(parts) >= 3 and parts[0] == "namespaces" else (parts[0] if parts else "")
-        watch = truthy(request.query.get("watch")) or rest.startswith("watch/")
-        verb = "WATCH" if watch else request.method
+            del parts[0]
+        resource = parts[2] if len(parts) >= 3 and parts[0] == "namespaces" else parts[0]
+        method = request.method
+        watch = rest.startswith("watch/") or (method == "GET" and "watch" in request.query_string
+                                              and truthy(request.query.get("watch")))
+        verb = "WATCH" if watch else method
         key = (verb, resource, code)
-        counter = self._counters.get(key)
-        if counter is None:
-            counter = self._counters[key] = [self.requests.labels(verb, resource, str(code)), 0]
-        counter[1] += 1
+        counts = self._counts
+        counts[key] = counts.get(key, 0) + 1
         if not watch:
             hist = self._latencies.get(verb)
             if hist is None:
-                hist = self._latencies[verb] = (self.duration.labels(verb), [])
-            hist[1].append(time.perf_counter() - start)
-            self._pending += 1
-            if self._pending >= self._FLUSH_EVERY:
-                self.flush()
+                hist = self._latencies[verb] = [0.0] * (len(self.BUCKETS) + 2)
+            hist[bisect_left(self.BUCKETS, elapsed)] += 1
+            hist[-1] += elapsed
 
-    def flush(self) -> None:
-        """Fold the buffered counts and latencies into the Prometheus children."""
-        for counter in self._counters.values():
-            if counter[1]:
-                counter[0].inc(counter[1])
-                counter[1] = 0
-        for child, observed in self._latencies.values():
-            for value in observed:
-                child.observe(value)
-            observed.clear()
-        self._pending = 0
+    def collect(self) -> Iterator[Any]:
+        """The Prometheus families (the registry's collector protocol)."""
+        from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+        from prometheus_client.utils import floatToGoString
+
+        requests = CounterMetricFamily("apiserver_request", "Requests by verb, resource and HTTP code.",
+                                       labels=("verb", "resource", "code"))
+        for (verb, resource, code), n in list(self._counts.items()):
+            requests.add_metric((verb, resource, str(code)), n)
+        yield requests
+        duration = HistogramMetricFamily("apiserver_request_duration_seconds",
+                                         "Request latency by verb (watches excluded).", labels=("verb",))
+        bounds = [*map(floatToGoString, self.BUCKETS), "+Inf"]
+        for verb, hist in list(self._latencies.items()):
+            cumulative = list(accumulate(hist[:-1]))
+            duration.add_metric((verb,), list(zip(bounds, cumulative, strict=True)), hist[-1])
+        yield duration
 
     async def handle(self, request: web.Request) -> web.Response:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-        self.flush()
         return web.Response(body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
@@ -136,7 +140,10 @@ def build_app(api: ResourceAPI, registry: Registry, *, extra_routes: Iterable[we
     behind ``chain`` (:mod:`.handlerchain`; by default one with no filter: errors as Status, metrics)."""
     metrics = Metrics()
     chain = chain or HandlerChain()
-    app = web.Application(client_max_size=MAX_BODY, middlewares=[chain.middleware(metrics)])
+    with warnings.catch_warnings():  # aiohttp deprecates a router of one's own, but still takes it
+        warnings.simplefilter("ignore", DeprecationWarning)
+        app = web.Application(client_max_size=MAX_BODY, middlewares=[chain.middleware(metrics)],
+                              router=ResourceRouter())
 
     api.store.strategies.register("apiextensions.k8s.io", "customresourcedefinitions", CRDStrategy(api.clock))
 

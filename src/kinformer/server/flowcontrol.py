@@ -47,7 +47,7 @@ from typing import Any
 from aiohttp import web
 
 from . import status as st
-from .auth import USER_KEY
+from .auth import USER_KEY, UserInfo
 from .limits import client_key
 from .turnbudget import DEFAULT_TURN_BUDGET, TurnBudget
 
@@ -69,7 +69,7 @@ class Rejected(Exception):
                               headers={"Retry-After": str(RETRY_AFTER)}).response()
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Flow:
     key: str
     inflight: int = 0
@@ -78,7 +78,7 @@ class _Flow:
     queued_since: float = 0.0
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Seat:
     """One request's place in a level; ``held`` while it occupies a seat."""
 
@@ -230,11 +230,14 @@ class FlowControl:
         self.default = PriorityLevel("global-default", seats, **opts)
         self.turns = TurnBudget(turn_budget, max_wait=queue_wait)
 
-    def classify(self, request: web.Request, key: str | None = None) -> tuple[PriorityLevel, str]:
-        """The level and flow key of ``request`` (``key``: its :func:`~.limits.client_key`, when known)."""
-        user = request.get(USER_KEY)
+    def classify(self, request: web.Request, key: str | None = None,
+                 user: UserInfo | None = None) -> tuple[PriorityLevel, str]:
+        """The level and flow key of ``request`` (``key``: its :func:`~.limits.client_key`, when known;
+        ``user``: its user, by default the one authentication stored in it)."""
+        if user is None:
+            user = request.get(USER_KEY)
         level = self.exempt if user is not None and EXEMPT_GROUP in user.groups else self.default
-        return level, key or client_key(request)
+        return level, key or client_key(request, user)
 
 
 # The seat of the request the current task serves (set by the handler chain, :mod:`.handlerchain`).

@@ -41,7 +41,7 @@ from .turnbudget import TurnTimeout
 
 if TYPE_CHECKING:
     from .app import Metrics
-    from .auth import RequestHook
+    from .auth import RequestHook, UserInfo
 
 __all__ = ["HandlerChain", "status_of"]
 
@@ -95,9 +95,8 @@ class HandlerChain:
         record = metrics.record if metrics is not None else None
         perf_counter = time.perf_counter
 
-        async def authorized(request: web.Request, handler: Handler) -> web.StreamResponse:
+        async def authorized(request: web.Request, handler: Handler, user: UserInfo) -> web.StreamResponse:
             """Authorization, then the handler: its errors as Status answers, its metrics recorded."""
-            user = request[USER_KEY]
             if authorizer is not None and SUPERUSER_GROUP not in user.groups:
                 attrs = request_attributes(request)
                 allowed, reason = await authorize_fresh(authorizer, user, attrs)
@@ -145,26 +144,26 @@ class HandlerChain:
             request[USER_KEY] = user
             CURRENT_USER.set(user)
             if is_health(path):
-                return await authorized(request, handler)
+                return await authorized(request, handler, user)
             key = None
             if rate is not None:
-                key = client_key(request)
+                key = client_key(request, user)
                 wait = rate.acquire(key)
                 if wait > 0:
                     return limits.too_many_requests(wait)  # type: ignore[union-attr]
             if may_watch(request) and request_attributes(request).verb == "watch":
                 if watches is None:  # long-running: no seat of flow control
-                    return await authorized(request, handler)
-                key = key or client_key(request)
+                    return await authorized(request, handler, user)
+                key = key or client_key(request, user)
                 if not watches.try_acquire(key):
                     return limits.too_many_watches()  # type: ignore[union-attr]
                 try:
-                    return await authorized(request, handler)
+                    return await authorized(request, handler, user)
                 finally:
                     watches.release(key)
             if flow_control is None:
-                return await authorized(request, handler)
-            level, flow = flow_control.classify(request, key)
+                return await authorized(request, handler, user)
+            level, flow = flow_control.classify(request, key, user)
             if not turns.try_start():  # type: ignore[union-attr]
                 try:
                     await turns.wait(flow)  # type: ignore[union-attr]
@@ -178,7 +177,7 @@ class HandlerChain:
                     return e.response()
             token = seat_context.set(seat)
             try:
-                return await authorized(request, handler)
+                return await authorized(request, handler, user)
             finally:
                 seat_context.reset(token)
                 level.release(seat)

@@ -23,7 +23,7 @@ from aiohttp import web
 
 from ..clock import REAL_CLOCK, Clock
 from . import status as st
-from .auth import ADMIN, ANONYMOUS, USER_KEY
+from .auth import ADMIN, ANONYMOUS, USER_KEY, UserInfo
 
 __all__ = ["ClientLimits", "RateLimiter", "WatchLimiter", "client_key", "is_health", "may_watch"]
 
@@ -31,12 +31,14 @@ _HEALTH = ("/healthz", "/livez", "/readyz")
 WATCH_RETRY_AFTER = 1
 
 
-def client_key(request: web.Request) -> str:
+def client_key(request: web.Request, user: UserInfo | None = None) -> str:
     """Who a request counts against: ``user:<name>`` when authenticated, else ``addr:<remote address>``.
 
     Anonymous requests, and those of a server without authentication (all the default admin), count by address.
+    ``user``: the request's (default: the one authentication stored in it).
     """
-    user = request.get(USER_KEY)
+    if user is None:
+        user = request.get(USER_KEY)
     if user is not None and user is not ANONYMOUS and user is not ADMIN:
         return "user:" + user.name
     return "addr:" + (request.remote or "")

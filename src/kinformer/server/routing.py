@@ -1,8 +1,16 @@
-"""Request routing of the resource API: a path under ``/api/v1`` or ``/apis/<group>/<version>`` to a :class:`Target`."""
+"""Request routing of the resource API: a path under ``/api/v1`` or ``/apis/<group>/<version>`` to a :class:`Target`.
+
+:class:`ResourceRouter` finds the resource API's route for aiohttp without its walk over every prefix of
+the path; :func:`resolve_target` then parses the path after the group version.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
 
 from . import status as st
 from .registry import GENERIC_SUBRESOURCES, Registry, ResourceInfo
@@ -28,12 +36,11 @@ def resolve_target(registry: Registry, group: str, version: str, rest: str) -> T
     if parts and parts[0] == "watch":
         watch = True
         parts = parts[1:]
-    if not parts or any(p == "" for p in parts):
+    if not parts or "" in parts:
         raise st.route_not_found()
     namespace = ""
-    ns_info = registry.get(group, version, "namespaces") if not group else None
-    if parts[0] == "namespaces" and len(parts) >= 3 and not (ns_info and len(parts) == 3
-                                                             and parts[2] in ns_info.subresources):
+    if parts[0] == "namespaces" and len(parts) >= 3 and not (len(parts) == 3 and not group
+                                                             and _namespace_subresource(registry, version, parts[2])):
         namespace = parts[1]
         parts = parts[2:]
         info = registry.get(group, version, parts[0])
@@ -54,6 +61,12 @@ def resolve_target(registry: Registry, group: str, version: str, rest: str) -> T
     if sub and sub not in GENERIC_SUBRESOURCES:
         raise st.subresource_not_served(info, name, sub)
     return Target(info, namespace, name, sub, watch)
+
+
+def _namespace_subresource(registry: Registry, version: str, name: str) -> bool:
+    """Whether ``namespaces/<ns>/<name>`` of the core group names a subresource of a namespace (``finalize``)."""
+    info = registry.get("", version, "namespaces")
+    return info is not None and name in info.subresources
 
 
 _WRITE_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
@@ -79,3 +92,62 @@ def check_verb(t: Target, verb: str) -> None:
         allowed = t.info.verbs
     if verb not in allowed:
         raise st.method_not_allowed()
+
+
+class ResourceRouter(web.UrlDispatcher):
+    """aiohttp's router, with the resource API's catch-all routes matched first when nothing else can match.
+
+    aiohttp resolves a path by looking up each of its prefixes, longest first, among the routes' static
+    prefixes, and tries the routes found there in registration order: for ``/api/v1/namespaces/a/pods/b``,
+    six lookups and the routes under ``/api/v1/namespaces`` before ``/api/{version}/{rest}``. Here a path
+    under ``/api/`` or ``/apis/`` (without ``%``, whose decoding stays aiohttp's) goes straight to the
+    catch-all route once no route registered under a longer prefix of it could match it (a plain route:
+    the same path; any other: its pattern matches). Invariant: :meth:`resolve` answers what aiohttp's walk
+    answers; anything it cannot decide cheaply (a possible match of another route, sub-applications,
+    routes of other kinds under those prefixes) is left to that walk.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        # (path prefix, catch-all route, its pattern, [(prefix + "/", other route's exact path or pattern)])
+        self._fast: list[tuple[str, web.AbstractRoute, re.Pattern[str], list[tuple[str, Any]]]] = []
+
+    def freeze(self) -> None:
+        super().freeze()
+        self._fast = self._fast_routes()
+
+    def _fast_routes(self) -> list[tuple[str, web.AbstractRoute, re.Pattern[str], list[tuple[str, Any]]]]:
+        index: dict[str, list[web.AbstractResource]] = {}
+        for res in self.resources():
+            if type(res) not in (web.PlainResource, web.DynamicResource):
+                return []  # sub-applications, static files: aiohttp's walk decides
+            index.setdefault(res.canonical.partition("{")[0].rstrip("/") or "/", []).append(res)
+        fast: list[tuple[str, web.AbstractRoute, re.Pattern[str], list[tuple[str, Any]]]] = []
+        for key in ("/api", "/apis"):
+            first = index.get(key, [None])[0]
+            if not isinstance(first, web.DynamicResource):
+                continue
+            routes = list(first)
+            if len(routes) != 1 or routes[0].method != "*":
+                continue
+            shadows = [(other + "/", res.get_info()["path"] if type(res) is web.PlainResource
+                        else res.get_info()["pattern"])
+                       for other, resources in index.items() if other.startswith(key + "/") for res in resources]
+            fast.append((key + "/", routes[0], first.get_info()["pattern"], shadows))
+        return fast
+
+    async def resolve(self, request: web.Request) -> web.UrlMappingMatchInfo:
+        path = request.rel_url.path_safe
+        if "%" not in path:
+            for prefix, route, pattern, shadows in self._fast:
+                if not path.startswith(prefix):
+                    continue
+                for shadow_prefix, shadow in shadows:
+                    if (path.startswith(shadow_prefix) or path == shadow_prefix[:-1]) and (
+                            path == shadow if type(shadow) is str else shadow.fullmatch(path) is not None):
+                        return await super().resolve(request)
+                match = pattern.fullmatch(path)
+                if match is not None:
+                    return web.UrlMappingMatchInfo(match.groupdict(), route)
+                break
+        return await super().resolve(request)

@@ -137,9 +137,13 @@ Listener = Callable[[str, CachedEvent], None]
 
 def decode(key: str, value: bytes, rev: int) -> CachedObject:
     """Decode a stored value and stamp ``metadata.resourceVersion``."""
+    _, ns, name = split_key(key)
+    return _decode(key, ns, name, value, rev)
+
+
+def _decode(key: str, ns: str, name: str, value: bytes, rev: int) -> CachedObject:
     obj = orjson.loads(value)
     obj.setdefault("metadata", {})["resourceVersion"] = str(rev)
-    _, ns, name = split_key(key)
     return CachedObject(key, ns, name, obj, orjson.dumps(obj), rev)
 
 
@@ -190,12 +194,11 @@ class WatchCache:
         if rev > self.revision and len(self._offers) < OFFER_LIMIT:
             self._offers[key] = (rev, obj, raw)
 
-    def _decode(self, key: str, value: bytes, rev: int) -> CachedObject:
+    def _decode(self, key: str, ns: str, name: str, value: bytes, rev: int) -> CachedObject:
         offered = self._offers.pop(key, None) if self._offers else None
         if offered is not None and offered[0] == rev:
-            _, ns, name = split_key(key)
             return CachedObject(key, ns, name, offered[1], offered[2], rev)
-        return decode(key, value, rev)
+        return _decode(key, ns, name, value, rev)
 
     async def _load(self) -> None:
         self._offers.clear()
@@ -248,7 +251,7 @@ class WatchCache:
         key = kv.key
         rev = kv.mod_revision
         try:
-            prefix = split_key(key)[0]
+            prefix, ns, name = split_key(key)
         except ValueError:  # not an object key (someone else's key under /registry/): nothing to serve
             log.warning("watch cache: ignoring key %r", key)
             self._advance(rev)
@@ -261,7 +264,7 @@ class WatchCache:
                 return
             cur = decode(key, prev.raw, rev)
         else:
-            cur = self._decode(key, kv.value, rev)
+            cur = self._decode(key, ns, name, kv.value, rev)
         if ev.type == "DELETE":
             bucket.objects.pop(key, None)
             cev = CachedEvent("DELETED", cur, prev)
@@ -275,7 +278,6 @@ class WatchCache:
         if rev > self.revision:  # a gap probe may have advanced past an event still in flight (see wait_fresh)
             self.revision = rev
         if bucket.watchers:
-            ns = cur.namespace
             for w in list(bucket.watchers):
                 if w.namespace and w.namespace != ns:
                     continue

@@ -290,7 +290,7 @@ class MemoryStorage(Storage):
         self._rev = kv.mod_revision
         ev = Event(typ, kv, prev)
         self._log.append(ev)
-        self._hub.publish((ev,))
+        self._hub.publish([ev])
         limit = self._history_limit
         if limit is not None and self._rev - self._compacted > limit + max(1, limit // 4):
             self._compact_now(self._rev - limit)
