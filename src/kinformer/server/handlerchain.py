@@ -17,8 +17,11 @@ Health probes (``/healthz``, ``/livez``, ``/readyz`` and below) are authenticate
 request (kube opens them to everybody through ``system:public-info-viewer``) but skip the limits and flow
 control, as kube's ``probes`` flow schema puts them on the exempt priority level.
 
-One middleware running the filters one after the other, rather than one middleware per filter, saves a
-coroutine frame and a dispatch per filter and request; the refusal of each filter is a plain return.
+One coroutine running the filters and the handler one after the other, rather than one middleware per
+filter, saves a coroutine frame and a dispatch per filter and request; the refusal of each filter is a
+plain return, and what a request holds (a watch slot, a seat) is released in one ``finally``. The
+application registers no aiohttp middleware: each route's handler is wrapped in the chain
+(:meth:`~.routing.ResourceRouter.behind`), and so is the answer to a path without a route.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from .turnbudget import TurnTimeout
 
 if TYPE_CHECKING:
     from .app import Metrics
-    from .auth import RequestHook, UserInfo
+    from .auth import RequestHook
 
 __all__ = ["HandlerChain", "status_of"]
 
@@ -95,32 +98,6 @@ class HandlerChain:
         record = metrics.record if metrics is not None else None
         perf_counter = time.perf_counter
 
-        async def authorized(request: web.Request, handler: Handler, user: UserInfo) -> web.StreamResponse:
-            """Authorization, then the handler: its errors as Status answers, its metrics recorded."""
-            if authorizer is not None and SUPERUSER_GROUP not in user.groups:
-                attrs = request_attributes(request)
-                allowed, reason = await authorize_fresh(authorizer, user, attrs)
-                if not allowed:
-                    return forbidden(user, attrs, reason).response()
-                if attrs.api_group == RBAC_GROUP and attrs.verb in ("create", "update", "patch"):
-                    await authorizer.refresh()  # escalation checks judge the writer's rules as the store has them
-            rest = request.match_info.get("rest") if record is not None else None
-            start = perf_counter()
-            code = 500
-            try:
-                try:
-                    resp = await handler(request)
-                except Exception as e:
-                    mapped = status_of(request, e)
-                    if mapped is None:
-                        raise
-                    resp = mapped
-                code = resp.status
-                return resp
-            finally:
-                if rest is not None:
-                    record(request, rest, code, start)  # type: ignore[misc]
-
         @web.middleware
         async def chain(request: web.Request, handler: Handler) -> web.StreamResponse:
             if host_check is not None:
@@ -143,43 +120,64 @@ class HandlerChain:
                     return exc.response()
             request[USER_KEY] = user
             CURRENT_USER.set(user)
-            if is_health(path):
-                return await authorized(request, handler, user)
-            key = None
-            if rate is not None:
-                key = client_key(request, user)
-                wait = rate.acquire(key)
-                if wait > 0:
-                    return limits.too_many_requests(wait)  # type: ignore[union-attr]
-            if may_watch(request) and request_attributes(request).verb == "watch":
-                if watches is None:  # long-running: no seat of flow control
-                    return await authorized(request, handler, user)
-                key = key or client_key(request, user)
-                if not watches.try_acquire(key):
-                    return limits.too_many_watches()  # type: ignore[union-attr]
-                try:
-                    return await authorized(request, handler, user)
-                finally:
-                    watches.release(key)
-            if flow_control is None:
-                return await authorized(request, handler, user)
-            level, flow = flow_control.classify(request, key, user)
-            if not turns.try_start():  # type: ignore[union-attr]
-                try:
-                    await turns.wait(flow)  # type: ignore[union-attr]
-                except TurnTimeout as e:
-                    return Rejected(f"Too many requests: {e}, please try again later.").response()
-            seat = level.try_acquire(flow)
-            if seat is None:
-                try:
-                    seat = await level.acquire(flow)
-                except Rejected as e:
-                    return e.response()
-            token = seat_context.set(seat)
+            watch_key = None  # the client whose watch slot this request holds
+            level = seat = seat_token = None  # the flow-control seat it holds
+            if not is_health(path):
+                key = None
+                if rate is not None:
+                    key = client_key(request, user)
+                    wait = rate.acquire(key)
+                    if wait > 0:
+                        return limits.too_many_requests(wait)  # type: ignore[union-attr]
+                if may_watch(request) and request_attributes(request).verb == "watch":
+                    if watches is not None:  # long-running: a watch slot, no seat of flow control
+                        key = key or client_key(request, user)
+                        if not watches.try_acquire(key):
+                            return limits.too_many_watches()  # type: ignore[union-attr]
+                        watch_key = key
+                elif flow_control is not None:
+                    level, flow = flow_control.classify(request, key, user)
+                    if not turns.try_start():  # type: ignore[union-attr]
+                        try:
+                            await turns.wait(flow)  # type: ignore[union-attr]
+                        except TurnTimeout as e:
+                            return Rejected(f"Too many requests: {e}, please try again later.").response()
+                    seat = level.try_acquire(flow)
+                    if seat is None:
+                        try:
+                            seat = await level.acquire(flow)
+                        except Rejected as e:
+                            return e.response()
+                    seat_token = seat_context.set(seat)
             try:
-                return await authorized(request, handler, user)
+                if authorizer is not None and SUPERUSER_GROUP not in user.groups:
+                    attrs = request_attributes(request)
+                    allowed, reason = await authorize_fresh(authorizer, user, attrs)
+                    if not allowed:
+                        return forbidden(user, attrs, reason).response()
+                    if attrs.api_group == RBAC_GROUP and attrs.verb in ("create", "update", "patch"):
+                        await authorizer.refresh()  # escalation checks judge the writer's rules as the store has them
+                rest = request.match_info.get("rest") if record is not None else None
+                start = perf_counter()
+                code = 500
+                try:
+                    try:
+                        resp = await handler(request)
+                    except Exception as e:
+                        mapped = status_of(request, e)
+                        if mapped is None:
+                            raise
+                        resp = mapped
+                    code = resp.status
+                    return resp
+                finally:
+                    if rest is not None:
+                        record(request, rest, code, start)  # type: ignore[misc]
             finally:
-                seat_context.reset(token)
-                level.release(seat)
+                if watch_key is not None:
+                    watches.release(watch_key)  # type: ignore[union-attr]
+                if seat is not None:
+                    seat_context.reset(seat_token)  # type: ignore[arg-type]
+                    level.release(seat)  # type: ignore[union-attr]
 
         return chain

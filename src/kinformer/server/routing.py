@@ -6,14 +6,20 @@ the path; :func:`resolve_target` then parses the path after the group version.
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from aiohttp.web_urldispatcher import MatchInfoError
 
 from . import status as st
 from .registry import GENERIC_SUBRESOURCES, Registry, ResourceInfo
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Middleware = Callable[..., Awaitable[web.StreamResponse]]  # (request, handler=...) -> response
 
 
 @dataclass(slots=True)
@@ -95,34 +101,54 @@ def check_verb(t: Target, verb: str) -> None:
 
 
 class ResourceRouter(web.UrlDispatcher):
-    """aiohttp's router, with the resource API's catch-all routes matched first when nothing else can match.
+    """aiohttp's router, with exact paths and the resource API's catch-all routes found without its walk.
 
     aiohttp resolves a path by looking up each of its prefixes, longest first, among the routes' static
     prefixes, and tries the routes found there in registration order: for ``/api/v1/namespaces/a/pods/b``,
-    six lookups and the routes under ``/api/v1/namespaces`` before ``/api/{version}/{rest}``. Here a path
-    under ``/api/`` or ``/apis/`` (without ``%``, whose decoding stays aiohttp's) goes straight to the
-    catch-all route once no route registered under a longer prefix of it could match it (a plain route:
-    the same path; any other: its pattern matches). Invariant: :meth:`resolve` answers what aiohttp's walk
-    answers; anything it cannot decide cheaply (a possible match of another route, sub-applications,
-    routes of other kinds under those prefixes) is left to that walk.
+    six lookups and the routes under ``/api/v1/namespaces`` before ``/api/{version}/{rest}``. Here:
+
+    * a path with a plain route of that very path (``/healthz``, ``/version``), when no route before it in
+      aiohttp's order can match the path, is answered by one lookup when that route serves the method;
+    * a path under ``/api/`` or ``/apis/`` (without ``%``, whose decoding stays aiohttp's) goes straight to
+      the catch-all route once no route registered under a longer prefix of it could match it (a plain
+      route: the same path; any other: its pattern matches).
+
+    Invariant: :meth:`resolve` answers what aiohttp's walk answers; anything it cannot decide cheaply (a
+    possible match of another route, sub-applications, routes of other kinds) is left to that walk. With a
+    ``chain`` (:meth:`behind`), a path without a route (404) or without the method (405) is answered through
+    the chain too.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, chain: Middleware | None = None) -> None:
         super().__init__()
+        self._chain = chain
+        self._exact: dict[str, dict[str, web.AbstractRoute]] = {}  # path -> method -> route
         # (path prefix, catch-all route, its pattern, [(prefix + "/", other route's exact path or pattern)])
         self._fast: list[tuple[str, web.AbstractRoute, re.Pattern[str], list[tuple[str, Any]]]] = []
 
+    def behind(self, handler: Any) -> Any:
+        """``handler`` run through the chain (the router's middleware): what a route is registered with."""
+        if self._chain is None:
+            return handler
+        return functools.update_wrapper(functools.partial(self._chain, handler=handler), handler)
+
     def freeze(self) -> None:
         super().freeze()
-        self._fast = self._fast_routes()
-
-    def _fast_routes(self) -> list[tuple[str, web.AbstractRoute, re.Pattern[str], list[tuple[str, Any]]]]:
-        index: dict[str, list[web.AbstractResource]] = {}
+        self._exact, self._fast = {}, []
+        index: dict[str, list[web.AbstractResource]] = {}  # as aiohttp indexes the resources
         for res in self.resources():
             if type(res) not in (web.PlainResource, web.DynamicResource):
-                return []  # sub-applications, static files: aiohttp's walk decides
-            index.setdefault(res.canonical.partition("{")[0].rstrip("/") or "/", []).append(res)
-        fast: list[tuple[str, web.AbstractRoute, re.Pattern[str], list[tuple[str, Any]]]] = []
+                return  # sub-applications, static files: aiohttp's walk decides
+            canonical = res.canonical
+            key = canonical.partition("{")[0].rstrip("/") or "/" if "{" in canonical else canonical
+            index.setdefault(key, []).append(res)
+        for key, resources in index.items():
+            for res in resources:  # the first plain route of the path, unless a route before it may match
+                if type(res) is web.PlainResource:
+                    self._exact[key] = {route.method: route for route in res}
+                    break
+                if res.get_info()["pattern"].fullmatch(key) is not None:
+                    break
         for key in ("/api", "/apis"):
             first = index.get(key, [None])[0]
             if not isinstance(first, web.DynamicResource):
@@ -133,21 +159,42 @@ class ResourceRouter(web.UrlDispatcher):
             shadows = [(other + "/", res.get_info()["path"] if type(res) is web.PlainResource
                         else res.get_info()["pattern"])
                        for other, resources in index.items() if other.startswith(key + "/") for res in resources]
-            fast.append((key + "/", routes[0], first.get_info()["pattern"], shadows))
-        return fast
+            self._fast.append((key + "/", routes[0], first.get_info()["pattern"], shadows))
 
     async def resolve(self, request: web.Request) -> web.UrlMappingMatchInfo:
         path = request.rel_url.path_safe
-        if "%" not in path:
+        exact = self._exact.get(path)
+        if exact is not None:
+            route = exact.get(request.method) or exact.get("*")
+            if route is not None:
+                return web.UrlMappingMatchInfo({}, route)
+        elif "%" not in path:
             for prefix, route, pattern, shadows in self._fast:
-                if not path.startswith(prefix):
-                    continue
-                for shadow_prefix, shadow in shadows:
-                    if (path.startswith(shadow_prefix) or path == shadow_prefix[:-1]) and (
-                            path == shadow if type(shadow) is str else shadow.fullmatch(path) is not None):
-                        return await super().resolve(request)
-                match = pattern.fullmatch(path)
-                if match is not None:
-                    return web.UrlMappingMatchInfo(match.groupdict(), route)
-                break
-        return await super().resolve(request)
+                if path.startswith(prefix):
+                    for shadow_prefix, shadow in shadows:
+                        if (path.startswith(shadow_prefix) or path == shadow_prefix[:-1]) and (
+                                path == shadow if type(shadow) is str else shadow.fullmatch(path) is not None):
+                            break  # another route may match: aiohttp decides
+                    else:
+                        match = pattern.fullmatch(path)
+                        if match is not None:
+                            return web.UrlMappingMatchInfo(match.groupdict(), route)
+                    break
+        found = await super().resolve(request)
+        if self._chain is not None and isinstance(found, MatchInfoError):
+            return _ChainedError(found.http_exception, self._chain)
+        return found
+
+
+class _ChainedError(MatchInfoError):
+    """No route (404) or not this method (405), answered through the chain like any request."""
+
+    __slots__ = ("_chain",)
+
+    def __init__(self, http_exception: web.HTTPException, chain: Middleware) -> None:
+        super().__init__(http_exception)
+        self._chain = chain
+
+    @property
+    def handler(self) -> Handler:
+        return functools.partial(self._chain, handler=super().handler)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Awaitable, Callable
 
 import pytest
 from aiohttp import web
@@ -35,7 +36,8 @@ def _app(*extra: web.RouteDef) -> web.Application:
     return app
 
 
-PATHS = ["/api/v1/namespaces/default/configmaps", "/api/v1/namespaces/default/configmaps/a",
+PATHS = ["/api/v1/namespaces/default/configmaps", "/healthz/", "/healthz/ping",
+         "/api/v1/namespaces/default/configmaps/a",
          "/api/v1/namespaces", "/api/v1/namespaces/a/serviceaccounts/b/token", "/api/v1/namespaces/a/serviceaccounts/b",
          "/api/v1/watch/pods", "/api/v1", "/api/v1/", "/api", "/api/", "/apis/apps/v1/deployments",
          "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "/apis/authorization.k8s.io/v1/x",
@@ -87,5 +89,34 @@ async def test_the_resource_api_is_found_without_the_walk(monkeypatch: pytest.Mo
     for path in ("/api/v1/namespaces/default/configmaps/a", "/apis/apps/v1/namespaces/a/deployments"):
         found = await app.router.resolve(make_mocked_request("PUT", path, app=app))
         assert found.handler is _handler and found["rest"].startswith("namespaces/")
+    for method, path in (("GET", "/healthz"), ("HEAD", "/healthz"), ("GET", "/api"),
+                         ("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")):
+        found = await app.router.resolve(make_mocked_request(method, path, app=app))
+        assert found.handler is _other and found.route.method == method
     with pytest.raises(AssertionError, match="walked"):  # the token route could match: aiohttp decides
         await app.router.resolve(make_mocked_request("POST", "/api/v1/namespaces/a/serviceaccounts/b/token", app=app))
+
+
+async def test_every_request_passes_the_chain_even_without_a_route() -> None:
+    seen: list[str] = []
+
+    async def chain(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                    ) -> web.StreamResponse:
+        seen.append(f"{request.method} {request.path}")
+        try:
+            return await handler(request)
+        except web.HTTPException as e:
+            return web.Response(status=e.status, text="from the chain")
+
+    router = ResourceRouter(chain)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        app = web.Application(router=router)
+    app.add_routes([web.RouteDef("GET", "/healthz", router.behind(_other), {})])
+    app.freeze()
+    codes = []
+    for method, path in (("GET", "/healthz"), ("GET", "/nothing"), ("POST", "/healthz")):
+        request = make_mocked_request(method, path, app=app)
+        codes.append((await (await router.resolve(request)).handler(request)).status)
+    assert codes == [200, 404, 405]
+    assert seen == ["GET /healthz", "GET /nothing", "POST /healthz"]
