@@ -489,9 +489,15 @@ class ShardedController:
 
     def admit(self, request: Any) -> bool:
         """Whether a popped request may be reconciled here; if not it is counted and, when its object is not
-        in the primary cache, remembered."""
+        in the primary cache, remembered.
+
+        A drop also makes the member notify its current state: admission can lapse and return between two
+        notifications (a peer's Lease read twice before the view loop runs), and a key dropped in such a
+        window must still count as not owned before, so that the return of ownership re-enqueues it.
+        """
         if self.member.owns(request.key):
             return True
+        self.member._notify()
         self._dropped.inc()
         primary = self.controller.primary
         if primary is None or primary.indexer.get_by_key(request.key) is None:

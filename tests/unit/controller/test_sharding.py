@@ -362,6 +362,30 @@ def test_a_controller_drops_what_it_does_not_own_and_enqueues_what_it_gains() ->
     assert ctrl.aborted
 
 
+def test_a_key_dropped_while_admission_lapsed_unnoticed_is_enqueued_when_it_returns() -> None:
+    """b's Lease is seen twice before the view loop runs: without a's acknowledgement, then with it. A key
+    popped in between is dropped; the return of admission must enqueue it again."""
+    from kinformer.controller.reconcile import Request
+    from kinformer.controller.sharding import ShardedController
+
+    clock = FakeClock()
+    m, factory = member(clock)
+    cached = KEYS[:200]
+    ctrl = _Controller(cached)
+    shard = ShardedController(ctrl, m)
+    seen = factory.informer_.handlers["on_add"]
+    joined(m, {"a", "b"})
+    seen(peer_lease("b", 1, ["a", "b"]))
+    m._notify()
+    ctrl.queue.added.clear()
+    key = next(k for k in cached if owner_of(k, "ab") == "a")
+    seen(peer_lease("b", 2, ["b"]))  # not notified yet: the view loop has not run
+    assert not shard.admit(Request(*key.split("/")))
+    seen(peer_lease("b", 3, ["a", "b"]))
+    m._notify()  # the view loop runs once, after both
+    assert key in {r.key for r in ctrl.queue.added}
+
+
 async def test_an_unconfirmed_expiry_is_read_again_only_after_the_retry_period() -> None:
     clock, store, m, _ = await with_peer()
     clock.step(CONFIG.lease_duration / 2)
