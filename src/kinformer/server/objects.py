@@ -86,9 +86,22 @@ def timestamp(clock: Clock) -> str:
     return text
 
 
+_UID_BATCH = 64
+_uid_randoms: list[str] = []  # 16 random bytes (hex) per uid still to hand out
+os.register_at_fork(after_in_child=_uid_randoms.clear)  # a child never repeats its parent's uids
+
+
 def new_uid() -> str:
-    """A random (version 4, RFC 4122 variant) UUID in its canonical text form, as ``str(uuid.uuid4())``."""
-    h = os.urandom(16).hex()
+    """A random (version 4, RFC 4122 variant) UUID in its canonical text form, as ``str(uuid.uuid4())``.
+
+    The random bytes come from the OS 64 uids at a time (one system call, not one per uid).
+    """
+    try:
+        h = _uid_randoms.pop()
+    except IndexError:
+        batch = os.urandom(16 * _UID_BATCH).hex()
+        _uid_randoms.extend(batch[i:i + 32] for i in range(0, len(batch), 32))
+        h = _uid_randoms.pop()
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
