@@ -458,6 +458,8 @@ def entry_id(entry: Mapping[str, Any]) -> tuple[str, str, str]:
 
 
 def meta_of(obj: Any) -> Mapping[str, Any]:
+    if obj is None:  # a create's old object
+        return {}
     meta = obj.get("metadata") if type(obj) is dict or isinstance(obj, Mapping) else None
     return meta if type(meta) is dict or isinstance(meta, Mapping) else {}
 
