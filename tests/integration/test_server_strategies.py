@@ -198,3 +198,16 @@ async def test_a_cronjob_name_leaves_room_for_its_jobs_suffix_and_csrs_take_any_
         "usages": ["client auth"]}}
     code, err = await call(http, "POST", "/apis/certificates.k8s.io/v1/certificatesigningrequests", csr)
     assert not any(c["field"] == "metadata.name" for c in (err.get("details") or {}).get("causes") or ()), err
+
+
+async def test_a_claim_without_a_class_gets_the_default_storage_class(http):
+    default = {"metadata": {"name": "std", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+               "provisioner": "example.com/disk"}
+    assert (await call(http, "POST", "/apis/storage.k8s.io/v1/storageclasses", default))[0] == 201
+    claim = {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                                    "resources": {"requests": {"storage": "1Gi"}}}}
+    code, created = await call(http, "POST", f"{NS}/persistentvolumeclaims", claim)
+    assert code == 201 and created["spec"]["storageClassName"] == "std"
+    claim["metadata"]["name"], claim["spec"]["storageClassName"] = "none", ""
+    code, created = await call(http, "POST", f"{NS}/persistentvolumeclaims", claim)
+    assert code == 201 and created["spec"]["storageClassName"] == ""

@@ -21,6 +21,7 @@ from .bodies import (
     read_body,
 )
 from .conversion import Conversion
+from .defaultstorageclass import default_storage_class
 from .jsoncopy import json_copy
 from .objects import parse_rv, timestamp
 from .query import make_filter, truthy
@@ -158,8 +159,11 @@ class WriteHandlers(ReadHandlers):
 
         Webhook warnings are added to ``headers``. Without webhook configurations this is only the validation.
         """
-        if old is None and self.service_accounts is not None and t.info.plural == "pods" and not t.info.group:
-            await self.service_accounts.admit(t.namespace, obj)
+        if old is None and not t.info.group:  # kube's built-in admission plugins, before the webhooks
+            if t.info.plural == "pods" and self.service_accounts is not None:
+                await self.service_accounts.admit(t.namespace, obj)
+            elif t.info.plural == "persistentvolumeclaims":
+                default_storage_class(self.cache, obj)
         hooks = self.admission
         if hooks is None or not hooks.active():
             self.store.validate(t.info, obj, old, t.subresource)
