@@ -172,11 +172,13 @@ class WebhookDispatcher:
     """Finds the webhooks that apply to a request and calls them; owns one HTTP session.
 
     ``objects(prefix)`` returns the current objects of a resource (``"group/plural"``) from the server's
-    cache; ``namespace_labels(name)`` the labels of a namespace (None when it does not exist).
+    cache; ``namespace_labels(name)`` the labels of a namespace (None when it does not exist);
+    ``configured()``, when given, whether any webhook configuration exists, without listing them.
     """
 
-    def __init__(self, objects: Any, namespace_labels: Any, lookup: Any) -> None:
+    def __init__(self, objects: Any, namespace_labels: Any, lookup: Any, configured: Any = None) -> None:
         self._objects = objects
+        self._configured = configured
         self._namespace_labels = namespace_labels
         self.client = WebhookClient(lookup)
 
@@ -189,6 +191,8 @@ class WebhookDispatcher:
 
     def active(self) -> bool:
         """Whether any webhook configuration exists (no configuration: admission costs nothing)."""
+        if self._configured is not None:
+            return bool(self._configured())
         return bool(self._objects(MUTATING) or self._objects(VALIDATING))
 
     # -- entry points ---------------------------------------------------------------------------
@@ -394,4 +398,14 @@ def dispatcher_over_cache(cache: Any) -> WebhookDispatcher:
         ns = lookup("core/namespaces", "", name)
         return _labels(ns) if ns is not None else None
 
-    return WebhookDispatcher(objects, namespace_labels, lookup)
+    prefixes = (f"/registry/{MUTATING}/", f"/registry/{VALIDATING}/")
+
+    def configured() -> bool:
+        buckets = cache.buckets  # read each time: a reload replaces the dict
+        for prefix in prefixes:
+            bucket = buckets.get(prefix)
+            if bucket is not None and bucket.objects:
+                return True
+        return False
+
+    return WebhookDispatcher(objects, namespace_labels, lookup, configured)
