@@ -167,22 +167,88 @@ def parse_document(body: bytes, content_type: str) -> Any:
 _DEPTH_MESSAGE = f"exceeded max depth of {MAX_DEPTH}"
 
 
+# Fewer bytes than this are read for a bracket count before the nesting is measured (a count is cheaper than a
+# measure for small bodies, which seldom hold more than MAX_DEPTH brackets; large ones nearly always do).
+_COUNT_BELOW = 2048
+
+
 def load_json(body: bytes | str) -> Any:
     """``orjson.loads`` that also refuses documents nested deeper than :data:`MAX_DEPTH` (as a JSONDecodeError)."""
     doc = orjson.loads(body)
-    raw = body.encode() if isinstance(body, str) else body
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and too_deep(doc):
+    if len(body) < _COUNT_BELOW:
+        raw = body.encode() if isinstance(body, str) else body
+        if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+            return doc
+    if too_deep(doc):
         raise orjson.JSONDecodeError(_DEPTH_MESSAGE, "", 0)
     return doc
 
 
+def _encoder_depth() -> int:
+    """How many nested containers orjson writes (254 today); 0 when it is not the fixed limit measured here."""
+    def nested(levels: int) -> list[Any]:
+        value: list[Any] = []
+        for _ in range(levels - 1):
+            value = [value]
+        return value
+
+    limit = 254
+    try:
+        orjson.dumps(nested(limit))
+    except TypeError:
+        return 0
+    try:
+        orjson.dumps(nested(limit + 1))
+    except TypeError:
+        return limit
+    return 0
+
+
+_ENCODER_DEPTH = _encoder_depth()
+# Reusable wrappers for too_deep, (limit, outermost list, innermost list), taken and put back whole (atomic).
+_WRAPPERS: list[tuple[int, list[Any], list[Any]]] = []
+
+
+def _wrapper(levels: int) -> tuple[int, list[Any], list[Any]]:
+    """``levels`` lists nested in one another: (levels, the outermost, the innermost, empty)."""
+    inner: list[Any] = []
+    outer = inner
+    for _ in range(levels - 1):
+        outer = [outer]
+    return levels, outer, inner
+
+
 def too_deep(doc: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether ``doc`` (JSON data, no shared containers) nests objects/arrays more than ``limit`` levels."""
-    try:  # orjson indents a value inside n containers by 2n spaces: none that deep means not too deep
-        if b"\n" + b" " * (2 * limit) not in orjson.dumps(doc, option=orjson.OPT_INDENT_2):
+    """Whether ``doc`` (JSON data, no shared containers) nests objects/arrays more than ``limit`` levels.
+
+    Measured by orjson, which refuses to write more than :data:`_ENCODER_DEPTH` levels: ``doc`` placed inside
+    ``_ENCODER_DEPTH - limit`` lists is written unless it is too deep. What orjson cannot write for another reason
+    (an integer beyond 64 bits, ...) is walked level by level.
+    """
+    if not isinstance(doc, dict | list):
+        return False
+    if 0 < limit < _ENCODER_DEPTH:
+        levels = _ENCODER_DEPTH - limit
+        try:
+            wrapper = _WRAPPERS.pop()
+        except IndexError:
+            wrapper = _wrapper(levels)
+        if wrapper[0] != levels:
+            wrapper = _wrapper(levels)
+        inner = wrapper[2]
+        inner.append(doc)
+        try:
+            orjson.dumps(wrapper[1])
             return False
-    except TypeError:  # not JSON data (an integer beyond 64 bits, ...): walk it
-        pass
+        except TypeError:  # too deep, or not JSON data: the walk below tells
+            pass
+        finally:
+            inner.clear()
+            _WRAPPERS.append(wrapper)
+    return _walk_too_deep(doc, limit)
+
+
+def _walk_too_deep(doc: Any, limit: int) -> bool:
     level = [doc] if isinstance(doc, dict | list) else []
     for _ in range(limit):  # level by level: the containers at depth 1, 2, ...
         if not level:

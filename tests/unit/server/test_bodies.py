@@ -74,6 +74,25 @@ def test_load_json_depth_error_is_a_json_decode_error() -> None:
     assert load_json(brackets_in_a_string) == {"a": "[" * 300}
 
 
+def _nested(levels: int, container: str) -> object:
+    value: object = "leaf"
+    for _ in range(levels):
+        value = [value] if container == "list" else {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("container", ["list", "dict"])
+@pytest.mark.parametrize("limit", [1, 50, MAX_DEPTH, 253, 254, 300])
+def test_too_deep_is_exact_at_the_limit(limit: int, container: str) -> None:
+    from kinformer.server.bodies import too_deep
+
+    assert not too_deep(_nested(limit, container), limit)
+    assert too_deep(_nested(limit + 1, container), limit)
+    # data orjson cannot write (an integer beyond 64 bits) is measured all the same
+    assert not too_deep([_nested(limit - 1, container), 2**70], limit)
+    assert too_deep([_nested(limit, container), 2**70], limit)
+
+
 def test_yaml_numbers_beyond_conversion_limits_are_a_400() -> None:
     assert _refused(b"a: " + b"1" * 5000).code == 400
     assert _refused(b"a: 1.0e+999").code == 400
