@@ -38,6 +38,7 @@ from .registry import Registry
 from .requestlog import REQUEST_LOG, RequestLogger
 from .serviceaccount_admission import ServiceAccountAdmission
 from .storage import Compacted, Storage, open_storage
+from .storageprotection import StorageProtection
 from .watchcache import CachedEvent, WatchCache
 
 log = logging.getLogger(__name__)
@@ -173,6 +174,8 @@ class APIServer:
             if registration is not None:
                 self._tasks.append(asyncio.create_task(registration.run(), name="kinformer-apiservices"))
             self._tasks.append(asyncio.create_task(self.security.aggregator.run(), name="kinformer-aggregation"))
+            protection = StorageProtection(self.cache, self.store, self.registry)
+            self._tasks.append(asyncio.create_task(protection.run(), name="kinformer-storage-protection"))
             if self.cert_paths is not None:
                 from .csrsigning import CertificateSigner  # with TLS on, its crypto library is loaded already
 

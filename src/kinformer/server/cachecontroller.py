@@ -20,7 +20,7 @@ from .watchcache import CachedEvent, WatchCache
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CacheController", "create_as"]
+__all__ = ["CacheController", "create_as", "remove_finalizer"]
 
 
 async def create_as(store: ObjectStore, info: ResourceInfo, namespace: str, obj: dict[str, Any],
@@ -36,6 +36,28 @@ async def create_as(store: ObjectStore, info: ResourceInfo, namespace: str, obj:
         if e.reason == "AlreadyExists":
             return None
         raise
+
+
+async def remove_finalizer(store: ObjectStore, info: ResourceInfo, namespace: str, name: str, finalizer: str) -> bool:
+    """Remove ``finalizer`` from the object (which is deleted if it was terminating and had no other); whether
+    this call removed it (False when the object or the finalizer was already gone)."""
+    def fn(cur: dict[str, Any]) -> dict[str, Any] | None:
+        finalizers = cur["metadata"].get("finalizers") or []
+        if finalizer not in finalizers:
+            return None
+        rest = [f for f in finalizers if f != finalizer]
+        if rest:
+            cur["metadata"]["finalizers"] = rest
+        else:
+            cur["metadata"].pop("finalizers", None)
+        return cur
+
+    try:
+        return await store.mutate(info, namespace, name, fn, raw=True) is not None
+    except st.StatusError as e:
+        if e.code != 404:
+            raise
+        return False
 
 
 class CacheController:

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import status as st
+from .cachecontroller import remove_finalizer
 from .namespace_conditions import remaining_content, terminating_conditions
 from .objects import CRD_FINALIZER, FOREGROUND, NAMESPACE_FINALIZER, ORPHAN, ObjectStore, timestamp
 from .registry import Registry, ResourceInfo
@@ -283,18 +284,7 @@ class GarbageCollector:
         await self.store.mutate(info, ns, name, fn, raw=True)
 
     async def _remove_finalizer(self, info: ResourceInfo, ns: str, name: str, finalizer: str) -> None:
-        def fn(cur: dict[str, Any]) -> dict[str, Any] | None:
-            fins = cur["metadata"].get("finalizers") or []
-            if finalizer not in fins:
-                return None
-            rest = [f for f in fins if f != finalizer]
-            if rest:
-                cur["metadata"]["finalizers"] = rest
-            else:
-                cur["metadata"].pop("finalizers", None)
-            return cur
-
-        await self.store.mutate(info, ns, name, fn, raw=True)
+        await remove_finalizer(self.store, info, ns, name, finalizer)
 
     def _dependents_of(self, uid: str) -> list[tuple[ResourceInfo, dict[str, Any], str, str]]:
         out = []

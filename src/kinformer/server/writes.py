@@ -31,6 +31,7 @@ from .responses import json_response
 from .routing import Target
 from .scale import scale_of, set_replicas
 from .serviceaccount_admission import ServiceAccountAdmission
+from .storageprotection import protect
 from .validation import prune_builtin, unknown_fields
 
 _QUOTE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
@@ -164,6 +165,9 @@ class WriteHandlers(ReadHandlers):
                 await self.service_accounts.admit(t.namespace, obj)
             elif t.info.plural == "persistentvolumeclaims":
                 default_storage_class(self.cache, obj)
+                protect(t.info.plural, obj)
+            elif t.info.plural == "persistentvolumes":
+                protect(t.info.plural, obj)
         hooks = self.admission
         if hooks is None or not hooks.active():
             self.store.validate(t.info, obj, old, t.subresource)
