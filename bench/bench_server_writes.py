@@ -53,6 +53,9 @@ def pod_bodies(n: int, prefix: str) -> list[bytes]:
     for field in ("resourceVersion", "uid", "creationTimestamp", "ownerReferences", "generateName"):
         meta.pop(field, None)
     meta["namespace"] = "default"
+    # the namespace's own account (the fixture's "reporting" does not exist here, and a pod naming a missing
+    # ServiceAccount is refused)
+    pod["spec"]["serviceAccountName"] = pod["spec"]["serviceAccount"] = "default"
     out = []
     for i in range(n):
         p = copy.deepcopy(pod)
