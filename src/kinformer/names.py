@@ -86,19 +86,35 @@ _DNS1123_SUBDOMAIN_ERROR = regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAI
 _DNS1035_LABEL_ERROR = regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123")
 
 
+@functools.lru_cache(maxsize=4096)
+def _dns1123_label_errors(value: str) -> tuple[str, ...]:
+    return tuple(_length_and_format(value, DNS1123_LABEL_MAX_LENGTH, _DNS1123_LABEL_RE, _DNS1123_LABEL_ERROR))
+
+
 def is_dns1123_label(value: str) -> list[str]:
     """``value`` as an RFC 1123 label (namespace names, most name parts): at most 63 characters."""
-    return _length_and_format(value, DNS1123_LABEL_MAX_LENGTH, _DNS1123_LABEL_RE, _DNS1123_LABEL_ERROR)
+    return list(_dns1123_label_errors(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _dns1123_subdomain_errors(value: str) -> tuple[str, ...]:
+    return tuple(_length_and_format(value, DNS1123_SUBDOMAIN_MAX_LENGTH, _DNS1123_SUBDOMAIN_RE,
+                                    _DNS1123_SUBDOMAIN_ERROR))
 
 
 def is_dns1123_subdomain(value: str) -> list[str]:
     """``value`` as an RFC 1123 subdomain (most object names): at most 253 characters."""
-    return _length_and_format(value, DNS1123_SUBDOMAIN_MAX_LENGTH, _DNS1123_SUBDOMAIN_RE, _DNS1123_SUBDOMAIN_ERROR)
+    return list(_dns1123_subdomain_errors(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _dns1035_label_errors(value: str) -> tuple[str, ...]:
+    return tuple(_length_and_format(value, DNS1035_LABEL_MAX_LENGTH, _DNS1035_LABEL_RE, _DNS1035_LABEL_ERROR))
 
 
 def is_dns1035_label(value: str) -> list[str]:
     """``value`` as an RFC 1035 label (Service names: must start with a letter): at most 63 characters."""
-    return _length_and_format(value, DNS1035_LABEL_MAX_LENGTH, _DNS1035_LABEL_RE, _DNS1035_LABEL_ERROR)
+    return list(_dns1035_label_errors(value))
 
 
 @functools.lru_cache(maxsize=4096)

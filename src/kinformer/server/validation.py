@@ -152,7 +152,7 @@ def _label_errors(key: str, value: str) -> tuple[tuple[str, str], ...]:
 def _validate_labels(labels: Any, field: str) -> list[Cause]:
     if labels is None:
         return []
-    if not isinstance(labels, Mapping):
+    if type(labels) is not dict and not isinstance(labels, Mapping):
         return [invalid(field, labels, "must be a map of string keys to string values")]
     causes = []
     for key, value in labels.items():
@@ -177,18 +177,19 @@ def _annotation_key_errors(key: str) -> tuple[str, ...]:
 def _validate_annotations(annotations: Any, field: str) -> list[Cause]:
     if annotations is None:
         return []
-    if not isinstance(annotations, Mapping):
+    if type(annotations) is not dict and not isinstance(annotations, Mapping):
         return [invalid(field, annotations, "must be a map of string keys to string values")]
     causes = []
     total = 0
     for key, value in annotations.items():
-        key_errors = _annotation_key_errors(str(key))
+        text = key if type(key) is str else str(key)
+        key_errors = _annotation_key_errors(text)
         if key_errors:
             causes += [invalid(field, key, msg) for msg in key_errors]
-        if not isinstance(value, str):
+        if type(value) is not str and not isinstance(value, str):
             causes.append(invalid(field, value, "annotation values must be strings"))
             continue
-        total += len(str(key)) + len(value.encode())
+        total += len(text) + (len(value) if value.isascii() else len(value.encode()))
     if total > _TOTAL_ANNOTATION_SIZE:
         causes.append({"reason": "FieldValueTooLong",
                        "message": f"Too long: may not be more than {_TOTAL_ANNOTATION_SIZE} bytes", "field": field})
@@ -201,7 +202,7 @@ def _validate_string_map(obj: Mapping[str, Any], field: str, *, base64_values: b
     value = obj.get(field)
     if value is None:
         return [], 0
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         return [invalid(field, value, "must be a map")], 0
     causes: list[Cause] = []
     size = 0
@@ -246,7 +247,7 @@ def _validate_secret(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> l
 
 
 def _validate_containers(spec: Any, field: str) -> list[Cause]:
-    if not isinstance(spec, Mapping):
+    if type(spec) is not dict and not isinstance(spec, Mapping):
         return [required(field)]
     containers = spec.get("containers")
     if not containers:
@@ -258,7 +259,7 @@ def _validate_containers(spec: Any, field: str) -> list[Cause]:
     for kind in ("initContainers", "containers"):
         for i, container in enumerate(spec.get(kind) or []):
             path = f"{field}.{kind}[{i}]"
-            if not isinstance(container, Mapping):
+            if type(container) is not dict and not isinstance(container, Mapping):
                 causes.append(invalid(path, container, "must be an object"))
                 continue
             causes += _unique_entry_name(container.get("name"), path, seen)
@@ -450,7 +451,7 @@ def validate_object(info: ResourceInfoLike, obj: Mapping[str, Any],
     Covers metadata for every kind, the built-in rules users hit, and the CRD schema for custom resources.
     """
     meta = obj.get("metadata")
-    if not isinstance(meta, Mapping):
+    if type(meta) is not dict and not isinstance(meta, Mapping):
         return [required("metadata.name", "name or generateName is required")]
     causes = _validate_metadata(info, meta, old)
     validator = _KIND_VALIDATORS.get(info.kind) if getattr(info, "builtin", True) else None
