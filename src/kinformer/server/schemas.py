@@ -287,6 +287,9 @@ def _compile(node: Node) -> Callable[[Any], bool]:
         fn = accepts
     if enum is None:
         return fn
+    if fn is _is_string and all(type(v) is str for v in enum):
+        strings = frozenset(enum)  # a str equals only a str: the set answers as the tuple would
+        return lambda value: type(value) is str and value in strings
     return lambda value: value in enum and fn(value)
 
 
@@ -297,9 +300,10 @@ def _object_check(node: Node) -> Callable[[Any], bool]:
     def check(value: Any) -> bool:
         if type(value) is not dict:
             return accepts(value)
-        for name in required:
-            if name not in value:
-                return False
+        if required:
+            for name in required:
+                if name not in value:
+                    return False
         for key, item in value.items():
             entry = get(key)
             if entry is None:
