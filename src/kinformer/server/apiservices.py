@@ -118,28 +118,33 @@ class APIServiceRegistration(CacheController):
             if have is None:
                 written += await self._create(want)
             elif (have.get("metadata") or {}).get("labels", {}).get(AUTOMANAGED) and have.get("spec") != want["spec"]:
-                written += await self._write(name, want["spec"], raw=False)
+                written += await self._restore_spec(name, want["spec"])
         for name, have in current.items():
             if name not in desired and ((have.get("metadata") or {}).get("labels") or {}).get(AUTOMANAGED):
                 written += await self._delete(name)
         for name, have in self._current().items():
             if not (have.get("spec") or {}).get("service") and not _available(have):
-                written += await self._write(name, None, raw=True)
+                written += await self._mark_available(name)
         return written
 
     async def _create(self, obj: dict[str, Any]) -> int:
         return 0 if await create_as(self.store, self.info, "", obj, MANAGER) is None else 1
 
-    async def _write(self, name: str, spec: dict[str, Any] | None, *, raw: bool) -> int:
-        """Put ``spec`` back (an update), or with ``spec`` None set the Local availability (a status write)."""
+    async def _restore_spec(self, name: str, spec: dict[str, Any]) -> int:
+        """Put an automanaged APIService's spec back (an ordinary update)."""
+        def update(current: dict[str, Any]) -> dict[str, Any] | None:
+            if current.get("spec") == spec:
+                return None
+            current["spec"] = spec
+            return current
+
+        return await self._mutate(name, update, raw=False)
+
+    async def _mark_available(self, name: str) -> int:
+        """Report a local APIService ``Available`` (a status write, as kube's availability controller makes)."""
         now = timestamp(self.store.clock)
 
         def update(current: dict[str, Any]) -> dict[str, Any] | None:
-            if spec is not None:
-                if current.get("spec") == spec:
-                    return None
-                current["spec"] = spec
-                return current
             if (current.get("spec") or {}).get("service") or _available(current):
                 return None
             status = current.setdefault("status", {})
@@ -149,13 +154,16 @@ class APIServiceRegistration(CacheController):
                                               "reason": "Local", "message": "Local APIServices are always available"}]
             return current
 
+        return await self._mutate(name, update, raw=True)
+
+    async def _mutate(self, name: str, update: Any, *, raw: bool) -> int:
+        """1 when ``update`` changed the object, 0 when it had nothing to do or the object is gone."""
         try:
-            await self.store.mutate(self.info, "", name, update, raw=raw)
+            return 0 if await self.store.mutate(self.info, "", name, update, raw=raw) is None else 1
         except st.StatusError as e:
             if e.code != 404:  # deleted meanwhile: its DELETED event triggers another pass
                 raise
             return 0
-        return 1
 
     async def _delete(self, name: str) -> int:
         try:
