@@ -69,16 +69,28 @@ class CachedObject:
 
 
 class CachedEvent:
-    """A watch event: ``type`` is ADDED, MODIFIED or DELETED; ``prev`` the version it replaced."""
+    """A watch event: ``type`` is ADDED, MODIFIED or DELETED; ``prev`` the version it replaced.
 
-    __slots__ = ("cur", "line", "prev", "rev", "type")
+    :attr:`line` (the event as a watch stream writes it) is built when a watcher first asks for it, once per
+    event: most events of a busy resource are written by no watcher, and each line is a copy of the object.
+    """
+
+    __slots__ = ("_line", "cur", "prev", "rev", "type")
 
     def __init__(self, type_: str, cur: CachedObject, prev: CachedObject | None) -> None:
         self.type = type_
         self.cur = cur
         self.prev = prev
         self.rev = cur.rev
-        self.line = b'{"type":"' + type_.encode() + b'","object":' + cur.raw + b"}\n"
+        self._line: bytes | None = None
+
+    @property
+    def line(self) -> bytes:
+        """``{"type":...,"object":...}`` and a newline: the watch stream's JSON line of this event."""
+        line = self._line
+        if line is None:
+            line = self._line = b"".join((b'{"type":"', self.type.encode(), b'","object":', self.cur.raw, b"}\n"))
+        return line
 
 
 class Watcher:
