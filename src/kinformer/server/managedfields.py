@@ -48,10 +48,13 @@ _builtin_lists: dict[tuple[Any, ...], ListStrategy] = {}
 _parsed: dict[bytes, tuple[frozenset[Path], bool]] = {}
 # field set -> canonical FieldsV1 encoding
 _rendered: dict[frozenset[Path], bytes] = {}
-# a create of a built-in kind (see _create_key) -> (its managedFields as (entry but fieldsV1, FieldsV1 tree)
-# pairs, whether the last entry is the writer's)
-_creates: dict[tuple[Any, ...], tuple[tuple[tuple[dict[str, Any], dict[str, Any]], ...], bool]] = {}
-CREATE_CACHE_SIZE = 256  # distinct create shapes remembered (a key holds the object's tracked content, ~10 KB)
+# a create of a built-in kind, by its key (see _create_key) -> the shapes remembered under that key, oldest
+# first: (the encoding of the tracked content, its managedFields as (entry but fieldsV1, FieldsV1 tree) pairs,
+# whether the last entry is the writer's)
+_Shape = tuple[bytes, tuple[tuple[dict[str, Any], dict[str, Any]], ...], bool]
+_creates: dict[tuple[Any, ...], list[_Shape]] = {}
+CREATE_CACHE_SIZE = 256  # create keys remembered (a shape holds the object's tracked content, ~10 KB)
+CREATE_KEY_SHAPES = 4  # shapes remembered under one key (encodings of one length)
 
 
 def _remember(cache: dict[Any, Any], key: Any, value: Any, size: int = CACHE_SIZE) -> None:
@@ -542,11 +545,13 @@ def _set_managed_fields(obj: dict[str, Any], rendered: list[dict[str, Any]]) -> 
 
 
 def _create_key(obj: Mapping[str, Any], identity: tuple[Any, ...], info: ResourceInfoLike | None,
-                subresource: str | None) -> tuple[Any, ...] | None:
-    """What the managedFields of a create are a function of, encoded: the kind (built-in: its list rules never
-    change), the writer, and the object's tracked content with the managedFields the client sent (the
-    entries a create starts from are a function of those). None: not memoisable.
+                subresource: str | None) -> tuple[tuple[Any, ...], bytes] | None:
+    """What the managedFields of a create are a function of: the kind (built-in: its list rules never
+    change), the writer, and the encoding of the object's tracked content with the managedFields the client
+    sent (the entries a create starts from are a function of those). None: not memoisable.
 
+    Returned as (a small key naming the encoding by its length, the encoding): the memo finds the key without
+    hashing the encoding (a pod's costs more than comparing it), and a hit needs equal encodings.
     Objects a controller stamps from one template (a ReplicaSet's pods) differ only in ignored metadata, so
     they share a key. Different key orders give different keys, never a wrong answer.
     """
@@ -560,9 +565,10 @@ def _create_key(obj: Mapping[str, Any], identity: tuple[Any, ...], info: Resourc
             value = {k: v for k, v in value.items() if k not in _KEY_IGNORED_META}
         content[name] = value
     try:
-        return (info.group, getattr(info, "version", ""), info.kind, subresource, *identity, orjson.dumps(content))
+        data = orjson.dumps(content)
     except (orjson.JSONEncodeError, TypeError):  # integers beyond 64 bits, non-JSON values
         return None
+    return (info.group, getattr(info, "version", ""), info.kind, subresource, *identity, len(data)), data
 
 
 def _first_entry(obj: dict[str, Any], entries: list[dict[str, Any]], manager: str, operation: str,
@@ -575,18 +581,25 @@ def _first_entry(obj: dict[str, Any], entries: list[dict[str, Any]], manager: st
     pure function of :func:`_create_key` and the time: built-in kinds' results are memoised (bounded). A hit
     builds new entry dicts around the remembered FieldsV1 trees (immutable, see the module docstring).
     """
-    key = _create_key(obj, (manager, operation, api_version), info, subresource)
-    hit = _creates.get(key) if key is not None else None
-    if hit is not None:
-        rendered = [{**head, "fieldsV1": tree} for head, tree in hit[0]]
-        if hit[1]:
-            rendered[-1]["time"] = now or _now()
-        return _set_managed_fields(obj, rendered)
+    key, content = _create_key(obj, (manager, operation, api_version), info, subresource) or (None, b"")
+    shapes = _creates.get(key) if key is not None else None
+    for encoding, remembered, mine in shapes or ():
+        if encoding == content:
+            rendered = [{**head, "fieldsV1": tree} for head, tree in remembered]
+            if mine:
+                rendered[-1]["time"] = now or _now()
+            return _set_managed_fields(obj, rendered)
     rendered, mine = _first_entries(obj, with_paths(entries), manager, operation, api_version, info,
                                     subresource, now)
     if key is not None:
-        remembered = tuple(({k: v for k, v in e.items() if k != "fieldsV1"}, e["fieldsV1"]) for e in rendered)
-        _remember(_creates, key, (remembered, mine), CREATE_CACHE_SIZE)
+        shape = (content, tuple(({k: v for k, v in e.items() if k != "fieldsV1"}, e["fieldsV1"]) for e in rendered),
+                 mine)
+        if shapes is None:
+            _remember(_creates, key, [shape], CREATE_CACHE_SIZE)
+        else:
+            if len(shapes) >= CREATE_KEY_SHAPES:
+                del shapes[0]
+            shapes.append(shape)
     return _set_managed_fields(obj, rendered)
 
 

@@ -122,7 +122,6 @@ def encode(obj: Mapping[str, Any]) -> bytes:
 _RV_MARK_TEXT = os.urandom(16).hex()
 _RV_MARK = _RV_MARK_TEXT.encode()
 _RV_FIELD = b',"resourceVersion":"'
-_RV_MARKED = _RV_FIELD + _RV_MARK + b'"'
 
 Split = tuple[bytes, bytes]
 _ABSENT: Any = object()
@@ -138,10 +137,12 @@ def encode_split(obj: dict[str, Any]) -> Split | None:
     marker makes that practically impossible, and the check makes the answer exact regardless.
     """
     obj["metadata"]["resourceVersion"] = _RV_MARK_TEXT
-    head, sep, tail = orjson.dumps(obj).partition(_RV_MARKED)
-    if not sep or tail[:1] != b"}" or _RV_MARK in tail or _RV_MARK in head:
+    data = orjson.dumps(obj)
+    at = data.find(_RV_MARK)  # the first marker: the one field, when it ends the metadata and is the only one
+    start, end = at - len(_RV_FIELD), at + len(_RV_MARK) + 1
+    if at < 0 or data[start:at] != _RV_FIELD or data[end - 1:end + 1] != b'"}' or data.find(_RV_MARK, end) >= 0:
         return None
-    return head, tail
+    return data[:start], data[end:]
 
 
 def served_bytes(split: Split, rev: int) -> bytes:

@@ -129,3 +129,22 @@ def test_a_remembered_create_renders_what_a_computed_one_does_in_fresh_dicts(see
     assert json.dumps(first) == json.dumps(second)  # same key order too
     if want:
         assert first["metadata"]["managedFields"][-1] is not second["metadata"]["managedFields"][-1]
+
+
+def test_creates_whose_content_encodes_to_one_length_are_remembered_apart() -> None:
+    """Shapes of one encoded length share a memo key; each still gets the managedFields of its own content."""
+    def shaped(port: int) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": port}]}]}}
+
+    ports = [8081, 8082, 8083, 8084, 8085, 8086]  # more shapes than one key keeps
+    managedfields._creates.clear()
+    computed = {}
+    for port in ports:
+        computed[port] = update_managed_fields(None, shaped(port), manager="me", info=POD, now="T")
+        managedfields._creates.clear()
+    for port in ports * 3:
+        got = update_managed_fields(None, shaped(port), manager="me", info=POD, now="T")
+        assert json.dumps(got) == json.dumps(computed[port])
+    assert len(managedfields._creates) == 1
+    assert len(next(iter(managedfields._creates.values()))) == managedfields.CREATE_KEY_SHAPES
