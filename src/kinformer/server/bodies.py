@@ -24,7 +24,7 @@ The decoding limits, all answered before anything is built from the body:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -32,11 +32,12 @@ import yaml
 from aiohttp import web
 
 from . import status as st
+from .nesting import DEPTH_MESSAGE as _DEPTH_MESSAGE
+from .nesting import MAX_DEPTH, too_deep
 from .registry import ResourceInfo
 
 MAX_BODY = 3 * 1024 * 1024
 BODY_TIMEOUT = 60.0
-MAX_DEPTH = 100
 MAX_EXPANDED_BYTES = 2 * MAX_BODY
 # Bodies sent without a meaningful type (no header, or an HTTP library's default) are sniffed: JSON, else YAML.
 _GENERIC_TYPES = ("application/octet-stream", "*/*")
@@ -137,15 +138,18 @@ def _to_json_value(value: Any) -> Any:
     raise _NotJSON(f"unsupported value of type {type(value).__name__}")
 
 
-def parse_document(body: bytes, content_type: str) -> Any:
-    """Decode a JSON / YAML / Kubernetes-protobuf body; 400 on malformed input, 415 on an unknown type."""
+def parse_document(body: bytes, content_type: str, bounded: Callable[[bytes | str, Any], bool] | None = None) -> Any:
+    """Decode a JSON / YAML / Kubernetes-protobuf body; 400 on malformed input, 415 on an unknown type.
+
+    ``bounded`` (see :func:`load_json`) may spare a JSON document the depth measure.
+    """
     if not body.strip():
         raise st.bad_request("the body of the request was empty")
     if content_type in _GENERIC_TYPES:
         content_type = ""
     if content_type in _JSON_TYPES or content_type.endswith("+json"):
         try:
-            return load_json(body)
+            return load_json(body, bounded)
         except orjson.JSONDecodeError as e:
             if content_type:
                 raise st.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
@@ -164,100 +168,28 @@ def parse_document(body: bytes, content_type: str) -> Any:
     raise st.unsupported_media_type(content_type)
 
 
-_DEPTH_MESSAGE = f"exceeded max depth of {MAX_DEPTH}"
-
-
 # Fewer bytes than this are read for a bracket count before the nesting is measured (a count is cheaper than a
 # measure for small bodies, which seldom hold more than MAX_DEPTH brackets; large ones nearly always do).
 _COUNT_BELOW = 2048
 
 
-def load_json(body: bytes | str) -> Any:
-    """``orjson.loads`` that also refuses documents nested deeper than :data:`MAX_DEPTH` (as a JSONDecodeError)."""
+def load_json(body: bytes | str, bounded: Callable[[bytes | str, Any], bool] | None = None) -> Any:
+    """``orjson.loads`` that also refuses documents nested deeper than :data:`MAX_DEPTH` (as a JSONDecodeError).
+
+    ``bounded``, when given, is a check of (the body, the document) that answers True only for a document within
+    :data:`MAX_DEPTH` (a built-in kind's schema as typed structs: :mod:`structcheck`): the depth is measured only
+    when it answers False, so the outcome is the same with or without it.
+    """
     doc = orjson.loads(body)
     if len(body) < _COUNT_BELOW:
         raw = body.encode() if isinstance(body, str) else body
         if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
             return doc
+    if bounded is not None and bounded(body, doc):
+        return doc
     if too_deep(doc):
         raise orjson.JSONDecodeError(_DEPTH_MESSAGE, "", 0)
     return doc
-
-
-def _encoder_depth() -> int:
-    """How many nested containers orjson writes (254 today); 0 when it is not the fixed limit measured here."""
-    def nested(levels: int) -> list[Any]:
-        value: list[Any] = []
-        for _ in range(levels - 1):
-            value = [value]
-        return value
-
-    limit = 254
-    try:
-        orjson.dumps(nested(limit))
-    except TypeError:
-        return 0
-    try:
-        orjson.dumps(nested(limit + 1))
-    except TypeError:
-        return limit
-    return 0
-
-
-_ENCODER_DEPTH = _encoder_depth()
-# Reusable wrappers for too_deep, (limit, outermost list, innermost list), taken and put back whole (atomic).
-_WRAPPERS: list[tuple[int, list[Any], list[Any]]] = []
-
-
-def _wrapper(levels: int) -> tuple[int, list[Any], list[Any]]:
-    """``levels`` lists nested in one another: (levels, the outermost, the innermost, empty)."""
-    inner: list[Any] = []
-    outer = inner
-    for _ in range(levels - 1):
-        outer = [outer]
-    return levels, outer, inner
-
-
-def too_deep(doc: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether ``doc`` (JSON data, no shared containers) nests objects/arrays more than ``limit`` levels.
-
-    Measured by orjson, which refuses to write more than :data:`_ENCODER_DEPTH` levels: ``doc`` placed inside
-    ``_ENCODER_DEPTH - limit`` lists is written unless it is too deep. What orjson cannot write for another reason
-    (an integer beyond 64 bits, ...) is walked level by level.
-    """
-    if not isinstance(doc, dict | list):
-        return False
-    if 0 < limit < _ENCODER_DEPTH:
-        levels = _ENCODER_DEPTH - limit
-        try:
-            wrapper = _WRAPPERS.pop()
-        except IndexError:
-            wrapper = _wrapper(levels)
-        if wrapper[0] != levels:
-            wrapper = _wrapper(levels)
-        inner = wrapper[2]
-        inner.append(doc)
-        try:
-            orjson.dumps(wrapper[1])
-            return False
-        except TypeError:  # too deep, or not JSON data: the walk below tells
-            pass
-        finally:
-            inner.clear()
-            _WRAPPERS.append(wrapper)
-    return _walk_too_deep(doc, limit)
-
-
-def _walk_too_deep(doc: Any, limit: int) -> bool:
-    level = [doc] if isinstance(doc, dict | list) else []
-    for _ in range(limit):  # level by level: the containers at depth 1, 2, ...
-        if not level:
-            return False
-        deeper = []
-        for node in level:
-            deeper += [c for c in (node.values() if isinstance(node, dict) else node) if isinstance(c, dict | list)]
-        level = deeper
-    return bool(level)
 
 
 def load_yaml(body: bytes) -> Any:

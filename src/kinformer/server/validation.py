@@ -27,7 +27,7 @@ from kinformer.names import (
     is_qualified_name,
     is_valid_label_value,
 )
-from kinformer.server import schemas
+from kinformer.server import schemas, structcheck
 from kinformer.server.causes import (
     Cause,
     duplicate,
@@ -43,6 +43,7 @@ from kinformer.server.structural import apply_defaults, prune, validate_against_
 
 __all__ = [
     "apply_defaults",
+    "decoded_fine",
     "distinct_causes",
     "generate_name",
     "invalid_message",
@@ -511,6 +512,17 @@ def _fine(node: schemas.Node | None, obj: Any) -> bool:
         _last_fine[0] = obj
         return True
     return False
+
+
+def decoded_fine(info: ResourceInfoLike, body: bytes | str, doc: Any) -> bool:
+    """Whether the JSON ``body`` of a built-in kind, decoded as ``doc``, is fine by the kind's schema and nests
+    within ``nesting.MAX_DEPTH``, as told by one typed decoding of the body (:mod:`structcheck`). True is
+    remembered for the checks that follow (the schema walk of ``doc`` is spared); False tells nothing."""
+    node = _builtin_node(info)
+    if node is None or not structcheck.body_fine(node, body):
+        return False
+    _last_fine[0] = doc
+    return True
 
 
 def _builtin_unknown(info: ResourceInfoLike, obj: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], str]]:

@@ -32,7 +32,7 @@ from .routing import Target
 from .scale import scale_of, set_replicas
 from .serviceaccount_admission import ServiceAccountAdmission
 from .storageprotection import protect
-from .validation import prune_builtin, unknown_fields
+from .validation import decoded_fine, prune_builtin, unknown_fields
 
 _QUOTE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
                   "\r": "\\r", "\t": "\\t", "\v": "\\v"}
@@ -99,9 +99,11 @@ class WriteHandlers(ReadHandlers):
     #: CRD conversion webhooks (None: versions are only relabelled, as strategy None does).
     conversion: Conversion | None = None
 
-    async def _decode(self, request: web.Request) -> dict[str, Any]:
+    async def _decode(self, request: web.Request, info: ResourceInfo) -> dict[str, Any]:
+        """The body as an object; a built-in's is checked by its schema as it is decoded (bounding its depth)."""
         body = await read_body(request)
-        return decode_object(parse_document(body, content_type(request)))
+        bounded = (lambda raw, doc: decoded_fine(info, raw, doc)) if info.builtin else None
+        return decode_object(parse_document(body, content_type(request), bounded))
 
     @staticmethod
     def _dry_run(request: web.Request) -> bool:
@@ -196,7 +198,7 @@ class WriteHandlers(ReadHandlers):
     async def create(self, request: web.Request, t: Target) -> web.Response:
         info = t.info
         dry = self._dry_run(request)
-        obj = await self._decode(request)
+        obj = await self._decode(request, info)
         check_kind(info, obj)
         headers = self._field_validation(request, info, obj)
         obj = self._prepare_custom(info, obj)
@@ -210,7 +212,7 @@ class WriteHandlers(ReadHandlers):
     async def update(self, request: web.Request, t: Target) -> web.Response:
         info = t.info
         dry = self._dry_run(request)
-        new = await self._decode(request)
+        new = await self._decode(request, info)
         check_kind(info, new)
         headers = self._field_validation(request, info, new)
         new = self._prepare_custom(info, new)

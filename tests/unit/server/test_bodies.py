@@ -74,6 +74,37 @@ def test_load_json_depth_error_is_a_json_decode_error() -> None:
     assert load_json(brackets_in_a_string) == {"a": "[" * 300}
 
 
+def test_a_builtin_body_walked_by_its_schema_is_held_to_the_same_depth() -> None:
+    import orjson
+
+    from kinformer.server.registry import Registry
+    from kinformer.server.validation import decoded_fine
+
+    info = Registry().get("", "v1", "configmaps")
+    data = {f"k{i}": "v" * 40 for i in range(60)}  # over 2 KiB: the bracket count does not settle it
+
+    def body(field: str, levels: int) -> bytes:
+        value: object = []
+        for _ in range(levels - 1):
+            value = [value]
+        meta = {"name": "cm", field: value}
+        return orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data})
+
+    def check(raw: bytes | str, doc: object) -> bool:
+        return decoded_fine(info, raw, doc)
+
+    # managedFields is free-form (measured), "unknown" fails the walk (then the whole document is measured)
+    for field in ("managedFields", "unknown"):
+        assert load_json(body(field, MAX_DEPTH - 2), check)["metadata"]["name"] == "cm"
+        with pytest.raises(StatusError) as err:
+            parse_document(body(field, MAX_DEPTH - 1), "application/json", check)
+        assert err.value.code == 400
+        assert err.value.message.startswith(f"couldn't get version/kind; json parse error: exceeded max depth of "
+                                            f"{MAX_DEPTH}")
+        with pytest.raises(orjson.JSONDecodeError, match="max depth"):
+            load_json(body(field, MAX_DEPTH - 1), check)
+
+
 def _nested(levels: int, container: str) -> object:
     value: object = "leaf"
     for _ in range(levels):

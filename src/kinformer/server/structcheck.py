@@ -1,0 +1,173 @@
+"""A built-in kind's compiled schema as msgspec Struct types: a check of a JSON body in one C pass.
+
+:func:`body_fine` decodes a body with a decoder built, once per kind, from the kind's :class:`schemas.Node`
+graph; the decoded structs are dropped. It answers True only for a body that ``Node.fine`` also finds fine and
+that nests within ``nesting.MAX_DEPTH``: every type accepts a subset of what its node accepts (Structs forbid
+unknown fields; required fields have no default; ``null`` is taken wherever the walk takes it; string enums are
+Literals; free-form values are JSON of a few levels, FieldsV1 nested objects), and the types' nesting is
+bounded. So True spares the document both the schema walk and the depth measure; False says nothing (an
+integral float in an integer field, an unusual free-form value, ...): the caller walks and measures as before.
+A kind whose graph has something this cannot type (a recursive definition, a non-string enum) has no decoder.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Literal, Union
+
+import msgspec
+
+from kinformer.server import schemas
+from kinformer.server.nesting import MAX_DEPTH
+from kinformer.server.schemas import ANY, ARRAY, MAP, OBJECT, SCALAR, Node
+
+__all__ = ["body_fine"]
+
+# Generic aliases built at run time (typed Any: the types are values here)
+_List: Any = list
+_Dict: Any = dict
+_Union: Any = Union
+_Literal: Any = Literal
+
+# The scalar types of the schema nodes, as msgspec types accepting a subset of what the node's ``accepts`` takes.
+_SCALARS: dict[tuple[str, ...], Any] = {
+    ("string",): str, ("boolean",): bool, ("integer",): int, ("number",): float,
+    ("integer", "string"): _Union[int, str], ("string", "number"): _Union[str, int, float]}
+_FREE_LEVELS = 6  # containers a free-form value (RawExtension, JSON) may nest in the fast check
+_FIELDS_V1_LEVELS = 40  # objects a FieldsV1 (managedFields[].fieldsV1) may nest in the fast check
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_MANAGED_FIELDS_ENTRY = "io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry"
+_FIELDS_V1 = "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1"
+
+
+class _Untypable(Exception):
+    """A node with no msgspec type accepting only what it accepts."""
+
+
+class _Empty(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """``{}``: the leaves of a FieldsV1."""
+
+
+def _json(levels: int) -> Any:
+    """Any JSON value nesting at most ``levels`` containers."""
+    value: Any = _Union[None, bool, int, float, str]
+    for _ in range(levels):
+        value = _Union[None, bool, int, float, str, _List[value], _Dict[str, value]]
+    return value
+
+
+def _fields_v1(levels: int) -> Any:
+    """Objects of objects, ``levels`` deep, ending in ``{}``."""
+    value: Any = _Empty
+    for _ in range(levels - 1):
+        value = _Dict[str, value]
+    return value
+
+
+class _Builder:
+    """msgspec types of nodes, with the most containers a value of each may nest (one type per node)."""
+
+    def __init__(self) -> None:
+        self.types: dict[int, tuple[Any, int]] = {}
+        self.untypable: set[int] = set()  # nodes whose values (or a part of them) have no such type
+        self.building: set[int] = set()
+        self.free = _json(_FREE_LEVELS)
+        self.names = itertools.count()
+
+    def type_of(self, node: Node) -> tuple[Any, int]:
+        done = self.types.get(id(node))
+        if done is not None:
+            return done
+        if id(node) in self.untypable or id(node) in self.building:
+            raise _Untypable("a recursive definition, or a part without a type")
+        self.building.add(id(node))
+        try:
+            done = self.types[id(node)] = self._build(node)
+        except _Untypable:
+            self.untypable.add(id(node))
+            raise
+        finally:
+            self.building.discard(id(node))
+        return done
+
+    def _build(self, node: Node) -> tuple[Any, int]:
+        if node.kind == SCALAR:
+            return self._scalar(node), 0
+        if node.enum is not None:
+            raise _Untypable("an enum of a container")
+        if node.kind == ANY:
+            if node is schemas.definition_node(_FIELDS_V1):
+                return _fields_v1(_FIELDS_V1_LEVELS), _FIELDS_V1_LEVELS
+            if node.types == ():
+                return self.free, _FREE_LEVELS
+            if node.types == ("object",):
+                return _Dict[str, self.free], _FREE_LEVELS + 1
+            raise _Untypable(f"a free-form value of types {node.types}")
+        if node.kind in (ARRAY, MAP):
+            if node.item is None:
+                raise _Untypable("an array of unknown items")
+            item, height = self.type_of(node.item)
+            item = _Union[item, None]
+            return (_List[item] if node.kind == ARRAY else _Dict[str, item]), height + 1
+        assert node.kind == OBJECT
+        return self._struct(node)
+
+    @staticmethod
+    def _scalar(node: Node) -> Any:
+        found = _SCALARS.get(node.types)
+        if found is None:
+            raise _Untypable(f"a scalar of types {node.types}")
+        if node.enum is None:
+            return found
+        if node.types != ("string",) or not node.enum or not all(type(v) is str for v in node.enum):
+            raise _Untypable("an enum of other values than strings")
+        return _Literal[tuple(node.enum)]
+
+    def _struct(self, node: Node) -> tuple[Any, int]:
+        if node.types != ("object",):
+            raise _Untypable(f"an object of types {node.types}")
+        fields: list[tuple[str, Any, Any]] = []
+        height = 0
+        for i, (key, sub) in enumerate(node.props.items()):
+            if key == "managedFields" and node is schemas.definition_node(_OBJECT_META):
+                sub = schemas.definition_node(_MANAGED_FIELDS_ENTRY)  # free-form in the walk: typed here, a subset
+                entry, sub_height = self.type_of(sub)
+                value, sub_height = _List[_Union[entry, None]], sub_height + 1
+            else:
+                value, sub_height = self.type_of(sub)
+            height = max(height, sub_height)
+            default = msgspec.NODEFAULT if key in node.required else None
+            fields.append((f"f{i}", _Union[value, None], msgspec.field(default=default, name=key)))
+        struct = msgspec.defstruct(f"S{next(self.names)}", fields, forbid_unknown_fields=True, kw_only=True,
+                                   gc=False)
+        return struct, height + 1
+
+
+_BUILDER = _Builder()
+_DECODERS: dict[int, tuple[Node, msgspec.json.Decoder[Any] | None]] = {}  # id(kind node) -> (node, its decoder)
+
+
+def _decoder(node: Node) -> msgspec.json.Decoder[Any] | None:
+    found = _DECODERS.get(id(node))
+    if found is not None:
+        return found[1]
+    try:
+        root, height = _BUILDER.type_of(node)
+        decoder = msgspec.json.Decoder(root) if height <= MAX_DEPTH else None
+    except _Untypable:
+        decoder = None
+    _DECODERS[id(node)] = (node, decoder)
+    return decoder
+
+
+def body_fine(node: Node, body: bytes | str) -> bool:
+    """True when the JSON ``body`` is fine for the kind ``node`` (as ``node.fine``) and nests within MAX_DEPTH;
+    False when that could not be told this way."""
+    decoder = _decoder(node)
+    if decoder is None:
+        return False
+    try:
+        decoder.decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return False
+    return True
