@@ -559,10 +559,12 @@ def _create_key(obj: Mapping[str, Any], identity: tuple[Any, ...], info: Resourc
         return None
     content: dict[str, Any] = {}
     for name, value in obj.items():
-        if name in ("apiVersion", "kind") or value is None or not tracked(name, subresource, info):
+        if value is None or name == "apiVersion" or name == "kind":
             continue
         if name == "metadata" and (type(value) is dict or isinstance(value, Mapping)):
             value = {k: v for k, v in value.items() if k not in _KEY_IGNORED_META}
+        if (name == "status" or subresource == "status") and not tracked(name, subresource, info):
+            continue
         content[name] = value
     try:
         data = orjson.dumps(content)
@@ -667,6 +669,8 @@ def update_managed_fields(old: Mapping[str, Any] | None, new: Mapping[str, Any],
     result = dict(new)
     api_version = api_version or str(new.get("apiVersion") or "")
     requested = meta_of(new).get("managedFields")
+    if old is None and requested is None:  # a create without history: the writer owns everything it sets
+        return _first_entry(result, [], manager, operation, api_version, info, subresource, now)
     previous = meta_of(old).get("managedFields")
     if requested == [{}]:
         heads: list[dict[str, Any]] = []

@@ -92,8 +92,22 @@ def test_pod_defaults_include_pod_only_rules():
 
 def test_pod_templates_get_no_pod_only_defaults():
     dep = copy.deepcopy(NGINX)
+    dep["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1"}}
     set_defaults("apps", "v1", "Deployment", dep)
     assert "enableServiceLinks" not in dep["spec"]["template"]["spec"]
+    assert dep["spec"]["template"]["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "1"}}
+
+
+def test_requests_from_limits_cover_init_containers_but_not_ephemeral_ones():
+    limited = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}}
+    pod = {"spec": {key: [{"name": key, "image": "busybox", "resources": copy.deepcopy(limited)}]
+                    for key in ("initContainers", "containers", "ephemeralContainers")}}
+    set_defaults("", "v1", "Pod", pod)
+    spec = pod["spec"]
+    for key in ("initContainers", "containers"):
+        assert spec[key][0]["resources"] == {"limits": {"cpu": "1", "memory": "1Gi"},
+                                             "requests": {"cpu": "500m", "memory": "1Gi"}}
+    assert spec["ephemeralContainers"][0]["resources"] == limited
 
 
 def test_service_defaults():

@@ -47,19 +47,16 @@ def default_pull_policy(image: Any) -> str:
     return "Always" if isinstance(image, str) and image_tag(image) == "latest" else "IfNotPresent"
 
 
-def _default_http_get(action: Obj | None) -> None:
-    if action is not None:
-        action.setdefault("path", "/")
-        action.setdefault("scheme", "HTTP")
-
-
 def _default_handler(handler: Obj | None) -> None:
     """Probe and lifecycle handlers: httpGet path and scheme; a gRPC probe's empty service name."""
     if handler is None:
         return
-    _default_http_get(_dict(handler, "httpGet"))
-    grpc = _dict(handler, "grpc")
-    if grpc is not None:
+    action = handler.get("httpGet")
+    if isinstance(action, dict):
+        action.setdefault("path", "/")
+        action.setdefault("scheme", "HTTP")
+    grpc = handler.get("grpc")
+    if isinstance(grpc, dict):
         grpc.setdefault("service", "")
 
 
@@ -98,13 +95,16 @@ def default_container(container: Obj) -> None:
         for port in ports:
             if isinstance(port, dict) and "protocol" not in port:
                 port["protocol"] = "TCP"
-    for probe in _PROBES:
-        if probe in container:
-            default_probe(_dict(container, probe))
+    for name in _PROBES:
+        probe = container.get(name)
+        if isinstance(probe, dict):
+            default_probe(probe)
     lifecycle = container.get("lifecycle")
     if isinstance(lifecycle, dict):
         for hook in ("postStart", "preStop"):
-            _default_handler(_dict(lifecycle, hook))
+            handler = lifecycle.get(hook)
+            if isinstance(handler, dict):
+                _default_handler(handler)
     envs = container.get("env")
     if isinstance(envs, list):
         _default_env(envs)
@@ -123,12 +123,17 @@ def _downward_items(source: Obj) -> None:
 
 def _projected(source: Obj) -> None:
     _mode(source)
-    for projection in _items(source, "sources"):
-        token = _dict(projection, "serviceAccountToken")
-        if token is not None:
+    projections = source.get("sources")
+    if not isinstance(projections, list):
+        return
+    for projection in projections:
+        if not isinstance(projection, dict):
+            continue
+        token = projection.get("serviceAccountToken")
+        if isinstance(token, dict):
             token.setdefault("expirationSeconds", TOKEN_EXPIRATION_SECONDS)
-        downward = _dict(projection, "downwardAPI")
-        if downward is not None:
+        downward = projection.get("downwardAPI")
+        if isinstance(downward, dict):
             _downward_items(downward)
 
 
@@ -183,8 +188,9 @@ def default_volume(volume: Obj) -> None:
         volume["emptyDir"] = {}
 
 
-def default_pod_spec(spec: Obj) -> None:
-    """SetDefaults_PodSpec and the defaults of everything a pod spec contains."""
+def default_pod_spec(spec: Obj, pod: bool = False) -> None:
+    """SetDefaults_PodSpec and the defaults of everything a pod spec contains (with ``pod``, a Pod's own: also
+    its containers' requests from their limits)."""
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("restartPolicy", "Always")
     if not isinstance(spec.get("securityContext"), dict):
@@ -197,6 +203,8 @@ def default_pod_spec(spec: Obj) -> None:
             for container in containers:
                 if isinstance(container, dict):
                     default_container(container)
+                    if pod and key != "ephemeralContainers":
+                        _requests_from_limits(container)
     volumes = spec.get("volumes")
     if isinstance(volumes, list):
         for volume in volumes:
@@ -240,13 +248,7 @@ def default_pod(pod: Obj) -> None:
     spec = pod.get("spec")
     if not isinstance(spec, dict):
         return
-    default_pod_spec(spec)
-    for key in ("containers", "initContainers"):
-        containers = spec.get(key)
-        if isinstance(containers, list):
-            for container in containers:
-                if isinstance(container, dict):
-                    _requests_from_limits(container)
+    default_pod_spec(spec, pod=True)
     spec.setdefault("enableServiceLinks", True)
     if spec.get("hostNetwork") is True:
         for key in ("containers", "initContainers"):
