@@ -436,7 +436,13 @@ def definition_node(name: str) -> Node:
 def kind_node(group: str, version: str, kind: str) -> Node | None:
     """The compiled schema of a built-in kind, or None when the release has no definition for it."""
     name = apidefs.definition_name(group, version, kind)
-    return None if name is None else _compiler().definition(name)
+    if name is None:
+        return None
+    from .nativeschemas import install_native_check  # it builds on this module
+
+    node = _compiler().definition(name)
+    install_native_check(node)
+    return node
 
 
 def node_at(root: Node | None, path: tuple[str, ...]) -> Node | None:
