@@ -138,7 +138,7 @@ def _to_json_value(value: Any) -> Any:
     raise _NotJSON(f"unsupported value of type {type(value).__name__}")
 
 
-def parse_document(body: bytes, content_type: str, bounded: Callable[[bytes | str, Any], bool] | None = None) -> Any:
+def parse_document(body: bytes, content_type: str, bounded: Callable[[Any], bool] | None = None) -> Any:
     """Decode a JSON / YAML / Kubernetes-protobuf body; 400 on malformed input, 415 on an unknown type.
 
     ``bounded`` (see :func:`load_json`) may spare a JSON document the depth measure.
@@ -173,19 +173,19 @@ def parse_document(body: bytes, content_type: str, bounded: Callable[[bytes | st
 _COUNT_BELOW = 2048
 
 
-def load_json(body: bytes | str, bounded: Callable[[bytes | str, Any], bool] | None = None) -> Any:
+def load_json(body: bytes | str, bounded: Callable[[Any], bool] | None = None) -> Any:
     """``orjson.loads`` that also refuses documents nested deeper than :data:`MAX_DEPTH` (as a JSONDecodeError).
 
-    ``bounded``, when given, is a check of (the body, the document) that answers True only for a document within
-    :data:`MAX_DEPTH` (a built-in kind's schema as typed structs: :mod:`structcheck`): the depth is measured only
-    when it answers False, so the outcome is the same with or without it.
+    ``bounded``, when given, is a check of the document that answers True only for one within :data:`MAX_DEPTH`
+    (a built-in kind's schema as typed structs: :mod:`structcheck`): the depth is measured only when it answers
+    False, so the outcome is the same with or without it.
     """
     doc = orjson.loads(body)
     if len(body) < _COUNT_BELOW:
         raw = body.encode() if isinstance(body, str) else body
         if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
             return doc
-    if bounded is not None and bounded(body, doc):
+    if bounded is not None and bounded(doc):
         return doc
     if too_deep(doc):
         raise orjson.JSONDecodeError(_DEPTH_MESSAGE, "", 0)

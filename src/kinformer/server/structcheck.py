@@ -1,13 +1,15 @@
-"""A built-in kind's compiled schema as msgspec Struct types: a check of a JSON body in one C pass.
+"""A built-in kind's compiled schema as msgspec Struct types: a check of a decoded JSON document in one C pass.
 
-:func:`body_fine` decodes a body with a decoder built, once per kind, from the kind's :class:`schemas.Node`
-graph; the decoded structs are dropped. It answers True only for a body that ``Node.fine`` also finds fine and
-that nests within ``nesting.MAX_DEPTH``: every type accepts a subset of what its node accepts (Structs forbid
-unknown fields; required fields have no default; ``null`` is taken wherever the walk takes it; string enums are
-Literals; free-form values are JSON of a few levels, FieldsV1 nested objects), and the types' nesting is
-bounded. So True spares the document both the schema walk and the depth measure; False says nothing (an
-integral float in an integer field, an unusual free-form value, ...): the caller walks and measures as before.
-A kind whose graph has something this cannot type (a recursive definition, a non-string enum) has no decoder.
+:func:`doc_fine` converts a document (as orjson decodes it) to the type built, once per kind, from the kind's
+:class:`schemas.Node` graph; the structs are dropped. It answers True only for a document that ``Node.fine``
+also finds fine and that nests within ``nesting.MAX_DEPTH``: every type accepts a subset of what its node
+accepts (Structs forbid unknown fields; required fields have no default; ``null`` is taken wherever the walk
+takes it; string enums are Literals; free-form values are JSON of a few levels, FieldsV1 nested objects), and
+the types' nesting is bounded. So True spares the document both the schema walk and the depth measure; False
+says nothing (an integral float in an integer field, an unusual free-form value, ...): the caller walks and
+measures as before. Converting the decoded document costs less than decoding the body again (its strings are
+not copied). A kind whose graph has something this cannot type (a recursive definition, a non-string enum)
+has no type.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from kinformer.server import schemas
 from kinformer.server.nesting import MAX_DEPTH
 from kinformer.server.schemas import ANY, ARRAY, MAP, OBJECT, SCALAR, Node
 
-__all__ = ["body_fine"]
+__all__ = ["doc_fine"]
 
 # Generic aliases built at run time (typed Any: the types are values here)
 _List: Any = list
@@ -144,30 +146,30 @@ class _Builder:
 
 
 _BUILDER = _Builder()
-_DECODERS: dict[int, tuple[Node, msgspec.json.Decoder[Any] | None]] = {}  # id(kind node) -> (node, its decoder)
+_TYPES: dict[int, tuple[Node, Any]] = {}  # id(kind node) -> (the node, its type or None)
 
 
-def _decoder(node: Node) -> msgspec.json.Decoder[Any] | None:
-    found = _DECODERS.get(id(node))
+def _type(node: Node) -> Any:
+    found = _TYPES.get(id(node))
     if found is not None:
         return found[1]
     try:
         root, height = _BUILDER.type_of(node)
-        decoder = msgspec.json.Decoder(root) if height <= MAX_DEPTH else None
+        typed = root if height <= MAX_DEPTH else None
     except _Untypable:
-        decoder = None
-    _DECODERS[id(node)] = (node, decoder)
-    return decoder
+        typed = None
+    _TYPES[id(node)] = (node, typed)
+    return typed
 
 
-def body_fine(node: Node, body: bytes | str) -> bool:
-    """True when the JSON ``body`` is fine for the kind ``node`` (as ``node.fine``) and nests within MAX_DEPTH;
-    False when that could not be told this way."""
-    decoder = _decoder(node)
-    if decoder is None:
+def doc_fine(node: Node, doc: Any) -> bool:
+    """True when ``doc`` (JSON data as decoded: dicts, lists, str, int, float, bool, None) is fine for the kind
+    ``node`` (as ``node.fine``) and nests within MAX_DEPTH; False when that could not be told this way."""
+    typed = _type(node)
+    if typed is None:
         return False
     try:
-        decoder.decode(body)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+        msgspec.convert(doc, typed)
+    except msgspec.ValidationError:
         return False
     return True

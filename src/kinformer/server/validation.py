@@ -514,12 +514,12 @@ def _fine(node: schemas.Node | None, obj: Any) -> bool:
     return False
 
 
-def decoded_fine(info: ResourceInfoLike, body: bytes | str, doc: Any) -> bool:
-    """Whether the JSON ``body`` of a built-in kind, decoded as ``doc``, is fine by the kind's schema and nests
-    within ``nesting.MAX_DEPTH``, as told by one typed decoding of the body (:mod:`structcheck`). True is
-    remembered for the checks that follow (the schema walk of ``doc`` is spared); False tells nothing."""
+def decoded_fine(info: ResourceInfoLike, doc: Any) -> bool:
+    """Whether ``doc``, a built-in kind's freshly decoded JSON body, is fine by the kind's schema and nests within
+    ``nesting.MAX_DEPTH``, as told by one typed conversion (:mod:`structcheck`). True is remembered for the checks
+    that follow (the schema walk of ``doc`` is spared); False tells nothing."""
     node = _builtin_node(info)
-    if node is None or not structcheck.body_fine(node, body):
+    if node is None or not structcheck.doc_fine(node, doc):
         return False
     _last_fine[0] = doc
     return True

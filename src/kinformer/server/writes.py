@@ -102,7 +102,7 @@ class WriteHandlers(ReadHandlers):
     async def _decode(self, request: web.Request, info: ResourceInfo) -> dict[str, Any]:
         """The body as an object; a built-in's is checked by its schema as it is decoded (bounding its depth)."""
         body = await read_body(request)
-        bounded = (lambda raw, doc: decoded_fine(info, raw, doc)) if info.builtin else None
+        bounded = (lambda doc: decoded_fine(info, doc)) if info.builtin else None
         return decode_object(parse_document(body, content_type(request), bounded))
 
     @staticmethod
