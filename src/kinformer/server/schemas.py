@@ -438,10 +438,10 @@ def kind_node(group: str, version: str, kind: str) -> Node | None:
     name = apidefs.definition_name(group, version, kind)
     if name is None:
         return None
-    from .nativeschemas import install_native_check  # it builds on this module
+    from .structcheck import install_typed_check  # it builds on this module
 
     node = _compiler().definition(name)
-    install_native_check(node)
+    install_typed_check(node)
     return node
 
 

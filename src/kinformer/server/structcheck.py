@@ -23,7 +23,7 @@ from kinformer.server import schemas
 from kinformer.server.nesting import MAX_DEPTH
 from kinformer.server.schemas import ANY, ARRAY, MAP, OBJECT, SCALAR, Node
 
-__all__ = ["doc_fine"]
+__all__ = ["doc_fine", "install_typed_check"]
 
 # Generic aliases built at run time (typed Any: the types are values here)
 _List: Any = list
@@ -166,10 +166,37 @@ def doc_fine(node: Node, doc: Any) -> bool:
     """True when ``doc`` (JSON data as decoded: dicts, lists, str, int, float, bool, None) is fine for the kind
     ``node`` (as ``node.fine``) and nests within MAX_DEPTH; False when that could not be told this way."""
     typed = _type(node)
-    if typed is None:
-        return False
+    return typed is not None and _converts(typed, doc)
+
+
+def install_typed_check(node: Node) -> None:
+    """Make ``node.fine`` try the conversion to the node's type first, the walk only for what it refuses.
+
+    For decoded objects that :func:`doc_fine` did not see (a patch's or an apply's result, a webhook's patch, a
+    body it could not tell): the type accepts a subset of what the walk accepts, so every answer is the walk's.
+    The type (and the walk behind it) are built on the first check; a node without a type (a recursive
+    definition) keeps the walk alone.
+    """
+    def first(value: Any) -> bool:
+        node.compiled = None
+        walk = schemas.compiled(node)
+        try:
+            typed = _BUILDER.type_of(node)[0]
+        except _Untypable:
+            return walk(value)
+
+        def check(value: Any) -> bool:
+            return _converts(typed, value) or walk(value)
+
+        node.compiled = check
+        return check(value)
+
+    node.compiled = first
+
+
+def _converts(typed: Any, value: Any) -> bool:
     try:
-        msgspec.convert(doc, typed)
+        msgspec.convert(value, typed)
     except msgspec.ValidationError:
         return False
     return True

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 from hypothesis import given, settings
-from test_schemas import BASES, mutated
+from test_schemas import BASES, _ref_clean, _ref_valid, mutated
 
 from kinformer.server import schemas, structcheck
 from kinformer.server.nesting import MAX_DEPTH, too_deep
@@ -67,3 +67,54 @@ def test_integral_floats_are_left_to_the_walk() -> None:
     floats = copy.deepcopy(base)
     floats["spec"]["terminationGracePeriodSeconds"] = 30.0
     assert not structcheck.doc_fine(node, floats) and node.fine(floats)
+
+
+# ----------------------------------------------------------------- node.fine's conversion (any decoded object)
+
+CRD = ("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
+
+
+def _converts(node: schemas.Node, obj: Any) -> bool:
+    return structcheck._converts(structcheck._BUILDER.type_of(node)[0], obj)
+
+
+def _integers(value: Any) -> Any:
+    """``value`` with integral floats as integers (the bases hold a few, which only the walk accepts)."""
+    if isinstance(value, dict):
+        return {k: _integers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integers(v) for v in value]
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+@settings(max_examples=400, deadline=None)
+@given(mutated())
+def test_what_the_conversion_accepts_the_walk_accepts(case: tuple[schemas.Node, Any]) -> None:
+    node, obj = case
+    if node is schemas.kind_node(*CRD):
+        return  # recursive: the walk alone checks it (below)
+    for value in (obj, _integers(obj)):
+        if _converts(node, value):
+            assert node.fine(value) and _ref_valid(node, value) and _ref_clean(node, value)
+
+
+def test_valid_objects_pass_the_conversion() -> None:
+    for gvk, base in BASES:
+        node = schemas.kind_node(*gvk)
+        assert node is not None
+        if gvk != CRD:
+            assert _converts(node, _integers(base)) and node.fine(_integers(base)), gvk
+
+
+def test_a_recursive_kind_and_an_integral_float_are_the_walks() -> None:
+    crd_node = schemas.kind_node(*CRD)
+    assert crd_node is not None
+    crd = next(b for g, b in BASES if g == CRD)
+    assert crd_node.fine(crd) and not crd_node.fine({**crd, "spec": {**crd["spec"], "scope": 3}})
+    svc_node = schemas.kind_node("", "v1", "Service")
+    assert svc_node is not None
+    svc = copy.deepcopy(next(b for g, b in BASES if g == ("", "v1", "Service")))
+    svc["spec"]["ports"][0]["port"] = 80.0
+    assert not _converts(svc_node, svc) and svc_node.fine(svc)
+    svc["spec"]["ports"][0]["port"] = 80.5
+    assert not svc_node.fine(svc)
