@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import os
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
@@ -32,6 +30,7 @@ from .jsoncopy import json_copy
 from .query import UINT64_MAX
 from .registry import Registry, ResourceInfo
 from .storage.base import KeyExists, KeyNotFound, KeyValue, RevisionMismatch, Storage
+from .storedform import Split, encode, encode_split, new_uid, served, served_bytes, timestamp
 from .strategies import FallbackStrategy, strategy_table
 from .strategies.certificates import take_approval, take_status
 from .strategy import Strategy, StrategyRegistry
@@ -69,92 +68,7 @@ DELETE = _Delete()
 Change = dict[str, Any] | _Delete | None
 TryUpdate = Callable[[dict[str, Any] | None], Awaitable[Change] | Change]
 State = tuple[dict[str, Any] | None, KeyValue | None]
-
-
-_last_stamp: tuple[int, str] = (-1, "")
-
-
-def timestamp(clock: Clock) -> str:
-    """RFC 3339 UTC timestamp with second precision, as Kubernetes writes them (formatted once per second)."""
-    global _last_stamp
-    second = int(clock.wall())
-    cached = _last_stamp
-    if cached[0] == second:
-        return cached[1]
-    text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
-    _last_stamp = (second, text)
-    return text
-
-
-_UID_BATCH = 64
-_uid_randoms: list[str] = []  # 16 random bytes (hex) per uid still to hand out
-os.register_at_fork(after_in_child=_uid_randoms.clear)  # a child never repeats its parent's uids
-
-
-def new_uid() -> str:
-    """A random (version 4, RFC 4122 variant) UUID in its canonical text form, as ``str(uuid.uuid4())``.
-
-    The random bytes come from the OS 64 uids at a time (one system call, not one per uid).
-    """
-    try:
-        h = _uid_randoms.pop()
-    except IndexError:
-        batch = os.urandom(16 * _UID_BATCH).hex()
-        _uid_randoms.extend(batch[i:i + 32] for i in range(0, len(batch), 32))
-        h = _uid_randoms.pop()
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
-
-
-def encode(obj: Mapping[str, Any]) -> bytes:
-    """The stored form: compact JSON without ``metadata.resourceVersion``."""
-    meta = obj.get("metadata")
-    if isinstance(meta, dict) and "resourceVersion" in meta:
-        rv = meta.pop("resourceVersion")
-        try:
-            return orjson.dumps(obj)
-        finally:
-            meta["resourceVersion"] = rv
-    return orjson.dumps(obj)
-
-
-# A random marker per process, written as a resourceVersion no client can send, to cut one encoding of an object
-# into its stored and served forms (see encode_split).
-_RV_MARK_TEXT = os.urandom(16).hex()
-_RV_MARK = _RV_MARK_TEXT.encode()
-_RV_FIELD = b',"resourceVersion":"'
-
-Split = tuple[bytes, bytes]
 _ABSENT: Any = object()
-
-
-def encode_split(obj: dict[str, Any]) -> Split | None:
-    """One encoding of ``obj`` for both its stored form and its served form at a revision not known yet.
-
-    ``obj``'s metadata must end with ``resourceVersion`` after another field; this sets its value to a marker
-    (the caller puts a value back). Returns (head, tail): ``head + tail`` is :func:`encode`'s stored form,
-    and :func:`served_bytes` is ``orjson.dumps(obj)`` once ``obj``'s resourceVersion is set to the revision.
-    None when the encoding does not hold the marker exactly once, where the metadata ends: the random
-    marker makes that practically impossible, and the check makes the answer exact regardless.
-    """
-    obj["metadata"]["resourceVersion"] = _RV_MARK_TEXT
-    data = orjson.dumps(obj)
-    at = data.find(_RV_MARK)  # the first marker: the one field, when it ends the metadata and is the only one
-    start, end = at - len(_RV_FIELD), at + len(_RV_MARK) + 1
-    if at < 0 or data[start:at] != _RV_FIELD or data[end - 1:end + 1] != b'"}' or data.find(_RV_MARK, end) >= 0:
-        return None
-    return data[:start], data[end:]
-
-
-def served_bytes(split: Split, rev: int) -> bytes:
-    """The served form of an :func:`encode_split` object at ``rev``."""
-    return b"".join((split[0], _RV_FIELD, str(rev).encode(), b'"', split[1]))
-
-
-def served(kv: KeyValue) -> dict[str, Any]:
-    """Decode a stored value into the served form (with resourceVersion)."""
-    obj = orjson.loads(kv.value)
-    obj.setdefault("metadata", {})["resourceVersion"] = str(kv.mod_revision)
-    return obj
 
 
 def parse_rv(value: Any, *, what: str = "resourceVersion") -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 import pytest
 
 from kinformer.server import status as st
@@ -171,40 +170,3 @@ async def test_a_served_create_hands_its_object_and_bytes_to_the_watch_cache_unc
     finally:
         await cache.stop()
         await storage.close()
-
-
-def test_new_uids_are_random_version_4_uuids() -> None:
-    import uuid
-
-    from kinformer.server.objects import new_uid
-
-    uids = {new_uid() for _ in range(2000)}
-    assert len(uids) == 2000
-    for text in uids:
-        parsed = uuid.UUID(text)
-        assert str(parsed) == text and parsed.version == 4 and parsed.variant == uuid.RFC_4122
-    assert {text[19] for text in uids} == set("89ab")
-
-
-@pytest.mark.parametrize("meta", [{"name": "a"}, {"name": "a", "labels": {"resourceVersion": "x"}},
-                                  {"annotations": {"a": '","resourceVersion":"1"}'}, "name": "é\u2028"}])
-def test_one_encoding_cut_gives_the_stored_and_the_served_bytes(meta: dict[str, Any]) -> None:
-    from kinformer.server.objects import encode_split, served_bytes
-
-    obj = {"kind": "Event", "metadata": {**meta, "resourceVersion": "7"},
-           "involvedObject": {"resourceVersion": "7"}, "data": {"x": [1, None, "y"]}}
-    split = encode_split(obj)
-    assert split is not None
-    obj["metadata"]["resourceVersion"] = "123"
-    assert split[0] + split[1] == encode(obj)
-    assert served_bytes(split, 123) == orjson.dumps(obj)
-
-
-def test_an_encoding_that_holds_the_marker_elsewhere_is_not_cut() -> None:
-    from kinformer.server import objects
-
-    obj = {"metadata": {"name": "a", "resourceVersion": ""}, "data": {"copy": objects._RV_MARK_TEXT}}
-    assert objects.encode_split(obj) is None
-    obj = {"metadata": {"name": "a", "resourceVersion": "", "labels": {}}}  # not the last metadata field
-    assert objects.encode_split(obj) is None
-    assert objects.encode_split({"metadata": {"resourceVersion": ""}}) is None  # the only one: not cut
