@@ -79,6 +79,15 @@ def too_deep(doc: Any, limit: int = MAX_DEPTH) -> bool:
     return _walk_too_deep(doc, limit)
 
 
+def too_deep_at(value: Any, level: int) -> bool:
+    """Whether ``value``, found at ``level`` of a document (the root is level 1), nests below :data:`MAX_DEPTH`."""
+    if type(value) is not dict and type(value) is not list:
+        return False
+    for _ in range(level - 1):  # the levels above it, as lists (a few: too_deep's wrappers are of one size)
+        value = [value]
+    return too_deep(value)
+
+
 def _walk_too_deep(doc: Any, limit: int) -> bool:
     level = [doc] if isinstance(doc, dict | list) else []
     for _ in range(limit):  # level by level: the containers at depth 1, 2, ...

@@ -20,7 +20,7 @@ from typing import Any, Literal, Union
 import msgspec
 
 from kinformer.server import schemas
-from kinformer.server.nesting import MAX_DEPTH
+from kinformer.server.nesting import MAX_DEPTH, too_deep_at
 from kinformer.server.schemas import ANY, ARRAY, MAP, OBJECT, SCALAR, Node
 
 __all__ = ["doc_fine", "install_typed_check"]
@@ -50,6 +50,10 @@ class _Empty(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """``{}``: the leaves of a FieldsV1."""
 
 
+class _AnyObject(msgspec.Struct, gc=False):
+    """Any object, its fields not looked at."""
+
+
 def _json(levels: int) -> Any:
     """Any JSON value nesting at most ``levels`` containers."""
     value: Any = _Union[None, bool, int, float, str]
@@ -67,14 +71,20 @@ def _fields_v1(levels: int) -> Any:
 
 
 class _Builder:
-    """msgspec types of nodes, with the most containers a value of each may nest (one type per node)."""
+    """msgspec types of nodes, with the most containers a value of each may nest (one type per node).
 
-    def __init__(self) -> None:
+    ``bounded``: free-form values are typed JSON of bounded nesting (for :func:`doc_fine`, which answers for the
+    depth too); otherwise they are taken as they are, unlooked at (for ``node.fine``, which does not).
+    """
+
+    def __init__(self, bounded: bool) -> None:
+        self.bounded = bounded
         self.types: dict[int, tuple[Any, int]] = {}
         self.untypable: set[int] = set()  # nodes whose values (or a part of them) have no such type
         self.building: set[int] = set()
         self.free = _json(_FREE_LEVELS)
         self.names = itertools.count()
+        self.own_meta: tuple[Any, int] | None = None  # a kind's own ObjectMeta (see root)
 
     def type_of(self, node: Node) -> tuple[Any, int]:
         done = self.types.get(id(node))
@@ -97,6 +107,10 @@ class _Builder:
             return self._scalar(node), 0
         if node.enum is not None:
             raise _Untypable("an enum of a container")
+        if node.kind == ANY and not self.bounded:
+            if node.types not in ((), ("object",)):
+                raise _Untypable(f"a free-form value of types {node.types}")
+            return (Any if node.types == () else _AnyObject), 0
         if node.kind == ANY:
             if node is schemas.definition_node(_FIELDS_V1):
                 return _fields_v1(_FIELDS_V1_LEVELS), _FIELDS_V1_LEVELS
@@ -125,13 +139,26 @@ class _Builder:
             raise _Untypable("an enum of other values than strings")
         return _Literal[tuple(node.enum)]
 
-    def _struct(self, node: Node) -> tuple[Any, int]:
+    def root(self, node: Node) -> tuple[Any, int]:
+        """A kind's type: as :meth:`type_of`, but its own metadata's managedFields (a list of entries) have
+        FieldsV1 of any content, their depth measured apart (:func:`doc_fine`), and count no height here."""
+        meta = schemas.definition_node(_OBJECT_META)
+        if node.props.get("metadata") is not meta:
+            return self.type_of(node)
+        if self.own_meta is None:
+            entry = self._struct(schemas.definition_node(_MANAGED_FIELDS_ENTRY), {"fieldsV1": (_AnyObject, 0)})[0]
+            self.own_meta = self._struct(meta, {"managedFields": (_List[_Union[entry, None]], 0)})
+        return self._struct(node, {"metadata": self.own_meta})
+
+    def _struct(self, node: Node, overrides: dict[str, tuple[Any, int]] | None = None) -> tuple[Any, int]:
         if node.types != ("object",):
             raise _Untypable(f"an object of types {node.types}")
         fields: list[tuple[str, Any, Any]] = []
         height = 0
         for i, (key, sub) in enumerate(node.props.items()):
-            if key == "managedFields" and node is schemas.definition_node(_OBJECT_META):
+            if overrides and key in overrides:
+                value, sub_height = overrides[key]
+            elif key == "managedFields" and self.bounded and node is schemas.definition_node(_OBJECT_META):
                 sub = schemas.definition_node(_MANAGED_FIELDS_ENTRY)  # free-form in the walk: typed here, a subset
                 entry, sub_height = self.type_of(sub)
                 value, sub_height = _List[_Union[entry, None]], sub_height + 1
@@ -145,7 +172,8 @@ class _Builder:
         return struct, height + 1
 
 
-_BUILDER = _Builder()
+_BUILDER = _Builder(bounded=True)  # doc_fine's
+_FINE_BUILDER = _Builder(bounded=False)  # node.fine's
 _TYPES: dict[int, tuple[Node, Any]] = {}  # id(kind node) -> (the node, its type or None)
 
 
@@ -154,7 +182,7 @@ def _type(node: Node) -> Any:
     if found is not None:
         return found[1]
     try:
-        root, height = _BUILDER.type_of(node)
+        root, height = _BUILDER.root(node)
         typed = root if height <= MAX_DEPTH else None
     except _Untypable:
         typed = None
@@ -166,7 +194,11 @@ def doc_fine(node: Node, doc: Any) -> bool:
     """True when ``doc`` (JSON data as decoded: dicts, lists, str, int, float, bool, None) is fine for the kind
     ``node`` (as ``node.fine``) and nests within MAX_DEPTH; False when that could not be told this way."""
     typed = _type(node)
-    return typed is not None and _converts(typed, doc)
+    if typed is None or not _converts(typed, doc):
+        return False
+    meta = doc.get("metadata")  # a dict or None: the conversion took it
+    # managedFields nest at level 3 (the document, metadata, the list); a measure costs less than a typed FieldsV1
+    return meta is None or not too_deep_at(meta.get("managedFields"), 3)
 
 
 def install_typed_check(node: Node) -> None:
@@ -181,7 +213,7 @@ def install_typed_check(node: Node) -> None:
         node.compiled = None
         walk = schemas.compiled(node)
         try:
-            typed = _BUILDER.type_of(node)[0]
+            typed = _FINE_BUILDER.type_of(node)[0]
         except _Untypable:
             return walk(value)
 

@@ -45,11 +45,23 @@ def test_free_form_values_are_bounded_so_the_depth_is() -> None:
     def doc(fields_v1: Any, **entry: Any) -> dict[str, Any]:
         return {"metadata": {"name": "a", "managedFields": [{"manager": "m", "fieldsV1": fields_v1, **entry}]}}
 
-    assert structcheck.doc_fine(cm, doc(_nested_objects(10)))
-    # deeper FieldsV1, free-form values of other shapes: left to the walk (which takes them) and the depth measure
-    for odd in (doc(_nested_objects(MAX_DEPTH)), doc({"f:a": [1]}), doc({}, anything="the field manager's")):
-        assert not structcheck.doc_fine(cm, odd) and cm.fine(odd)
+    # the kind's own managedFields: FieldsV1 of any content, measured (the document, metadata, the list, an entry)
+    assert structcheck.doc_fine(cm, doc({"f:a": [1]}))
+    assert structcheck.doc_fine(cm, doc(_nested_objects(MAX_DEPTH - 4)))
+    assert not structcheck.doc_fine(cm, doc(_nested_objects(MAX_DEPTH - 3)))
+    assert not structcheck.doc_fine(cm, doc({}, anything="the field manager's")) and cm.fine(doc({}, anything=1))
     assert not structcheck.doc_fine(cm, {"data": {"a": 1.0}}) and not structcheck.doc_fine(cm, [])
+    # a template's: typed FieldsV1 (objects of objects, a few levels); other shapes are left to the walk
+    deploy = schemas.kind_node("apps", "v1", "Deployment")
+    assert deploy is not None
+
+    def template(fields_v1: Any) -> dict[str, Any]:
+        meta = {"managedFields": [{"manager": "m", "fieldsV1": fields_v1}]}
+        return {"spec": {"selector": {}, "template": {"metadata": meta, "spec": {"containers": []}}}}
+
+    assert structcheck.doc_fine(deploy, template(_nested_objects(10)))
+    for odd in (template({"f:a": [1]}), template(_nested_objects(MAX_DEPTH - 10))):
+        assert not structcheck.doc_fine(deploy, odd) and deploy.fine(odd)
 
 
 def test_field_names_are_the_json_names() -> None:
@@ -75,7 +87,7 @@ CRD = ("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
 
 
 def _converts(node: schemas.Node, obj: Any) -> bool:
-    return structcheck._converts(structcheck._BUILDER.type_of(node)[0], obj)
+    return structcheck._converts(structcheck._FINE_BUILDER.type_of(node)[0], obj)
 
 
 def _integers(value: Any) -> Any:
