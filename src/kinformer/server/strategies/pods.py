@@ -70,12 +70,12 @@ def _mounts_token(container: dict[str, Any]) -> bool:
     return False
 
 
-def admit_service_account(spec: dict[str, Any]) -> None:
+def admit_service_account(spec: dict[str, Any], containers: list[dict[str, Any]]) -> None:
+    """``containers``: :func:`_containers` of ``spec``."""
     spec.setdefault("serviceAccountName", "default")
     spec.setdefault("serviceAccount", spec["serviceAccountName"])
     if spec.get("automountServiceAccountToken") is False:
         return
-    containers = _containers(spec)
     for container in containers:
         if _mounts_token(container):
             return
@@ -113,12 +113,13 @@ def _cpu_memory(resources: Mapping[str, Any], key: str) -> tuple[str | None, str
             str(values["memory"]) if "memory" in values else None)
 
 
-def qos_class(spec: Mapping[str, Any]) -> str:
+def qos_class(spec: Mapping[str, Any], containers: list[dict[str, Any]] | None = None) -> str:
     """BestEffort without any cpu/memory request or limit; Guaranteed when every container's limits
-    cover cpu and memory and equal its requests; Burstable otherwise."""
+    cover cpu and memory and equal its requests; Burstable otherwise (``containers``: :func:`_containers`
+    of ``spec`` when the caller has them)."""
     any_set = False
     guaranteed = True
-    for container in _containers(spec):
+    for container in _containers(spec) if containers is None else containers:
         resources = container.get("resources")
         if type(resources) is dict or isinstance(resources, Mapping):
             req_cpu, req_memory = _cpu_memory(resources, "requests")
@@ -164,10 +165,11 @@ class PodStrategy(ReturnedOnDeleteMixin, KindStrategy):
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return
-        admit_service_account(spec)
+        containers = _containers(spec)  # the admissions below change what they hold, never which they are
+        admit_service_account(spec, containers)
         admit_tolerations(spec)
         admit_priority(spec)
-        status: dict[str, Any] = {"phase": "Pending", "qosClass": qos_class(spec)}
+        status: dict[str, Any] = {"phase": "Pending", "qosClass": qos_class(spec, containers)}
         if spec.get("schedulingGates"):
             status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
                                      "message": "Scheduling is blocked due to non-empty scheduling gates",
