@@ -51,13 +51,17 @@ class Metrics:
     def record(self, request: web.Request, rest: str, code: int, start: float) -> None:
         """Count one request of the resource API (``rest`` is the path after the group/version)."""
         elapsed = time.perf_counter() - start
-        parts = rest.split("/", 4)
-        if parts[0] == "watch":
-            del parts[0]
-        resource = parts[2] if len(parts) >= 3 and parts[0] == "namespaces" else parts[0]
         method = request.method
-        watch = rest.startswith("watch/") or (method == "GET" and "watch" in request.query_string
-                                              and truthy(request.query.get("watch")))
+        if rest.startswith("watch/"):
+            watch = True
+            rest = rest[6:]
+        else:
+            watch = method == "GET" and "watch" in request.query_string and truthy(request.query.get("watch"))
+        if rest.startswith("namespaces/"):
+            parts = rest.split("/", 3)
+            resource = parts[2] if len(parts) >= 3 else "namespaces"
+        else:
+            resource = rest.partition("/")[0]
         verb = "WATCH" if watch else method
         key = (verb, resource, code)
         counts = self._counts

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from . import status as st
 
@@ -196,7 +196,11 @@ def unauthorized() -> web.Response:
 
 def bearer_token(request: web.Request) -> str:
     """The request's ``Authorization: Bearer`` credential, or ""."""
-    scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
+    return _bearer_credential(request.headers.get(hdrs.AUTHORIZATION, ""))
+
+
+def _bearer_credential(header: str) -> str:
+    scheme, _, credential = header.partition(" ")
     return credential.strip() if scheme.lower() == "bearer" else ""
 
 
@@ -227,10 +231,12 @@ class Authenticator:
 
     def authenticate(self, request: web.Request) -> UserInfo | None:
         """The request's user: certificate, then token, then the default user; None: unauthenticated."""
-        user = _peer_user(request) if self.client_certs else None
-        if user is not None:
-            return user.with_group(AUTHENTICATED_GROUP)
-        token = bearer_token(request)
+        if self.client_certs:
+            user = _peer_user(request)
+            if user is not None:
+                return user.with_group(AUTHENTICATED_GROUP)
+        header = request.headers.get(hdrs.AUTHORIZATION)  # most requests of a server without tokens have none
+        token = _bearer_credential(header) if header else ""
         if token:
             user = self.authenticate_token(token)
             if user is not None or self.default_user is None:

@@ -41,7 +41,6 @@ import contextlib
 import contextvars
 from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -69,22 +68,28 @@ class Rejected(Exception):
                               headers={"Retry-After": str(RETRY_AFTER)}).response()
 
 
-@dataclass(eq=False, slots=True)
 class _Flow:
-    key: str
-    inflight: int = 0
-    waits: int = 0
-    queue: deque[asyncio.Future[None]] = field(default_factory=deque)
-    queued_since: float = 0.0
+    """One flow of a level: the seats it holds, its waits and its queue (a plain class: one per request)."""
+
+    __slots__ = ("inflight", "key", "queue", "queued_since", "waits")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.inflight = 0
+        self.waits = 0
+        self.queue: deque[asyncio.Future[None]] = deque()
+        self.queued_since = 0.0
 
 
-@dataclass(eq=False, slots=True)
 class Seat:
     """One request's place in a level; ``held`` while it occupies a seat."""
 
-    level: PriorityLevel
-    flow: _Flow
-    held: bool = False
+    __slots__ = ("flow", "held", "level")
+
+    def __init__(self, level: PriorityLevel, flow: _Flow, held: bool = False) -> None:
+        self.level = level
+        self.flow = flow
+        self.held = held
 
 
 class PriorityLevel:
@@ -117,9 +122,9 @@ class PriorityLevel:
         flow = self._flows.get(key)
         if flow is None:
             flow = self._flows[key] = _Flow(key)
-        seat = Seat(self, flow)
-        self._grant(seat)
-        return seat
+        flow.inflight += 1  # _grant, inline: this runs for nearly every request
+        self.inflight += 1
+        return Seat(self, flow, True)
 
     async def acquire(self, key: str) -> Seat:
         """A held seat for flow ``key``: at once, or after a fair, bounded wait; :class:`Rejected` otherwise."""
@@ -183,11 +188,13 @@ class PriorityLevel:
         if not seat.held:
             return
         seat.held = False
-        seat.flow.inflight -= 1
+        flow = seat.flow
+        flow.inflight -= 1
         self.inflight -= 1
         if self.queued:
             self._dispatch()
-        self._forget(seat.flow)
+        if not flow.inflight and not flow.waits and not flow.queue:  # _forget, inline
+            self._flows.pop(flow.key, None)
 
     def _dispatch(self) -> None:
         while self.inflight < self.seats and self.queued:
@@ -240,16 +247,17 @@ class FlowControl:
         return level, key or client_key(request, user)
 
 
-# The seat of the request the current task serves (set by the handler chain, :mod:`.handlerchain`).
+# The seat of the request the current task serves (set by the handler chain, :mod:`.handlerchain`, and never
+# reset: the request's task ends with it; a seat left there once its request ended is no longer held).
 seat_context: contextvars.ContextVar[Seat | None] = contextvars.ContextVar("kinformer_flowcontrol_seat", default=None)
 
 
 @contextlib.asynccontextmanager
 async def seat_released() -> AsyncIterator[None]:
     """Around a wait that does no work (the watch cache catching up): the current request's seat is given
-    back meanwhile and taken again afterwards. Outside flow control (no seat) it only runs the block."""
+    back meanwhile and taken again afterwards. Outside flow control (no seat held) it only runs the block."""
     seat = seat_context.get()
-    if seat is None:
+    if seat is None or not seat.held:
         yield
         return
     try:

@@ -121,7 +121,7 @@ class HandlerChain:
             request[USER_KEY] = user
             CURRENT_USER.set(user)
             watch_key = None  # the client whose watch slot this request holds
-            level = seat = seat_token = None  # the flow-control seat it holds
+            level = seat = None  # the flow-control seat it holds
             if not is_health(path):
                 key = None
                 if rate is not None:
@@ -148,7 +148,7 @@ class HandlerChain:
                             seat = await level.acquire(flow)
                         except Rejected as e:
                             return e.response()
-                    seat_token = seat_context.set(seat)
+                    seat_context.set(seat)  # not reset: the request's task ends with it (see seat_context)
             try:
                 if authorizer is not None and SUPERUSER_GROUP not in user.groups:
                     attrs = request_attributes(request)
@@ -177,7 +177,6 @@ class HandlerChain:
                 if watch_key is not None:
                     watches.release(watch_key)  # type: ignore[union-attr]
                 if seat is not None:
-                    seat_context.reset(seat_token)  # type: ignore[arg-type]
                     level.release(seat)  # type: ignore[union-attr]
 
         return chain

@@ -25,7 +25,7 @@ import ipaddress
 from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from . import status as st
 
@@ -66,11 +66,11 @@ def host_check(allowed_hosts: Iterable[str] = ()) -> Callable[[web.Request], web
 
     def check(request: web.Request) -> web.Response | None:
         headers = request.headers
-        host = headers.get("Host")
+        host = headers.get(hdrs.HOST)  # an istr key: multidict skips folding its case
         if host is not None and not allowed_header(host):
             return st.StatusError(403, "Forbidden", f'host "{_host_of(host)[:100]}" is not allowed: this server '
                                   "answers only requests addressed to a loopback name or address").response()
-        origin = headers.get("Origin")
+        origin = headers.get(hdrs.ORIGIN)
         if origin is not None and not allowed(urlsplit(origin).hostname or ""):
             return st.StatusError(403, "Forbidden", f'origin "{origin[:100]}" is not allowed: this server '
                                   "answers no cross-site requests").response()
