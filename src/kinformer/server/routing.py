@@ -124,7 +124,7 @@ class ResourceRouter(web.UrlDispatcher):
         self._chain = chain
         self._exact: dict[str, dict[str, web.AbstractRoute]] = {}  # path -> method -> route
         # (path prefix, catch-all route, its pattern, [(prefix + "/", other route's exact path or pattern)])
-        self._fast: list[tuple[str, web.AbstractRoute, re.Pattern[str], list[tuple[str, Any]]]] = []
+        self._fast: list[tuple[str, web.AbstractRoute, re.Pattern[str], dict[str, list[tuple[str, Any]]]]] = []
 
     def behind(self, handler: Any) -> Any:
         """``handler`` run through the chain (the router's middleware): what a route is registered with."""
@@ -156,9 +156,12 @@ class ResourceRouter(web.UrlDispatcher):
             routes = list(first)
             if len(routes) != 1 or routes[0].method != "*":
                 continue
-            shadows = [(other + "/", res.get_info()["path"] if type(res) is web.PlainResource
-                        else res.get_info()["pattern"])
-                       for other, resources in index.items() if other.startswith(key + "/") for res in resources]
+            shadows: dict[str, list[tuple[str, Any]]] = {}  # by _head: the only ones a path of that head may meet
+            for other, resources in index.items():
+                if other.startswith(key + "/"):
+                    for res in resources:
+                        shadow = res.get_info()["path"] if type(res) is web.PlainResource else res.get_info()["pattern"]
+                        shadows.setdefault(_head(other + "/", len(key) + 1), []).append((other + "/", shadow))
             self._fast.append((key + "/", routes[0], first.get_info()["pattern"], shadows))
 
     async def resolve(self, request: web.Request) -> web.UrlMappingMatchInfo:
@@ -171,7 +174,7 @@ class ResourceRouter(web.UrlDispatcher):
         elif "%" not in path:
             for prefix, route, pattern, shadows in self._fast:
                 if path.startswith(prefix):
-                    for shadow_prefix, shadow in shadows:
+                    for shadow_prefix, shadow in shadows.get(_head(path, len(prefix)), ()):
                         if (path.startswith(shadow_prefix) or path == shadow_prefix[:-1]) and (
                                 path == shadow if type(shadow) is str else shadow.fullmatch(path) is not None):
                             break  # another route may match: aiohttp decides
@@ -184,6 +187,17 @@ class ResourceRouter(web.UrlDispatcher):
         if self._chain is not None and isinstance(found, MatchInfoError):
             return _ChainedError(found.http_exception, self._chain)
         return found
+
+
+def _head(path: str, start: int) -> str:
+    """``path`` up to the first ``/`` from ``start`` on, that ``/`` included (all of it and a ``/`` if none).
+
+    A path that starts with ``p`` (``p`` ending in ``/``, its first ``/`` from ``start`` on included), or
+    equals ``p`` without its last ``/``, has the head of ``p``: a route shadowing the catch-all only for
+    such paths needs trying only for paths of its head.
+    """
+    end = path.find("/", start)
+    return path + "/" if end < 0 else path[:end + 1]
 
 
 class _ChainedError(MatchInfoError):

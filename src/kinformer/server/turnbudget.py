@@ -57,8 +57,11 @@ class TurnBudget:
     def try_start(self) -> bool:
         """Whether a request may start now (counted as started); False: it must :meth:`wait`."""
         now = self.timer()
-        if not self._turn_open:
-            self._open(now)
+        if not self._turn_open:  # _open, inline: the first request of a turn is nearly every request
+            self._turn_open = True
+            self._start = now
+            self._started = 0
+            asyncio.get_running_loop().call_soon(self._next_turn, context=self._context)
         elif now - self._start >= self.budget:
             return False
         if self.waiting or self._woken:
@@ -105,11 +108,11 @@ class TurnBudget:
 
     def _next_turn(self) -> None:
         """The loop came round: if requests wait, open a new turn and wake about a budget's worth of them."""
-        now = self.timer()
-        elapsed, started = now - self._start, self._started
         self._turn_open = False
         if not self.waiting:
             return
+        now = self.timer()
+        elapsed, started = now - self._start, self._started
         # as many as fit in the budget at the pace of the turn that ends (at most twice as many as it started)
         pace = int(started * self.budget / elapsed) if elapsed > 0 else 2 * started
         wake = max(MIN_WAKE, min(2 * started, pace))
