@@ -93,6 +93,8 @@ def _dns1123_label_errors(value: str) -> tuple[str, ...]:
 
 def is_dns1123_label(value: str) -> list[str]:
     """``value`` as an RFC 1123 label (namespace names, most name parts): at most 63 characters."""
+    if len(value) <= DNS1123_LABEL_MAX_LENGTH and _DNS1123_LABEL_RE.fullmatch(value):
+        return []  # valid (the cache is for the messages of invalid values)
     return list(_dns1123_label_errors(value))
 
 
@@ -104,6 +106,8 @@ def _dns1123_subdomain_errors(value: str) -> tuple[str, ...]:
 
 def is_dns1123_subdomain(value: str) -> list[str]:
     """``value`` as an RFC 1123 subdomain (most object names): at most 253 characters."""
+    if len(value) <= DNS1123_SUBDOMAIN_MAX_LENGTH and _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+        return []  # valid: most names are new, and a cache of them would only churn
     return list(_dns1123_subdomain_errors(value))
 
 
@@ -114,6 +118,8 @@ def _dns1035_label_errors(value: str) -> tuple[str, ...]:
 
 def is_dns1035_label(value: str) -> list[str]:
     """``value`` as an RFC 1035 label (Service names: must start with a letter): at most 63 characters."""
+    if len(value) <= DNS1035_LABEL_MAX_LENGTH and _DNS1035_LABEL_RE.fullmatch(value):
+        return []
     return list(_dns1035_label_errors(value))
 
 

@@ -70,6 +70,19 @@ def _fields_v1(levels: int) -> Any:
     return value
 
 
+# Nodes whose values may hold a free-form value (their types differ between the builders' modes)
+_FREE_FORM: set[int] = set()
+
+
+def _holds_free_form(node: Node) -> bool:
+    """Whether ``node`` (its parts typed already) has a free-form value in it."""
+    if node.kind == ANY or node is schemas.definition_node(_OBJECT_META):
+        return True
+    if node.kind in (ARRAY, MAP):
+        return node.item is not None and id(node.item) in _FREE_FORM
+    return node.kind == OBJECT and any(id(sub) in _FREE_FORM for sub in node.props.values())
+
+
 class _Builder:
     """msgspec types of nodes, with the most containers a value of each may nest (one type per node).
 
@@ -85,11 +98,17 @@ class _Builder:
         self.free = _json(_FREE_LEVELS)
         self.names = itertools.count()
         self.own_meta: tuple[Any, int] | None = None  # a kind's own ObjectMeta (see root)
+        self.peer: _Builder | None = None  # the builder of the other mode, whose types of plain nodes are shared
 
     def type_of(self, node: Node) -> tuple[Any, int]:
         done = self.types.get(id(node))
         if done is not None:
             return done
+        if self.peer is not None and id(node) not in _FREE_FORM:
+            done = self.peer.types.get(id(node))  # the same type in both modes: built once
+            if done is not None:
+                self.types[id(node)] = done
+                return done
         if id(node) in self.untypable or id(node) in self.building:
             raise _Untypable("a recursive definition, or a part without a type")
         self.building.add(id(node))
@@ -100,6 +119,8 @@ class _Builder:
             raise
         finally:
             self.building.discard(id(node))
+        if _holds_free_form(node):
+            _FREE_FORM.add(id(node))
         return done
 
     def _build(self, node: Node) -> tuple[Any, int]:
@@ -174,6 +195,7 @@ class _Builder:
 
 _BUILDER = _Builder(bounded=True)  # doc_fine's
 _FINE_BUILDER = _Builder(bounded=False)  # node.fine's
+_BUILDER.peer, _FINE_BUILDER.peer = _FINE_BUILDER, _BUILDER
 _TYPES: dict[int, tuple[Node, Any]] = {}  # id(kind node) -> (the node, its type or None)
 
 

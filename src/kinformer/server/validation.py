@@ -208,8 +208,10 @@ def _validate_string_map(obj: Mapping[str, Any], field: str, *, base64_values: b
     causes: list[Cause] = []
     size = 0
     for key, item in value.items():
-        causes += [invalid(f"{field}[{key}]", key, msg) for msg in is_config_map_key(str(key))]
-        if not isinstance(item, str):
+        key_errors = is_config_map_key(key if type(key) is str else str(key))
+        if key_errors:
+            causes += [invalid(f"{field}[{key}]", key, msg) for msg in key_errors]
+        if type(item) is not str and not isinstance(item, str):
             causes.append(invalid(f"{field}[{key}]", item, "must be a string"))
             continue
         if base64_values:
@@ -226,8 +228,10 @@ def _validate_configmap(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -
     causes, size = _validate_string_map(obj, "data", base64_values=False)
     binary_causes, binary_size = _validate_string_map(obj, "binaryData", base64_values=True)
     causes += binary_causes
-    for key in set(obj.get("data") or {}) & set(obj.get("binaryData") or {}):
-        causes.append(invalid(f"data[{key}]", key, "duplicate of key present in binaryData"))
+    binary = obj.get("binaryData")
+    if binary:
+        for key in set(obj.get("data") or {}) & set(binary):
+            causes.append(invalid(f"data[{key}]", key, "duplicate of key present in binaryData"))
     if size + binary_size > _CONFIG_SIZE:
         causes.append({"reason": "FieldValueTooLong", "field": "",
                        "message": f"Too long: may not be more than {_CONFIG_SIZE} bytes"})
