@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 from hypothesis import given, settings
-from test_schemas import BASES, _ref_clean, _ref_valid, mutated
+from test_schemas import BASES, FIXTURE, _ref_clean, _ref_valid, mutated
 
 from kinformer.server import schemas, structcheck
 from kinformer.server.nesting import MAX_DEPTH, too_deep
@@ -21,7 +21,8 @@ def test_the_bases_pass_the_fast_check() -> None:
         # a recursive definition (JSONSchemaProps) has no typed check; an integral float (10.0) is the walk's
         expected = gvk[2] != "CustomResourceDefinition" and b".0," not in body and b".0}" not in body
         assert structcheck.doc_fine(node, base) == expected, gvk
-    assert any(gvk[2] == "Pod" and len(orjson.dumps(base)) > 4096 for gvk, base in BASES)  # the realistic pod
+    if FIXTURE.exists():  # the realistic pod (beside the project, not in a clone of it alone)
+        assert any(gvk[2] == "Pod" and len(orjson.dumps(base)) > 4096 for gvk, base in BASES)
 
 
 @settings(max_examples=400, deadline=None)
