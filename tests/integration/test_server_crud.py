@@ -511,6 +511,16 @@ async def test_metrics_endpoint(http):
     assert 'apiserver_request_total{code="404",resource="configmaps",verb="GET"} 1.0' in text
 
 
+async def test_a_bare_watch_path_is_a_404_and_counted(http):
+    code, body, _ = await call(http, "GET", "/api/v1/watch")  # no resource after /watch
+    assert code == 404 and body["kind"] == "Status"
+    await call(http, "GET", "/api/v1/watch/namespaces/default/configmaps?timeoutSeconds=1")
+    async with http.get("/metrics") as r:
+        text = await r.text()
+    assert 'apiserver_request_total{code="404",resource="watch",verb="GET"} 1.0' in text
+    assert 'apiserver_request_total{code="200",resource="configmaps",verb="WATCH"} 1.0' in text
+
+
 @pytest.mark.parametrize("path, body", [
     ("/apis/batch/v1/namespaces/default/jobs",
      {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},

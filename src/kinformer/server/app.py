@@ -16,6 +16,7 @@ from itertools import accumulate
 from typing import Any
 
 from aiohttp import web
+from multidict import CIMultiDict
 
 from ..clock import Clock
 from .handlerchain import HandlerChain
@@ -26,6 +27,9 @@ from .routing import ResourceRouter
 from .strategy import DefaultStrategy
 
 log = logging.getLogger(__name__)
+
+# A response copies the headers it is given (a CIMultiDict: the cheap copy, see responses.JSON_HEADERS).
+_HEALTH_HEADERS = CIMultiDict({"Content-Type": "text/plain; charset=utf-8"})
 
 
 class Metrics:
@@ -165,7 +169,7 @@ def build_app(api: ResourceAPI, registry: Registry, *, extra_routes: Iterable[we
     api.store.after_write.append(crd_written)
 
     async def health(request: web.Request) -> web.Response:
-        return web.Response(text="ok")
+        return web.Response(body=b"ok", headers=_HEALTH_HEADERS)  # as text="ok" answers, without its encoding
 
     # The resource API first: aiohttp tries the routes sharing a path prefix ("/api", "/apis") in order, and
     # these are what nearly every request is for (the discovery routes below never match their paths).
