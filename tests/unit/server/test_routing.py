@@ -42,7 +42,12 @@ PATHS = ["/api/v1/namespaces/default/configmaps", "/healthz/", "/healthz/ping",
          "/api/v1/watch/pods", "/api/v1", "/api/v1/", "/api", "/api/", "/apis/apps/v1/deployments",
          "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "/apis/authorization.k8s.io/v1/x",
          "/apis/apps/v1", "/apis/apps", "/api/v1/namespaces/a%2Fb/pods", "/api/v1/namespaces/a/pods/caf%C3%A9",
-         "/healthz", "/nothing", "/api/v1/namespaces/a//pods"]
+         "/healthz", "/nothing", "/api/v1/namespaces/a//pods",
+         # the edges of the shadowing routes' buckets (a path's first segment after /api/ or /apis/)
+         "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews/",
+         "/apis/authorization.k8s.io/v1/selfsubjectaccessreviewsx",
+         "/apis/authorization.k8s.iox/v1/selfsubjectaccessreviews", "/apis/authorization.k8s.io/",
+         "/apis/authorization.k8s.io", "/apis//v1/x", "/api//v1/x", "/api/v1/namespaces/a/serviceaccounts/b/token/"]
 
 
 @pytest.mark.parametrize("method", ["GET", "POST", "DELETE"])
