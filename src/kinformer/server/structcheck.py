@@ -95,7 +95,7 @@ class _Builder:
         self.types: dict[int, tuple[Any, int]] = {}
         self.untypable: set[int] = set()  # nodes whose values (or a part of them) have no such type
         self.building: set[int] = set()
-        self.free = _json(_FREE_LEVELS)
+        self.free: Any = None  # JSON of _FREE_LEVELS (built on first use: a few ms)
         self.names = itertools.count()
         self.own_meta: tuple[Any, int] | None = None  # a kind's own ObjectMeta (see root)
         self.peer: _Builder | None = None  # the builder of the other mode, whose types of plain nodes are shared
@@ -123,6 +123,11 @@ class _Builder:
             _FREE_FORM.add(id(node))
         return done
 
+    def _free(self) -> Any:
+        if self.free is None:
+            self.free = _json(_FREE_LEVELS)
+        return self.free
+
     def _build(self, node: Node) -> tuple[Any, int]:
         if node.kind == SCALAR:
             return self._scalar(node), 0
@@ -136,9 +141,9 @@ class _Builder:
             if node is schemas.definition_node(_FIELDS_V1):
                 return _fields_v1(_FIELDS_V1_LEVELS), _FIELDS_V1_LEVELS
             if node.types == ():
-                return self.free, _FREE_LEVELS
+                return self._free(), _FREE_LEVELS
             if node.types == ("object",):
-                return _Dict[str, self.free], _FREE_LEVELS + 1
+                return _Dict[str, self._free()], _FREE_LEVELS + 1
             raise _Untypable(f"a free-form value of types {node.types}")
         if node.kind in (ARRAY, MAP):
             if node.item is None:
