@@ -149,7 +149,7 @@ class _Builder:
             if node.item is None:
                 raise _Untypable("an array of unknown items")
             item, height = self.type_of(node.item)
-            item = _Union[item, None]
+            item = item | None
             return (_List[item] if node.kind == ARRAY else _Dict[str, item]), height + 1
         assert node.kind == OBJECT
         return self._struct(node)
@@ -173,7 +173,7 @@ class _Builder:
             return self.type_of(node)
         if self.own_meta is None:
             entry = self._struct(schemas.definition_node(_MANAGED_FIELDS_ENTRY), {"fieldsV1": (_AnyObject, 0)})[0]
-            self.own_meta = self._struct(meta, {"managedFields": (_List[_Union[entry, None]], 0)})
+            self.own_meta = self._struct(meta, {"managedFields": (_List[entry | None], 0)})
         return self._struct(node, {"metadata": self.own_meta})
 
     def _struct(self, node: Node, overrides: dict[str, tuple[Any, int]] | None = None) -> tuple[Any, int]:
@@ -187,12 +187,12 @@ class _Builder:
             elif key == "managedFields" and self.bounded and node is schemas.definition_node(_OBJECT_META):
                 sub = schemas.definition_node(_MANAGED_FIELDS_ENTRY)  # free-form in the walk: typed here, a subset
                 entry, sub_height = self.type_of(sub)
-                value, sub_height = _List[_Union[entry, None]], sub_height + 1
+                value, sub_height = _List[entry | None], sub_height + 1
             else:
                 value, sub_height = self.type_of(sub)
             height = max(height, sub_height)
             default = msgspec.NODEFAULT if key in node.required else None
-            fields.append((f"f{i}", _Union[value, None], msgspec.field(default=default, name=key)))
+            fields.append((f"f{i}", value | None, msgspec.field(default=default, name=key)))
         struct = msgspec.defstruct(f"S{next(self.names)}", fields, forbid_unknown_fields=True, kw_only=True,
                                    gc=False)
         return struct, height + 1
