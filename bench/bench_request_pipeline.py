@@ -72,12 +72,19 @@ async def measure(src: str, n: int) -> dict[str, tuple[float, float]]:
     """(server CPU µs per request, requests/s) per workload, on one fresh server from ``src``."""
     out: dict[str, tuple[float, float]] = {}
     async with server_process(src) as (url, pid):
-        await asyncio.to_thread(minimal_sequential, url, CMS, configmap_bodies(300, "warm"))
+        await asyncio.to_thread(_warm_up, url)
         for name, run in _workloads(url, n):
             cpu0, t0 = cpu_seconds(pid), time.perf_counter()
             await asyncio.to_thread(run)
             out[name] = ((cpu_seconds(pid) - cpu0) / n * 1e6, n / (time.perf_counter() - t0))
     return out
+
+
+def _warm_up(url: str) -> None:
+    """What every workload's first request would pay once: each kind's compiled checks, memos and code paths."""
+    minimal_sequential(url, CMS, configmap_bodies(100, "warm"))
+    minimal_sequential(url, PODS, pod_bodies(20, "warm"))
+    minimal_gets(url, "/healthz", 50)
 
 
 def _workloads(url: str, n: int) -> list[tuple[str, Callable[[], None]]]:
@@ -101,8 +108,7 @@ def instructions(src: str, n: int) -> dict[str, float]:
                                     env={**os.environ, "PYTHONPATH": src})
             assert proc.stdin is not None and proc.stdout is not None
             url = proc.stdout.readline().decode().strip()
-            minimal_sequential(url, CMS, configmap_bodies(100, "warm"))
-            minimal_gets(url, "/healthz", 50)
+            _warm_up(url)
             subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], capture_output=True, check=True)
             dict(_workloads(url, n))[name]()
             subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], capture_output=True, check=True)
