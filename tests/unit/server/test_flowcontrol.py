@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from kinformer.server.flowcontrol import FlowControl, PriorityLevel, Rejected, Seat
+from kinformer.server.flowcontrol import FlowControl, PriorityLevel, Rejected, Seat, seat_context, seat_released
 from testlib import wait_until
 
 
@@ -120,6 +120,21 @@ async def test_a_failed_wait_takes_no_seat_again() -> None:
     assert not seat.held and level.inflight == 0
     level.release(seat)  # releasing an unheld seat is a no-op
     assert level.inflight == 0
+
+
+async def test_a_seat_whose_request_ended_is_not_taken_again() -> None:
+    """A task a request started runs in a copy of the request's context, seat included: once the request gave
+    its seat back, a wait in that task must not take a seat that nobody would give back."""
+    level = PriorityLevel("test", 1)
+    seat = await level.acquire("a")
+    token = seat_context.set(seat)
+    try:
+        level.release(seat)  # the request ended
+        async with seat_released():
+            pass
+    finally:
+        seat_context.reset(token)
+    assert not seat.held and level.inflight == 0
 
 
 async def test_try_acquire_takes_a_free_seat_only_when_nobody_queues() -> None:
