@@ -262,12 +262,18 @@ class Demo:
             await asyncio.sleep(0.5)
 
     async def _check(self) -> list[str]:
-        """Compare the server's state (read through the API, not the cache) with what was asked for."""
+        """Compare the server's state (read through the API, not the cache) with what was asked for, and the
+        informers' caches with the server (the summary reports the caches: they must have caught up)."""
         problems = []
         foos = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o
                 for o in (await self.direct.list(FOOS)).items}
         deps = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o
                 for o in (await self.direct.list(DEPLOYMENTS)).items}
+        for resource, on_server in (("foos", foos), ("deployments", deps)):
+            informer = getattr(self, "informers", {}).get(resource)
+            if informer is not None and set(informer.indexer.list_keys()) != set(on_server):
+                problems.append(f"the {resource} informer's cache holds {len(informer.indexer)} objects, "
+                                f"the server {len(on_server)}")
         for key, replicas in sorted(self.expected.items()):
             ns, name = key.split("/")
             dep = deps.get(f"{ns}/{name}-deploy")
