@@ -86,10 +86,10 @@ class Seat:
 
     __slots__ = ("flow", "held", "level")
 
-    def __init__(self, level: PriorityLevel, flow: _Flow, held: bool = False) -> None:
+    def __init__(self, level: PriorityLevel, flow: _Flow) -> None:
         self.level = level
         self.flow = flow
-        self.held = held
+        self.held = False
 
 
 class PriorityLevel:
@@ -122,9 +122,9 @@ class PriorityLevel:
         flow = self._flows.get(key)
         if flow is None:
             flow = self._flows[key] = _Flow(key)
-        flow.inflight += 1  # _grant, inline: this runs for nearly every request
-        self.inflight += 1
-        return Seat(self, flow, True)
+        seat = Seat(self, flow)
+        self._grant(seat)
+        return seat
 
     async def acquire(self, key: str) -> Seat:
         """A held seat for flow ``key``: at once, or after a fair, bounded wait; :class:`Rejected` otherwise."""
@@ -193,8 +193,7 @@ class PriorityLevel:
         self.inflight -= 1
         if self.queued:
             self._dispatch()
-        if not flow.inflight and not flow.waits and not flow.queue:  # _forget, inline
-            self._flows.pop(flow.key, None)
+        self._forget(flow)
 
     def _dispatch(self) -> None:
         while self.inflight < self.seats and self.queued:
