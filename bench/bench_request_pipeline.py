@@ -12,12 +12,16 @@ server and workload: the best and the median of the rounds of the server process
 instrumenting only while the requests run; one round, ~30 s per server and workload): a figure the
 machine's load does not move.
 
+``--floor`` adds ``bench_server_writes.py``'s floor application (an aiohttp app on the same loop that only
+decodes, stamps, keeps and re-encodes) as a column: what the stack under kinformer costs per request.
+
 ``--profile N`` instead profiles N ConfigMap creates in this process (the server in this event loop under
 cProfile, the collector tuned as in a server process, the client in a thread) and prints the functions
 with the most time of their own.
 
     python3 bench/bench_request_pipeline.py --baseline /tmp/before/src --rounds 5
     python3 bench/bench_request_pipeline.py --baseline /tmp/before/src --instructions --requests 400
+    python3 bench/bench_request_pipeline.py --floor --instructions --requests 300
 """
 
 from __future__ import annotations
@@ -35,7 +39,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench_server_writes import CMS, PODS, configmap_bodies, cpu_seconds, minimal_sequential, pod_bodies, server_process
+from bench_server_writes import (
+    CMS,
+    FLOOR,
+    PODS,
+    configmap_bodies,
+    cpu_seconds,
+    minimal_sequential,
+    pod_bodies,
+    server_process,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -103,9 +116,10 @@ def instructions(src: str, n: int) -> dict[str, float]:
             dump = os.path.join(tmp, f"callgrind.{i}")
             proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--cache-sim=no", "--instr-atstart=no",
                                      f"--callgrind-out-file={dump}", sys.executable,
-                                     str(HERE / "bench_server_writes.py"), "--serve", "memory"],
+                                     str(HERE / "bench_server_writes.py"), "--serve",
+                                     FLOOR if src == FLOOR else "memory"],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                    env={**os.environ, "PYTHONPATH": src})
+                                    env={**os.environ, "PYTHONPATH": str(HERE.parent / "src") if src == FLOOR else src})
             assert proc.stdin is not None and proc.stdout is not None
             url = proc.stdout.readline().decode().strip()
             _warm_up(url)
@@ -124,6 +138,8 @@ async def run(args: argparse.Namespace) -> None:
     variants = {"current": args.current}
     if args.baseline:
         variants = {"baseline": args.baseline, **variants}
+    if args.floor:
+        variants[FLOOR] = FLOOR
     if args.instructions:
         counts = {v: instructions(src, args.requests) for v, src in variants.items()}
         print("| workload | " + " | ".join(f"{v} instructions/request" for v in variants) + " |")
@@ -178,6 +194,8 @@ def main() -> None:
                    help="the source tree measured as current (default: this checkout's src/)")
     p.add_argument("--requests", type=int, default=2000, help="requests per workload and round (default 2000)")
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--floor", action="store_true", help="also run bench_server_writes.py's floor application (an "
+                   "aiohttp app that only decodes, stamps, keeps and re-encodes) side by side")
     p.add_argument("--instructions", action="store_true",
                    help="count the server's instructions per request under valgrind instead (one round)")
     p.add_argument("--profile", type=int, metavar="N", help="profile N ConfigMap creates in process instead")

@@ -15,11 +15,19 @@ Each server runs in a process of its own (``APIServer("memory")``, plain HTTP on
 cProfile with the collector tuned as in a server process, the minimal client in a thread) and prints
 each step's share of the server's time per request.
 
+``--floor`` also runs the floor of this stack: an aiohttp application on the same event loop that only
+decodes each body with orjson, sets a uid, a resourceVersion and a creation time, keeps the object in a
+dict and answers it re-encoded with 201, its collector tuned as ``kinformer serve`` tunes its own. It has
+no schema, defaults, managedFields, validation, admission, flow control, watch cache or storage. No server
+built on aiohttp and orjson creates faster than it, so its figures say how much of a target is left to
+kinformer's own work.
+
 ``--baseline SRC`` also runs a server from another source tree (for example an export of an older
 commit: ``git archive COMMIT src | tar -x -C /tmp/before``), round by round with the current one on
 a fresh server each time, and prints the ratios current / baseline. It prints figures, never verdicts.
 
     python3 bench/bench_server_writes.py --baseline /tmp/before/src --rounds 3
+    python3 bench/bench_server_writes.py --floor --rounds 3
 """
 
 from __future__ import annotations
@@ -131,9 +139,64 @@ async def serve(storage: str) -> None:
             prof.dump_stats(profile)
 
 
+async def serve_floor() -> None:
+    """Child mode: the floor application (see the module docstring); prints its URL, serves until stdin closes.
+
+    It also answers ``GET /healthz`` and a GET of an object it keeps, for ``bench_request_pipeline.py``.
+    """
+    import itertools
+
+    import orjson
+    from aiohttp import web
+
+    objects: dict[str, dict[str, object]] = {}
+    revisions = itertools.count(1)
+
+    async def create(request: web.Request) -> web.Response:
+        obj = orjson.loads(await request.read())
+        meta = obj["metadata"]
+        meta["uid"] = f"uid-{len(objects)}"
+        meta["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        meta["resourceVersion"] = str(next(revisions))
+        objects[request.path + "/" + meta["name"]] = obj
+        return web.Response(body=orjson.dumps(obj), status=201, content_type="application/json")
+
+    async def get(request: web.Request) -> web.Response:
+        obj = objects.get(request.path)
+        if obj is None:
+            return web.Response(body=b'{"kind":"Status","code":404}', status=404, content_type="application/json")
+        return web.Response(body=orjson.dumps(obj), content_type="application/json")
+
+    async def healthz(request: web.Request) -> web.Response:
+        return web.Response(body=b"ok", content_type="text/plain")
+
+    app = web.Application()
+    for path in (PODS, CMS):
+        app.router.add_post(path, create)
+        app.router.add_get(path + "/{name}", get)
+    app.router.add_get("/healthz", healthz)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    print(f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}", flush=True)  # type: ignore[union-attr]
+    from kinformer.server.gc_tuning import tune_for_server
+
+    tune_for_server()  # the collector as in `kinformer serve`: kept objects are not rescanned at every create
+    try:
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.buffer.read)
+    finally:
+        await runner.cleanup()
+
+
+FLOOR = "floor"  # the variant name, and its --serve value
+
+
 def server_process(src: str) -> contextlib.AbstractAsyncContextManager[tuple[str, int]]:
     """A server importing kinformer from ``src`` in a child process; yields (URL, pid)."""
-    return child_server([__file__, "--serve", "memory"], {**os.environ, "PYTHONPATH": src})
+    storage = FLOOR if src == FLOOR else "memory"
+    return child_server([__file__, "--serve", storage], {**os.environ, "PYTHONPATH": str(HERE.parent / "src")
+                                                         if src == FLOOR else src})
 
 
 def cpu_seconds(pid: int) -> float:
@@ -176,6 +239,8 @@ async def run(args: argparse.Namespace) -> None:
     variants = {"current": str(HERE.parent / "src")}
     if args.baseline:
         variants = {"baseline": args.baseline, **variants}
+    if args.floor:
+        variants[FLOOR] = FLOOR
     rounds: list[dict[str, dict[str, tuple[float, float]]]] = []
     for r in range(args.rounds):
         print(f"round {r + 1}/{args.rounds}, load average {os.getloadavg()[0]:.1f}", flush=True)
@@ -185,6 +250,8 @@ async def run(args: argparse.Namespace) -> None:
     header = "| workload | " + " | ".join(f"{v} creates/s | {v} server µs/create" for v in variants)
     if "baseline" in variants:
         header += " | creates/s ratio | server CPU ratio"
+    if FLOOR in variants:
+        header += " | current creates/s / floor's"
     print(header + " |")
     print("|---" * (header.count("|")) + "|")
     for name, *_ in WORKLOADS:
@@ -196,6 +263,9 @@ async def run(args: argparse.Namespace) -> None:
             rate = statistics.median(rd["current"][name][0] / rd["baseline"][name][0] for rd in rounds)
             cpu = statistics.median(rd["baseline"][name][1] / rd["current"][name][1] for rd in rounds)
             cells += [f"{rate:.2f}x", f"{cpu:.2f}x less"]
+        if FLOOR in variants:
+            share = statistics.median(rd["current"][name][0] / rd[FLOOR][name][0] for rd in rounds)
+            cells.append(f"{share:.0%}")
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
@@ -260,6 +330,7 @@ def main() -> None:
     p.add_argument("--baseline", metavar="SRC", help="another source tree (its src/ directory) to run side by side")
     p.add_argument("--creates", type=int, default=1000, help="creates per workload and round (default 1000)")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--floor", action="store_true", help="also run the floor application side by side")
     p.add_argument("--profile", type=int, metavar="N", help="profile N pod creates in process instead")
     p.add_argument("--dump", metavar="PATH", help="with --profile: also write the cProfile stats to PATH (for pstats)")
     p.add_argument("--serve", metavar="STORAGE", help=argparse.SUPPRESS)
@@ -273,7 +344,7 @@ def main() -> None:
 
             factory = loop_factory()
         with asyncio.Runner(loop_factory=factory) as runner:
-            runner.run(serve(args.serve))
+            runner.run(serve_floor() if args.serve == FLOOR else serve(args.serve))
         return
     asyncio.run(profile(args.profile, args.dump) if args.profile else run(args))
 
