@@ -251,7 +251,7 @@ async def run(args: argparse.Namespace) -> None:
     if "baseline" in variants:
         header += " | creates/s ratio | server CPU ratio"
     if FLOOR in variants:
-        header += " | current creates/s / floor's"
+        header += " | current creates/s / floor's | current server CPU / floor's"
     print(header + " |")
     print("|---" * (header.count("|")) + "|")
     for name, *_ in WORKLOADS:
@@ -265,7 +265,8 @@ async def run(args: argparse.Namespace) -> None:
             cells += [f"{rate:.2f}x", f"{cpu:.2f}x less"]
         if FLOOR in variants:
             share = statistics.median(rd["current"][name][0] / rd[FLOOR][name][0] for rd in rounds)
-            cells.append(f"{share:.0%}")
+            times = statistics.median(rd["current"][name][1] / rd[FLOOR][name][1] for rd in rounds)
+            cells += [f"{share:.0%}", f"{times:.2f}x"]
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
