@@ -16,9 +16,11 @@ Semantics (those of an API server without a watch cache unless ``watch_cache=Tru
 * ``watch``: RV unset/"0" -> synthetic ADDED for every current object, then changes; "N" -> every change
   after N, or an ERROR event (410 Expired) when N is older than the compaction point. ``send_initial_events``
   sends the current state as ADDED then a BOOKMARK annotated ``k8s.io/initial-events-end``. Bookmarks are sent
-  when asked for with :meth:`FakeSource.bookmark` and the watch allows them. Label/field selectors turn
-  updates that enter or leave the selection into ADDED/DELETED, as the server does. ``timeoutSeconds`` is
-  ignored: a test ends watches with :meth:`close_watches` (clean end) or :meth:`break_watches` (ConnectionError).
+  when asked for with :meth:`FakeSource.bookmark` and the watch allows them, after the changes already made
+  and at the resourceVersion the watch has reached then (never below an event it sent, as the server's).
+  Label/field selectors turn updates that enter or leave the selection into ADDED/DELETED, as the server does.
+  ``timeoutSeconds`` is ignored: a test ends watches with :meth:`close_watches` (clean end) or
+  :meth:`break_watches` (ConnectionError).
 * Deterministic: no real sleeps, no randomness; uids are ``uid-<n>``.
 
 Objects handed in are deep-copied; objects handed out by ``get`` are deep copies; objects in list results and
@@ -115,6 +117,9 @@ class _Entry:
     old: Obj | None
 
 
+_CURRENT = object()  # a bookmark at the source's resourceVersion when the watch sends it
+
+
 class _Watch:
     __slots__ = ("bookmark", "broken", "closed", "wake")
 
@@ -122,7 +127,7 @@ class _Watch:
         self.wake = asyncio.Event()
         self.closed = False
         self.broken = False
-        self.bookmark: str | None = None  # the RV of a BOOKMARK to send next
+        self.bookmark: str | object | None = None  # the RV of a BOOKMARK to send next, or _CURRENT
 
 
 class FakeSource:
@@ -289,10 +294,11 @@ class FakeSource:
             w.wake.set()
 
     def bookmark(self, resource_version: str | None = None) -> None:
-        """Send a BOOKMARK at ``resource_version`` (default: the current one; any text, to play a broken
-        server) to every watch that allows bookmarks."""
+        """Send a BOOKMARK to every watch that allows bookmarks, once it has sent the changes made so far: at the
+        resourceVersion it has reached then (default), or at ``resource_version`` (any text, to play a broken
+        server)."""
         for w in self._watches:
-            w.bookmark = str(self._rv) if resource_version is None else resource_version
+            w.bookmark = _CURRENT if resource_version is None else resource_version
             w.wake.set()
 
     # ------------------------------------------------------------------ ListerWatcher
@@ -432,7 +438,8 @@ class FakeSource:
                             yield event
                     continue
                 if w.bookmark is not None:
-                    rv, w.bookmark = w.bookmark, None
+                    # caught up with the log, which ends at self._rv
+                    rv, w.bookmark = str(self._rv) if w.bookmark is _CURRENT else str(w.bookmark), None
                     if bookmarks:
                         yield WatchEvent(BOOKMARK, self._bookmark_object(rv))
                     continue
