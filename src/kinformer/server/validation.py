@@ -208,10 +208,10 @@ def _validate_string_map(obj: Mapping[str, Any], field: str, *, base64_values: b
     causes: list[Cause] = []
     size = 0
     for key, item in value.items():
-        key_errors = is_config_map_key(key if type(key) is str else str(key))
+        key_errors = is_config_map_key(str(key))
         if key_errors:
             causes += [invalid(f"{field}[{key}]", key, msg) for msg in key_errors]
-        if type(item) is not str and not isinstance(item, str):
+        if not isinstance(item, str):
             causes.append(invalid(f"{field}[{key}]", item, "must be a string"))
             continue
         if base64_values:

@@ -47,10 +47,8 @@ def default_pull_policy(image: Any) -> str:
     return "Always" if isinstance(image, str) and image_tag(image) == "latest" else "IfNotPresent"
 
 
-def _default_handler(handler: Obj | None) -> None:
+def _default_handler(handler: Obj) -> None:
     """Probe and lifecycle handlers: httpGet path and scheme; a gRPC probe's empty service name."""
-    if handler is None:
-        return
     action = handler.get("httpGet")
     if isinstance(action, dict):
         action.setdefault("path", "/")
@@ -60,9 +58,7 @@ def _default_handler(handler: Obj | None) -> None:
         grpc.setdefault("service", "")
 
 
-def default_probe(probe: Obj | None) -> None:
-    if probe is None:
-        return
+def default_probe(probe: Obj) -> None:
     probe.setdefault("timeoutSeconds", 1)
     probe.setdefault("periodSeconds", 10)
     probe.setdefault("successThreshold", 1)
