@@ -760,3 +760,23 @@ async def test_errors_and_warnings_do_not_echo_huge_values(http):
     code, _, resp = await call(http, "POST", CM, noisy)
     assert code == 201
     assert 0 < len(resp.headers["Warning"]) < 8 * 1024
+
+
+async def test_json_bodies_end_with_a_newline_as_kube_apiserver_writes_them(http):
+    """kube's JSON serializer ends each body with a newline; clients comparing an error body exactly rely on it."""
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+    partial = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
+    created, _, _ = await call(http, "POST", CM, cm("nl", k="v"))
+    assert created == 201
+    requests = [("GET", f"{CM}/nl", {}, None), ("GET", CM, {}, None), ("GET", f"{CM}/nl", {"Accept": table}, None),
+                ("GET", f"{CM}/nl", {"Accept": partial}, None), ("GET", f"{CM}/missing", {}, None),
+                ("PUT", f"{CM}/nl", {"Content-Type": "application/json"},
+                 {**cm("nl", k="w"), "metadata": {"name": "nl", "resourceVersion": "1"}}),
+                ("PATCH", f"{CM}/nl", {"Content-Type": "application/merge-patch+json"}, {"data": {"k": "x"}}),
+                ("GET", "/api", {}, None), ("GET", "/apis", {}, None), ("GET", "/api/v1", {}, None),
+                ("GET", "/api/v1/nothing", {}, None), ("DELETE", f"{CM}/nl", {}, None)]
+    for method, path, headers, body in requests:
+        data = json.dumps(body).encode() if body is not None else None
+        async with http.request(method, path, headers=headers, data=data) as r:
+            raw = await r.read()
+        assert raw.endswith(b"}\n") and not raw.endswith(b"\n\n"), (method, path, r.status, raw[-40:])

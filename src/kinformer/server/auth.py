@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 from aiohttp import hdrs, web
 
 from . import status as st
@@ -56,7 +55,7 @@ __all__ = [
 # Exact paths, and prefixes followed by "/", reachable without credentials.
 PUBLIC_PATHS: frozenset[str] = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 
-_UNAUTHORIZED = orjson.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+_UNAUTHORIZED = st.json_body({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                               "message": "Unauthorized", "reason": "Unauthorized", "code": 401})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -244,7 +244,7 @@ class Conversion:
             return resp
         headers = {k: v for k, v in resp.headers.items() if k.lower() == "warning"}
         headers["Content-Type"] = resp.headers.get("Content-Type", "application/json")  # a Table's stays
-        return web.Response(status=resp.status, body=orjson.dumps(doc), headers=headers)
+        return web.Response(status=resp.status, body=st.json_body(doc), headers=headers)
 
     async def convert_lines(self, info: ResourceInfo, desired: str, data: bytes) -> bytes:
         """Watch event lines with their objects converted to ``desired`` (one review per batch of lines)."""

@@ -28,6 +28,7 @@ import orjson
 from aiohttp import web
 
 from . import builtin_conversion
+from .status import json_body
 
 if TYPE_CHECKING:
     from kinformer.server.registry import Registry, ResourceInfo
@@ -185,7 +186,7 @@ class DiscoveryDocuments:
             return self._cache[key]
         except KeyError:
             doc = build()
-            body = None if doc is None else orjson.dumps(doc)
+            body = None if doc is None else json_body(doc)
             self._cache[key] = body
             return body
 
@@ -318,7 +319,7 @@ def _json(body: bytes, content_type: str = "application/json", request: web.Requ
 def _not_found(message: str) -> web.Response:
     status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
               "reason": "NotFound", "details": {}, "code": 404}
-    return web.Response(status=404, body=orjson.dumps(status), content_type="application/json")
+    return web.Response(status=404, body=json_body(status), content_type="application/json")
 
 
 def _server_address(request: web.Request) -> str:

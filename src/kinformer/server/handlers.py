@@ -135,7 +135,7 @@ class ResourceAPI(WatchHandlers, PodSubresources):
         body = plain.body
         doc = orjson.loads(body if isinstance(body, bytes) else b"{}")
         out = tables.to_table(table.printer, doc, now=self.clock.wall(), version=version, include_object=include)
-        return web.Response(status=plain.status, body=orjson.dumps(out),
+        return web.Response(status=plain.status, body=st.json_body(out),
                             headers={"Content-Type": tables.table_content_type(version)})
 
     async def _printer(self, info: ResourceInfo) -> tables.Printer:

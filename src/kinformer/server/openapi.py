@@ -34,6 +34,7 @@ from aiohttp import web
 from kinformer.server import apidefs
 from kinformer.server.discovery import GIT_VERSION, subresource_kind, subresource_verbs
 from kinformer.server.registry import KUBELET_SUBRESOURCES
+from kinformer.server.status import json_body
 
 if TYPE_CHECKING:
     from kinformer.server.registry import Registry, ResourceInfo
@@ -384,7 +385,7 @@ def _not_found() -> web.Response:
     status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
               "message": "the server could not find the requested resource", "reason": "NotFound",
               "details": {}, "code": 404}
-    return web.Response(status=404, body=orjson.dumps(status), content_type="application/json")
+    return web.Response(status=404, body=json_body(status), content_type="application/json")
 
 
 def routes(registry: Registry) -> list[web.RouteDef]:

@@ -130,7 +130,7 @@ def respond(plain: web.Response, partial: PartialRequest, is_list: bool) -> web.
         return plain
     kind = LIST_KIND if is_list else OBJECT_KIND
     data = partial_list(body, partial.api_version) if is_list else partial_object(body, partial.api_version)
-    return web.Response(status=plain.status, body=data, headers={"Content-Type": partial.content_type(kind)})
+    return web.Response(status=plain.status, body=data + b"\n", headers={"Content-Type": partial.content_type(kind)})
 
 
 class PartialMetadataWatchResponse(web.StreamResponse):

@@ -131,7 +131,7 @@ class ReadHandlers:
         if remaining is not None:
             meta["remainingItemCount"] = remaining
         head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
-        return head[:-1] + b',"items":[' + b",".join(items) + b"]}"
+        return head[:-1] + b',"items":[' + b",".join(items) + b"]}\n"
 
     async def _list_storage(self, t: Target, flt: Filter, rev: int, limit: int, start: str, *,
                             from_token: bool = False) -> web.Response:

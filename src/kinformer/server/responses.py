@@ -10,6 +10,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from .builtin_conversion import served_as
+from .status import json_body
 from .watchcache import CachedObject
 
 # A response copies the headers it is given; from a CIMultiDict that copy is about half the cost of
@@ -18,7 +19,13 @@ JSON_HEADERS = CIMultiDict({"Content-Type": "application/json"})
 
 
 def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
-    data = body if isinstance(body, bytes) else orjson.dumps(body)
+    """``body`` (a document, or its JSON bytes) as a JSON response ending with a newline, as kube's are."""
+    if not isinstance(body, bytes):
+        data = json_body(body)
+    elif body.endswith(b"\n"):
+        data = body
+    else:
+        data = body + b"\n"
     if headers:
         return web.Response(status=status, body=data, content_type="application/json", headers=headers)
     return web.Response(status=status, body=data, headers=JSON_HEADERS)

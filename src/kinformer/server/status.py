@@ -24,6 +24,11 @@ MAX_CAUSE_MESSAGE = 1024
 MAX_CAUSES = 100
 
 
+def json_body(doc: Any) -> bytes:
+    """``doc`` as kube-apiserver's JSON serializer writes a response body: compact, ending with a newline."""
+    return orjson.dumps(doc, option=orjson.OPT_APPEND_NEWLINE)
+
+
 def truncate(text: str, limit: int) -> str:
     """``text`` when at most ``limit`` characters, else its head and tail around a marker (at most ``limit``)."""
     if len(text) <= limit:
@@ -74,7 +79,7 @@ class StatusError(Exception):
         return body
 
     def response(self) -> web.Response:
-        return web.Response(status=self.code, body=orjson.dumps(self.status()), content_type="application/json",
+        return web.Response(status=self.code, body=json_body(self.status()), content_type="application/json",
                             headers=self.headers)
 
 
