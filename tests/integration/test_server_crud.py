@@ -780,3 +780,23 @@ async def test_json_bodies_end_with_a_newline_as_kube_apiserver_writes_them(http
         async with http.request(method, path, headers=headers, data=data) as r:
             raw = await r.read()
         assert raw.endswith(b"}\n") and not raw.endswith(b"\n\n"), (method, path, r.status, raw[-40:])
+
+
+async def test_namespaced_custom_resource_path_across_namespaces_serves_only_list_and_watch(server, http):
+    """kube's custom resource handler: other verbs on that path are 404 (a built-in's answer 405, its router's)."""
+    code, _ = await call_json(http, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                              _crd_without_status_subresource())
+    assert code == 201
+    gadget = {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": "default"}}
+    across = "/apis/example.com/v1/gadgets"
+    for method, body, ctype in (("POST", gadget, "application/json"), ("DELETE", None, "application/json"),
+                                ("PUT", gadget, "application/json"), ("PATCH", {}, "application/merge-patch+json")):
+        code, status, _ = await call(http, method, across, body, ctype=ctype)
+        assert code == 404, (method, status)
+        assert_status(status, 404, "NotFound")
+    code, lst, _ = await call(http, "GET", across)
+    assert code == 200 and lst["items"] == []
+    code, _, _ = await call(http, "POST", "/apis/example.com/v1/namespaces/default/gadgets", gadget)
+    assert code == 201
+    code, status, _ = await call(http, "POST", "/api/v1/configmaps", cm("x"))
+    assert code == 405

@@ -90,7 +90,14 @@ def request_verb(method: str, t: Target, watch_param: bool) -> str:
 
 
 def check_verb(t: Target, verb: str) -> None:
-    """405 MethodNotAllowed unless the resource (or its subresource) serves ``verb``, as kube-apiserver answers."""
+    """405 MethodNotAllowed unless the resource (or its subresource) serves ``verb``, as kube-apiserver answers.
+
+    A namespaced custom resource is served across namespaces only to list and watch: any other verb on that path
+    is a 404, as kube's custom resource handler passes a request whose scope differs from the CRD's to the
+    not-found handler (a built-in resource's path answers 405 there, as kube's router does).
+    """
+    if (not t.info.builtin and t.info.namespaced and not t.namespace and verb not in ("list", "watch")):
+        raise st.route_not_found()
     if t.subresource:
         sub = t.info.subresource(t.subresource)
         allowed = sub.verbs if sub is not None else ("get", "patch", "update")
