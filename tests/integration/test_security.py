@@ -268,8 +268,8 @@ async def test_client_certificate_authentication(tmp_path: Path) -> None:
         async with _tls_session(paths) as session:
             code, body = await _status(session, "GET", ns_url, token="tok")  # bearer tokens keep working
             assert code == 403 and 'User "token-user"' in body["message"]
-            code, body = await _status(session, "GET", ns_url)
-            assert code == 401 and body["reason"] == "Unauthorized"
+            code, body = await _status(session, "GET", ns_url)  # anonymous: RBAC's to judge
+            assert code == 403 and 'User "system:anonymous"' in body["message"]
             for path in ("/healthz", "/livez", "/readyz", "/version"):
                 assert (await _status(session, "GET", server.url + path))[0] == 200, path
         for bad in (foreign, (str(paths.server_cert), str(paths.server_key))):  # other CA; a serving-only cert
@@ -281,6 +281,9 @@ async def test_client_certificate_authentication(tmp_path: Path) -> None:
             names = {ns["metadata"]["name"] for ns in (await client.list("namespaces")).items}
             assert "default" in names
         async with Client(server.url, ca=str(paths.ca_cert), max_retries=0) as client:
+            with pytest.raises(Forbidden):  # no credentials: the anonymous user
+                await client.get_json("/api/v1/namespaces")
+        async with Client(server.url, ca=str(paths.ca_cert), token="not-a-token", max_retries=0) as client:
             with pytest.raises(Unauthorized):
                 await client.get_json("/api/v1/namespaces")
 
@@ -500,6 +503,30 @@ async def test_one_user_reading_at_future_resource_versions_starves_nobody() -> 
         assert refused["reason"] == "TooManyRequests" and refused["details"]["retryAfterSeconds"] == 1
 
 
+async def test_a_failing_credential_is_401_everywhere_and_none_is_the_anonymous_user() -> None:
+    """kube: a bearer token no authenticator accepts fails the request before authorization, even on /version;
+    without credentials the request is system:anonymous, which system:public-info-viewer lets read health and
+    /version and nothing else (--anonymous-auth=false: a 401)."""
+    public = ("/healthz", "/livez", "/readyz", "/version", "/version/")
+    async with APIServer(tokens={"tok": UserInfo("alice")}, compaction_interval=0) as server:
+        async with aiohttp.ClientSession() as session:
+            for path in (*public, "/api", "/api/v1/namespaces"):
+                code, body = await _status(session, "GET", server.url + path, "wrong-token")
+                assert (code, body["reason"]) == (401, "Unauthorized"), path
+            for path in public:
+                assert (await _status(session, "GET", server.url + path))[0] == 200, path
+            for path, what in (("/api", 'get path "/api"'), ("/api/v1/namespaces", 'list resource "namespaces"')):
+                code, body = await _status(session, "GET", server.url + path)
+                assert code == 403 and f'User "system:anonymous" cannot {what}' in body["message"], body
+            assert (await _status(session, "GET", server.url + "/api", "tok"))[0] == 200  # discovery: authenticated
+    async with APIServer(tokens={"tok": UserInfo("alice")}, anonymous_auth=False, compaction_interval=0) as server:
+        async with aiohttp.ClientSession() as session:
+            for path in (*public, "/api"):
+                code, body = await _status(session, "GET", server.url + path)
+                assert (code, body["reason"]) == (401, "Unauthorized"), path
+            assert (await _status(session, "GET", server.url + "/version", "tok"))[0] == 200
+
+
 async def test_anonymous_clients_are_limited_by_address() -> None:
     async with APIServer(rate_limit_qps=0.001, rate_limit_burst=2, compaction_interval=0) as server:
         async with aiohttp.ClientSession() as session:
@@ -528,6 +555,9 @@ def test_serve_security_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(_parse(["--authorization-policy-file", str(bad), "--data", str(tmp_path / "d")])) == 2
     assert "expected an rbac.authorization.k8s.io/v1 Role" in capsys.readouterr().err
     assert main(_parse(["--rate-limit-qps", "-1", "--data", str(tmp_path / "d")])) == 2
+    assert args.anonymous_auth is True and _parse(["--anonymous-auth=false"]).anonymous_auth is False
+    with pytest.raises(SystemExit):
+        _parse(["--anonymous-auth", "maybe"])
 
 
 def test_write_kubeconfig_with_client_certificate(tmp_path: Path) -> None:

@@ -67,7 +67,9 @@ class APIServer:
     policy plus the Roles and bindings written to the server); ``authorization_policy`` (a seed file path or
     a list of RBAC object dicts) is written at start; ``max_watches_per_client`` and
     ``rate_limit_qps``/``rate_limit_burst`` answer 429 with Retry-After. Without ``tokens`` or ``client_ca``
-    every request is the admin (``system:masters``) unless it impersonates or carries a ServiceAccount token.
+    every request is the admin (``system:masters``) unless it impersonates or carries a ServiceAccount token;
+    with them, a failing credential is a 401 and a request without one is ``system:anonymous`` (RBAC lets it
+    read health and ``/version``), or a 401 with ``anonymous_auth=False`` (kube's ``--anonymous-auth=false``).
 
     Services get ClusterIPs from ``service_cluster_ip_range`` (default 10.96.0.0/12, as kubeadm and kind
     set it up; ``default/kubernetes`` takes its first address) and node ports from ``service_node_port_range``.
@@ -96,7 +98,7 @@ class APIServer:
                  service_node_port_range: str = "30000-32767", namespace_defaults: bool = True,
                  queue_length_per_client: int = DEFAULT_QUEUE_LENGTH, queue_wait: float = DEFAULT_QUEUE_WAIT,
                  max_waits_per_client: int = DEFAULT_MAX_WAITS, header_timeout: float = HEADER_TIMEOUT,
-                 allowed_hosts: Iterable[str] = (), log_requests: bool = False) -> None:
+                 allowed_hosts: Iterable[str] = (), log_requests: bool = False, anonymous_auth: bool = True) -> None:
         if client_ca is not None and not tls:
             raise ValueError("client certificate authentication (client_ca) needs tls")
         if not is_loopback(host) and not (tls and (tokens or client_ca)):
@@ -136,7 +138,7 @@ class APIServer:
 
         self.security = Security(self.cache, self.store, self.registry, clock, tokens=tokens,
                                  client_certs=client_ca is not None, data_dir=data_dir,
-                                 seed=seed_documents(authorization_policy))
+                                 seed=seed_documents(authorization_policy), anonymous=anonymous_auth)
         self.api.admission = dispatcher_over_cache(self.cache)
         self.api.service_accounts = ServiceAccountAdmission(self.cache, default_account_made=namespace_defaults)
         self.bootstrap = ClusterBootstrap(self.store, self.cache, self.registry, self.allocator, self._ca_pem,

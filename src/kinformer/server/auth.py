@@ -8,9 +8,12 @@ authenticated user is in ``system:authenticated``. What the user may do is the a
 
 Invariants:
 
-* With authentication configured, a request without credentials is ``system:anonymous`` (group
-  ``system:unauthenticated``) on the paths kube's ``system:public-info-viewer`` opens to anonymous users
-  (health, ``/version``) and is answered ``401`` elsewhere; so is a wrong credential anywhere.
+* With authentication configured, a credential that fails (a bearer token no authenticator knows, an
+  expired or revoked ServiceAccount token) is answered ``401`` on every path, before authorization, as kube's
+  union authenticator fails the request. A request without credentials is ``system:anonymous`` (group
+  ``system:unauthenticated``), which RBAC then judges (kube's ``system:public-info-viewer`` opens health and
+  ``/version`` to it; ``/api`` is a 403); with ``anonymous=False`` (kube's ``--anonymous-auth=false``) it is
+  a ``401`` everywhere.
 * Without authentication configured (``default_user`` given: an in-process server, ``--no-tls``), a request
   without credentials is that user (the admin, in ``system:masters``). A ServiceAccount token is still
   checked: a valid one is its ServiceAccount, an invalid one is ``401``; other bearer tokens are ignored.
@@ -208,8 +211,9 @@ class Authenticator:
 
     def __init__(self, tokens: Mapping[str, str | UserInfo] | Iterable[str] | None = None, *,
                  client_certs: bool = False, token_authenticators: Sequence[TokenAuthenticator] = (),
-                 default_user: UserInfo | None = None) -> None:
+                 default_user: UserInfo | None = None, anonymous: bool = True) -> None:
         self.users = _users(tokens) if tokens else {}
+        self.anonymous = anonymous
         self.client_certs = client_certs
         self.token_authenticators = list(token_authenticators)
         self.default_user = default_user
@@ -229,7 +233,11 @@ class Authenticator:
         return user.with_group(AUTHENTICATED_GROUP) if user is not None else None
 
     def authenticate(self, request: web.Request) -> UserInfo | None:
-        """The request's user: certificate, then token, then the default user; None: unauthenticated."""
+        """The request's user: certificate, then token, then the default user or the anonymous user.
+
+        None: no credential and anonymous requests are off (401). Raises :class:`InvalidToken` for a bearer
+        token no authenticator accepts when authentication is configured (no ``default_user``).
+        """
         if self.client_certs:
             user = _peer_user(request)
             if user is not None:
@@ -238,9 +246,13 @@ class Authenticator:
         token = _bearer_credential(header) if header else ""
         if token:
             user = self.authenticate_token(token)
-            if user is not None or self.default_user is None:
+            if user is not None:
                 return user
-        return self.default_user
+            if self.default_user is None:
+                raise InvalidToken("invalid bearer token")
+        if self.default_user is not None:
+            return self.default_user
+        return ANONYMOUS if self.anonymous else None
 
 
 RequestHook = Callable[[web.Request, UserInfo], Awaitable[UserInfo]]
@@ -255,7 +267,8 @@ def authentication_middleware(tokens: Mapping[str, str | UserInfo] | Iterable[st
     a plain collection of tokens; the set is fixed when the middleware is made. Client certificates are
     only seen when the server's TLS context asks for them (``server_ssl_context(..., client_ca=...)``).
     ``impersonate`` (kube's impersonation filter) may replace the authenticated user; it raises a
-    ``StatusError`` to refuse.
+    ``StatusError`` to refuse. Having no authorizer behind it, it lets the anonymous user reach only the
+    paths kube's ``system:public-info-viewer`` role opens (:data:`PUBLIC_PATHS`) and answers 401 elsewhere.
     """
     auth = authenticator or Authenticator(tokens, client_certs=client_certs)
 
@@ -265,10 +278,8 @@ def authentication_middleware(tokens: Mapping[str, str | UserInfo] | Iterable[st
             user = auth.authenticate(request)
         except InvalidToken:
             return unauthorized()
-        if user is None:
-            if not is_public(request.path):
-                return unauthorized()
-            user = ANONYMOUS
+        if user is None or (user is ANONYMOUS and not is_public(request.path)):
+            return unauthorized()
         if impersonate is not None:
             try:
                 user = await impersonate(request, user)

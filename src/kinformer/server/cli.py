@@ -71,6 +71,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig-auth", choices=("token", "cert"), default="token",
                         help="credentials written to the kubeconfig: the admin token or an admin client "
                              "certificate (default: token)")
+    parser.add_argument("--anonymous-auth", type=_true_or_false, default=True, metavar="true|false",
+                        help="with authentication on (--tls), a request without credentials is system:anonymous, "
+                             "which RBAC lets read /healthz, /livez, /readyz and /version; false: a 401 "
+                             "(default: true)")
     parser.add_argument("--authorization-policy-file", default=None, metavar="F",
                         help="YAML/JSON file of RBAC objects (Role, ClusterRole, RoleBinding, ClusterRoleBinding) "
                              "created or replaced at start; users are authorized by RBAC")
@@ -81,6 +85,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate-limit-burst", type=int, default=DEFAULT_BURST, metavar="N",
                         help=f"token bucket size: requests a client may send at once (default: {DEFAULT_BURST})")
     _flow_control_arguments(parser)
+
+
+def _true_or_false(value: str) -> bool:
+    """A boolean flag's value as kube-apiserver spells it (``--anonymous-auth=false``)."""
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
 
 
 def _flow_control_arguments(parser: argparse.ArgumentParser) -> None:
@@ -213,7 +224,7 @@ def _security_kwargs(args: argparse.Namespace, certs: Any, policy: Any) -> dict[
             "rate_limit_qps": args.rate_limit_qps or None, "rate_limit_burst": args.rate_limit_burst,
             "max_inflight": args.max_requests_inflight, "queue_length_per_client": args.max_queued_requests_per_client,
             "queue_wait": args.queue_wait_seconds, "max_waits_per_client": args.max_rv_waits_per_client,
-            "header_timeout": args.header_timeout,
+            "header_timeout": args.header_timeout, "anonymous_auth": args.anonymous_auth,
             "allowed_hosts": [h.strip() for h in args.allowed_hosts.split(",") if h.strip()]}
 
 

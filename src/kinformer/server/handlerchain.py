@@ -3,8 +3,9 @@
 Every request passes these filters in kube's order, each of which may answer it instead of the handler:
 
 1. **Host check** (loopback-only servers, :mod:`.hostcheck`): 403 for a foreign ``Host`` or ``Origin``.
-2. **Authentication** (:mod:`.auth`): 401 without a valid credential outside the public paths; the user is
-   stored as ``request[USER_KEY]`` and in ``CURRENT_USER``.
+2. **Authentication** (:mod:`.auth`): 401 for a credential that fails (and, with anonymous requests off, for
+   none); no credential is ``system:anonymous``; the user is stored as ``request[USER_KEY]`` and in
+   ``CURRENT_USER``.
 3. **Impersonation** (:mod:`.impersonation`), only for requests with ``Impersonate-*`` headers.
 4. **Per-client limits** (:mod:`.limits`): request rate, open watches (429 with ``Retry-After``).
 5. **Flow control** (:mod:`.flowcontrol`): every request but watches starts within the event loop's turn
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from . import status as st
-from .auth import ANONYMOUS, CURRENT_USER, USER_KEY, Authenticator, InvalidToken, is_public, unauthorized
+from .auth import ANONYMOUS, CURRENT_USER, USER_KEY, Authenticator, InvalidToken, unauthorized
 from .authz import RBAC_GROUP, SUPERUSER_GROUP, Authorizer, authorize_fresh, forbidden, request_attributes
 from .bodies import MAX_BODY
 from .flowcontrol import FlowControl, Rejected, seat_context
@@ -106,13 +107,11 @@ class HandlerChain:
                     return refused
             path = request.path
             try:
-                user = authenticator.authenticate(request) if authenticator is not None else None
+                user = authenticator.authenticate(request) if authenticator is not None else ANONYMOUS
             except InvalidToken:
                 return unauthorized()
             if user is None:
-                if authenticator is not None and not is_public(path):
-                    return unauthorized()
-                user = ANONYMOUS
+                return unauthorized()
             if impersonate is not None and asks_impersonation(request):
                 try:
                     user = await impersonate(request, user)

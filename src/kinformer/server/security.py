@@ -9,7 +9,8 @@ Invariants:
 
 * Authentication is configured when static tokens or client certificates are. Without it every request
   that carries no credential is the admin (``system:masters``), as an in-process test server always was;
-  ServiceAccount tokens and impersonation still work there, and RBAC applies to those identities.
+  ServiceAccount tokens and impersonation still work there, and RBAC applies to those identities. With it, a
+  request without credentials is ``system:anonymous`` for RBAC to judge, unless anonymous requests are off.
 * The bootstrap policy and the seed objects are in the watch cache before the server listens, and the
   aggregated roles (``admin``, ``edit``, ``view``) hold their rules by then.
 """
@@ -52,7 +53,7 @@ class Security:
 
     def __init__(self, cache: WatchCache, store: ObjectStore, registry: Registry, clock: Clock, *,
                  tokens: Mapping[str, Any] | Iterable[str] | None = None, client_certs: bool = False,
-                 data_dir: str | None = None, seed: Sequence[Mapping[str, Any]] = ()) -> None:
+                 data_dir: str | None = None, seed: Sequence[Mapping[str, Any]] = (), anonymous: bool = True) -> None:
         self.cache, self.store, self.registry = cache, store, registry
         self.configured = bool(tokens) or client_certs
         self.authorizer = RBACAuthorizer(cache)
@@ -60,7 +61,7 @@ class Security:
         self.issuer = TokenIssuer(cache, key_path=key_path, clock=clock)
         self.authenticator = Authenticator(tokens, client_certs=client_certs,
                                            token_authenticators=[self.issuer.authenticate],
-                                           default_user=None if self.configured else ADMIN)
+                                           default_user=None if self.configured else ADMIN, anonymous=anonymous)
         self.reviews = Reviews(self.authorizer, self.authenticator, self.issuer)
         self.aggregator = ClusterRoleAggregator(cache, store, registry)
         self.seed = list(seed)
