@@ -10,7 +10,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from kinformer.clock import FakeClock
 from kinformer.server import APIServer
+from kinformer.server.bootstrap import KUBERNETES_SERVICE_INTERVAL
 from testlib import call
 
 NS = "/api/v1/namespaces"
@@ -42,6 +44,28 @@ async def test_default_kubernetes_service_points_at_the_server(full):
     code, ep = await call(http, "GET", f"{NS}/default/endpoints/kubernetes")
     assert code == 200 and ep["subsets"] == [{"addresses": [{"ip": "127.0.0.1"}],
                                               "ports": [{"name": "https", "port": server.port, "protocol": "TCP"}]}]
+
+
+async def test_deleted_default_kubernetes_service_comes_back_at_the_next_pass():
+    """kube's bootstrap controller re-creates default/kubernetes (and its endpoints) every 10 s: here a pass of
+    the server's clock brings back the Service, Endpoints and EndpointSlice, pointing at the server."""
+    clock = FakeClock()
+    async with APIServer(compaction_interval=0, clock=clock) as server, \
+            aiohttp.ClientSession(base_url=server.url) as http:
+        paths = [f"{NS}/default/services/kubernetes", f"{NS}/default/endpoints/kubernetes",
+                 "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes"]
+        before = [(await call(http, "GET", path))[1] for path in paths]
+        for path in paths:
+            assert (await call(http, "DELETE", path))[0] == 200, path
+        clock.step(KUBERNETES_SERVICE_INTERVAL - 1)
+        await server.bootstrap.wait_idle()
+        assert (await call(http, "GET", paths[0]))[0] == 404  # not before the interval
+        clock.step(1)
+        back = [await eventually(http, path) for path in paths]
+        assert back[0]["spec"]["clusterIP"] == "10.96.0.1" and back[0]["spec"]["ports"] == before[0]["spec"]["ports"]
+        assert back[0]["metadata"]["uid"] != before[0]["metadata"]["uid"]
+        assert back[1]["subsets"] == before[1]["subsets"]
+        assert back[2]["endpoints"] == before[2]["endpoints"] and back[2]["ports"] == before[2]["ports"]
 
 
 async def test_every_namespace_gets_a_default_service_account_and_the_root_ca(full):

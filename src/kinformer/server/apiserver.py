@@ -131,6 +131,7 @@ class APIServer:
                                           cidr=service_cluster_ip_range,
                                           node_ports=parse_port_range(service_node_port_range))
         self.store = ObjectStore(self.storage, self.registry, clock, self.cache, self.allocator)
+        self.store.after_write.append(self.allocator.written)
         self.api = ResourceAPI(self.storage, self.registry, self.cache, self.store, clock,
                                bookmark_interval=bookmark_interval)
         self.gc = GarbageCollector(self.cache, self.store, self.registry)
@@ -184,6 +185,8 @@ class APIServer:
                 signer = CertificateSigner(self.cache, self.store, self.registry, self.cert_paths)
                 self._tasks.append(asyncio.create_task(signer.run(), name="kinformer-csr-signing"))
             await self.bootstrap.ensure_kubernetes_service(self.host, self.port)
+            self._tasks.append(asyncio.create_task(self.bootstrap.keep_kubernetes_service(self.host, self.port),
+                                                   name="kinformer-kubernetes-service"))
             self.bootstrap.start()
         except BaseException:
             await self._shutdown()

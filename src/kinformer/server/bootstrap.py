@@ -2,15 +2,20 @@
 
 * ``default/kubernetes``: a ClusterIP Service on the first address of the service range (port 443,
   named ``https``, target = the server's port) with an Endpoints and (when discovery.k8s.io is
-  served) an EndpointSlice pointing at the server's own address. Written at start; with several
-  replicas the last one started is the endpoint (there is no lease-based endpoint reconciler).
+  served) an EndpointSlice pointing at the server's own address. Written at start; then every
+  :data:`KUBERNETES_SERVICE_INTERVAL` seconds on the server's clock (kube's bootstrap controller's endpoint
+  reconciler interval) each of the three that is missing is created again, pointing at this server. With
+  several replicas the last one started is the endpoint (there is no lease-based endpoint reconciler), and a
+  deleted one comes back from the replica that passes first; a present one is left as it is.
 * In every namespace that is not terminating: the ``default`` ServiceAccount (kube's serviceaccount
   controller) and the ``kube-root-ca.crt`` ConfigMap holding the server's CA (kube's root-ca-cert
   publisher); both are re-created when deleted and the ConfigMap is put back when changed. A server
   without TLS publishes a generated CA; it never overwrites a CA another replica published.
 
-Driven by the watch cache's events; one worker task owns every write, each an ordinary create or
-compare-and-swap update through the ObjectStore (so strategies and defaulting apply).
+The namespace content is driven by the watch cache's events, one worker task owning its writes;
+``default/kubernetes`` by its own loop (:meth:`ClusterBootstrap.keep_kubernetes_service`, a task the API server
+owns). Every write is an ordinary create or compare-and-swap update through the ObjectStore (so strategies and
+defaulting apply).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ ROOT_CA = "kube-root-ca.crt"
 DEFAULT_SA = "default"
 CONTROLLER_MANAGER = "kube-controller-manager"
 APISERVER_MANAGER = "kube-apiserver"
+KUBERNETES_SERVICE_INTERVAL = 10.0  # kube-apiserver's --endpoint-reconciler interval
 ROOT_CA_DESCRIPTION = (
     "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as "
     "the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of "
@@ -215,19 +221,35 @@ class ClusterBootstrap:
 
     # ------------------------------------------------------------------------------ default/kubernetes
 
-    async def ensure_kubernetes_service(self, host: str, port: int) -> None:
-        """Create or refresh ``default/kubernetes`` with its Endpoints and EndpointSlice."""
+    async def keep_kubernetes_service(self, host: str, port: int,
+                                      interval: float = KUBERNETES_SERVICE_INTERVAL) -> None:
+        """Every ``interval`` seconds on the store's clock, create whichever of ``default/kubernetes``'s Service,
+        Endpoints and EndpointSlice is missing (a failed pass is logged and tried again at the next one).
+        Never returns (cancel it)."""
+        while True:
+            await self.store.clock.sleep(interval)
+            try:
+                await self.ensure_kubernetes_service(host, port, refresh=False)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("cluster bootstrap: default/kubernetes; trying again in %.0fs", interval)
+
+    async def ensure_kubernetes_service(self, host: str, port: int, *, refresh: bool = True) -> None:
+        """Create ``default/kubernetes`` with its Endpoints and EndpointSlice where missing; with ``refresh``,
+        also point the present ones at this server."""
         address = endpoint_address(host)
         ports = [{"name": "https", "port": port, "protocol": "TCP"}]
         await self._upsert("services", {
             "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
             "spec": {"type": "ClusterIP", "clusterIP": self.allocator.first_ip, "sessionAffinity": "None",
                      "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
-        }, "spec", lambda cur: {**cur, "ports": [{**(cur.get("ports") or [{}])[0], "targetPort": port}]})
+        }, "spec", lambda cur: {**cur, "ports": [{**(cur.get("ports") or [{}])[0], "targetPort": port}]},
+            refresh=refresh)
         await self._upsert("endpoints", {
             "metadata": {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
             "subsets": [{"addresses": [{"ip": address}], "ports": ports}],
-        }, "subsets", lambda cur: [{"addresses": [{"ip": address}], "ports": ports}])
+        }, "subsets", lambda cur: [{"addresses": [{"ip": address}], "ports": ports}], refresh=refresh)
         if self.registry.get("discovery.k8s.io", "v1", "endpointslices") is not None:
             family = "IPv6" if ":" in address else "IPv4"
             await self._upsert("endpointslices", {
@@ -236,15 +258,18 @@ class ClusterBootstrap:
                 "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
                 "ports": ports,
             }, "endpoints", lambda cur: [{"addresses": [address], "conditions": {"ready": True}}],
-                group="discovery.k8s.io")
+                group="discovery.k8s.io", refresh=refresh)
 
     async def _upsert(self, plural: str, obj: dict[str, Any], field: str,
-                      wanted: Callable[[Any], Any], *, group: str = "") -> None:
-        """Create ``obj`` in ``default``, or set its ``field`` to ``wanted(current value)`` when it differs."""
+                      wanted: Callable[[Any], Any], *, group: str = "", refresh: bool = True) -> None:
+        """Create ``obj`` in ``default``, or (``refresh``) set its ``field`` to ``wanted(current value)`` when it
+        differs."""
         info = self._info(group, plural)
         name = obj["metadata"]["name"]
         if self._cached(info.storage_prefix, "default", name) is None and \
                 await self.create(plural, "default", obj, group=group, manager=APISERVER_MANAGER) is not None:
+            return
+        if not refresh:
             return
 
         def fn(cur: dict[str, Any]) -> dict[str, Any] | None:

@@ -7,7 +7,8 @@ range, leaving the lower band for addresses clients ask for (kube's split since 
 ports likewise.
 
 Invariants: an address is in use while a stored Service holds it (``used_ips``/``used_ports`` read the
-watch cache) or while a recent allocation is still on its way to the cache (:data:`PENDING_SECONDS`);
+watch cache) or while a recent allocation is still on its way to the cache (:data:`PENDING_SECONDS`, or
+until the Service holding it is deleted: :meth:`ServiceAllocator.written`);
 nothing else is persisted, so deleting a Service releases what it held, and a restart or another
 replica over the same storage sees the same set. An exhausted range or a taken/out-of-range request
 is an :class:`AllocationError`, answered as 422 Invalid.
@@ -18,7 +19,8 @@ from __future__ import annotations
 import ipaddress
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 DEFAULT_SERVICE_CIDR = "10.96.0.0/12"
 DEFAULT_NODE_PORTS = (30000, 32767)
@@ -133,6 +135,17 @@ class ServiceAllocator:
         ip = str(ipaddress.ip_address(base + offset))
         self._pending_ips.add(ip)
         return ip
+
+    def written(self, info: Any, obj: Mapping[str, Any], deleted: bool) -> None:
+        """An ObjectStore after-write hook: a deleted Service's addresses and ports are no longer pending (a
+        Service created and deleted before any other allocation would otherwise hold them for
+        :data:`PENDING_SECONDS`)."""
+        if not deleted or info.group or info.plural != "services":
+            return
+        spec = obj.get("spec") or {}
+        self._pending_ips.discard(spec.get("clusterIPs") or [spec.get("clusterIP")])
+        ports = [p.get("nodePort") for p in spec.get("ports") or () if isinstance(p, Mapping)]
+        self._pending_ports.discard([*ports, spec.get("healthCheckNodePort")])
 
     def allocate_node_port(self, requested: int | None = None, *, also_taken: Iterable[int] = ()) -> int:
         """``requested`` when free and in range, else a random free port (never one of ``also_taken``)."""

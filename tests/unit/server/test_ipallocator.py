@@ -53,3 +53,19 @@ def test_node_ports():
     assert parse_port_range("31000") == (31000, 31000)
     with pytest.raises(ValueError):
         parse_port_range("5-1")
+
+
+def test_a_deleted_service_releases_what_it_holds_at_once():
+    """A Service created and deleted before any other allocation frees its address and ports with the delete,
+    not after the pending window (default/kubernetes is re-created on its own address right after a delete)."""
+    from kinformer.server.registry import Registry
+
+    allocator = ServiceAllocator(set, set, cidr="10.96.0.0/24", node_ports=(31000, 31010))
+    ip, port = allocator.allocate_ip("10.96.0.1"), allocator.allocate_node_port(31000)
+    services = Registry().get("", "v1", "services")
+    svc = {"spec": {"clusterIP": ip, "clusterIPs": [ip], "ports": [{"port": 443, "nodePort": port}]}}
+    allocator.written(services, svc, False)
+    with pytest.raises(AllocationError, match="already allocated"):
+        allocator.allocate_ip(ip)  # stored but not yet in the cache: still taken
+    allocator.written(services, svc, True)
+    assert allocator.allocate_ip(ip) == ip and allocator.allocate_node_port(port) == port
