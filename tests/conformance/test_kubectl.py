@@ -621,6 +621,32 @@ async def test_plain_http_without_auth(tmp_path: Path) -> None:
         assert json.loads(out)["data"] == {"x": "y"}
 
 
+async def test_kubectl_get_and_describe_show_what_the_event_recorder_wrote(tmp_path: Path) -> None:
+    """The recorder writes events.k8s.io/v1 Events; kubectl reads core/v1 Events: one storage serves both."""
+    from kinformer import Client, EventRecorder
+    from kinformer.server import APIServer
+    from kinformer.server.cli import write_kubeconfig
+
+    assert KUBECTL is not None
+    async with APIServer(storage="memory", namespace_defaults=False) as server, Client(server.url) as client:
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url, None, None)
+        kubectl = Kubectl(kubeconfig, tmp_path)
+        cm = await client.create("configmaps", {"metadata": {"name": "settings"}, "data": {"a": "1"}},
+                                 namespace="default")
+        async with EventRecorder(client, "example.com/copier") as recorder:
+            recorder.event(cm, "Warning", "CopyFailed", "the target namespace is gone")
+            await recorder.flush()
+        listed = (await asyncio.to_thread(kubectl.json, "get", "events", "-n", "default"))["items"]
+        assert [(e["reason"], e["message"], e["type"], e["involvedObject"]["name"], e["reportingComponent"])
+                for e in listed] == [("CopyFailed", "the target namespace is gone", "Warning", "settings",
+                                      "example.com/copier")]
+        table = (await asyncio.to_thread(kubectl.run, "get", "events", "-n", "default")).stdout
+        assert "CopyFailed" in table and "configmap/settings" in table and "the target namespace is gone" in table
+        described = (await asyncio.to_thread(kubectl.run, "describe", "configmap", "settings", "-n", "default")).stdout
+        events_section = described.split("Events:", 1)[1]
+        assert "CopyFailed" in events_section and "the target namespace is gone" in events_section
+
+
 async def test_validating_webhook_denies_a_create_through_kubectl(kubectl: Kubectl, ns: str) -> None:
     """kubectl prints the webhook's denial; the object is not stored (the server calls this test's webhook)."""
     from kinformer.webhook import Denied, WebhookServer

@@ -1,5 +1,6 @@
 """Built-in kinds served at two versions: HorizontalPodAutoscalers are stored as autoscaling/v2 and every
-request and answer of autoscaling/v1 is converted, as kube-apiserver does."""
+request and answer of autoscaling/v1 is converted, as kube-apiserver does; Events are stored once as core/v1
+Events and served by both core/v1 and events.k8s.io/v1."""
 
 from __future__ import annotations
 
@@ -199,3 +200,113 @@ async def test_metadata_only_answers_carry_the_requested_versions_annotations(ht
                 doc = await r.json()
             meta = doc["metadata"] if kind == "PartialObjectMetadata" else doc["items"][0]["metadata"]
             assert (METRICS_ANNOTATION in (meta.get("annotations") or {})) is want, (path, meta)
+
+
+# -- Events: one storage, two views ------------------------------------------------------------------------
+
+CORE_EVENTS = "/api/v1/namespaces/default/events"
+EVENTS_V1 = "/apis/events.k8s.io/v1/namespaces/default/events"
+REGARDING = {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "default", "name": "cm", "uid": "u-1"}
+
+
+def events_v1(name: str, **fields: Any) -> dict[str, Any]:
+    return {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": name},
+            "eventTime": "2024-05-01T10:00:00.000000Z", "reportingController": "example.com/copier",
+            "reportingInstance": "copier-1", "action": "Copy", "reason": "Copied", "note": "copied it",
+            "type": "Normal", "regarding": REGARDING, **fields}
+
+
+def core_event(name: str, **fields: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name},
+            "involvedObject": {"kind": "Pod", "namespace": "default", "name": "p", "uid": "u-2"},
+            "reason": "BackOff", "message": "restarting", "source": {"component": "kubelet", "host": "node-1"},
+            "firstTimestamp": "2024-05-01T10:00:00Z", "lastTimestamp": "2024-05-01T10:05:00Z", "count": 4,
+            "type": "Warning", **fields}
+
+
+async def test_an_event_written_through_either_api_is_one_object_read_through_both(server, http):
+    code, created = await call(http, "POST", EVENTS_V1, events_v1("recorded"))
+    assert code == 201, created
+    code, core = await call(http, "GET", f"{CORE_EVENTS}/recorded")
+    assert code == 200 and core["apiVersion"] == "v1"
+    assert core["metadata"]["uid"] == created["metadata"]["uid"]
+    assert core["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert {k: core[k] for k in ("involvedObject", "reason", "message", "type", "eventTime", "action",
+                                 "reportingComponent", "reportingInstance", "source", "firstTimestamp")} == {
+        "involvedObject": REGARDING, "reason": "Copied", "message": "copied it", "type": "Normal",
+        "eventTime": "2024-05-01T10:00:00.000000Z", "action": "Copy", "reportingComponent": "example.com/copier",
+        "reportingInstance": "copier-1", "source": {}, "firstTimestamp": None}
+    assert "count" not in core and "note" not in core and "regarding" not in core
+
+    assert (await call(http, "POST", CORE_EVENTS, core_event("legacy")))[0] == 201
+    code, seen = await call(http, "GET", f"{EVENTS_V1}/legacy")
+    assert code == 200 and seen["apiVersion"] == "events.k8s.io/v1"
+    assert {k: seen[k] for k in ("regarding", "note", "reason", "type", "deprecatedSource",
+                                 "deprecatedFirstTimestamp", "deprecatedLastTimestamp", "deprecatedCount",
+                                 "eventTime")} == {
+        "regarding": {"kind": "Pod", "namespace": "default", "name": "p", "uid": "u-2"}, "note": "restarting",
+        "reason": "BackOff", "type": "Warning", "deprecatedSource": {"component": "kubelet", "host": "node-1"},
+        "deprecatedFirstTimestamp": "2024-05-01T10:00:00Z", "deprecatedLastTimestamp": "2024-05-01T10:05:00Z",
+        "deprecatedCount": 4, "eventTime": None}
+    assert "message" not in seen and "involvedObject" not in seen and "source" not in seen
+    for path in (CORE_EVENTS, EVENTS_V1):  # both lists hold both, each in its own shape
+        code, lst = await call(http, "GET", path)
+        assert code == 200 and sorted(o["metadata"]["name"] for o in lst["items"]) == ["legacy", "recorded"]
+        assert {o["apiVersion"] for o in lst["items"]} == {"v1" if path == CORE_EVENTS else "events.k8s.io/v1"}
+    assert await server.storage.get("/registry/events.k8s.io/events/default/recorded") is None  # stored once
+
+
+async def test_event_writes_through_one_api_change_what_the_other_shows(http):
+    assert (await call(http, "POST", EVENTS_V1, events_v1("e")))[0] == 201
+    series = {"count": 2, "lastObservedTime": "2024-05-01T10:01:00.000000Z"}
+    code, patched = await call(http, "PATCH", f"{EVENTS_V1}/e", {"series": series, "note": "again"},
+                               ctype="application/merge-patch+json")
+    assert code == 200 and patched["series"] == series and patched["note"] == "again"
+    _, core = await call(http, "GET", f"{CORE_EVENTS}/e")
+    assert core["series"] == series and core["message"] == "again"
+    core["message"] = "replaced"
+    code, put = await call(http, "PUT", f"{CORE_EVENTS}/e", core)
+    assert code == 200, put
+    _, seen = await call(http, "GET", f"{EVENTS_V1}/e")
+    assert seen["note"] == "replaced" and seen["metadata"]["resourceVersion"] == put["metadata"]["resourceVersion"]
+    seen["note"] = "stale"
+    seen["metadata"]["resourceVersion"] = core["metadata"]["resourceVersion"]
+    assert (await call(http, "PUT", f"{EVENTS_V1}/e", seen))[0] == 409  # one object: one resourceVersion
+    assert (await call(http, "DELETE", f"{EVENTS_V1}/e"))[0] == 200
+    assert (await call(http, "GET", f"{CORE_EVENTS}/e"))[0] == 404
+
+
+async def test_field_selectors_of_each_api_name_its_own_fields(http):
+    assert (await call(http, "POST", EVENTS_V1, events_v1("mine")))[0] == 201
+    assert (await call(http, "POST", CORE_EVENTS, core_event("kubelets")))[0] == 201
+
+    async def names(path: str, selector: str) -> list[str]:
+        code, lst = await call(http, "GET", path, params={"fieldSelector": selector})
+        assert code == 200, lst
+        return sorted(o["metadata"]["name"] for o in lst["items"])
+
+    assert await names(CORE_EVENTS, "involvedObject.name=cm,involvedObject.kind=ConfigMap") == ["mine"]
+    assert await names(CORE_EVENTS, "source=kubelet") == ["kubelets"]
+    assert await names(CORE_EVENTS, "source=example.com/copier") == ["mine"]  # no source: the reporter
+    assert await names(CORE_EVENTS, "reportingComponent=example.com/copier,type=Normal") == ["mine"]
+    assert await names(EVENTS_V1, "regarding.name=p,regarding.uid=u-2") == ["kubelets"]
+    assert await names(EVENTS_V1, "reportingController=example.com/copier") == ["mine"]
+    assert await names(EVENTS_V1, "reason!=Copied,metadata.namespace=default") == ["kubelets"]
+    for selector in ("involvedObject.name=p", "note=x", "source=kubelet"):  # core's labels are not events.k8s.io's
+        code, err = await call(http, "GET", EVENTS_V1, params={"fieldSelector": selector})
+        assert code == 400 and err["message"] == f"field label not supported: {selector.split('=')[0]}"
+
+
+async def test_an_event_written_through_one_api_is_watched_through_the_other(http):
+    _, first = await call(http, "POST", CORE_EVENTS, core_event("before"))
+    params = {"watch": "1", "resourceVersion": first["metadata"]["resourceVersion"]}
+    async with http.get(CORE_EVENTS, params=params) as core_w, \
+            http.get(EVENTS_V1, params={**params, "fieldSelector": "regarding.name=cm"}) as v1_w:
+        assert core_w.status == 200 and v1_w.status == 200
+        assert (await call(http, "POST", EVENTS_V1, events_v1("recorded")))[0] == 201
+        assert (await call(http, "DELETE", f"{CORE_EVENTS}/recorded"))[0] == 200
+        core_events, v1_events = await read_events(core_w, 2), await read_events(v1_w, 2)
+    assert [(e["type"], e["object"]["apiVersion"], e["object"].get("message")) for e in core_events] == [
+        ("ADDED", "v1", "copied it"), ("DELETED", "v1", "copied it")]
+    assert [(e["type"], e["object"]["apiVersion"], e["object"].get("note")) for e in v1_events] == [
+        ("ADDED", "events.k8s.io/v1", "copied it"), ("DELETED", "events.k8s.io/v1", "copied it")]

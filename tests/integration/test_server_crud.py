@@ -450,6 +450,8 @@ async def test_tls_and_token_auth(tmp_path):
         ctx = ssl.create_default_context(cafile=s.ca_cert)
         async with aiohttp.ClientSession(base_url=s.url, connector=aiohttp.TCPConnector(ssl=ctx)) as http:
             async with http.get(CM) as r:
+                assert r.status == 403  # no credentials: the anonymous user, whom RBAC refuses
+            async with http.get(CM, headers={"Authorization": "Bearer wrong"}) as r:
                 assert r.status == 401
             async with http.get(CM, headers={"Authorization": "Bearer s3cret"}) as r:
                 assert r.status == 200 and (await r.json())["kind"] == "ConfigMapList"

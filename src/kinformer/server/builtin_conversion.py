@@ -1,12 +1,21 @@
 """Conversion of built-in kinds served at more than one version, as kube-apiserver's scheme converts them.
 
 kube-apiserver stores such a kind in one version and converts every request body to it and every answer
-from it. :data:`CONVERTERS` is the table of those kinds, by (group, plural): the storage version and one
-function per (from, to) version pair. :class:`~kinformer.server.conversion.Conversion` serves a request
-for any other version through the storage version's handlers, converting at the edges.
+from it. :data:`CONVERTERS` is the table of those kinds, by the served (group, plural): the storage
+apiVersion, one function per (from, to) apiVersion pair, and the field selector labels that name another
+field in the storage version. :class:`~kinformer.server.conversion.Conversion` serves a request for any
+other version through the storage version's handlers, converting at the edges.
 
-The only such kind in kube 1.32's default set is HorizontalPodAutoscaler (autoscaling/v1 and v2, stored
-as v2). Its conversions follow kube's ``pkg/apis/autoscaling/v1/conversion.go``:
+Two such kinds are in kube 1.32's default set. Events: events.k8s.io/v1 Events are stored as core/v1
+Events (one storage, two views), converted as kube's ``pkg/apis/events/v1/conversion.go`` does: ``regarding``
+is ``involvedObject``, ``note`` is ``message``, ``reportingController`` is ``reportingComponent``,
+``deprecatedSource``/``deprecatedFirstTimestamp``/``deprecatedLastTimestamp``/``deprecatedCount`` are
+``source``/``firstTimestamp``/``lastTimestamp``/``count``; ``eventTime``, ``series``, ``reportingInstance``,
+``action``, ``reason``, ``related`` and ``type`` keep their names. Each view carries what Go's encoding of
+its type always writes (the two object references, ``source`` and the timestamps, ``null`` when unset).
+
+HorizontalPodAutoscaler (autoscaling/v1 and v2, stored as v2). Its conversions follow kube's
+``pkg/apis/autoscaling/v1/conversion.go``:
 
 * v1 ``spec.targetCPUUtilizationPercentage`` is the v2 Resource ``cpu`` metric of type Utilization;
   every other v2 metric is kept in v1 in the ``autoscaling.alpha.kubernetes.io/metrics`` annotation
@@ -26,14 +35,16 @@ Functions take a mapping and return a new dict; their input is never modified.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 __all__ = ["CONVERTERS", "BuiltinConverter", "convert", "drop_round_trip_annotations", "equivalent_versions",
-           "hpa_v1_to_v2", "hpa_v2_to_v1", "served_as", "storage_version"]
+           "event_core_to_v1", "event_v1_to_core", "field_labels", "hpa_v1_to_v2", "hpa_v2_to_v1", "served_as",
+           "storage_of"]
 
 METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/metrics"
 CURRENT_METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/current-metrics"
@@ -53,9 +64,12 @@ class BuiltinConverter:
     """How one multi-version built-in kind is stored and converted."""
 
     kind: str
-    storage_version: str
-    #: (from version, to version) -> function(object, partial) -> converted object
+    storage: str  #: the apiVersion objects are stored as
+    #: (from apiVersion, to apiVersion) -> function(object, partial) -> converted object
     functions: Mapping[tuple[str, str], ConvertFn]
+    #: field selector labels of the served resource -> the storage version's label (kube's field label
+    #: conversion); empty: the storage version's labels are the served one's
+    field_labels: Mapping[str, str] = field(default_factory=dict)
 
 
 def _pick(**fields: Any) -> Obj:
@@ -357,44 +371,107 @@ def _hpa_v2_to_v2(obj: Mapping[str, Any], partial: bool = False) -> Obj:
     return _with_annotations(obj, "autoscaling/v2", _user_annotations(obj))
 
 
+# -- Event: events.k8s.io/v1 <-> core/v1 ----------------------------------------------------------------------
+
+EVENTS_V1 = "events.k8s.io/v1"
+# events.k8s.io/v1 field -> core/v1 field, where the names differ
+_EVENT_RENAMES = {"regarding": "involvedObject", "note": "message", "reportingController": "reportingComponent",
+                  "deprecatedSource": "source", "deprecatedFirstTimestamp": "firstTimestamp",
+                  "deprecatedLastTimestamp": "lastTimestamp", "deprecatedCount": "count"}
+_EVENT_NAMES_IN_V1 = {core: v1 for v1, core in _EVENT_RENAMES.items()}
+# each type's fields in Go's order: (name, what Go writes when unset: a value, or _OMIT for omitempty)
+_OMIT = object()
+_Fields = tuple[tuple[str, Any], ...]
+_EVENTS_V1_FIELDS: _Fields = (
+    ("eventTime", None), ("series", _OMIT), ("reportingController", _OMIT), ("reportingInstance", _OMIT),
+    ("action", _OMIT), ("reason", _OMIT), ("regarding", {}), ("related", _OMIT), ("note", _OMIT), ("type", _OMIT),
+    ("deprecatedSource", {}), ("deprecatedFirstTimestamp", None), ("deprecatedLastTimestamp", None),
+    ("deprecatedCount", _OMIT))
+_CORE_EVENT_FIELDS: _Fields = (
+    ("involvedObject", {}), ("reason", _OMIT), ("message", _OMIT), ("source", {}), ("firstTimestamp", None),
+    ("lastTimestamp", None), ("count", _OMIT), ("type", _OMIT), ("eventTime", None), ("series", _OMIT),
+    ("action", _OMIT), ("related", _OMIT), ("reportingComponent", _OMIT), ("reportingInstance", _OMIT))
+
+
+def _event_as(obj: Mapping[str, Any], api_version: str, fields: _Fields,
+              source_name: Callable[[str], str], partial: bool) -> Obj:
+    """``obj`` relabelled ``api_version`` with ``fields`` read from ``source_name(field)``; unset fields as Go
+    writes them (a ``partial`` object, an apply configuration, gets only the fields it names)."""
+    out: Obj = {"kind": "Event", "apiVersion": api_version}
+    if "metadata" in obj:
+        out["metadata"] = obj["metadata"]
+    for name, unset in fields:
+        value = obj.get(source_name(name))
+        if value is not None and value != "" and value != 0:
+            out[name] = value
+        elif not partial and unset is not _OMIT:
+            out[name] = copy.deepcopy(unset)
+    return out
+
+
+def event_v1_to_core(obj: Mapping[str, Any], partial: bool = False) -> Obj:
+    """An events.k8s.io/v1 Event as the core/v1 Event it is stored as."""
+    return _event_as(obj, "v1", _CORE_EVENT_FIELDS, lambda name: _EVENT_NAMES_IN_V1.get(name, name), partial)
+
+
+def event_core_to_v1(obj: Mapping[str, Any], partial: bool = False) -> Obj:
+    """A stored core/v1 Event as events.k8s.io/v1 shows it."""
+    return _event_as(obj, EVENTS_V1, _EVENTS_V1_FIELDS, lambda name: _EVENT_RENAMES.get(name, name), partial)
+
+
 CONVERTERS: dict[tuple[str, str], BuiltinConverter] = {
-    ("autoscaling", "horizontalpodautoscalers"): BuiltinConverter("HorizontalPodAutoscaler", "v2", {
-        ("v1", "v2"): hpa_v1_to_v2, ("v2", "v1"): hpa_v2_to_v1, ("v2", "v2"): _hpa_v2_to_v2}),
+    ("autoscaling", "horizontalpodautoscalers"): BuiltinConverter("HorizontalPodAutoscaler", "autoscaling/v2", {
+        ("autoscaling/v1", "autoscaling/v2"): hpa_v1_to_v2, ("autoscaling/v2", "autoscaling/v1"): hpa_v2_to_v1,
+        ("autoscaling/v2", "autoscaling/v2"): _hpa_v2_to_v2}),
+    ("events.k8s.io", "events"): BuiltinConverter("Event", "v1", {
+        (EVENTS_V1, "v1"): event_v1_to_core, ("v1", EVENTS_V1): event_core_to_v1},
+        {**{f"regarding.{f}": f"involvedObject.{f}"
+            for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")},
+         "reportingController": "reportingComponent", "reason": "reason", "type": "type"}),
 }
 
 
 _BY_KIND = {(group, c.kind): (group, plural) for (group, plural), c in CONVERTERS.items()}
 
 
-def storage_version(group: str, plural: str) -> str | None:
-    """The version a multi-version built-in resource is stored in; None for every other resource."""
+def _split(api_version: str) -> tuple[str, str]:
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def storage_of(group: str, plural: str) -> tuple[str, str] | None:
+    """The (group, version) a built-in resource served in several versions (or groups) is stored in; None for
+    every other resource."""
     converter = CONVERTERS.get((group, plural))
-    return converter.storage_version if converter is not None else None
+    return _split(converter.storage) if converter is not None else None
+
+
+def field_labels(group: str, plural: str) -> Mapping[str, str] | None:
+    """The resource's field selector labels -> its storage version's, when they differ (None: the same)."""
+    converter = CONVERTERS.get((group, plural))
+    return converter.field_labels or None if converter is not None else None
 
 
 def equivalent_versions(group: str, plural: str) -> tuple[str, ...]:
-    """Every version the resource converts between (empty for a resource without a converter)."""
+    """Every version of ``group`` the resource converts between (empty for a resource without a converter)."""
     converter = CONVERTERS.get((group, plural))
     if converter is None:
         return ()
-    return tuple(sorted({v for pair in converter.functions for v in pair}))
-
-
-def _version_of(api_version: Any) -> str:
-    return str(api_version).rsplit("/", 1)[-1]
+    return tuple(sorted({_split(v)[1] for pair in converter.functions for v in pair if _split(v)[0] == group}))
 
 
 def convert(group: str, plural: str, obj: Obj, desired: str, *, partial: bool = False) -> Obj:
-    """``obj`` (any served version of the resource) as ``desired`` (an apiVersion); a copy, or ``obj`` as is.
+    """``obj`` (any served or the storage version of the resource) as ``desired`` (an apiVersion); a copy, or
+    ``obj`` as is.
 
     An object already in ``desired`` is returned unchanged, except that a storage-version object is
     passed through the storage version's own normalization when the table has one.
     """
     converter = CONVERTERS.get((group, plural))
-    src, dst = _version_of(obj.get("apiVersion", "")), _version_of(desired)
-    fn = converter.functions.get((src, dst)) if converter is not None else None
+    src = str(obj.get("apiVersion", ""))
+    fn = converter.functions.get((src, desired)) if converter is not None else None
     if fn is None:
-        return obj if src == dst else {**obj, "apiVersion": desired}
+        return obj if src == desired else {**obj, "apiVersion": desired}
     return fn(obj, partial)
 
 

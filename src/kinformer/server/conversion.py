@@ -34,6 +34,7 @@ from aiohttp import web
 from . import builtin_conversion
 from . import status as st
 from .bodies import BODY_KEY, REQUEST_VERSION_KEY
+from .query import storage_field_selector
 from .registry import Registry, ResourceInfo
 from .routing import Target
 from .webhook_client import CallFailed, WebhookClient
@@ -79,14 +80,15 @@ class Conversion:
         return config, storage
 
     def storage_target(self, t: Target) -> Target | None:
-        """The same target in the storage version, when ``t`` must be converted; else None."""
-        storage = builtin_conversion.storage_version(t.info.group, t.info.plural) if t.info.builtin else None
+        """The same target in the storage version (of the storage group: an events.k8s.io Event is a core
+        one), when ``t`` must be converted; else None."""
+        storage = builtin_conversion.storage_of(t.info.group, t.info.plural) if t.info.builtin else None
         if storage is None:
             found = self._webhook(t.info)
-            storage = found[1] if found is not None else None
-        if storage is None or storage == t.info.version:
+            storage = (t.info.group, found[1]) if found is not None else None
+        if storage is None or storage == (t.info.group, t.info.version):
             return None
-        info = self.registry.get(t.info.group, storage, t.info.plural)
+        info = self.registry.get(storage[0], storage[1], t.info.plural)
         return dataclasses.replace(t, info=info) if info is not None else None
 
     # -- converting -------------------------------------------------------------------------------
@@ -157,8 +159,12 @@ class Conversion:
                     update: Dispatch, read: Callable[[Target], Awaitable[dict[str, Any]]]) -> web.StreamResponse:
         """Serve ``request`` for ``t`` through ``storage_t``'s handlers, converting at the edges."""
         desired = t.info.api_version
-        if t.info.builtin:
+        if t.info.builtin and t.info.group == storage_t.info.group:
             request[REQUEST_VERSION_KEY] = t.info.version
+        labels = builtin_conversion.field_labels(t.info.group, t.info.plural) if t.info.builtin else None
+        if labels is not None and request.query.get("fieldSelector"):
+            selector = storage_field_selector(request.query["fieldSelector"], labels)
+            request = request.clone(rel_url=request.rel_url.update_query(fieldSelector=selector))
         if request.method == "GET" and (t.watch or request.query.get("watch", "") not in ("", "0", "false")):
             request[CONVERT_WATCH_KEY] = (self, t.info, desired)
             return await dispatch(request, storage_t)

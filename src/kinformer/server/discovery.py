@@ -89,8 +89,9 @@ def _group_version(group: str, version: str) -> str:
 def _storage_version_hash(info: ResourceInfo) -> str:
     """kube's storageVersionHash: the first 8 bytes of sha256("group/version/kind") of the version the
     resource is stored in, base64 (every served version of a multi-version built-in shares it)."""
-    version = (builtin_conversion.storage_version(info.group, info.plural) if info.builtin else None) or info.version
-    digest = hashlib.sha256(f"{info.group}/{version}/{info.kind}".encode()).digest()
+    group, version = (builtin_conversion.storage_of(info.group, info.plural) if info.builtin else None) or (
+        info.group, info.version)
+    digest = hashlib.sha256(f"{group}/{version}/{info.kind}".encode()).digest()
     return base64.b64encode(digest[:8]).decode()
 
 

@@ -6,7 +6,7 @@ A malformed parameter is a 400 :class:`~kinformer.server.status.StatusError`, ne
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -36,6 +36,19 @@ _BUILTIN_FIELDS: dict[tuple[str, str], frozenset[str]] = {
 }
 
 
+
+
+def _event_source(obj: Mapping[str, Any]) -> str:
+    """A core/v1 Event's ``source`` field label: its source component, else its reporting component (kube's)."""
+    return field_value(obj, "source.component") or field_value(obj, "reportingComponent")
+
+
+# Field labels whose value is not the object's field of that path, by resource.
+_COMPUTED_FIELDS: dict[tuple[str, str], dict[str, Callable[[Mapping[str, Any]], str]]] = {
+    ("", "events"): {"source": _event_source},
+}
+
+
 INT64_MAX = 2**63 - 1
 UINT64_MAX = 2**64 - 1
 
@@ -57,13 +70,15 @@ def truthy(value: str | None) -> bool:
 class Filter:
     """Label + field + shard selector of a list or watch; ``None`` members mean "match everything"."""
 
-    __slots__ = ("fields", "labels", "shard")
+    __slots__ = ("computed", "fields", "labels", "shard")
 
     def __init__(self, labels: LabelSelector | None, fields: FieldSelector | None,
-                 shard: ShardSelector | None = None) -> None:
+                 shard: ShardSelector | None = None,
+                 computed: Mapping[str, Callable[[Mapping[str, Any]], str]] | None = None) -> None:
         self.labels = labels
         self.fields = fields
         self.shard = shard
+        self.computed = computed or {}  # field label -> its value of an object, where not the field of its path
 
     @property
     def empty(self) -> bool:
@@ -77,8 +92,10 @@ class Filter:
             return False
         if self.fields is not None:
             values = {}
+            computed = self.computed
             for req in self.fields.requirements:
-                values[req.field] = field_value(obj, req.field)
+                fn = computed.get(req.field)
+                values[req.field] = fn(obj) if fn is not None else field_value(obj, req.field)
             if not self.fields.matches(values):
                 return False
         return True
@@ -109,7 +126,27 @@ def make_filter(info: ResourceInfo, query: Mapping[str, str]) -> Filter:
         for req in fields.requirements:
             if req.field not in allowed:
                 raise st.bad_request(f'field label not supported: {req.field}')
-    return Filter(labels, fields, parse_shard_selector(query.get("shardSelector", "")))
+    computed = _COMPUTED_FIELDS.get((info.group, info.plural)) if info.builtin and fields is not None else None
+    return Filter(labels, fields, parse_shard_selector(query.get("shardSelector", "")), computed)
+
+
+def storage_field_selector(text: str, labels: Mapping[str, str]) -> str:
+    """A field selector of a resource stored as another (events.k8s.io Events are core ones) in the storage
+    resource's labels: each of ``labels`` renamed, ``metadata.name``/``metadata.namespace`` kept; any other label
+    is a 400, as the served resource does not support it. A malformed selector is left for the list to refuse."""
+    try:
+        selector = parse_field_selector(text)
+    except SelectorError:
+        return text
+    out = []
+    for req in selector.requirements:
+        if req.field in ("metadata.name", "metadata.namespace"):
+            out.append(req)
+        elif req.field in labels:
+            out.append(req._replace(field=labels[req.field]))
+        else:
+            raise st.bad_request(f"field label not supported: {req.field}")
+    return ",".join(map(str, out))
 
 
 # ------------------------------------------------------------------------------------------ continue tokens

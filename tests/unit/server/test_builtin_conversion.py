@@ -1,4 +1,5 @@
-"""HorizontalPodAutoscaler autoscaling/v1 <-> v2 conversion (``kinformer.server.builtin_conversion``)."""
+"""Built-in conversions (``kinformer.server.builtin_conversion``): HorizontalPodAutoscaler autoscaling/v1 <-> v2,
+Event events.k8s.io/v1 <-> core/v1."""
 
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ from kinformer.server.builtin_conversion import (
     METRICS_ANNOTATION,
     convert,
     drop_round_trip_annotations,
+    event_core_to_v1,
+    event_v1_to_core,
+    field_labels,
     hpa_v1_to_v2,
     hpa_v2_to_v1,
     served_as,
-    storage_version,
+    storage_of,
 )
 
 REF = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
@@ -174,14 +178,61 @@ def test_behavior_annotation_is_read_without_regard_to_case_as_go_decodes() -> N
     assert out["spec"]["behavior"] == {"scaleDown": {"stabilizationWindowSeconds": 30}}
 
 
-def test_the_table_serves_hpa_stored_as_v2_and_nothing_else() -> None:
-    assert storage_version("autoscaling", "horizontalpodautoscalers") == "v2"
-    assert storage_version("apps", "deployments") is None
-    # every built-in served at more than one version has a converter
+def test_the_table_serves_hpa_stored_as_v2_events_stored_as_core_and_nothing_else() -> None:
+    assert storage_of("autoscaling", "horizontalpodautoscalers") == ("autoscaling", "v2")
+    assert storage_of("events.k8s.io", "events") == ("", "v1")
+    assert storage_of("", "events") is None and storage_of("apps", "deployments") is None
+    # every built-in served at more than one version has a converter, and so has the Event of events.k8s.io
     versions: dict[tuple[str, str], set[str]] = {}
     for row in builtin_catalog.RESOURCES:
         versions.setdefault((row[0], row[3]), set()).add(row[1])
-    assert {k for k, v in versions.items() if len(v) > 1} == set(CONVERTERS)
+    assert {k for k, v in versions.items() if len(v) > 1} | {("events.k8s.io", "events")} == set(CONVERTERS)
+
+
+CORE_EVENT = {"kind": "Event", "apiVersion": "v1", "metadata": {"name": "e", "namespace": "default"},
+              "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default", "fieldPath": "spec.containers{a}"},
+              "reason": "BackOff", "message": "restarting", "source": {"component": "kubelet", "host": "n1"},
+              "firstTimestamp": "2024-05-01T10:00:00Z", "lastTimestamp": "2024-05-01T10:05:00Z", "count": 4,
+              "type": "Warning", "eventTime": "2024-05-01T10:00:00.000000Z",
+              "series": {"count": 3, "lastObservedTime": "2024-05-01T10:05:00.000000Z"}, "action": "Restart",
+              "related": {"kind": "Node", "name": "n1"}, "reportingComponent": "kubelet", "reportingInstance": "n1"}
+
+
+def test_events_convert_field_by_field_as_kube_does() -> None:
+    v1 = event_core_to_v1(CORE_EVENT)
+    assert v1 == {"kind": "Event", "apiVersion": "events.k8s.io/v1", "metadata": CORE_EVENT["metadata"],
+                  "eventTime": "2024-05-01T10:00:00.000000Z", "series": CORE_EVENT["series"],
+                  "reportingController": "kubelet", "reportingInstance": "n1", "action": "Restart",
+                  "reason": "BackOff", "regarding": CORE_EVENT["involvedObject"], "related": CORE_EVENT["related"],
+                  "note": "restarting", "type": "Warning", "deprecatedSource": CORE_EVENT["source"],
+                  "deprecatedFirstTimestamp": "2024-05-01T10:00:00Z",
+                  "deprecatedLastTimestamp": "2024-05-01T10:05:00Z", "deprecatedCount": 4}
+    assert event_v1_to_core(v1) == CORE_EVENT and list(event_v1_to_core(v1)) == list(CORE_EVENT)  # Go's order
+    assert convert("events.k8s.io", "events", v1, "v1") == CORE_EVENT
+    assert convert("events.k8s.io", "events", CORE_EVENT, "events.k8s.io/v1") == v1
+
+
+def test_unset_event_fields_read_as_go_writes_them_and_an_apply_configuration_gets_none() -> None:
+    bare = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e"}, "note": "hi"}
+    assert event_v1_to_core(bare) == {"kind": "Event", "apiVersion": "v1", "metadata": {"name": "e"},
+                                      "involvedObject": {}, "message": "hi", "source": {}, "firstTimestamp": None,
+                                      "lastTimestamp": None, "eventTime": None}
+    assert event_v1_to_core(bare, partial=True) == {"kind": "Event", "apiVersion": "v1", "metadata": {"name": "e"},
+                                                    "message": "hi"}
+    assert event_core_to_v1({"apiVersion": "v1", "kind": "Event", "metadata": {}, "count": 0}) == {
+        "kind": "Event", "apiVersion": "events.k8s.io/v1", "metadata": {}, "eventTime": None, "regarding": {},
+        "deprecatedSource": {}, "deprecatedFirstTimestamp": None, "deprecatedLastTimestamp": None}
+    original = copy.deepcopy(CORE_EVENT)
+    event_core_to_v1(CORE_EVENT)
+    assert CORE_EVENT == original
+
+
+def test_events_field_labels_name_the_core_fields() -> None:
+    labels = field_labels("events.k8s.io", "events")
+    assert labels is not None and labels["regarding.name"] == "involvedObject.name"
+    assert labels["reportingController"] == "reportingComponent" and labels["reason"] == "reason"
+    assert "source" not in labels and "involvedObject.name" not in labels
+    assert field_labels("autoscaling", "horizontalpodautoscalers") is None and field_labels("", "events") is None
 
 
 def test_convert_relabels_kinds_without_a_converter_and_keeps_same_version_objects() -> None:

@@ -128,6 +128,14 @@ async def test_both_hpa_versions_report_the_hash_of_their_storage_version(client
     assert hashes == ["qwQve8ut294=", "qwQve8ut294="]  # kube 1.32's, of autoscaling/v2 HorizontalPodAutoscaler
 
 
+async def test_both_event_apis_report_the_hash_of_the_core_event_they_are_stored_as(client: TestClient) -> None:
+    hashes = []
+    for path in ("/api/v1", "/apis/events.k8s.io/v1"):
+        body, _ = await get_json(client, path)
+        hashes.append({r["name"]: r for r in body["resources"]}["events"]["storageVersionHash"])
+    assert hashes == ["r2yiGXH7wu8=", "r2yiGXH7wu8="]  # kube 1.32's, of the core/v1 Event
+
+
 @pytest.mark.parametrize("path", ["/apis/nope", "/apis/nope/v1", "/apis/apps/v9", "/api/v2"])
 async def test_unknown_group_or_version_is_not_found(client: TestClient, path: str) -> None:
     body, _ = await get_json(client, path, status=404)
