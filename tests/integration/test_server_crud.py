@@ -802,3 +802,38 @@ async def test_namespaced_custom_resource_path_across_namespaces_serves_only_lis
     assert code == 201
     code, status, _ = await call(http, "POST", "/api/v1/configmaps", cm("x"))
     assert code == 405
+
+
+async def test_fields_the_schema_lists_as_required_but_kube_does_not_validate_are_optional(http):
+    """kube 1.32 accepts these without the field (its validation checks the zero value); the schema's ``required``
+    list is not its validation (the full list: tests/unit/server/test_schemas.py, NOT_REQUIRED_BY_KUBE)."""
+    labels = {"app": "db"}
+    template = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "db", "image": "postgres"}]}}
+    creates = [
+        ("/apis/apps/v1/namespaces/default/statefulsets",
+         {"metadata": {"name": "db"}, "spec": {"selector": {"matchLabels": labels}, "template": template}}),
+        ("/apis/apps/v1/namespaces/default/controllerrevisions", {"metadata": {"name": "rev"}, "data": {}}),
+        ("/apis/scheduling.k8s.io/v1/priorityclasses", {"metadata": {"name": "zero"}}),
+        ("/api/v1/namespaces/default/pods", {"metadata": {"name": "iscsi"}, "spec": {
+            "containers": [{"name": "a", "image": "x"}],
+            "volumes": [{"name": "v", "iscsi": {"targetPortal": "10.0.0.1:3260",
+                                                "iqn": "iqn.2001-04.com.example:a"}}]}}),
+    ]
+    for path, body in creates:
+        code, created, _ = await call(http, "POST", path, body)
+        assert code == 201, (path, created)
+    code, sts, _ = await call(http, "GET", "/apis/apps/v1/namespaces/default/statefulsets/db")
+    assert code == 200 and "serviceName" not in sts["spec"]
+    status_patches = [
+        ("/apis/apps/v1/namespaces/default/statefulsets/db/status",
+         {"status": {"availableReplicas": 0, "conditions": [{"reason": "Waiting"}]}}),
+        ("/api/v1/namespaces/default/pods/iscsi/status", {"status": {"containerStatuses": [
+            {"name": "a", "state": {"terminated": {"reason": "Completed"}}}]}}),
+    ]
+    for path, patch in status_patches:
+        code, patched, _ = await call(http, "PATCH", path, patch, ctype="application/merge-patch+json")
+        assert code == 200, (path, patched)
+    code, err, _ = await call(http, "POST", "/apis/apps/v1/namespaces/default/statefulsets",
+                              {"metadata": {"name": "bad"}, "spec": {"template": template}})
+    assert code == 422 and ("spec.selector", "FieldValueRequired") in {
+        (c["field"], c["reason"]) for c in err["details"]["causes"]}  # what kube requires stays required

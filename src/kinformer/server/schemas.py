@@ -16,7 +16,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kinformer.server import apidefs, enums
+from kinformer.server import apidefs, enums, optional_fields
 from kinformer.server.causes import json_type
 
 __all__ = ["Node", "compiled", "definition_node", "kind_node", "node_at"]
@@ -365,6 +365,7 @@ class _Compiler:
         if isinstance(raw.get("properties"), Mapping):
             node.struct = kind
         self._fill(node, raw)
+        node.required = optional_fields.required(name, node.required)
         enums.apply(name, node)
         if name == _OBJECT_META and "managedFields" in node.props:
             node.props["managedFields"] = Node()  # the field manager decodes (or drops) it, never the schema

@@ -209,3 +209,53 @@ def test_bases_are_fine() -> None:
     for gvk, base in BASES:
         node = schemas.kind_node(*gvk)
         assert node is not None and node.fine(base), gvk
+
+
+# Every field the 1.32 schemas list as required that kube's validation does not require (optional_fields).
+NOT_REQUIRED_BY_KUBE = [
+    ("io.k8s.api.apps.v1.StatefulSetSpec", "serviceName"),
+    ("io.k8s.api.apps.v1.ControllerRevision", "revision"),
+    ("io.k8s.api.scheduling.v1.PriorityClass", "value"),
+    ("io.k8s.api.apps.v1.DaemonSetStatus", "numberMisscheduled"),
+    ("io.k8s.api.apps.v1.ReplicaSetStatus", "replicas"),
+    ("io.k8s.api.apps.v1.StatefulSetStatus", "replicas"),
+    ("io.k8s.api.core.v1.ReplicationControllerStatus", "replicas"),
+    ("io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerStatus", "currentReplicas"),
+    ("io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus", "desiredReplicas"),
+    ("io.k8s.api.policy.v1.PodDisruptionBudgetStatus", "expectedPods"),
+    ("io.k8s.api.apps.v1.DeploymentCondition", "type"),
+    ("io.k8s.api.apps.v1.DaemonSetCondition", "status"),
+    ("io.k8s.api.apps.v1.ReplicaSetCondition", "type"),
+    ("io.k8s.api.apps.v1.StatefulSetCondition", "status"),
+    ("io.k8s.api.core.v1.NodeCondition", "status"),
+    ("io.k8s.api.core.v1.NamespaceCondition", "type"),
+    ("io.k8s.api.core.v1.ContainerStatus", "image"),
+    ("io.k8s.api.core.v1.ContainerStateTerminated", "exitCode"),
+    ("io.k8s.api.core.v1.NodeSystemInfo", "machineID"),
+    ("io.k8s.api.core.v1.AttachedVolume", "devicePath"),
+    ("io.k8s.api.core.v1.DaemonEndpoint", "Port"),
+    ("io.k8s.api.storage.v1.VolumeAttachmentStatus", "attached"),
+    ("io.k8s.api.core.v1.ISCSIVolumeSource", "lun"),
+    ("io.k8s.api.core.v1.ISCSIPersistentVolumeSource", "lun"),
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.Condition", "message"),
+    ("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionVersion", "served"),
+]
+
+
+def test_required_fields_are_kubes_validation_not_the_schemas_list() -> None:
+    """The schema lists them as required; kube validates their zero value and accepts it, so must the server."""
+    from kinformer.server.optional_fields import NOT_REQUIRED
+
+    for definition, name in NOT_REQUIRED_BY_KUBE:
+        assert name in apidefs.definition(definition)["required"], (definition, name)
+        node = schemas.definition_node(definition)
+        assert name not in node.required, (definition, name)
+        assert name in NOT_REQUIRED[definition]
+    assert {d for d, _ in NOT_REQUIRED_BY_KUBE} == set(NOT_REQUIRED)
+    # what kube's validation does require stays required
+    assert schemas.definition_node("io.k8s.api.apps.v1.StatefulSetSpec").required == ("selector", "template")
+    assert schemas.definition_node("io.k8s.api.core.v1.ContainerPort").required == ("containerPort",)
+    assert schemas.definition_node("io.k8s.api.core.v1.ContainerStatus").required == ("name",)
+    assert "message" not in schemas.definition_node("io.k8s.apimachinery.pkg.apis.meta.v1.Condition").required
+    assert schemas.definition_node("io.k8s.apimachinery.pkg.apis.meta.v1.Condition").required == (
+        "type", "status", "lastTransitionTime", "reason")
