@@ -310,3 +310,18 @@ async def test_an_event_written_through_one_api_is_watched_through_the_other(htt
         ("ADDED", "v1", "copied it"), ("DELETED", "v1", "copied it")]
     assert [(e["type"], e["object"]["apiVersion"], e["object"].get("note")) for e in v1_events] == [
         ("ADDED", "events.k8s.io/v1", "copied it"), ("DELETED", "events.k8s.io/v1", "copied it")]
+
+
+async def test_a_create_through_events_k8s_io_is_held_to_its_rules_and_core_creates_are_not(http):
+    """kube validates an Event with the request's version in hand: events.k8s.io/v1 wants an eventTime, a known
+    type and no deprecated fields; the same event through core/v1 passes."""
+    bad = events_v1("old-style", eventTime=None, type="Info", deprecatedCount=2)
+    code, err = await call(http, "POST", EVENTS_V1, bad)
+    assert code == 422 and err["reason"] == "Invalid", err
+    assert {(c["field"], c["reason"]) for c in err["details"]["causes"]} == {
+        ("eventTime", "FieldValueRequired"), ("type", "FieldValueInvalid"), ("count", "FieldValueInvalid")}
+    assert err["message"].startswith('Event "old-style" is invalid: ')
+    legacy = core_event("old-style", type="Info")
+    assert (await call(http, "POST", CORE_EVENTS, legacy))[0] == 201
+    code, seen = await call(http, "GET", f"{EVENTS_V1}/old-style")  # and it is read through events.k8s.io
+    assert code == 200 and seen["type"] == "Info" and seen["deprecatedCount"] == 4

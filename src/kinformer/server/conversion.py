@@ -37,6 +37,7 @@ from .bodies import BODY_KEY, REQUEST_VERSION_KEY
 from .query import storage_field_selector
 from .registry import Registry, ResourceInfo
 from .routing import Target
+from .strategies import events
 from .webhook_client import CallFailed, WebhookClient
 
 __all__ = ["CONVERT_WATCH_KEY", "Conversion"]
@@ -50,6 +51,12 @@ CONVERT_WATCH_KEY: Any = (web.RequestKey("kinformer.convert_watch", object) if h
                           else "kinformer.convert_watch")
 
 Dispatch = Callable[[web.Request, Target], Awaitable[web.StreamResponse]]
+
+# Rules a create through a converted version is held to beyond its storage version's (kube validates with the
+# request's version in hand): (group, plural) -> causes of the body as the client sent it, in a namespace.
+_CREATE_RULES: dict[tuple[str, str], Callable[[Mapping[str, Any], str], list[dict[str, str]]]] = {
+    ("events.k8s.io", "events"): events.v1_create_causes,
+}
 
 
 class Conversion:
@@ -183,6 +190,11 @@ class Conversion:
         ctype = "application/yaml" if request.content_type == "application/apply-patch+yaml" else content_type(request)
         obj = decode_object(parse_document(await read_body(request), ctype))
         obj["apiVersion"] = t.info.api_version
+        rules = _CREATE_RULES.get((t.info.group, t.info.plural)) if request.method == "POST" else None
+        causes = rules(obj, t.namespace) if rules is not None else []
+        if causes:
+            meta = obj.get("metadata") or {}
+            raise st.invalid(t.info, str(meta.get("name") or meta.get("generateName") or ""), causes)
         if t.info.builtin:  # an apply configuration names only what its manager owns: no implied defaults
             partial = request.method == "PATCH"
             converted = builtin_conversion.convert(t.info.group, t.info.plural, obj, storage_t.info.api_version,
