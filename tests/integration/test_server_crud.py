@@ -782,6 +782,13 @@ async def test_json_bodies_end_with_a_newline_as_kube_apiserver_writes_them(http
         async with http.request(method, path, headers=headers, data=data) as r:
             raw = await r.read()
         assert raw.endswith(b"}\n") and not raw.endswith(b"\n\n"), (method, path, r.status, raw[-40:])
+    # the official Python client's create_from_yaml tests compare a conflict's body byte for byte
+    assert (await call(http, "POST", DEPLOY, deployment("triple-nginx")))[0] == 201
+    async with http.post(DEPLOY, json=deployment("triple-nginx")) as r:
+        assert await r.read() == (
+            b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"deployments.apps '
+            b'\\"triple-nginx\\" already exists","reason":"AlreadyExists","details":{"name":"triple-nginx",'
+            b'"group":"apps","kind":"deployments"},"code":409}\n')
 
 
 async def test_namespaced_custom_resource_path_across_namespaces_serves_only_list_and_watch(server, http):
