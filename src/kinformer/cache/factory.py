@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from kinformer.cache.backoff import Backoff
 from kinformer.cache.listwatch import ListerWatcher, ListOptions, TweakedListerWatcher
@@ -25,7 +25,7 @@ from kinformer.cache.shared_informer import DEFAULT_WATCH_IDLE_TIMEOUT, SharedIn
 from kinformer.cache.transforms import DEFAULT_TRANSFORM, Transform
 from kinformer.clock import REAL_CLOCK, Clock
 
-__all__ = ["ListerWatcherSource", "SharedInformerFactory"]
+__all__ = ["InformerKey", "ListerWatcherSource", "SharedInformerFactory"]
 
 _DEFAULT: Any = ...
 
@@ -39,8 +39,18 @@ class ListerWatcherSource(Protocol):
         ...
 
 
-# (resource, namespace, label selector, field selector, metadata only)
-InformerKey = tuple[str, str | None, str | None, str | None, bool]
+class InformerKey(NamedTuple):
+    """What makes an informer distinct: the factory hands out one informer per key."""
+
+    resource: str                #: as the informer was asked for ("configmaps", "apps/v1/deployments")
+    namespace: str | None        #: None: all namespaces; several are joined by "," (sorted)
+    label_selector: str | None   #: the filter the server applies to the list and the watch (None: none)
+    field_selector: str | None
+    metadata_only: bool          #: the cache holds PartialObjectMetadata
+
+    def covers_namespace(self, namespace: str | None) -> bool:
+        """Whether an object of ``namespace`` (None: cluster-scoped or unknown) can be in this informer."""
+        return self.namespace is None or namespace is None or namespace in self.namespace.split(",")
 
 
 def _informer_name(key: InformerKey) -> str:
@@ -101,8 +111,8 @@ class SharedInformerFactory:
             namespace = ",".join(chosen)
         elif namespace is _DEFAULT:
             namespace = self.namespace
-        key: InformerKey = (resource, namespace or None, label_selector or None, field_selector or None,
-                            metadata_only)
+        key = InformerKey(resource, namespace or None, label_selector or None, field_selector or None,
+                          metadata_only)
         informer = self._informers.get(key)
         if informer is not None:
             return informer
@@ -134,6 +144,10 @@ class SharedInformerFactory:
     def informers(self) -> dict[str, SharedIndexInformer]:
         """Every informer by name (resource, plus namespace/selectors when set)."""
         return {inf.name: inf for inf in self._informers.values()}
+
+    def informers_by_key(self) -> dict[InformerKey, SharedIndexInformer]:
+        """Every informer by its :class:`InformerKey` (a copy: the resource and filter each one watches)."""
+        return dict(self._informers)
 
     def stale_informers(self, threshold: float) -> dict[str, float]:
         """Started informers that heard nothing (no list, event or bookmark) for more than ``threshold``

@@ -12,10 +12,13 @@ delete, the status verbs, watch, resolve...) goes to the API server through the 
 
 Read-your-own-writes: a write made through this client while a controller reconciles a Request is
 remembered for that Request, with the resourceVersion the server answered. The next reconcile of the same
-Request first waits until the informer of the written resource (if the Manager has one) has that version
-of the object, or a later one, or has moved past it with the object gone; the wait is bounded by
-``ryow_timeout`` and counted in ``kinformer_read_your_writes_total{controller, outcome}``. So a reconciler
-never acts on the state from before its own write, which no controller-runtime client promises.
+Request first waits until every informer of the Manager that can see the written object (its resource, a
+namespace that covers it; filtered by a label or field selector or not) reflects the write: it holds that
+version of the object or a later one, or has processed that resourceVersion or a later one (an event or a
+bookmark); an informer whose filter the written object does not pass (a write that moved it out) only has
+to drop the object, as the server's deletion event makes it do. The wait is bounded by ``ryow_timeout`` and
+counted in ``kinformer_read_your_writes_total{controller, outcome}``. So a reconciler never acts on the state
+from before its own write, which no controller-runtime client promises.
 """
 
 from __future__ import annotations
@@ -24,11 +27,11 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-import re
 from collections.abc import Callable, Iterator, Mapping, MutableSequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kinformer.cache.factory import InformerKey
 from kinformer.cache.listwatch import ListResult
 from kinformer.errors import NotFound
 from kinformer.selectors import field_value, object_fields, parse_field_selector, parse_label_selector
@@ -40,8 +43,6 @@ __all__ = ["CachedClient", "PendingWrite", "track_writes", "wait_for_writes"]
 
 log = logging.getLogger(__name__)
 
-_NAMESPACE_IN_NAME = re.compile(r"[\[,]namespace=([^,\]]+)")  # an informer's name: resource[namespace=ns,...]
-
 # The writes of the reconcile running in this task (set by the Controller around each reconcile).
 _WRITES: contextvars.ContextVar[list[PendingWrite] | None] = contextvars.ContextVar("kinformer_writes",
                                                                                      default=None)
@@ -49,18 +50,26 @@ _WRITES: contextvars.ContextVar[list[PendingWrite] | None] = contextvars.Context
 
 @dataclass(frozen=True, slots=True)
 class PendingWrite:
-    """One write to wait for: the informer that must see it, the object's cache key, its resourceVersion."""
+    """One write to wait for: the informer that must see it, the object's cache key, its resourceVersion, and
+    whether the written object passes the informer's filter (``visible``; always, for an unfiltered one)."""
 
     informer: Any
     key: str
     resource_version: str
+    visible: bool = True
 
     def reached(self) -> bool:
-        """True once the informer's cache holds this version of the object or a later state."""
+        """True once the informer's cache reflects this write or a later state: it holds this version of the
+        object or a later one, or it has processed this resourceVersion or a later one (nothing it was sent
+        up to there is still queued), or (a write that left the object outside its filter) it holds no such
+        object."""
         cached = self.informer.indexer.get_by_key(self.key)
-        if cached is not None:
-            return _rv_at_least((cached.get("metadata") or {}).get("resourceVersion", ""), self.resource_version)
-        return _rv_at_least(self.informer.last_sync_resource_version, self.resource_version)
+        if cached is None:
+            if not self.visible:
+                return True
+        elif _rv_at_least((cached.get("metadata") or {}).get("resourceVersion", ""), self.resource_version):
+            return True
+        return _rv_at_least(self.informer.cache_resource_version, self.resource_version)
 
 
 def _rv_at_least(have: str, want: str) -> bool:
@@ -112,24 +121,28 @@ class CachedClient:
             info = self._resolved[resource] = await self._manager.api_client.resolve(resource)
         return info
 
-    async def _find_informer(self, resource: Any, namespace: str | None = None) -> tuple[Any, Any]:
-        """(the Manager's unfiltered informer for ``resource`` that covers ``namespace``, if it has one, and
-        the resolved resource)."""
+    async def _informers_of(self, resource: Any, namespace: str | None = None) -> list[tuple[InformerKey, Any]]:
+        """The Manager's informers of ``resource`` that can hold an object of ``namespace`` (None: any), with
+        their keys (filter included)."""
         info = await self._resolve(resource)
-        for name, informer in self._manager.factory.informers.items():
-            if "labels=" in name or "fields=" in name:
-                continue  # a filtered informer cannot answer for the whole resource
-            scope = _NAMESPACE_IN_NAME.search(name)
-            if scope is not None and namespace is not None and scope.group(1) != namespace:
-                continue  # it will never see an object of that namespace
-            spec = name.split("[", 1)[0]
-            if spec == str(resource) or await self._resolve(spec) == info:
-                return informer, info
-        return None, info
+        found = []
+        for key, informer in self._manager.factory.informers_by_key().items():
+            if key.covers_namespace(namespace) and (key.resource == str(resource)
+                                                    or await self._resolve(key.resource) == info):
+                found.append((key, informer))
+        return found
+
+    async def _find_informer(self, resource: Any) -> Any:
+        """The Manager's informer that can answer for the whole of ``resource`` (unfiltered, whole objects)."""
+        for key, informer in await self._informers_of(resource):
+            if not (key.label_selector or key.field_selector or key.metadata_only):
+                return informer
+        return None
 
     async def informer_for(self, resource: Any) -> Any:
         """The synced informer that serves reads of ``resource`` (created and started on first use)."""
-        informer, info = await self._find_informer(resource)
+        informer = await self._find_informer(resource)
+        info = await self._resolve(resource)
         if informer is None:
             informer = self._manager.informer(resource if isinstance(resource, str) else str(info))
         if not informer.is_started:
@@ -221,14 +234,25 @@ class CachedClient:
         meta = result.get("metadata") if isinstance(result, Mapping) else None
         if not meta or result.get("kind") == "Status" or not meta.get("resourceVersion"):
             return
-        informer, _ = await self._find_informer(resource, meta.get("namespace") or None)
-        if informer is None:
-            return
         key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta.get("name", "")
-        writes.append(PendingWrite(informer, key, meta["resourceVersion"]))
+        for informer_key, informer in await self._informers_of(resource, meta.get("namespace") or None):
+            writes.append(PendingWrite(informer, key, meta["resourceVersion"], _passes(informer_key, result)))
 
     def __repr__(self) -> str:
         return f"<CachedClient over {self._manager.api_client!r}>"
+
+
+def _passes(key: InformerKey, obj: Mapping[str, Any]) -> bool:
+    """Whether ``obj`` passes the label and field selectors of the informer of ``key``, judged as the server
+    judges them (a field by its dotted path in the object)."""
+    if key.label_selector:
+        labels = (obj.get("metadata") or {}).get("labels")
+        if not parse_label_selector(key.label_selector).matches(labels):
+            return False
+    if key.field_selector:
+        fields = parse_field_selector(key.field_selector)
+        return fields.matches({req.field: field_value(obj, req.field) for req in fields.requirements})
+    return True
 
 
 async def wait_for_writes(writes: list[PendingWrite], timeout: float) -> bool:

@@ -28,6 +28,20 @@ async def test_same_key_same_informer_and_defaults() -> None:
     assert factory.informer("secrets", resync=0)._default_resync == 0.0
     assert set(factory.informers) == {"configmaps[namespace=default]", "configmaps",
                                       "configmaps[namespace=default,labels=app=web]", "secrets[namespace=default]"}
+    keys = factory.informers_by_key()
+    assert keys[("configmaps", "default", "app=web", None, False)] is selected
+    assert [key.label_selector for key, informer in keys.items() if informer is selected] == ["app=web"]
+
+
+def test_an_informer_key_tells_which_namespaces_it_covers() -> None:
+    factory = kinformer.SharedInformerFactory(FakeClient())
+    factory.informer("configmaps", namespaces=["b", "a"])
+    factory.informer("configmaps", namespace="a")
+    factory.informer("configmaps", namespace=None)
+    several, one, every = factory.informers_by_key()
+    assert several.namespace == "a,b" and several.covers_namespace("b") and not several.covers_namespace("c")
+    assert one.covers_namespace("a") and not one.covers_namespace("b") and one.covers_namespace(None)
+    assert every.covers_namespace("c")
 
 
 async def test_start_sync_restart_and_shutdown() -> None:

@@ -81,6 +81,43 @@ async def test_next_reconcile_waits_for_its_own_writes(kube_server, kube_client)
     assert metrics.READ_YOUR_WRITES.labels("ryow", "waited")._value.get() > before
 
 
+async def test_a_filtered_for_waits_for_its_own_writes(kube_server, kube_client) -> None:
+    """With a label selector on ``for_`` the next reconcile still sees its previous write (a write that keeps
+    the object inside the filter), and a write that moves the object out of the filter is never followed by a
+    reconcile of the state from before it."""
+    seen: list[tuple[str, int, int]] = []  # (name, count the reconcile saw, count it had written before)
+    written: dict[str, int] = {}
+
+    class Counter(ki.ObjectReconciler):
+        async def reconcile(self, obj) -> ki.Result:
+            name, count = obj["metadata"]["name"], int(obj["data"]["count"])
+            seen.append((name, count, written.get(name, 0)))
+            # "stay" counts to 5 inside the filter; "leave" counts once and leaves it with the same write
+            labels = {"app": "counter" if name == "stay" else "gone"}
+            if count >= 5:
+                return ki.Result()
+            await self.client.patch("configmaps", name, {"metadata": {"labels": labels},
+                                                         "data": {"count": str(count + 1)}}, namespace=NS)
+            written[name] = count + 1
+            return ki.Result(requeue=True)  # reconciled again at once (5 ms), long before the watch delivers
+
+    for name in ("stay", "leave"):
+        await kube_client.create("configmaps", _labelled(name, "counter", count="0"), namespace=NS)
+    async with FaultProxy.for_url(kube_server.url) as proxy, ki.Client(proxy.url) as slow:
+        mgr = ki.Manager(kube_client, factory=SharedInformerFactory(slow))
+        builder = mgr.controller(Counter(), name="ryow-filtered").for_("configmaps", label_selector="app=counter")
+        before = metrics.READ_YOUR_WRITES.labels("ryow-filtered", "waited")._value.get()
+        async with running(mgr):
+            proxy.delay = 0.2  # every watch event now reaches the cache 0.2 s after the write
+            await wait_until(lambda: ("stay", 5, 5) in seen and builder.controller.stats.skipped_deleted,
+                             what="stay counts to 5 and leave is gone from the cache")
+        stats = builder.controller.stats
+    assert all(count >= prior for _, count, prior in seen), seen
+    assert [entry for entry in seen if entry[0] == "leave"] == [("leave", 0, 0)]  # never again after leaving
+    assert stats.waited_for_writes >= 2
+    assert metrics.READ_YOUR_WRITES.labels("ryow-filtered", "waited")._value.get() > before
+
+
 async def test_waiting_for_writes_is_bounded(kube_client) -> None:
     from kinformer.controller.cached_client import PendingWrite, wait_for_writes
 
@@ -97,11 +134,49 @@ async def test_writes_are_awaited_only_where_an_informer_can_see_them(kube_clien
 
     mgr = ki.Manager(kube_client, namespace=NS)
     informer = mgr.informer("configmaps")  # watches "default" only
+    web = mgr.informer("configmaps", label_selector="app=web")
+    named = mgr.informer("v1/configmaps", field_selector="metadata.name=seen")
     try:
         with track_writes() as writes:
-            await mgr.client.create("configmaps", configmap("seen", ns=NS), namespace=NS)
+            await mgr.client.create("configmaps", _labelled("seen", "web"), namespace=NS)
             await mgr.client.create("configmaps", configmap("unseen", ns="kube-system"), namespace="kube-system")
             await mgr.client.create("secrets", {"metadata": {"name": "s", "namespace": NS}}, namespace=NS)
-        assert [(w.informer, w.key) for w in writes] == [(informer, "default/seen")]  # no secrets informer
+            await mgr.client.create("configmaps", configmap("plain"), namespace=NS)
+        # every informer of the resource in that namespace, filtered or not; no secrets informer
+        assert {(w.informer, w.key, w.visible) for w in writes} == {
+            (informer, "default/seen", True), (web, "default/seen", True), (named, "default/seen", True),
+            (informer, "default/plain", True), (web, "default/plain", False), (named, "default/plain", False)}
+    finally:
+        await mgr.factory.shutdown()
+
+
+async def test_a_write_that_leaves_a_filter_is_reached_when_the_object_is_dropped(kube_client) -> None:
+    """Outside the filter the object never comes back with the write's version: its removal is the sign."""
+    from kinformer.controller.cached_client import PendingWrite
+
+    factory = SharedInformerFactory(kube_client, namespace=NS)
+    web = factory.informer("configmaps", label_selector="app=web")
+    await kube_client.create("configmaps", _labelled("moving", "web"), namespace=NS)
+    async with factory.running():
+        await factory.wait_for_cache_sync(timeout=15)
+        assert web.indexer.get_by_key("default/moving") is not None
+        moved = await kube_client.patch("configmaps", "moving", {"metadata": {"labels": {"app": "db"}}},
+                                        namespace=NS)
+        left = PendingWrite(web, "default/moving", moved["metadata"]["resourceVersion"], visible=False)
+        await wait_until(lambda: web.indexer.get_by_key("default/moving") is None, what="moving dropped")
+        assert left.reached()
+        assert PendingWrite(web, "default/other", "999999999", visible=False).reached()  # never in the cache
+        assert not PendingWrite(web, "default/other", "999999999").reached()  # visible: not there yet
+
+
+async def test_reads_never_come_from_a_filtered_or_metadata_only_informer(kube_client) -> None:
+    await kube_client.create("configmaps", _labelled("full", "db", key="value"), namespace=NS)
+    mgr = ki.Manager(kube_client)
+    web = mgr.informer("configmaps", label_selector="app=web")
+    meta = mgr.informer("configmaps", metadata_only=True)
+    try:
+        obj = await mgr.client.get("configmaps", "full", NS)
+        assert obj["data"] == {"key": "value"}
+        assert await mgr.client.informer_for("configmaps") not in (web, meta)
     finally:
         await mgr.factory.shutdown()
