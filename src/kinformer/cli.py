@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+_DESCRIPTION = "The kinformer command: serve, watch and demo."  # plain text, as every help string here
+
 # subcommand -> (module, help). Each module defines add_arguments(parser) and main(args) -> int.
 _COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("kinformer.server.cli", "run the embedded Kubernetes-compatible API server"),
@@ -24,10 +26,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     Only the modules of the subcommands whose arguments are added are imported: ``kinformer serve`` never
     imports the demo's or the watcher's code, and the top-level help imports none of them.
     """
-    parser = argparse.ArgumentParser(prog="kinformer", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="kinformer", description=_DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (module, help_text) in _COMMANDS.items():
-        p = sub.add_parser(name, help=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".")
         p.set_defaults(_module=module)
         if command is not None and name != command:
             continue

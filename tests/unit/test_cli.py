@@ -36,3 +36,16 @@ def test_the_full_parser_knows_every_subcommand_and_its_arguments() -> None:
     assert parser.parse_args(["demo", "--foos", "3"]).foos == 3
     with pytest.raises(SystemExit):
         parser.parse_args(["serve", "--foos", "3"])
+
+
+@pytest.mark.parametrize("command", [None, "serve", "watch", "demo"])
+def test_help_is_plain_text(command: str | None, capsys: pytest.CaptureFixture[str]) -> None:
+    """No reStructuredText markup (``code``, :class:`...`) reaches a terminal; each subcommand says what it is."""
+    argv = [command, "--help"] if command else ["--help"]
+    with pytest.raises(SystemExit):
+        build_parser(command).parse_args(argv)
+    text = capsys.readouterr().out
+    assert "``" not in text and ":class:" not in text and ":mod:" not in text, text
+    description = {None: "The kinformer command", "serve": "Run the embedded Kubernetes-compatible API server",
+                   "watch": "Run an informer", "demo": "The sample controller"}[command]
+    assert "\n\n" + description in text, text
