@@ -324,6 +324,14 @@ def main(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             print(f"kinformer serve: --authorization-policy-file: {exc}", file=sys.stderr)
             return 2
+    if args.storage is not None:
+        from kinformer.server.storage import parse_storage_url
+
+        try:
+            parse_storage_url(args.storage)  # refused before anything is written to --data
+        except ValueError as exc:
+            print(f"kinformer serve: --storage: {exc}", file=sys.stderr)
+            return 2
     data = Path(args.data).resolve()
     data.mkdir(parents=True, exist_ok=True)
     storage = args.storage or f"sqlite:///{data / 'kinformer.db'}"

@@ -23,6 +23,7 @@ from kinformer.server.storage import (
     StorageError,
     WatcherTooSlow,
     open_storage,
+    parse_storage_url,
 )
 from kinformer.server.storage import sqlite as sqlite_storage
 from testlib import collect
@@ -425,9 +426,12 @@ async def test_open_storage_urls(tmp_path: Path) -> None:
     assert isinstance(absolute, SQLiteStorage) and absolute.path == f"{tmp_path}/a.db"
     relative = open_storage("sqlite://data/b.db")
     assert isinstance(relative, SQLiteStorage) and relative.path == "data/b.db"
-    for bad in ("etcd://", "postgres://x", "sqlite://", ""):
-        with pytest.raises(ValueError, match="unsupported storage URL"):
+    for bad in ("etcd://", "etcd://localhost", "etcd://a:1,b", "etcd://http://a:1", "postgres://x", "sqlite://", ""):
+        with pytest.raises(ValueError, match="unsupported storage URL") as refused:
             open_storage(bad)
+        for form in ("memory", "sqlite:///", "sqlite://:memory:", "etcd://HOST:PORT"):  # every accepted form
+            assert form in str(refused.value), refused.value
+    assert parse_storage_url("etcd://a:1,[::1]:2379/kine/") == ("etcd", "/kine", ["a:1", "[::1]:2379"])
 
 
 # -- model-based property ------------------------------------------------------------------------------

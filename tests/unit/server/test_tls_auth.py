@@ -187,6 +187,15 @@ def test_serve_defaults() -> None:
     assert _parse(["--no-tls"]).tls is False
 
 
+def test_serve_refuses_a_bad_storage_url_before_writing_anything(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "data"
+    assert main(_parse(["--storage", "postgres://db", "--data", str(data), "--port", "0"])) == 2
+    err = capsys.readouterr().err
+    assert "--storage" in err and "etcd://HOST:PORT" in err and "sqlite://" in err, err
+    assert not data.exists()  # no pki/, no token
+
+
 def test_serve_refuses_public_address_without_tls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(_parse(["--host", "0.0.0.0", "--no-tls", "--data", str(tmp_path)])) == 2
     assert "refusing" in capsys.readouterr().err

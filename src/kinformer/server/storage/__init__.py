@@ -23,6 +23,7 @@ from .base import (
 from .memory import MemoryStorage
 
 __all__ = [
+    "STORAGE_URL_FORMS",
     "Compacted",
     "EtcdStorage",
     "Event",
@@ -38,29 +39,47 @@ __all__ = [
     "StorageError",
     "WatcherTooSlow",
     "open_storage",
+    "parse_storage_url",
 ]
+
+
+#: every form of storage URL :func:`open_storage` takes, as its errors list them
+STORAGE_URL_FORMS = ("memory, sqlite:///ABSOLUTE/PATH.db, sqlite://RELATIVE/PATH.db, sqlite://:memory:, "
+                     "etcd://HOST:PORT[,HOST:PORT...][/PREFIX]")
+
+
+def parse_storage_url(url: str) -> tuple[str, str, list[str]]:
+    """``(kind, path or etcd prefix, etcd endpoints)`` of a storage URL, without opening or creating anything;
+    raises ValueError naming every accepted form for anything unsupported."""
+    if url in ("memory", "memory://"):
+        return "memory", "", []
+    if url.startswith("sqlite://") and len(url) > len("sqlite://"):
+        return "sqlite", url[len("sqlite://") :], []
+    if url.startswith("etcd://"):
+        hosts, slash, path = url[len("etcd://") :].partition("/")
+        endpoints = [h for h in hosts.split(",") if h]
+        if endpoints and all(_host_port(e) for e in endpoints):
+            return "etcd", (slash + path.rstrip("/") if path.strip("/") else ""), endpoints
+    raise ValueError(f"unsupported storage URL {url!r}; use one of: {STORAGE_URL_FORMS}")
+
+
+def _host_port(endpoint: str) -> bool:
+    host, colon, port = endpoint.rpartition(":")
+    return bool(host and colon and port.isdigit())
 
 
 def open_storage(url: str) -> Storage:
     """Build (but do not start) the storage a URL names; raises ValueError for anything unsupported."""
-    if url in ("memory", "memory://"):
-        return MemoryStorage()
-    if url.startswith("sqlite://"):
-        path = url[len("sqlite://") :]
-        if not path:
-            raise ValueError(f"unsupported storage URL {url!r}; use memory or sqlite:///PATH")
+    kind, path, endpoints = parse_storage_url(url)
+    if kind == "sqlite":
         from .sqlite import SQLiteStorage
 
         return SQLiteStorage(path)
-    if url.startswith("etcd://"):
-        hosts, slash, path = url[len("etcd://") :].partition("/")
-        endpoints = [h for h in hosts.split(",") if h]
-        if not endpoints:
-            raise ValueError(f"unsupported storage URL {url!r}; use etcd://HOST:PORT[,HOST:PORT...][/PREFIX]")
+    if kind == "etcd":
         from .etcd import EtcdStorage
 
-        return EtcdStorage(endpoints, prefix=slash + path.rstrip("/") if path.strip("/") else "")
-    raise ValueError(f"unsupported storage URL {url!r}; use memory or sqlite:///PATH")
+        return EtcdStorage(endpoints, prefix=path)
+    return MemoryStorage()
 
 
 def __getattr__(name: str) -> object:
