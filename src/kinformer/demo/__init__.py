@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", action="store_true",
                         help="leave the server running at the end (Ctrl-C to stop)")
     parser.add_argument("--plain", action="store_true",
-                        help="log lines only, no live view (the figures once, as summary lines at the end)")
+                        help="log lines only, no live view (the figures once, as summary lines at the end); "
+                             "the default when stdout is not a terminal")
     parser.add_argument("--replicas", type=int, default=None,
                         help="API server and manager replicas (default 1); more than 1 needs --storage etcd://..., "
                              "except with --sharding (default 3 members)")

@@ -127,6 +127,7 @@ class ReplicatedDemo(Demo):
             await self._wait(lambda: bool(self.leaders) and self.manager.ready(), 30, "a leader with synced caches")
             await self._workload()
             converged = await self._converge()
+            await self._settle_handlers()
         finally:
             self.stopping = True
             for mgr in self.managers:
@@ -136,7 +137,7 @@ class ReplicatedDemo(Demo):
             view.cancel()
             await asyncio.gather(view, return_exceptions=True)
         self.say("leaders in turn: " + " -> ".join(f"manager-{i}" for i in self.leaders))
-        self._summary(converged, self.registrations)
+        self._summary(converged)
         if self.args.keep:
             await self._keep(self.server, Path("."))
         return 0 if converged else 1

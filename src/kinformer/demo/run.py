@@ -37,13 +37,16 @@ class Demo:
         self.log: list[str] = []
         self.expected: dict[str, int | None] = {}  # key -> replicas (None: deleted)
         self.proxy: Any = None  # the fault proxy (a ProxyGroup of them when replicated)
-        self.slow_seen = 0
+        self.registrations: dict[str, Any] = {}  # the handlers whose figures are shown, by name
+        self.handlers_at_end: list[str] | None = None  # their figures once they went idle at the end
         self.started = time.monotonic()
+        # Live tables only on a terminal; piped or redirected, the log lines and a plain summary.
+        self.plain = args.plain or not sys.stdout.isatty()
 
     def say(self, line: str) -> None:
         stamp = f"{time.monotonic() - self.started:5.1f}s"
         self.log.append(f"{stamp}  {line}")
-        if self.args.plain:
+        if self.plain:
             print(f"{stamp}  {line}", flush=True)
 
     async def run(self) -> int:
@@ -68,20 +71,20 @@ class Demo:
             # The controllers talk through the fault proxy; the workload and the checks go direct.
             self.proxy, self.client, self.direct = proxy, client, direct
             await self._install_crd()
-            manager, registrations = await self._manager()
-            self.manager = manager
+            manager = self.manager = await self._manager()
             run = asyncio.create_task(manager.run())
             view = asyncio.create_task(self._view())
             try:
                 await self._wait(lambda: manager.ready(), 30, "caches to sync")
                 await self._workload()
                 converged = await self._converge()
+                await self._settle_handlers()
             finally:
                 manager.stop()
                 await asyncio.gather(run, return_exceptions=True)
                 view.cancel()
                 await asyncio.gather(view, return_exceptions=True)
-            self._summary(converged, registrations)
+            self._summary(converged)
             if self.args.keep:
                 await self._keep(server, data)
             return 0 if converged else 1
@@ -111,9 +114,9 @@ class Demo:
                     raise
                 await asyncio.sleep(0.05)
 
-    async def _manager(self) -> tuple[Any, dict[str, Any]]:
-        mgr, registrations, self.informers = self._build_manager(self.client)
-        return mgr, registrations
+    async def _manager(self) -> Any:
+        mgr, self.registrations, self.informers = self._build_manager(self.client)
+        return mgr
 
     def _build_manager(self, client: Any, leader_election: Any = None, *, sharding: Any = None,
                        lease_client: Any = None, wrap: Any = None) -> tuple[Any, dict[str, Any], dict[str, Any]]:
@@ -137,7 +140,6 @@ class Demo:
                        name="deployment-status").for_(DEPLOYMENTS).workers(2)
 
         async def slow(*_: Any) -> None:
-            self.slow_seen += 1
             await asyncio.sleep(0.2)
 
         async def slow_update(old: Any, new: Any) -> None:
@@ -296,6 +298,22 @@ class Demo:
                                 f"{(foo.get('status') or {}).get('availableReplicas')}, want {replicas}")
         return problems
 
+    async def _settle_handlers(self, timeout: float = 10.0) -> None:
+        """Wait (at most ``timeout`` s) until no shown handler has a notification queued or in progress, and
+        keep their figures of that moment: stopping the managers then interrupts none of their calls, so the
+        summary's counts add up (a call cut short by the stop is neither processed nor pending)."""
+        with contextlib.suppress(TimeoutError):  # still busy: the figures say how much was pending
+            await self._wait(lambda: not any(reg.pending for reg in self.registrations.values()), timeout,
+                             "the event handlers to go idle")
+        self.handlers_at_end = self._handler_lines()
+
+    def _handler_lines(self) -> list[str]:
+        """The shown handlers' figures (once settled at the end, those of that moment)."""
+        if self.handlers_at_end is not None:
+            return self.handlers_at_end
+        return [f"{name}: processed {reg.processed} events, still pending {reg.pending}"
+                for name, reg in self.registrations.items()]
+
     async def _wait(self, cond: Any, timeout: float, what: str) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -362,7 +380,7 @@ class Demo:
         faults = ", ".join(f"{k}: {v}" for k, v in sorted(self.faults.counts.items())) or "none yet"
         injected = self.faults.counts["reconcile failures"]
         return (f"faults — {faults} (injected reconcile failures are among the reconcile errors: "
-                f"{injected} of them); slow handler saw {self.slow_seen} events")
+                f"{injected} of them)")
 
     def _table(self) -> Any:
         from rich.table import Table
@@ -373,17 +391,12 @@ class Demo:
             table.add_column(heading, justify="right")
         for label, values in self._figures():
             table.add_row(label, *(value for _, value in values))
-        table.caption = self._faults_line()
+        table.caption = "\n".join([self._faults_line(), *self._handler_lines()])
         return table
 
     async def _view(self) -> None:
-        if self.args.plain:
-            return  # --plain: the log lines only (say() prints them); figures once, in the summary
-        if not sys.stdout.isatty():
-            while True:
-                await asyncio.sleep(5)
-                if hasattr(self, "informers"):
-                    self._print_table()
+        if self.plain:
+            return  # the log lines only (say() prints them); figures once, in the summary
         from rich.console import Group
         from rich.live import Live
         from rich.text import Text
@@ -394,18 +407,12 @@ class Demo:
                     live.update(Group(self._table(), Text("\n".join(self.log[-8:]))))
                 await asyncio.sleep(0.25)
 
-    def _print_table(self) -> None:
-        from rich.console import Console
-
-        Console(width=110).print(self._table())
-
-    def _summary(self, converged: bool, registrations: dict[str, Any]) -> None:
+    def _summary(self, converged: bool) -> None:
         verdict = "every Foo converged" if converged else "some Foos did not converge"
-        handlers = [f"{name}: processed {reg.processed}, still pending {reg.pending}"
-                    for name, reg in registrations.items()]
+        handlers = self._handler_lines()
         hint = ("To look at it with kubectl: `kinformer demo --keep` leaves the server running and writes "
                 "./kinformer-demo.kubeconfig (then: kubectl --kubeconfig kinformer-demo.kubeconfig get foos -A).")
-        if self.args.plain:
+        if self.plain:
             self.phase = "summary"
             for label, values in self._figures():
                 self.say(f"summary: {label}: {', '.join(f'{whose} {value}' for whose, value in values)}")

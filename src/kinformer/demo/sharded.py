@@ -140,6 +140,7 @@ class ShardedDemo(Demo):
                 await self._workload()
                 converged = await self._converge()
                 handed = all(await asyncio.gather(*self.handoffs))
+                await self._settle_handlers()
             finally:
                 self.stopping = True
                 for mgr in self.managers.values():
@@ -148,7 +149,7 @@ class ShardedDemo(Demo):
                 view.cancel()
                 await asyncio.gather(view, return_exceptions=True)
             overlaps = self._report()
-            self._summary(converged, self.registrations)
+            self._summary(converged)
             if self.args.keep:
                 await self._keep(server, data)
             return 0 if converged and handed and not overlaps else 1
