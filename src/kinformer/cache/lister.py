@@ -60,7 +60,9 @@ class Lister:
     def get(self, name: str, namespace: str | None = None) -> Object:
         """The object ``name`` in ``namespace`` (argument order as ``Client.get``); cluster-scoped objects
         have no namespace. Omitting it for a namespaced resource is a TypeError (use
-        ``namespaced(ns).get(name)`` or pass ``namespace``). Raise NotFound when absent."""
+        ``namespaced(ns).get(name)`` or pass ``namespace``). Raises :class:`kinformer.errors.NotFound` (code
+        404, reason NotFound, the message the API server would give) when the cache holds no such object, as
+        client-go's listers do; ``indexer.get_by_key`` returns None instead."""
         if not namespace and self._namespaced:
             raise TypeError("namespaced lister: call get(name, namespace) or namespaced(namespace).get(name)")
         key = object_key(namespace, name)
@@ -93,7 +95,7 @@ class NamespaceLister:
         return _filter(self._indexer.by_index(NAMESPACE_INDEX, self._namespace), _selector(label_selector))
 
     def get(self, name: str) -> Object:
-        """The object ``name`` in this namespace; raise NotFound when absent."""
+        """The object ``name`` in this namespace; raises :class:`kinformer.errors.NotFound` when absent."""
         key = object_key(self._namespace, name)
         obj = self._indexer.get_by_key(key)
         if obj is None:
