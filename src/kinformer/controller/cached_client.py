@@ -16,7 +16,9 @@ Request first waits until every informer of the Manager that can see the written
 namespace that covers it; filtered by a label or field selector or not) reflects the write: it holds that
 version of the object or a later one, or has processed that resourceVersion or a later one (an event or a
 bookmark); an informer whose filter the written object does not pass (a write that moved it out) only has
-to drop the object, as the server's deletion event makes it do. The wait is bounded by ``ryow_timeout`` and
+to drop the object, as the server's deletion event makes it do; after a delete that removed the object at
+once (the server answers a Status, or the object without a ``deletionTimestamp``) every informer must have
+dropped it (or hold a new object of that name: another uid). The wait is bounded by ``ryow_timeout`` and
 counted in ``kinformer_read_your_writes_total{controller, outcome}``. So a reconciler never acts on the state
 from before its own write, which no controller-runtime client promises.
 """
@@ -51,19 +53,23 @@ _WRITES: contextvars.ContextVar[list[PendingWrite] | None] = contextvars.Context
 @dataclass(frozen=True, slots=True)
 class PendingWrite:
     """One write to wait for: the informer that must see it, the object's cache key, its resourceVersion, and
-    whether the written object passes the informer's filter (``visible``; always, for an unfiltered one)."""
+    whether the written object passes the informer's filter (``visible``; always, for an unfiltered one). A
+    deletion that removed the object has ``deleted_uid`` instead of a resourceVersion."""
 
     informer: Any
     key: str
     resource_version: str
     visible: bool = True
+    deleted_uid: str = ""
 
     def reached(self) -> bool:
         """True once the informer's cache reflects this write or a later state: it holds this version of the
         object or a later one, or it has processed this resourceVersion or a later one (nothing it was sent
         up to there is still queued), or (a write that left the object outside its filter) it holds no such
-        object."""
+        object. A deletion: once it holds no object of that uid."""
         cached = self.informer.indexer.get_by_key(self.key)
+        if self.deleted_uid:
+            return cached is None or (cached.get("metadata") or {}).get("uid") != self.deleted_uid
         if cached is None:
             if not self.visible:
                 return True
@@ -222,8 +228,11 @@ class CachedClient:
         async def write(resource: Any, *args: Any, **kwargs: Any) -> Any:
             result = await method(resource, *args, **kwargs)
             writes = _WRITES.get()
-            if writes is not None:
-                await self._remember(writes, resource, result)
+            if writes is not None and not kwargs.get("dry_run"):  # a dry run changes nothing to wait for
+                if verb == "delete":
+                    await self._remember_deletion(writes, resource, args, kwargs, result)
+                else:
+                    await self._remember(writes, resource, result)
             return result
 
         write.__name__ = verb
@@ -237,6 +246,32 @@ class CachedClient:
         key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta.get("name", "")
         for informer_key, informer in await self._informers_of(resource, meta.get("namespace") or None):
             writes.append(PendingWrite(informer, key, meta["resourceVersion"], _passes(informer_key, result)))
+
+    async def _remember_deletion(self, writes: MutableSequence[PendingWrite], resource: Any, args: tuple[Any, ...],
+                                 kwargs: Mapping[str, Any], result: Any) -> None:
+        """A delete that left the object in place (finalizers, a grace period) is a write like any other; one
+        that removed it at once is waited for until every informer that held it has dropped it."""
+        if not isinstance(result, Mapping):
+            return
+        meta = result.get("metadata") or {}
+        if result.get("kind") != "Status" and meta.get("deletionTimestamp"):
+            await self._remember(writes, resource, result)
+            return
+        name = meta.get("name") or (args[0] if args else kwargs.get("name"))
+        if not isinstance(name, str) or not name:
+            return
+        info = await self._resolve(resource)
+        namespace = None
+        if info.namespaced:
+            namespace = (meta.get("namespace") or (args[1] if len(args) > 1 else kwargs.get("namespace"))
+                         or getattr(self._manager.api_client, "default_namespace", None) or "default")
+        key = f"{namespace}/{name}" if namespace else name
+        uid = meta.get("uid") or (result.get("details") or {}).get("uid") or ""
+        for _, informer in await self._informers_of(resource, namespace):
+            cached = informer.indexer.get_by_key(key)
+            gone = uid or ((cached.get("metadata") or {}).get("uid") if cached is not None else "")
+            if gone:
+                writes.append(PendingWrite(informer, key, "", visible=False, deleted_uid=gone))
 
     def __repr__(self) -> str:
         return f"<CachedClient over {self._manager.api_client!r}>"

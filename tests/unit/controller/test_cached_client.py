@@ -118,6 +118,31 @@ async def test_a_filtered_for_waits_for_its_own_writes(kube_server, kube_client)
     assert metrics.READ_YOUR_WRITES.labels("ryow-filtered", "waited")._value.get() > before
 
 
+async def test_the_next_reconcile_after_a_delete_waits_until_the_object_is_gone(kube_server, kube_client) -> None:
+    """A delete that removes the object at once (the server answers a Status) is a write to wait for too."""
+    seen: list[str] = []
+
+    class Deleter(ki.Reconciler):
+        async def reconcile(self, request: ki.Request) -> ki.Result:
+            try:
+                await mgr.client.get("configmaps", request.name, request.namespace)
+            except ki.NotFound:
+                seen.append("gone")
+                return ki.Result()
+            seen.append("present")
+            await mgr.client.delete("configmaps", request.name, request.namespace)
+            return ki.Result(requeue=True)  # reconciled again at once (5 ms), long before the watch delivers
+
+    await kube_client.create("configmaps", configmap("doomed"), namespace=NS)
+    async with FaultProxy.for_url(kube_server.url) as proxy, ki.Client(proxy.url) as slow:
+        mgr = ki.Manager(kube_client, factory=SharedInformerFactory(slow))
+        mgr.controller(Deleter(), name="ryow-delete").for_("configmaps", field_selector="metadata.name=doomed")
+        async with running(mgr):
+            proxy.delay = 0.2  # every watch event now reaches the cache 0.2 s after the write
+            await wait_until(lambda: "gone" in seen, what="the reconcile that finds it gone")
+    assert seen[:2] == ["present", "gone"] and seen.count("present") == 1, seen  # later: its delete event
+
+
 async def test_waiting_for_writes_is_bounded(kube_client) -> None:
     from kinformer.controller.cached_client import PendingWrite, wait_for_writes
 
@@ -142,6 +167,7 @@ async def test_writes_are_awaited_only_where_an_informer_can_see_them(kube_clien
             await mgr.client.create("configmaps", configmap("unseen", ns="kube-system"), namespace="kube-system")
             await mgr.client.create("secrets", {"metadata": {"name": "s", "namespace": NS}}, namespace=NS)
             await mgr.client.create("configmaps", configmap("plain"), namespace=NS)
+            await mgr.client.create("configmaps", configmap("dry"), namespace=NS, dry_run=True)  # changes nothing
         # every informer of the resource in that namespace, filtered or not; no secrets informer
         assert {(w.informer, w.key, w.visible) for w in writes} == {
             (informer, "default/seen", True), (web, "default/seen", True), (named, "default/seen", True),
