@@ -649,6 +649,33 @@ async def test_kubectl_with_client_certificate_kubeconfig(tmp_path: Path) -> Non
         assert rc != 0 and "Unauthorized" in err
 
 
+def _files(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+async def test_a_second_serve_on_one_data_directory_exits_and_touches_nothing(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    async with _kinformer_serve(data) as url:
+        before = _files(data)
+        assert {"kubeconfig", "token", "pki/ca.crt"} <= set(before)
+        second = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", SERVE, "serve", "--port", "0", "--data", str(data),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        try:
+            async with asyncio.timeout(30):
+                out, err = await second.communicate()
+        finally:
+            if second.returncode is None:  # it started: stop it
+                second.kill()
+                await second.wait()
+        assert second.returncode == 1, out.decode() + err.decode()
+        assert f"data directory {data} is in use by another kinformer serve" in err.decode()
+        assert _files(data) == before  # no kubeconfig, token or pki rewrite, no database (kinformer.db) opened
+        ca = str(data / "pki" / "ca.crt")
+        async with Client(url, ca=ca, token=(data / "token").read_text().strip()) as client:
+            assert (await client.get("namespaces", "default"))["metadata"]["name"] == "default"
+
+
 # -- secrets never logged -----------------------------------------------------------------------------
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import fcntl
 import ipaddress
 import logging
 import os
@@ -36,18 +37,20 @@ import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 import yaml
 
-__all__ = ["add_arguments", "ensure_admin_token", "is_loopback", "main", "write_kubeconfig"]
+__all__ = ["DataDirInUse", "add_arguments", "ensure_admin_token", "is_loopback", "lock_data_dir", "main",
+           "write_kubeconfig"]
 
 ADMIN_USER = "kinformer-admin"
 ADMIN_GROUPS = ("system:masters", "system:authenticated")
 DEFAULT_MAX_WATCHES = 100
 DEFAULT_QPS = 500.0
 DEFAULT_BURST = 1000
+LOCK_FILE = "serve.lock"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -176,6 +179,30 @@ def write_kubeconfig(path: str | os.PathLike[str], server_url: str, ca_path: str
     out = Path(path)
     write_atomic(out, yaml.safe_dump(config, sort_keys=False).encode())
     return out
+
+
+class DataDirInUse(Exception):
+    """Another ``kinformer serve`` holds the data directory (see :func:`lock_data_dir`)."""
+
+
+def lock_data_dir(data: Path, *, shared: bool = False) -> BinaryIO:
+    """Lock ``data`` for this process: an ``flock`` on ``DATA/serve.lock``, held as long as the returned file is
+    open (closing it, or the process ending, releases it).
+
+    One server owns a data directory exclusively; ``shared`` is for the replicas of one API server on etcd,
+    which share its CA and token and each write a kubeconfig of their own. Raises :class:`DataDirInUse`,
+    naming the directory, when another process holds a lock that excludes this one; nothing in ``data`` but
+    the lock file (created when missing) is touched before the lock is held.
+    """
+    path = data / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise DataDirInUse(f"data directory {data} is in use by another kinformer serve (it holds {path}); stop "
+                           "that server or give this one another --data") from None
+    return os.fdopen(fd, "rb")
 
 
 def _cert_hosts(host: str) -> list[str]:
@@ -335,6 +362,17 @@ def main(args: argparse.Namespace) -> int:
     data = Path(args.data).resolve()
     data.mkdir(parents=True, exist_ok=True)
     storage = args.storage or f"sqlite:///{data / 'kinformer.db'}"
+    try:
+        lock = lock_data_dir(data, shared=storage.startswith("etcd://") and bool(args.kubeconfig))
+    except DataDirInUse as exc:
+        print(f"kinformer serve: {exc}", file=sys.stderr)
+        return 1
+    with lock:
+        return _run(args, data, storage, policy)
+
+
+def _run(args: argparse.Namespace, data: Path, storage: str, policy: Any) -> int:
+    """Serve with the data directory locked: write its token, certificates and kubeconfig, run until stopped."""
     try:
         tokens, admin = _tokens(args, data)
     except (OSError, ValueError) as exc:
