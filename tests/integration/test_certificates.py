@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -138,3 +139,94 @@ async def test_a_request_must_be_a_pem_certificate_request_with_a_signer(admin):
         await client.create(CSRS, body)
     with pytest.raises(Invalid, match="may not specify a duration less than 10m0s"):
         await client.create(CSRS, _csr("short", request, expirationSeconds=60))
+
+
+def _cluster_role(name: str, *rules: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+            "rules": list(rules)}
+
+
+def _bind(user: str, role: str) -> dict[str, Any]:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"{user}-{role}".replace(":", "-")},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}
+
+
+@pytest.fixture
+async def requester(admin, pki) -> AsyncIterator[ki.Client]:
+    """A user who may create requests and update their approval and status, and nothing about signers."""
+    server, client = admin
+    await client.create("clusterroles", _cluster_role("csr-writer", {
+        "apiGroups": ["certificates.k8s.io"], "verbs": ["create", "get", "list", "watch"],
+        "resources": ["certificatesigningrequests"]}, {
+        "apiGroups": ["certificates.k8s.io"], "verbs": ["update"],
+        "resources": ["certificatesigningrequests/approval", "certificatesigningrequests/status"]}))
+    await client.create("clusterrolebindings", _bind("mallory", "csr-writer"))
+    cert, key = issue_client_cert(pki, "mallory", ["dev"])
+    async with ki.Client(server.url, ca=str(pki.ca_cert), client_cert=cert, client_key=key, max_retries=0) as c:
+        yield c
+
+
+async def test_nobody_may_ask_the_client_signer_for_a_system_masters_certificate(admin, requester):
+    _, client = admin
+    request, _ = _request("mallory", ("system:masters", "dev"))
+    message = ('certificatesigningrequests.certificates.k8s.io "masters" is forbidden: use of '
+               "kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed")
+    for who in (requester, client):  # the admin (system:masters) is refused too
+        with pytest.raises(Forbidden) as caught:
+            await who.create(CSRS, _csr("masters", request))
+        assert caught.value.message == message
+    # another signer's request may name the group: only the API server's client signer is restricted
+    await requester.create(CSRS, _csr("other", request, signerName="example.com/custom"))
+
+
+async def test_approving_needs_approve_on_the_signer_and_signing_needs_sign(admin, requester):
+    _, client = admin
+    request, _ = _request("mallory", ("dev",))
+    csr = await requester.create(CSRS, _csr("mallory", request))
+    with pytest.raises(Forbidden) as caught:
+        await requester.replace(CSRS, _approved(csr), subresource="approval")
+    assert caught.value.message == ('certificatesigningrequests.certificates.k8s.io "mallory" is forbidden: user '
+                                    'not permitted to approve requests with signerName '
+                                    '"kubernetes.io/kube-apiserver-client"')
+    forged = csr.to_dict()
+    forged["status"] = {"certificate": base64.b64encode(b"-----BEGIN CERTIFICATE-----").decode()}
+    with pytest.raises(Forbidden, match=re.escape('user not permitted to sign requests with signerName '
+                                                  '"kubernetes.io/kube-apiserver-client"')):
+        await requester.replace(CSRS, forged, subresource="status")
+    assert (await client.get(CSRS, "mallory"))["status"] == {}
+    # the domain wildcard grants approval for every kubernetes.io signer
+    await client.create("clusterroles", _cluster_role("approve-kubernetes-io", {
+        "apiGroups": ["certificates.k8s.io"], "verbs": ["approve"], "resources": ["signers"],
+        "resourceNames": ["kubernetes.io/*"]}))
+    await client.create("clusterrolebindings", _bind("mallory", "approve-kubernetes-io"))
+    await requester.replace(CSRS, _approved(csr), subresource="approval")
+
+    async def issued() -> bool:
+        return "certificate" in (await client.get(CSRS, "mallory"))["status"]
+
+    await wait_until(issued, timeout=30, what="the certificate issued by the built-in signer")
+
+
+async def test_the_bootstrap_approver_role_grants_approval_of_its_signer_only(admin, requester):
+    _, client = admin
+    await client.create("clusterrolebindings",
+                        _bind("mallory", "system:certificates.k8s.io:kube-apiserver-client-approver"))
+    request, _ = _request("mallory", ("dev",))
+    client_csr = await requester.create(CSRS, _csr("client", request))
+    await requester.replace(CSRS, _approved(client_csr), subresource="approval")
+    serving = await requester.create(CSRS, _csr("serving", request, signerName="kubernetes.io/kubelet-serving"))
+    with pytest.raises(Forbidden, match=re.escape('signerName "kubernetes.io/kubelet-serving"')):
+        await requester.replace(CSRS, _approved(serving), subresource="approval")
+
+
+def test_the_built_in_signer_never_issues_a_system_masters_certificate(pki):
+    from kinformer.server.csrsigning import issue
+
+    request, _ = _request("mallory", ("system:masters",))
+    certificate, why = issue(pki, _csr("masters", request))
+    assert certificate is None
+    assert why == "use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed"
+    certificate, why = issue(pki, _csr("dev", _request("alice", ("dev",))[0]))
+    assert certificate is not None and why == ""

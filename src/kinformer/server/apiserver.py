@@ -27,6 +27,7 @@ from .apiservices import GROUP as APISERVICES_GROUP
 from .apiservices import APIServiceRegistration
 from .app import build_app
 from .bootstrap import ClusterBootstrap, used_cluster_ips, used_node_ports
+from .certadmission import CertificateAdmission
 from .conversion import Conversion
 from .flowcontrol import DEFAULT_MAX_WAITS, DEFAULT_QUEUE_LENGTH, DEFAULT_QUEUE_WAIT, FlowControl
 from .gc import CRD_PREFIX, GarbageCollector
@@ -141,6 +142,7 @@ class APIServer:
                                  client_certs=client_ca is not None, data_dir=data_dir,
                                  seed=seed_documents(authorization_policy), anonymous=anonymous_auth)
         self.api.admission = dispatcher_over_cache(self.cache)
+        self.api.certificates = CertificateAdmission(self.security.authorizer)
         self.api.service_accounts = ServiceAccountAdmission(self.cache, default_account_made=namespace_defaults)
         self.bootstrap = ClusterBootstrap(self.store, self.cache, self.registry, self.allocator, self._ca_pem,
                                           ca_authoritative=bool(tls), namespace_defaults=namespace_defaults)

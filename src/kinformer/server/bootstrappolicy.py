@@ -60,10 +60,13 @@ def _role(name: str, rules: list[dict[str, Any]], *, aggregate_to: str = "",
     return obj
 
 
-def _binding(name: str, groups: Iterable[str], role: str = "") -> dict[str, Any]:
+def _binding(name: str, groups: Iterable[str], role: str = "", *,
+             service_account: str = "") -> dict[str, Any]:
+    subjects = [{"apiGroup": GROUP, "kind": "Group", "name": g} for g in groups]
+    if service_account:
+        subjects.append({"kind": "ServiceAccount", "name": service_account, "namespace": "kube-system"})
     return {"apiVersion": _API_VERSION, "kind": "ClusterRoleBinding", "metadata": _meta(name),
-            "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": role or name},
-            "subjects": [{"apiGroup": GROUP, "kind": "Group", "name": g} for g in groups]}
+            "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": role or name}, "subjects": subjects}
 
 
 _VIEW_RULES = [
@@ -113,6 +116,29 @@ _ADMIN_RULES = [
 
 _HEALTH = ["/healthz", "/livez", "/readyz", "/version", "/version/"]
 
+_CERTIFICATES = "certificates.k8s.io"
+_SIGNERS = {"kube-apiserver-client": "kubernetes.io/kube-apiserver-client",
+            "kube-apiserver-client-kubelet": "kubernetes.io/kube-apiserver-client-kubelet",
+            "kubelet-serving": "kubernetes.io/kubelet-serving",
+            "legacy-unknown": "kubernetes.io/legacy-unknown"}
+
+
+def _signers(verb: str, names: Iterable[str]) -> dict[str, Any]:
+    return {**_r([verb], [_CERTIFICATES], ["signers"]), "resourceNames": list(names)}
+
+
+# kube-controller-manager's certificate controllers: they approve kubelet client requests and sign for the
+# kubernetes.io signers (CertificateApproval and CertificateSigning check these verbs on ``signers``).
+_CERTIFICATE_CONTROLLER_RULES = [
+    _r(["delete", "get", "list", "watch"], [_CERTIFICATES], ["certificatesigningrequests"]),
+    _r(["update"], [_CERTIFICATES], ["certificatesigningrequests/approval", "certificatesigningrequests/status"]),
+    _signers("approve", [_SIGNERS["kube-apiserver-client-kubelet"]]),
+    _signers("sign", [_SIGNERS["legacy-unknown"], _SIGNERS["kube-apiserver-client"],
+                      _SIGNERS["kube-apiserver-client-kubelet"], _SIGNERS["kubelet-serving"]]),
+    _r(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
+    _r(["create", "patch", "update"], ["", "events.k8s.io"], ["events"]),
+]
+
 
 def bootstrap_objects() -> list[dict[str, Any]]:
     """The default ClusterRoles, then the default ClusterRoleBindings (fresh dicts on every call)."""
@@ -136,6 +162,9 @@ def bootstrap_objects() -> list[dict[str, Any]]:
               [_urls(["get"], ["/.well-known/openid-configuration", "/openid/v1/jwks"])]),
         _role("system:monitoring", [_urls(["get"], ["/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics",
                                                     "/metrics/slis", "/readyz", "/readyz/*"])]),
+        *(_role(f"system:certificates.k8s.io:{short}-approver", [_signers("approve", [signer])])
+          for short, signer in _SIGNERS.items()),
+        _role("system:controller:certificate-controller", _CERTIFICATE_CONTROLLER_RULES),
     ]
     bindings = [
         _binding("cluster-admin", ["system:masters"]),
@@ -144,6 +173,7 @@ def bootstrap_objects() -> list[dict[str, Any]]:
         _binding("system:public-info-viewer", ["system:authenticated", "system:unauthenticated"]),
         _binding("system:service-account-issuer-discovery", ["system:serviceaccounts"]),
         _binding("system:monitoring", ["system:monitoring"]),
+        _binding("system:controller:certificate-controller", [], service_account="certificate-controller"),
     ]
     return roles + bindings
 

@@ -8,8 +8,9 @@ CA, for the signer whose certificates authenticate users to the API server. Inva
   for their own signer (none runs here), as on a cluster without it.
 * The certificate has the request's subject and public key, only the client-auth usage, and lives
   ``spec.expirationSeconds`` (at least 10 minutes) or a year, never past the CA. A request with a usage a
-  client certificate may not have, a bad signature or an unusable key gets a ``Failed`` condition
-  (reason ``SignerValidationFailure``) instead.
+  client certificate may not have, a bad signature, an unusable key or the subject organization
+  ``system:masters`` (admission refuses such requests; one stored before, or written past admission, is
+  never signed either) gets a ``Failed`` condition (reason ``SignerValidationFailure``) instead.
 * The controller follows the watch cache (:class:`~kinformer.server.cachecontroller.CacheController`): a
   CSR change or a reload triggers a pass; each write re-checks that the request is still signable on the
   state it replaces, so replicas never issue two certificates for one request.
@@ -27,13 +28,13 @@ from typing import Any
 from ..tls import CLIENT_VALIDITY, CertPaths, sign_client_csr
 from . import status as st
 from .cachecontroller import CacheController
+from .certadmission import CLIENT_SIGNER, MASTERS, request_organizations
 from .objects import ObjectStore, timestamp
 from .registry import Registry
 from .watchcache import WatchCache
 
 __all__ = ["CLIENT_SIGNER", "CertificateSigner", "signable"]
 
-CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client"
 _CLIENT_USAGES = frozenset({"client auth", "digital signature", "key encipherment"})
 _MIN_VALIDITY = dt.timedelta(minutes=10)
 
@@ -66,6 +67,8 @@ def issue(ca: CertPaths, csr: Mapping[str, Any]) -> tuple[str | None, str]:
     if "client auth" not in (spec.get("usages") or ()):
         return None, "missing required usage for client certificate: client auth"
     try:
+        if MASTERS in request_organizations(spec.get("request")):
+            return None, f"use of {CLIENT_SIGNER} signer with {MASTERS} group is not allowed"
         pem = base64.b64decode(spec.get("request") or "", validate=True)
         cert = sign_client_csr(ca, pem, validity=_validity(spec))
     except (binascii.Error, ValueError, TypeError) as e:

@@ -237,11 +237,6 @@ def _attrs(verb: str, resource: str, namespace: str, name: str) -> RequestAttrib
                              namespace=namespace, resource=resource, name=name)
 
 
-def _forbidden(info: ResourceInfo, name: str, why: str) -> st.StatusError:
-    return st.StatusError(403, "Forbidden", f'{st.resource_label(info)} "{name}" is forbidden: {why}',
-                          details={"name": name, "group": GROUP, "kind": info.plural})
-
-
 def check_role(authz: RBACAuthorizer, info: ResourceInfo, obj: Mapping[str, Any],
                old: Mapping[str, Any] | None) -> None:
     """Refuse (403) a Role/ClusterRole write that grants more than the request's user holds."""
@@ -257,7 +252,7 @@ def check_role(authz: RBACAuthorizer, info: ResourceInfo, obj: Mapping[str, Any]
         if confirm_no_escalation(authz, user, "", FULL_AUTHORITY) is not None:
             why = "must have cluster-admin privileges to use the aggregationRule"
     if why is not None:
-        raise _forbidden(info, name, why)
+        raise st.forbidden(info, name, why)
 
 
 def check_binding(authz: RBACAuthorizer, info: ResourceInfo, obj: Mapping[str, Any],
@@ -277,7 +272,7 @@ def check_binding(authz: RBACAuthorizer, info: ResourceInfo, obj: Mapping[str, A
     rules, error = authz.role_rules(ref, namespace)
     why = error or confirm_no_escalation(authz, user, namespace, rules)
     if why is not None:
-        raise _forbidden(info, name, why)
+        raise st.forbidden(info, name, why)
 
 
 class RBACStrategy(DefaultStrategy):

@@ -135,6 +135,12 @@ def invalid(info: ResourceInfo, name: str, causes: Sequence[Mapping[str, Any]]) 
                        details=_details(info, name, kind=info.kind, causes=causes))
 
 
+def forbidden(info: ResourceInfo, name: str, why: str) -> StatusError:
+    """What kube's admission and registry checks answer when a write is refused: a 403 naming the object."""
+    return StatusError(403, "Forbidden", f'{resource_label(info)} "{name}" is forbidden: {why}',
+                       details=_details(info, name))
+
+
 def bad_request(message: str) -> StatusError:
     return StatusError(400, "BadRequest", message)
 

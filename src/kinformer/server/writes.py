@@ -11,6 +11,7 @@ from aiohttp import web
 from . import status as st
 from .admission import WebhookDispatcher, admission_attributes
 from .apply import update_managed_fields
+from .auth import ADMIN, USER_KEY
 from .bodies import (
     check_delete_options,
     check_kind,
@@ -20,6 +21,7 @@ from .bodies import (
     parse_document,
     read_body,
 )
+from .certadmission import CertificateAdmission
 from .conversion import Conversion
 from .defaultstorageclass import default_storage_class
 from .jsoncopy import json_copy
@@ -98,6 +100,8 @@ class WriteHandlers(ReadHandlers):
     service_accounts: ServiceAccountAdmission | None = None
     #: CRD conversion webhooks (None: versions are only relabelled, as strategy None does).
     conversion: Conversion | None = None
+    #: Who may approve and sign CertificateSigningRequests, and for which subjects (None: not checked).
+    certificates: CertificateAdmission | None = None
 
     async def _decode(self, request: web.Request, info: ResourceInfo) -> dict[str, Any]:
         """The body as an object; a built-in's is checked by its schema as it is decoded (bounding its depth)."""
@@ -173,15 +177,23 @@ class WriteHandlers(ReadHandlers):
         hooks = self.admission
         if hooks is None or not hooks.active():
             self.store.validate(t.info, obj, old, t.subresource)
+            await self._validating_plugins(request, t, obj, old)
             return obj
         attrs = admission_attributes(request, t, "CREATE" if old is None else "UPDATE", dry,
                                      name=(obj.get("metadata") or {}).get("name", ""))
         mutated = await hooks.mutate(attrs, obj, old)
         assert mutated is not None
         self.store.validate(t.info, mutated, old, t.subresource)
+        await self._validating_plugins(request, t, mutated, old)
         await hooks.validate(attrs, mutated, old)
         add_warnings(headers, attrs.warnings)
         return mutated
+
+    async def _validating_plugins(self, request: web.Request, t: Target, obj: dict[str, Any],
+                                  old: Mapping[str, Any] | None) -> None:
+        """kube's built-in validating admission plugins (those that need the request's user and the authorizer)."""
+        if self.certificates is not None and t.info.group == "certificates.k8s.io":
+            await self.certificates.validate(request.get(USER_KEY) or ADMIN, t.info, t.subresource, obj, old)
 
     async def _admit_delete(self, request: web.Request, t: Target, namespace: str, name: str, dry: bool,
                             headers: dict[str, str]) -> None:

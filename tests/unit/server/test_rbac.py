@@ -195,6 +195,24 @@ def test_bootstrap_bindings(cluster: FakeCluster) -> None:
     assert rule(["*"], ["*"], ["*"]) in rules  # cluster-admin through its binding
 
 
+def test_the_certificate_controller_may_sign_for_the_kubernetes_io_signers(cluster: FakeCluster) -> None:
+    authz = RBACAuthorizer(cluster.cache)
+    controller = UserInfo("system:serviceaccount:kube-system:certificate-controller",
+                          groups=("system:serviceaccounts", "system:serviceaccounts:kube-system"))
+
+    def signer(verb: str, name: str) -> RequestAttributes:
+        return RequestAttributes(verb=verb, path="", resource_request=True, api_group="certificates.k8s.io",
+                                 api_version="*", resource="signers", name=name)
+
+    for name in ("kubernetes.io/kube-apiserver-client", "kubernetes.io/kube-apiserver-client-kubelet",
+                 "kubernetes.io/kubelet-serving", "kubernetes.io/legacy-unknown"):
+        assert authz.allows(controller, signer("sign", name))
+    assert authz.allows(controller, signer("approve", "kubernetes.io/kube-apiserver-client-kubelet"))
+    assert not authz.allows(controller, signer("approve", "kubernetes.io/kube-apiserver-client"))
+    assert not authz.allows(controller, signer("sign", "example.com/custom"))
+    assert authz.allows(controller, req("PUT", "/apis/certificates.k8s.io/v1/certificatesigningrequests/x/status"))
+
+
 def test_aggregated_roles_collect_labelled_rules() -> None:
     roles = {o["metadata"]["name"]: o for o in bootstrap_objects() if o["kind"] == "ClusterRole"}
     view = aggregate_rules(roles["view"], roles)
