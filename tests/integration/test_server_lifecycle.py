@@ -338,3 +338,69 @@ async def test_namespace_deletion_racing_create_leaves_no_orphan(server, http):
     await settle(server, await server.storage.current_revision())
     code, _ = await call(http, "GET", "/api/v1/namespaces/doomed/configmaps/late")
     assert code == 404, "a configmap outlived its namespace"
+
+
+def named_crd(group: str, plural: str, kind: str, approval: str | None = None) -> dict[str, Any]:
+    body = crd_body()
+    body["metadata"] = {"name": f"{plural}.{group}"}
+    if approval is not None:
+        body["metadata"]["annotations"] = {"api-approved.kubernetes.io": approval}
+    body["spec"].update(group=group, names={"plural": plural, "kind": kind})
+    return body
+
+
+async def test_a_crd_never_takes_over_a_built_in_resource(server, http):
+    leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+    assert (await call(http, "POST", leases, {"metadata": {"name": "held"}, "spec": {}}))[0] == 201
+    for group, plural, kind in (("coordination.k8s.io", "leases", "Lease"),
+                                ("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding")):
+        code, err = await call(http, "POST", CRD, named_crd(group, plural, kind, "unapproved, test"))
+        assert code == 422, err
+        [cause] = err["details"]["causes"]
+        assert cause["field"] == "spec.names.plural"
+        assert cause["message"] == f'Invalid value: "{plural}": {plural}.{group} is a built-in resource of the API ' \
+                                   "server"
+    code, err = await call(http, "POST", CRD, named_crd("networking.k8s.io", "ingressez", "Ingress", "unapproved, t"))
+    assert code == 422 and [c["field"] for c in err["details"]["causes"]] == ["spec.names.kind"], err
+    # one stored before these checks existed (written past validation here) is served nothing, and its
+    # deletion deletes no Lease
+    info = server.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    stored = named_crd("coordination.k8s.io", "leases", "Lease")
+    await server.store.create(info, "", server.store.prepare_create(info, "", stored))
+    await server.cache.sync()
+    assert server.registry.get("coordination.k8s.io", "v1", "leases").builtin
+    assert (await call(http, "DELETE", f"{CRD}/leases.coordination.k8s.io"))[0] == 200
+    await wait_until(gone(http, f"{CRD}/leases.coordination.k8s.io"))
+    await server.gc.wait_idle()
+    assert server.registry.get("coordination.k8s.io", "v1", "leases").builtin
+    code, lst = await call(http, "GET", leases)
+    assert code == 200 and [o["metadata"]["name"] for o in lst["items"]] == ["held"]
+
+
+async def test_crds_of_protected_groups_need_the_api_approval_annotation(http):
+    key = "metadata.annotations[api-approved.kubernetes.io]"
+    for group in ("widgets.k8s.io", "k8s.io", "kubernetes.io", "x.kubernetes.io"):
+        code, err = await call(http, "POST", CRD, named_crd(group, "widgets", "Widget"))
+        assert code == 422, err
+        assert err["details"]["causes"] == [{
+            "reason": "FieldValueRequired", "field": key,
+            "message": 'Required value: protected groups must have approval annotation "api-approved.kubernetes.io", '
+                       "see https://github.com/kubernetes/enhancements/pull/1111"}]
+    code, err = await call(http, "POST", CRD, named_crd("widgets.k8s.io", "widgets", "Widget", "yes"))
+    assert code == 422 and err["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": key,
+        "message": 'Invalid value: "yes": protected groups must have approval annotation "api-approved.kubernetes.io" '
+                   'with either a URL or a reason starting with "unapproved", see '
+                   "https://github.com/kubernetes/enhancements/pull/1111"}]
+    code, crd = await call(http, "POST", CRD, named_crd("widgets.k8s.io", "widgets", "Widget", "unapproved, testing"))
+    assert code == 201, crd
+    approved = named_crd("things.kubernetes.io", "things", "Thing", "https://github.com/kubernetes/enhancements/pull/1")
+    assert (await call(http, "POST", CRD, approved))[0] == 201
+    assert (await call(http, "POST", CRD, named_crd("widgets.example.com", "widgets", "Widget")))[0] == 201
+    # an update that leaves the approval as it was passes; one that drops it does not
+    crd["metadata"]["labels"] = {"seen": "yes"}
+    code, crd = await call(http, "PUT", f"{CRD}/widgets.widgets.k8s.io", crd)
+    assert code == 200, crd
+    del crd["metadata"]["annotations"]
+    code, err = await call(http, "PUT", f"{CRD}/widgets.widgets.k8s.io", crd)
+    assert code == 422 and err["details"]["causes"][0]["field"] == key

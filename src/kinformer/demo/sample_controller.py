@@ -17,7 +17,9 @@ NAMESPACES = ("demo-a", "demo-b")
 FOO_CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
-    "metadata": {"name": f"foos.{GROUP}"},
+    # a *.k8s.io group needs kube's API-review annotation; "unapproved, ..." says this one had none
+    "metadata": {"name": f"foos.{GROUP}",
+                 "annotations": {"api-approved.kubernetes.io": "unapproved, the kinformer demo's sample API"}},
     "spec": {
         "group": GROUP,
         "scope": "Namespaced",

@@ -11,7 +11,8 @@ every action is an ordinary compare-and-swap write and is idempotent.
 * Orphan: an owner with the ``orphan`` finalizer removes its reference from every dependent, then
   loses the finalizer.
 * A terminating namespace deletes everything in it, then drops its ``kubernetes`` finalizer.
-* A CRD being deleted deletes its custom resources, then drops ``customresourcecleanup``.
+* A CRD being deleted deletes its custom resources (only those it serves: never a built-in's objects), then
+  drops ``customresourcecleanup``.
 
 Several API server replicas over one store each run this collector, with no coordination: every
 decision is taken from a cache that reflects one consistent revision, and every action is either a
@@ -401,7 +402,8 @@ class GarbageCollector:
         except (KeyError, TypeError):
             group = plural = ""
         target = self.registry.by_storage_prefix(group, plural) if group else None
-        if target is not None and not await self._delete_all([(target, target.storage_prefix)]):
+        if target is not None and target.crd_name == name and \
+                not await self._delete_all([(target, target.storage_prefix)]):
             return
         await self._remove_finalizer(info, "", name, CRD_FINALIZER)
 

@@ -2,7 +2,8 @@
 
 Invariants:
 
-* Built-in kinds are registered at construction and never removed.
+* Built-in kinds are registered at construction and never removed or replaced: a CRD naming a built-in
+  resource, or a built-in kind of its group, is served nothing (:func:`shadows_builtin`).
 * A CRD contributes one :class:`ResourceInfo` per *served* version; all versions of one CRD share
   one storage prefix (``/registry/<group>/<plural>/``), as kube-apiserver stores one version.
 * :attr:`Registry.revision` increases on every change, so discovery and OpenAPI caches can key on it.
@@ -112,6 +113,13 @@ def _catalog_info(row: tuple[Any, ...]) -> ResourceInfo:
 
 # Every resource kube-apiserver 1.32 serves by default, from the generated catalogue (tools/gen_builtin_catalog.py).
 BUILTINS: tuple[ResourceInfo, ...] = tuple(_catalog_info(row) for row in builtin_catalog.RESOURCES)
+BUILTIN_RESOURCES = frozenset((i.group, i.plural) for i in BUILTINS)
+BUILTIN_KINDS = frozenset((i.group, i.kind) for i in BUILTINS)
+
+
+def shadows_builtin(group: str, plural: str, kind: str) -> bool:
+    """Whether a CRD's resource (or its kind, in the same group) is one the server serves itself."""
+    return (group, plural) in BUILTIN_RESOURCES or (group, kind) in BUILTIN_KINDS
 
 _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 
@@ -191,8 +199,15 @@ class Registry:
         return {g: sorted(groups[g], key=version_priority) for g in ordered}
 
     def add_crd(self, crd: Mapping[str, Any]) -> list[ResourceInfo]:
-        """Serve (or re-serve, after an update) the versions of ``crd``; returns what is now served."""
+        """Serve (or re-serve, after an update) the versions of ``crd``; returns what is now served.
+
+        A CRD naming a built-in resource or kind (validation refuses one; storage may hold one written before)
+        is served nothing: a built-in's entry is never replaced, so never dropped with the CRD either.
+        """
         infos = crd_resources(crd)
+        if infos and shadows_builtin(infos[0].group, infos[0].plural, infos[0].kind):
+            log.warning("not serving CRD %s: it names a built-in resource", infos[0].crd_name)
+            infos = []
         name = infos[0].crd_name if infos else (crd.get("metadata") or {}).get("name", "")
         self._drop(name)
         for info in infos:

@@ -17,6 +17,7 @@ import re
 import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from kinformer.names import (
     is_config_map_key,
@@ -38,6 +39,7 @@ from kinformer.server.causes import (
     type_invalid,
 )
 from kinformer.server.patch import ResourceInfoLike
+from kinformer.server.registry import BUILTIN_KINDS, BUILTIN_RESOURCES
 from kinformer.server.status import StatusError
 from kinformer.server.structural import apply_defaults, prune, validate_against_schema, validate_schema_structure
 
@@ -346,10 +348,13 @@ def _validate_crd(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list
         causes.append(required("spec.scope") if not scope else not_supported("spec.scope", scope,
                                                                              ["Cluster", "Namespaced"]))
     causes += _validate_crd_versions(spec.get("versions"))
-    plural = (spec.get("names") or {}).get("plural")
+    names: Mapping[str, Any] = spec["names"] if isinstance(spec.get("names"), Mapping) else {}
+    plural = names.get("plural")
     name = (obj.get("metadata") or {}).get("name")
     if plural and group and name != f"{plural}.{group}":
         causes.append(invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
+    causes += _builtin_name_causes(str(group or ""), names)
+    causes += _api_approval_causes(str(group or ""), obj, old)
     if old is not None:
         old_spec = old.get("spec") or {}
         if old_spec.get("group") != group:
@@ -357,6 +362,54 @@ def _validate_crd(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list
         if old_spec.get("scope") != scope:
             causes.append(invalid("spec.scope", scope, "field is immutable"))
     return causes
+
+
+def _builtin_name_causes(group: str, names: Mapping[str, Any]) -> list[Cause]:
+    """A CRD may not name a resource the server serves itself, nor a kind of a built-in in its group."""
+    plural, kind = str(names.get("plural") or ""), str(names.get("kind") or "")
+    if (group, plural) in BUILTIN_RESOURCES:
+        label = f"{plural}.{group}" if group else plural
+        return [invalid("spec.names.plural", plural, f"{label} is a built-in resource of the API server")]
+    if (group, kind) in BUILTIN_KINDS:
+        return [invalid("spec.names.kind", kind, f'a built-in resource of group "{group}" has this kind')]
+    return []
+
+
+API_APPROVED = "api-approved.kubernetes.io"
+_APPROVAL_SEE = "see https://github.com/kubernetes/enhancements/pull/1111"
+
+
+def protected_group(group: str) -> bool:
+    """kube's IsProtectedCommunityGroup: ``k8s.io``, ``kubernetes.io`` and their subdomains."""
+    return any(group == d or group.endswith("." + d) for d in ("k8s.io", "kubernetes.io"))
+
+
+def _approval_state(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """kube's GetAPIApprovalState of a CRD's annotation: (missing|bypassed|approved|invalid, the reason)."""
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(API_APPROVED) or ""
+    if not isinstance(value, str) or not value:
+        return "missing", f'protected groups must have approval annotation "{API_APPROVED}", {_APPROVAL_SEE}'
+    if value.startswith("unapproved"):
+        return "bypassed", f'not approved: "{value}"'
+    url = urlsplit(value) if value.isprintable() and " " not in value else None
+    if url is not None and url.scheme and url.netloc:
+        return "approved", f"approved in {value}"
+    return "invalid", (f'protected groups must have approval annotation "{API_APPROVED}" with either a URL or a '
+                       f'reason starting with "unapproved", {_APPROVAL_SEE}')
+
+
+def _api_approval_causes(group: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Cause]:
+    """kube's validateAPIApproval: a CRD of a protected group carries a URL or an ``unapproved...`` reason
+    (an update that leaves the state as it was is never refused)."""
+    if not protected_group(group):
+        return []
+    state, reason = _approval_state(obj)
+    if state in ("approved", "bypassed") or (old is not None and _approval_state(old)[0] == state):
+        return []
+    field = f"metadata.annotations[{API_APPROVED}]"
+    if state == "missing":
+        return [required(field, reason)]
+    return [invalid(field, obj["metadata"]["annotations"][API_APPROVED], reason)]
 
 
 def _validate_crd_names(names: Any) -> list[Cause]:
