@@ -33,10 +33,11 @@ SERVE = "import sys; from kinformer.cli import main; sys.exit(main())"
 CM = "/api/v1/namespaces/default/configmaps"
 
 
-async def start_server(data: str) -> tuple[asyncio.subprocess.Process, str]:
+async def start_server(data: str, *extra: str) -> tuple[asyncio.subprocess.Process, str]:
+    """``kinformer serve --no-tls`` on a free loopback port, in-memory, no rate limit, with ``extra`` options."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", SERVE, "serve", "--no-tls", "--host", "127.0.0.1", "--port", "0", "--data", data,
-        "--storage", "memory", "--header-timeout", "2", "--rate-limit-qps", "0",
+        "--storage", "memory", "--rate-limit-qps", "0", *extra,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
     assert proc.stdout is not None
     async with asyncio.timeout(60):
@@ -214,7 +215,7 @@ ATTACKS: list[tuple[str, Attack]] = [
 
 async def main(interval: float) -> None:
     with tempfile.TemporaryDirectory() as data:
-        proc, url = await start_server(data)
+        proc, url = await start_server(data, "--header-timeout", "2")
         try:
             async with aiohttp.ClientSession(base_url=url) as http:
                 async with http.post(CM, data=cm("target", data={"k": "v" * 1000}),

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from typing import Any
 
 import aiohttp
 import pytest
 
 from kinformer.server import APIServer
-from testlib import CacheGate, call_raw, settle
+from testlib import CacheGate, call_raw, settle, wait_until
 from testlib import call as call_json
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -413,9 +414,9 @@ async def test_unexpected_exception_is_a_500_status(server, http, monkeypatch):
 
 async def test_slow_watcher_is_dropped_without_blocking_others(server, http):
     prefix = "/registry/core/configmaps/"
-    server.cache.watcher_buffer = 3
+    server.cache.watcher_buffer_events = 3
     slow, _ = server.cache.subscribe(prefix, server.cache.revision)
-    server.cache.watcher_buffer = 1000
+    server.cache.watcher_buffer_events = 1000
     fast, _ = server.cache.subscribe(prefix, server.cache.revision)
     for i in range(5):
         code, _, _ = await call(http, "POST", CM, cm(f"s{i}"))
@@ -424,6 +425,53 @@ async def test_slow_watcher_is_dropped_without_blocking_others(server, http):
     assert slow.closed and slow.overflowed and not fast.closed
     assert [ev.cur.name for ev in fast.buf] == [f"s{i}" for i in range(5)]
     assert slow not in server.cache.bucket(prefix).watchers
+
+
+async def test_a_watcher_falling_too_many_bytes_behind_is_dropped_with_its_buffer(server, http):
+    prefix = "/registry/core/configmaps/"
+    server.cache.watcher_buffer_bytes = 10_000
+    slow, _ = server.cache.subscribe(prefix, server.cache.revision)
+    for i in range(4):
+        code, _, _ = await call(http, "POST", CM, cm(f"b{i}", v="x" * 4000))
+        assert code == 201
+    await server.cache.sync()
+    assert slow.closed and slow.overflowed
+    assert not slow.buf and slow.bytes == 0  # nothing pinned once dropped
+    assert slow not in server.cache.bucket(prefix).watchers
+
+
+async def test_a_watch_whose_client_stops_reading_is_ended_and_pins_little():
+    async with APIServer(compaction_interval=0, namespace_defaults=False, watcher_buffer_bytes=256 * 1024) as server, \
+            aiohttp.ClientSession(base_url=server.url) as http:
+        host, port = server.url.removeprefix("http://").split(":")
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect((host, int(port)))
+        sock.setblocking(False)
+        reader, writer = await asyncio.open_connection(sock=sock)
+        writer.write(f"GET {CM}?watch=true&resourceVersion={server.cache.revision} HTTP/1.1\r\n"
+                     f"Host: {host}\r\n\r\n".encode())
+        await writer.drain()
+        bucket = server.cache.bucket("/registry/core/configmaps/")
+        await wait_until(lambda: len(bucket.watchers) == 1, what="the watch registered")
+        [watcher] = bucket.watchers
+        sent = 0
+        while watcher in bucket.watchers:  # the client reads nothing: at most the bound stays buffered
+            assert sent < 400, "the watch was never ended"
+            assert (await call(http, "POST", CM, cm(f"big{sent}", v=str(sent) * 50_000)))[0] == 201
+            assert watcher.bytes <= 256 * 1024
+            sent += 1
+        assert watcher.overflowed and not watcher.buf
+        body = b""
+        async with asyncio.timeout(30):  # now read: what was written, then the end of the stream
+            while not body.endswith(b"\r\n0\r\n\r\n"):
+                chunk = await reader.read(65536)
+                assert chunk, "connection closed before the stream ended"
+                body += chunk
+        writer.close()
+        names = [json.loads(line)["object"]["metadata"]["name"] for line in body.split(b"\n")
+                 if line.startswith(b'{"type"')]
+        assert names == [f"big{i}" for i in range(len(names))] and len(names) < sent  # a prefix, in order
 
 
 async def test_scale_subresource(http):

@@ -40,7 +40,7 @@ from .requestlog import REQUEST_LOG, RequestLogger
 from .serviceaccount_admission import ServiceAccountAdmission
 from .storage import Compacted, Storage, open_storage
 from .storageprotection import StorageProtection
-from .watchcache import CachedEvent, WatchCache
+from .watchcache import DEFAULT_WATCHER_BUFFER_BYTES, DEFAULT_WATCHER_BUFFER_EVENTS, CachedEvent, WatchCache
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,11 @@ class APIServer:
     a loopback address, the server answers only requests whose ``Host`` is a loopback name or address (or
     one of ``allowed_hosts``) and refuses cross-site ``Origin`` headers (403; :mod:`.hostcheck`).
     ``log_requests`` logs each finished request (:mod:`.requestlog`).
+
+    A watcher whose client reads slower than events arrive may fall behind by at most ``watcher_buffer_events``
+    events (10,000) and ``watcher_buffer_bytes`` bytes of their objects (16 MiB); beyond either, its watch
+    ends and its client resumes from the last resourceVersion it received (or relists on 410), as
+    kube-apiserver ends a cacheWatcher that is too slow.
     """
 
     def __init__(self, storage: str | Storage = "memory", *, host: str = "127.0.0.1", port: int = 0,
@@ -99,7 +104,9 @@ class APIServer:
                  service_node_port_range: str = "30000-32767", namespace_defaults: bool = True,
                  queue_length_per_client: int = DEFAULT_QUEUE_LENGTH, queue_wait: float = DEFAULT_QUEUE_WAIT,
                  max_waits_per_client: int = DEFAULT_MAX_WAITS, header_timeout: float = HEADER_TIMEOUT,
-                 allowed_hosts: Iterable[str] = (), log_requests: bool = False, anonymous_auth: bool = True) -> None:
+                 allowed_hosts: Iterable[str] = (), log_requests: bool = False, anonymous_auth: bool = True,
+                 watcher_buffer_events: int = DEFAULT_WATCHER_BUFFER_EVENTS,
+                 watcher_buffer_bytes: int = DEFAULT_WATCHER_BUFFER_BYTES) -> None:
         if client_ca is not None and not tls:
             raise ValueError("client certificate authentication (client_ca) needs tls")
         if not is_loopback(host) and not (tls and (tokens or client_ca)):
@@ -127,7 +134,7 @@ class APIServer:
         self.rate_limit_qps = rate_limit_qps
         self.rate_limit_burst = rate_limit_burst
         self.registry = Registry()
-        self.cache = WatchCache(self.storage, watch_cache_size)
+        self.cache = WatchCache(self.storage, watch_cache_size, watcher_buffer_events, watcher_buffer_bytes)
         self.allocator = ServiceAllocator(used_cluster_ips(self.cache), used_node_ports(self.cache),
                                           cidr=service_cluster_ip_range,
                                           node_ports=parse_port_range(service_node_port_range))

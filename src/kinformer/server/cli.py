@@ -55,6 +55,8 @@ LOCK_FILE = "serve.lock"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``kinformer serve`` options."""
+    from .watchcache import DEFAULT_WATCHER_BUFFER_BYTES, DEFAULT_WATCHER_BUFFER_EVENTS
+
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=6443, help="port to bind, 0 for any free port (default: 6443)")
     parser.add_argument("--data", default=".kinformer",
@@ -65,6 +67,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", default=None, help="where to write the kubeconfig (default: DATA/kubeconfig)")
     parser.add_argument("--watch-cache-size", type=int, default=None, metavar="N",
                         help="events kept per resource in the watch cache")
+    parser.add_argument("--watcher-buffer-events", type=int, default=DEFAULT_WATCHER_BUFFER_EVENTS, metavar="N",
+                        help="events one watch may fall behind its client before it is ended (the client resumes "
+                             f"from its last resourceVersion; default: {DEFAULT_WATCHER_BUFFER_EVENTS})")
+    parser.add_argument("--watcher-buffer-bytes", type=int, default=DEFAULT_WATCHER_BUFFER_BYTES, metavar="B",
+                        help="bytes of objects one watch may fall behind its client before it is ended "
+                             f"(default: {DEFAULT_WATCHER_BUFFER_BYTES})")
     parser.add_argument("--token-file", default=None, metavar="F",
                         help='static token CSV (token,user,uid[,"group1,group2"]) accepted as bearer tokens')
     parser.add_argument("--tls", action=argparse.BooleanOptionalAction, default=True,
@@ -276,6 +284,8 @@ async def _serve(args: argparse.Namespace, data: Path, storage: str, tokens: Map
                               "tokens": tokens, "data_dir": str(data), **_security_kwargs(args, certs, policy)}
     if args.watch_cache_size is not None:
         kwargs["watch_cache_size"] = args.watch_cache_size
+    kwargs["watcher_buffer_events"], kwargs["watcher_buffer_bytes"] = args.watcher_buffer_events, \
+        args.watcher_buffer_bytes
     if args.verbose:
         _log_requests_to_stderr()
         kwargs["log_requests"] = True
@@ -333,6 +343,9 @@ def main(args: argparse.Namespace) -> int:
         return 2
     if args.watch_cache_size is not None and args.watch_cache_size < 0:
         print("kinformer serve: --watch-cache-size must be >= 0", file=sys.stderr)
+        return 2
+    if args.watcher_buffer_events < 1 or args.watcher_buffer_bytes < 1:
+        print("kinformer serve: --watcher-buffer-events and --watcher-buffer-bytes must be >= 1", file=sys.stderr)
         return 2
     if not is_loopback(args.host) and not args.tls:
         print(f"kinformer serve: refusing to bind non-loopback address {args.host!r} without TLS and token "

@@ -29,6 +29,9 @@ from .watchcache import CachedEvent, Watcher, decode
 log = logging.getLogger(__name__)
 
 DEFAULT_WATCH_TIMEOUT = 1800.0
+#: Events are written to a watch in batches of at most this many bytes of objects (or one event), so what a
+#: stalled client's connection holds is bounded too (the watcher's own buffer is bounded by the watch cache).
+WRITE_BATCH_BYTES = 1024 * 1024
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
@@ -189,24 +192,22 @@ class WatchHandlers(ReadHandlers):
             if lines:
                 await resp.write(b"".join(lines))
             tasks = self._timers(request, w, timeout, bookmarks, state)
-            buf = w.buf
             render = self._render
             while True:
                 w.wake.clear()
-                lines = []
-                while buf:
-                    line = render(buf.popleft(), flt, av)
-                    if line is not None:
-                        lines.append(line)
-                if state["bookmark"] and not w.closed:
+                if state["done"]:  # nothing more is queued; what is (a bounded buffer) is still written
+                    self.cache.unsubscribe(info.storage_prefix, w)
+                lines = [line for line in (render(ev, flt, av) for ev in w.take(WRITE_BATCH_BYTES))
+                         if line is not None]
+                if state["bookmark"] and not w.closed and not w.buf:  # a bookmark follows every event before it
                     state["bookmark"] = False
                     if bookmarks:
                         lines.append(self._bookmark(info, self.cache.revision))
                 if lines:
                     await resp.write(b"".join(lines))
-                if state["done"] or w.closed:
+                if w.closed and not w.buf:
                     break
-                if not buf:
+                if not w.buf:
                     await w.wake.wait()
         except ConnectionResetError:
             pass

@@ -17,7 +17,9 @@ Invariants:
   ``> bucket.ring_start`` (up to ``size`` events); older ones must come from storage history.
 * Each object version is serialised once (:attr:`CachedEvent.raw`); every watcher writes those bytes.
 * Subscribing (ring replay + live registration) is synchronous, so a watcher sees no gap and no duplicate.
-* A watcher whose buffer overflows is closed (it re-watches from its last RV) instead of blocking others.
+* A watcher whose buffer overflows (``watcher_buffer_events`` events or ``watcher_buffer_bytes`` bytes of objects) is
+  closed and its buffer dropped (its client re-watches from its last RV) instead of blocking others or pinning
+  more superseded object versions.
 * A writer may :meth:`WatchCache.offer` the object it just wrote (decoded, with its served bytes) for the
   event of that key and revision; the cache then takes it instead of decoding the stored value again. An
   offered object is read-only from then on, like every cached object.
@@ -42,6 +44,9 @@ log = logging.getLogger(__name__)
 
 ROOT = "/registry/"
 OFFER_LIMIT = 1024  # writes offered and not yet applied (beyond it, offers are declined: the cache decodes)
+#: What one watcher may have buffered and not yet written to its client, in events and in bytes of their objects.
+DEFAULT_WATCHER_BUFFER_EVENTS = 10_000
+DEFAULT_WATCHER_BUFFER_BYTES = 16 * 1024 * 1024
 
 
 def split_key(key: str) -> tuple[str, str, str]:
@@ -94,27 +99,51 @@ class CachedEvent:
 
 
 class Watcher:
-    """A live subscriber with a bounded buffer, woken whenever events arrive or it is closed."""
+    """A live subscriber with a bounded buffer, woken whenever events arrive or it is closed.
 
-    __slots__ = ("buf", "closed", "limit", "namespace", "overflowed", "wake")
+    The buffer holds at most ``limit`` events and ``max_bytes`` bytes of their objects (an event alone in the
+    buffer is always taken, however large): a watcher that falls further behind is closed and its buffer
+    dropped at once (:attr:`overflowed`), so it pins nothing more; its client resumes from the last
+    resourceVersion it received, as from any watch that ends.
+    """
 
-    def __init__(self, namespace: str, limit: int) -> None:
+    __slots__ = ("buf", "bytes", "closed", "limit", "max_bytes", "namespace", "overflowed", "wake")
+
+    def __init__(self, namespace: str, limit: int, max_bytes: int = DEFAULT_WATCHER_BUFFER_BYTES) -> None:
         self.buf: deque[CachedEvent] = deque()
+        self.bytes = 0  # of the objects of the events in ``buf``
         self.wake = asyncio.Event()
         self.closed = False
         self.overflowed = False
         self.namespace = namespace
         self.limit = limit
+        self.max_bytes = max_bytes
 
     def push(self, ev: CachedEvent) -> bool:
-        """Queue ``ev``; returns False (and closes) when the buffer is full."""
-        if len(self.buf) >= self.limit:
+        """Queue ``ev``; returns False (and closes, dropping the buffer) when it would exceed a bound."""
+        size = len(ev.cur.raw)
+        if self.buf and (len(self.buf) >= self.limit or self.bytes + size > self.max_bytes):
             self.overflowed = True
+            self.buf.clear()
+            self.bytes = 0
             self.close()
             return False
         self.buf.append(ev)
+        self.bytes += size
         self.wake.set()
         return True
+
+    def take(self, max_bytes: int) -> list[CachedEvent]:
+        """Remove and return the oldest buffered events, up to ``max_bytes`` of objects (at least one event)."""
+        buf = self.buf
+        out: list[CachedEvent] = []
+        taken = 0
+        while buf and (not out or taken + len(buf[0].cur.raw) <= max_bytes):
+            ev = buf.popleft()
+            taken += len(ev.cur.raw)
+            out.append(ev)
+        self.bytes -= taken
+        return out
 
     def close(self) -> None:
         self.closed = True
@@ -162,10 +191,12 @@ def _decode(key: str, ns: str, name: str, value: bytes, rev: int) -> CachedObjec
 class WatchCache:
     """The cache of every resource under ``/registry/``, fed by one storage watch."""
 
-    def __init__(self, storage: Storage, size: int = 1000, watcher_buffer: int = 10_000) -> None:
+    def __init__(self, storage: Storage, size: int = 1000, watcher_buffer_events: int = DEFAULT_WATCHER_BUFFER_EVENTS,
+                 watcher_buffer_bytes: int = DEFAULT_WATCHER_BUFFER_BYTES) -> None:
         self.storage = storage
         self.size = max(1, size)
-        self.watcher_buffer = watcher_buffer
+        self.watcher_buffer_events = watcher_buffer_events
+        self.watcher_buffer_bytes = watcher_buffer_bytes
         self.revision = 0
         self.start_revision = 0
         self.buckets: dict[str, Bucket] = {}
@@ -389,14 +420,14 @@ class WatchCache:
         if after < bucket.ring_start:
             return None
         replay = [ev for ev in bucket.ring if ev.rev > after and (not namespace or ev.cur.namespace == namespace)]
-        w = Watcher(namespace, self.watcher_buffer)
+        w = Watcher(namespace, self.watcher_buffer_events, self.watcher_buffer_bytes)
         bucket.watchers.add(w)
         return w, replay
 
     def subscribe_snapshot(self, prefix: str, namespace: str = "") -> tuple[Watcher, list[CachedObject], int]:
         """Register a live watcher and return the current objects it starts from, atomically."""
         bucket = self.bucket(prefix)
-        w = Watcher(namespace, self.watcher_buffer)
+        w = Watcher(namespace, self.watcher_buffer_events, self.watcher_buffer_bytes)
         bucket.watchers.add(w)
         return w, bucket.snapshot(namespace), self.revision
 
