@@ -28,7 +28,7 @@ from kinformer.server import APIServer
 from kinformer.server.auth import UserInfo, user_from_peercert
 from kinformer.server.authz import RequestAttributes, parse_request
 from kinformer.server.bootstrappolicy import load_seed_file
-from kinformer.server.cli import add_arguments, main, write_kubeconfig
+from kinformer.server.cli import DataDirInUse, add_arguments, lock_data_dir, main, write_kubeconfig
 from kinformer.server.limits import RateLimiter, WatchLimiter
 from kinformer.tls import CertPaths, client_ssl_context, ensure_certs, issue_client_cert
 from testlib import wait_until
@@ -651,6 +651,15 @@ async def test_kubectl_with_client_certificate_kubeconfig(tmp_path: Path) -> Non
 
 def _files(root: Path) -> dict[str, tuple[bytes, int]]:
     return {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+def test_replicas_on_etcd_share_a_data_directory_that_a_server_of_its_own_excludes(tmp_path: Path) -> None:
+    first, second = lock_data_dir(tmp_path, shared=True), lock_data_dir(tmp_path, shared=True)
+    with first, second, pytest.raises(DataDirInUse, match=f"data directory {tmp_path} is in use"):
+        lock_data_dir(tmp_path)
+    with lock_data_dir(tmp_path), pytest.raises(DataDirInUse):
+        lock_data_dir(tmp_path, shared=True)
+    lock_data_dir(tmp_path).close()  # released: the next one takes it
 
 
 async def test_a_second_serve_on_one_data_directory_exits_and_touches_nothing(tmp_path: Path) -> None:

@@ -20,6 +20,10 @@ Several ``kinformer serve --storage etcd://HOST:PORT[,HOST:PORT...][/PREFIX]`` p
 cluster (same URL, a ``--port`` each) are replicas of one API server: each replica's watch cache
 follows etcd, so a write through any replica is seen by all. With TLS, give them the same ``--data``
 (start one first: it generates the CA and token the others reuse) and a ``--kubeconfig`` each.
+
+A data directory belongs to one server: ``kinformer serve`` locks it (:func:`lock_data_dir`) before writing
+anything in it, and a second server on it exits with status 1 naming the directory. Replicas on etcd with a
+``--kubeconfig`` each share the lock.
 """
 
 from __future__ import annotations
