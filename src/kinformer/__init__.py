@@ -72,6 +72,7 @@ _EXPORTS: dict[str, str] = {
     "set_condition": "kinformer.controller.conditions",
     "find_condition": "kinformer.controller.conditions",
     "wait_for": "kinformer.controller.wait",
+    "reconcile_logger": "kinformer.controller.logcontext",
     # webhooks
     "WebhookServer": "kinformer.webhook",
     "Denied": "kinformer.webhook",

@@ -1,4 +1,4 @@
-"""A plain Python program, with no event loop of its own: an informer and a controller through kinformer's blocking facade.
+"""A plain Python program with no event loop of its own: an informer and a controller via the blocking facade.
 
 Usage: ``python sync_script.py SERVER_URL``. Prints ``running`` once the controller has copied a ConfigMap into a
 Secret and the informer has seen the ConfigMap, then runs until SIGTERM or SIGINT and prints ``stopped``.

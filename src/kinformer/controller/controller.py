@@ -21,7 +21,6 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterable, Callable, Sequence
@@ -33,6 +32,7 @@ from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.controller import metrics
 from kinformer.controller.cached_client import PendingWrite, track_writes, wait_for_writes
 from kinformer.controller.handlers import EnqueueHandler, MapFunc, request_for_object
+from kinformer.controller.logcontext import context_logger, log_context, reconcile_context
 from kinformer.controller.predicates import Predicate
 from kinformer.controller.reconcile import (
     ObjectReconciler,
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from kinformer.cache.processor_listener import ResourceEventHandlerRegistration
     from kinformer.cache.shared_informer import SharedIndexInformer
 
-log = logging.getLogger(__name__)
+log = context_logger(__name__)  # records carry the controller and, in a reconcile, the object
 
 
 @dataclass
@@ -155,6 +155,10 @@ class Controller:
         the queue is shut down and in-flight reconciles may finish within ``shutdown_timeout``; otherwise,
         or after :meth:`abort`, they are cancelled at once. Every worker has ended when this returns.
         """
+        with log_context(controller=self.name):  # the workers and feeders inherit it
+            await self._run(drain)
+
+    async def _run(self, drain: Callable[[], bool]) -> None:
         await self.wait_for_sync()
         self.started = True
         metrics.MAX_CONCURRENT_RECONCILES.labels(self.name).set(self.workers)
@@ -233,6 +237,10 @@ class Controller:
 
     async def reconcile_handler(self, request: Request) -> None:
         """Reconcile one Request and apply the outcome to the queue (the caller calls ``done``)."""
+        with reconcile_context(self.name, request.namespace, request.name):
+            await self._handle(request)
+
+    async def _handle(self, request: Request) -> None:
         name, stats, queue = self.name, self.stats, self.queue
         stats.reconciles += 1
         stats.active += 1

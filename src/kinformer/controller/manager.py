@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import logging
 import signal
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -48,6 +47,7 @@ from kinformer.controller.builder import Builder
 from kinformer.controller.controller import Controller
 from kinformer.controller.events import EventRecorder
 from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
+from kinformer.controller.logcontext import context_logger
 from kinformer.controller.reconcile import ObjectReconciler, ReconcilerLike
 from kinformer.controller.sharding import ShardedController, Sharding, ShardMember
 
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from kinformer.webhook import WebhookServer
 
-log = logging.getLogger(__name__)
+log = context_logger(__name__)
 
 
 def _raise_failure(ended: asyncio.Future[Any]) -> None:
