@@ -400,3 +400,41 @@ async def test_tls_server_name_overrides_the_verified_host(serve: Callable[..., 
             await client.get(CM, "x")  # the certificate does not name 127.0.0.1
         client.config.tls_server_name = "api.internal"
         assert (await client.get(CM, "x"))["metadata"]["name"] == "named"
+
+
+async def test_every_attempt_is_counted_in_client_gos_rest_client_metrics(serve: Callable[..., Any]) -> None:
+    from prometheus_client import REGISTRY
+
+    calls = 0
+
+    async def handler(request: web.Request) -> web.Response:
+        nonlocal calls
+        calls += 1
+        if request.match_info["name"] == "missing":
+            return web.json_response(status(404, "NotFound", "no"), status=404)
+        if calls == 1:
+            return web.json_response(status(503, "ServiceUnavailable", "busy"), status=503,
+                                     headers={"Retry-After": "0"})
+        return web.json_response(cm(request.match_info["name"]))
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/default/configmaps/{name}", handler)
+    url = await serve(app)
+    host = url.removeprefix("http://")
+
+    def requests(code: str, method: str = "GET", where: str = host) -> float:
+        return REGISTRY.get_sample_value("rest_client_requests_total",
+                                         {"code": code, "method": method, "host": where}) or 0.0
+
+    async with Client(url) as client:
+        await client.get(CM, "a")  # 503 then 200: two attempts
+        with pytest.raises(errors.NotFound):
+            await client.get(CM, "missing")
+    assert (requests("503"), requests("200"), requests("404")) == (1.0, 1.0, 1.0)
+    assert REGISTRY.get_sample_value("rest_client_request_duration_seconds_count", {"verb": "GET", "host": host}) == 3
+
+    before = requests("<error>", where="127.0.0.1:1")
+    async with Client("http://127.0.0.1:1") as client:  # nothing listens on port 1: no response at all
+        with pytest.raises(OSError):
+            await client.get(CM, "a")
+    assert requests("<error>", where="127.0.0.1:1") == before + 1

@@ -16,6 +16,8 @@ import errno
 import logging
 import os
 import ssl
+import time
+import urllib.parse
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -25,6 +27,7 @@ import orjson
 from kinformer.cache.listwatch import ListOptions, ListResult, WatchEvent
 from kinformer.client.config import AuthProvider, ClientConfig, StaticTokenAuth, TokenFileAuth, build_ssl_context
 from kinformer.client.discovery import Discovery, Resource
+from kinformer.client.metrics import RequestMetrics
 from kinformer.client.objects import LazyObject, decode_list, decode_object, encode
 from kinformer.client.watch import iter_events
 from kinformer.clock import REAL_CLOCK, Clock
@@ -154,6 +157,7 @@ class Client:
         self._ssl: ssl.SSLContext | bool = True
         self._discovery = Discovery(self.get_json)
         self._base_headers = {"Accept": _JSON, "User-Agent": _USER_AGENT, **config.headers}
+        self._metrics = RequestMetrics(urllib.parse.urlsplit(self.url).netloc)
 
     # -- construction -------------------------------------------------------------------------------------
 
@@ -240,9 +244,11 @@ class Client:
             if self._throttle is not None:
                 await self._throttle.wait()
             hdrs = await self._headers(headers)
+            start = time.perf_counter()
             try:
                 resp = await session.request(method, url, params=params, data=data, headers=hdrs, **kwargs)
-            except (aiohttp.ClientError, OSError) as exc:
+            except (aiohttp.ClientError, OSError) as exc:  # (TimeoutError is an OSError)
+                self._metrics.observe(method, None, time.perf_counter() - start)
                 if method == "GET" and attempt < self.max_retries and _connection_reset(exc):
                     attempt += 1
                     delay = min(0.1 * 2 ** (attempt - 1), 5.0)
@@ -251,6 +257,7 @@ class Client:
                     continue
                 raise
             status = resp.status
+            self._metrics.observe(method, status, time.perf_counter() - start)
             if status < 400:
                 return resp
             body = await resp.read()

@@ -65,6 +65,7 @@ class ControllerStats:
     requeues: int = 0
     requeues_after: int = 0
     timeouts: int = 0
+    panics: int = 0  # reconciles that raised (anything but TerminalError, a timeout or a cancelled await)
     skipped_deleted: int = 0  # ObjectReconciler: the object was no longer cached
     waited_for_writes: int = 0
     active: int = 0
@@ -161,7 +162,7 @@ class Controller:
     async def _run(self, drain: Callable[[], bool]) -> None:
         await self.wait_for_sync()
         self.started = True
-        metrics.MAX_CONCURRENT_RECONCILES.labels(self.name).set(self.workers)
+        metrics.init_controller(self.name, self.workers)
         log.info("controller %s: started (resource %s, %d worker%s, %s)", self.name, self.resource or "?",
                  self.workers, "" if self.workers == 1 else "s",
                  "as the leader" if self.leader_elected else
@@ -266,6 +267,9 @@ class Controller:
             if isinstance(exc, ReconcileTimeout):
                 stats.timeouts += 1
                 metrics.RECONCILE_TIMEOUTS.labels(name).inc()
+            else:  # the reconciler itself raised: Go's recovered panic (counted as an error too, as there)
+                stats.panics += 1
+                metrics.RECONCILE_PANICS.labels(name).inc()
             self._record_error(request, exc, requeue=True)
             queue.add_rate_limited(request)
             return

@@ -24,6 +24,10 @@ RECONCILE_ERRORS = Counter(
     "controller_runtime_reconcile_errors_total",
     "Total number of reconciliation errors per controller",
     ["controller"], registry=REGISTRY)
+RECONCILE_PANICS = Counter(
+    "controller_runtime_reconcile_panics_total",
+    "Total number of reconciliation panics per controller",
+    ["controller"], registry=REGISTRY)
 TERMINAL_RECONCILE_ERRORS = Counter(
     "controller_runtime_terminal_reconcile_errors_total",
     "Total number of terminal reconciliation errors per controller",
@@ -58,6 +62,17 @@ LEADER_ELECTION_STATUS = Gauge(
     ["name"], registry=REGISTRY)
 
 _QUEUE_METRICS = None
+
+
+def init_controller(controller: str, workers: int) -> None:
+    """Create a controller's series at zero when it starts (as controller-runtime does), so that rates and
+    ``increase()`` alerts see them before the first error."""
+    for result in ("success", "error", "requeue", "requeue_after"):
+        RECONCILE_TOTAL.labels(controller, result)
+    for counter in (RECONCILE_ERRORS, TERMINAL_RECONCILE_ERRORS, RECONCILE_PANICS):
+        counter.labels(controller)
+    ACTIVE_WORKERS.labels(controller)
+    MAX_CONCURRENT_RECONCILES.labels(controller).set(workers)
 
 
 def queue_metrics_provider():

@@ -276,3 +276,34 @@ async def test_reconciler_raising_cancelled_error_is_an_ordinary_error() -> None
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_reconcile_that_raises_counts_as_a_panic_and_a_terminal_error_does_not() -> None:
+    from prometheus_client import REGISTRY
+
+    def sample(metric: str, name: str) -> float | None:
+        return REGISTRY.get_sample_value(metric, {"controller": name})
+
+    async def reconcile(req: Request) -> Result:
+        if req.name == "terminal":
+            raise TerminalError("cannot")
+        if req.name == "bug":
+            raise KeyError("spec")
+        return Result()
+
+    ctrl = Controller("t-panics", reconcile, clock=FakeClock())
+    src = Source()
+    ctrl.watch(src)
+    task = await start(ctrl)
+    try:
+        assert sample("controller_runtime_reconcile_panics_total", "t-panics") == 0.0  # present from the start
+        await src.add(obj("fine"))
+        await src.add(obj("terminal"))
+        await src.add(obj("bug"))
+        await wait_until(lambda: ctrl.stats.reconciles == 3 and ctrl.stats.active == 0)
+    finally:
+        await stop(task)
+    assert ctrl.stats.panics == 1
+    assert sample("controller_runtime_reconcile_panics_total", "t-panics") == 1.0
+    assert sample("controller_runtime_reconcile_errors_total", "t-panics") == 2.0
+    assert sample("controller_runtime_terminal_reconcile_errors_total", "t-panics") == 1.0
