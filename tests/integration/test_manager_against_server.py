@@ -210,3 +210,55 @@ async def test_deleted_object_reaches_reconciler(kube_client) -> None:
         await wait_until(lambda: "doomed" in gone, what="delete reconciled")
     with pytest.raises(NotFound):
         await kube_client.get("configmaps", "doomed", namespace="default")
+
+
+async def test_secure_metrics_need_a_token_the_server_authenticates_and_authorizes() -> None:
+    import aiohttp
+
+    from kinformer.client import Client
+    from kinformer.clock import FakeClock
+    from kinformer.server import APIServer
+    from kinformer.server.auth import UserInfo
+
+    tokens = {"admin": UserInfo("admin", groups=("system:masters",)), "scraper": UserInfo("scraper", uid="u1"),
+              "nobody": UserInfo("nobody")}
+    clock = FakeClock()
+    async with APIServer(tokens=tokens, namespace_defaults=False) as server, \
+            Client(server.url, token="admin") as admin, aiohttp.ClientSession() as s:
+        rbac = "rbac.authorization.k8s.io/v1"
+        await admin.create(f"{rbac}/clusterroles", {"metadata": {"name": "metrics-reader"}, "rules": [
+            {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]})
+        await admin.create(f"{rbac}/clusterrolebindings", {
+            "metadata": {"name": "scraper-reads-metrics"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "metrics-reader"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "scraper"}]})
+        mgr = Manager(admin, health_bind="127.0.0.1:0", metrics_secure=True, clock=clock)
+        mgr.controller(lambda req: None, name="secure").for_("configmaps")
+
+        async def scrape(token: str | None, path: str = "/metrics") -> tuple[int, str]:
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            async with s.get(mgr.health_url + path, headers=headers) as r:
+                return r.status, await r.text()
+
+        async with running(mgr):
+            await wait_until(mgr.ready, what="ready")
+            assert await scrape(None) == (401, "Unauthorized")
+            assert await scrape("not-a-token") == (401, "Unauthorized")
+            assert await scrape("nobody") == (403, "Authorization denied for user nobody")
+            code, text = await scrape("scraper")
+            assert code == 200 and "controller_runtime_reconcile_total" in text
+            assert (await scrape(None, "/readyz"))[0] == 200  # the probes stay open to the kubelet
+            # answers are cached: the grant withdrawn, the scraper keeps access until the allow cache expires
+            await admin.delete(f"{rbac}/clusterrolebindings", "scraper-reads-metrics")
+            assert (await scrape("scraper"))[0] == 200
+            clock.step(301)
+            assert (await scrape("scraper"))[0] == 403
+
+
+async def test_metrics_are_secured_by_default_in_a_cluster_only(kube_client, monkeypatch) -> None:
+    from kinformer.client import incluster
+
+    assert Manager(kube_client).metrics_auth is None
+    monkeypatch.setattr(incluster, "is_in_cluster", lambda: True)
+    assert Manager(kube_client).metrics_auth is not None
+    assert Manager(kube_client, metrics_secure=False).metrics_auth is None

@@ -6,7 +6,9 @@
    shared informers;
 2. serves ``/healthz``, ``/readyz`` (ready once every cache has synced, and not while an informer has
    heard nothing, no event nor bookmark, for over ``stale_after`` seconds) and ``/metrics`` when a
-   ``health_bind`` address is given;
+   ``health_bind`` address is given; with ``metrics_secure`` (by default: when running in a pod) ``/metrics``
+   only to bearer tokens the API server authenticates and authorizes (:mod:`kinformer.controller.metricsauth`),
+   the probes staying open to the kubelet;
 3. runs the controllers: at once, or — with leader election — only while this replica holds the
    Lease; losing the Lease stops the controllers and ends ``run()`` with :class:`LeaderElectionLost`
    (the process should exit and restart, as in controller-runtime);
@@ -48,6 +50,7 @@ from kinformer.controller.controller import Controller
 from kinformer.controller.events import EventRecorder
 from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
 from kinformer.controller.logcontext import context_logger
+from kinformer.controller.metricsauth import MetricsAuth
 from kinformer.controller.reconcile import ObjectReconciler, ReconcilerLike
 from kinformer.controller.sharding import ShardedController, Sharding, ShardMember
 
@@ -87,7 +90,7 @@ class Manager:
                  graceful_shutdown_timeout: float = 30.0, handle_signals: bool = False,
                  factory: SharedInformerFactory | None = None, ryow_timeout: float = 10.0,
                  stale_after: float | None = 300.0, webhook_server: WebhookServer | None = None,
-                 sharding: Sharding | None = None) -> None:
+                 sharding: Sharding | None = None, metrics_secure: bool | None = None) -> None:
         from kinformer.cache.factory import SharedInformerFactory
         from kinformer.controller.cached_client import CachedClient
 
@@ -106,6 +109,11 @@ class Manager:
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.handle_signals = handle_signals
         self.health_bind = health_bind
+        if metrics_secure is None:
+            from kinformer.client.incluster import is_in_cluster
+
+            metrics_secure = is_in_cluster()
+        self.metrics_auth = MetricsAuth(client, clock=clock) if metrics_secure else None
         self.factory = factory or SharedInformerFactory(client, resync=resync, namespace=namespace, clock=clock)
         from kinformer.controller import metrics
 
@@ -338,7 +346,12 @@ class Manager:
                 return web.Response(status=503, text=f"informers stale: {text}")
             return web.Response(text="ok")
 
-        async def metrics_handler(_: web.Request) -> web.Response:
+        async def metrics_handler(request: web.Request) -> web.Response:
+            if self.metrics_auth is not None:
+                verdict = await self.metrics_auth.check(request.headers.get("Authorization"), request.method,
+                                                        request.path)
+                if verdict.status != 200:
+                    return web.Response(status=verdict.status, text=verdict.message)
             body = generate_latest(metrics.REGISTRY)
             return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
