@@ -438,3 +438,34 @@ async def test_every_attempt_is_counted_in_client_gos_rest_client_metrics(serve:
         with pytest.raises(OSError):
             await client.get(CM, "a")
     assert requests("<error>", where="127.0.0.1:1") == before + 1
+
+
+async def test_requests_inside_a_span_get_child_spans_and_carry_its_context(serve: Callable[..., Any],
+                                                                           otel_spans: Any) -> None:
+    from opentelemetry import trace
+
+    traceparents: list[str | None] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        traceparents.append(request.headers.get("traceparent"))
+        if request.match_info["name"] == "missing":
+            return web.json_response(status(404, "NotFound", "no"), status=404)
+        return web.json_response(cm(request.match_info["name"]))
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/default/configmaps/{name}", handler)
+    url = await serve(app)
+    async with Client(url) as client:
+        await client.get(CM, "outside")  # no recording span: no span, no header
+        with trace.get_tracer("test").start_as_current_span("reconcile") as parent:
+            await client.get(CM, "a")
+            with pytest.raises(errors.NotFound):
+                await client.get(CM, "missing")
+    found, missing = [s for s in otel_spans.get_finished_spans() if s.name == "get configmaps"]
+    assert dict(found.attributes) == {"verb": "get", "resource": "configmaps", "namespace": "default",
+                                      "http.request.method": "GET", "http.response.status_code": 200}
+    assert found.parent.span_id == parent.get_span_context().span_id
+    assert missing.attributes["http.response.status_code"] == 404 and missing.status.status_code.name == "ERROR"
+    trace_id = f"{parent.get_span_context().trace_id:032x}"
+    assert traceparents[0] is None
+    assert (traceparents[1] or "").startswith(f"00-{trace_id}-{found.context.span_id:016x}-")  # then the flags

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 import aiohttp
 import orjson
 
+from kinformer import tracing
 from kinformer.cache.listwatch import ListOptions, ListResult, WatchEvent
 from kinformer.client.config import AuthProvider, ClientConfig, StaticTokenAuth, TokenFileAuth, build_ssl_context
 from kinformer.client.discovery import Discovery, Resource
@@ -227,8 +228,24 @@ class Client:
                       timeout: aiohttp.ClientTimeout | None = None) -> aiohttp.ClientResponse:
         """Send one request with retries; return the (unread) 2xx response or raise a typed APIError.
 
-        The caller must read and release the response (or use :meth:`request_bytes`).
+        The caller must read and release the response (or use :meth:`request_bytes`). Inside a recording
+        OpenTelemetry span, the request has a child span of its own (:mod:`kinformer.tracing`).
         """
+        if tracing.ENABLED:
+            traced = dict(headers or {})
+            with tracing.api_span(method, path, params, traced) as span:
+                if span is not None:
+                    try:
+                        resp = await self._send(method, path, params, data, traced, timeout)
+                    except APIError as exc:
+                        tracing.set_status_code(span, exc.code)
+                        raise
+                    tracing.set_status_code(span, resp.status)
+                    return resp
+        return await self._send(method, path, params, data, headers, timeout)
+
+    async def _send(self, method: str, path: str, params: Mapping[str, str] | None, data: bytes | None,
+                    headers: Mapping[str, str] | None, timeout: aiohttp.ClientTimeout | None) -> aiohttp.ClientResponse:
         session = self._get_session()
         url = self.url + path
         attempt = 0

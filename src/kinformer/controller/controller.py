@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections import Counter
 from collections.abc import AsyncIterable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kinformer import tracing
 from kinformer.aio import task_group
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.controller import metrics
@@ -104,6 +106,7 @@ class Controller:
         # the informer of the primary resource (set by watch(..., primary=True))
         self.primary: SharedIndexInformer | None = None
         self._pending_writes: dict[Request, dict[tuple[int, str], PendingWrite]] = {}
+        self._enqueued_by: dict[Request, list[Any]] = {}  # span contexts that enqueued a key (tracing)
         self._reconcile: ReconcileFunc
         if isinstance(reconciler, ObjectReconciler):
             self._object_reconciler = reconciler.reconcile
@@ -128,7 +131,8 @@ class Controller:
         informer whose objects an ObjectReconciler receives (default: the first one watched)."""
         if primary or self.primary is None:
             self.primary = informer
-        handler = EnqueueHandler(self.queue, mapper, predicates, self.stats.events)
+        handler = EnqueueHandler(self.queue, mapper, predicates, self.stats.events,
+                                 on_enqueue=self._remember_enqueuer if tracing.ENABLED else None)
         registration = informer.add_event_handler(
             on_add=handler.on_add, on_update=handler.on_update, on_delete=handler.on_delete)
         self._registrations.append(registration)
@@ -192,6 +196,8 @@ class Controller:
             except (KeyError, TypeError, AttributeError):
                 log.error("controller %s: source yielded %r, neither a Request nor an object", self.name, item)
                 continue
+            if tracing.ENABLED:
+                self._remember_enqueuer(request)
             self.queue.add(request)
 
     def abort(self) -> None:
@@ -238,10 +244,21 @@ class Controller:
 
     async def reconcile_handler(self, request: Request) -> None:
         """Reconcile one Request and apply the outcome to the queue (the caller calls ``done``)."""
-        with reconcile_context(self.name, request.namespace, request.name):
-            await self._handle(request)
+        reconcile_id = str(uuid.uuid4())
+        enqueued_by = self._enqueued_by.pop(request, None) if self._enqueued_by else None
+        with reconcile_context(self.name, request.namespace, request.name, reconcile_id), \
+                tracing.reconcile_span(self.name, request.namespace, request.name, reconcile_id, enqueued_by) as span:
+            await self._handle(request, span)
 
-    async def _handle(self, request: Request) -> None:
+    def _remember_enqueuer(self, request: Request) -> None:
+        """Keep the recording span (if any) that enqueued ``request``, for its reconcile span (tracing only)."""
+        context = tracing.enqueue_context()
+        if context is not None:
+            contexts = self._enqueued_by.setdefault(request, [])
+            if len(contexts) <= tracing.MAX_LINKS and context not in contexts:
+                contexts.append(context)
+
+    async def _handle(self, request: Request, span: tracing.ReconcileSpan) -> None:
         name, stats, queue = self.name, self.stats, self.queue
         stats.reconciles += 1
         stats.active += 1
@@ -254,13 +271,13 @@ class Controller:
             if task is not None and task.cancelling():
                 raise
             # The reconciler's own await was cancelled, not this worker: an ordinary, retried error.
-            self._record_error(request, exc, requeue=True)
+            self._record_error(request, exc, requeue=True, span=span)
             queue.add_rate_limited(request)
             return
         except TerminalError as exc:
             stats.terminal_errors += 1
             metrics.TERMINAL_RECONCILE_ERRORS.labels(name).inc()
-            self._record_error(request, exc, requeue=False)
+            self._record_error(request, exc, requeue=False, span=span)
             queue.forget(request)
             return
         except Exception as exc:
@@ -270,14 +287,14 @@ class Controller:
             else:  # the reconciler itself raised: Go's recovered panic (counted as an error too, as there)
                 stats.panics += 1
                 metrics.RECONCILE_PANICS.labels(name).inc()
-            self._record_error(request, exc, requeue=True)
+            self._record_error(request, exc, requeue=True, span=span)
             queue.add_rate_limited(request)
             return
         finally:
             stats.active -= 1
             metrics.ACTIVE_WORKERS.labels(name).dec()
             metrics.RECONCILE_TIME.labels(name).observe(time.perf_counter() - start)
-        self._apply_result(request, result if isinstance(result, Result) else Result())
+        self._apply_result(request, result if isinstance(result, Result) else Result(), span)
 
     async def _invoke(self, request: Request) -> Any:
         """Wait for the previous reconcile's writes, then reconcile within ``reconcile_timeout``, collecting
@@ -332,7 +349,9 @@ class Controller:
         else:
             queue.add_after(request, delay or 0.0)
 
-    def _apply_result(self, request: Request, result: Result) -> None:
+    def _apply_result(self, request: Request, result: Result, span: tracing.ReconcileSpan = tracing.NO_SPAN) -> None:
+        span.outcome("requeue_after" if result.requeue_after else "requeue" if result.requeue else "success",
+                     requeue=bool(result.requeue or result.requeue_after), requeue_after=result.requeue_after)
         if result.requeue_after:
             self.stats.requeues_after += 1
             metrics.RECONCILE_TOTAL.labels(self.name, "requeue_after").inc()
@@ -350,7 +369,9 @@ class Controller:
                 timer_priority = LOW_PRIORITY if result.priority is None else result.priority  # as a resync
                 self._add(request, self.every, timer_priority)
 
-    def _record_error(self, request: Request, exc: BaseException, *, requeue: bool) -> None:
+    def _record_error(self, request: Request, exc: BaseException, *, requeue: bool,
+                      span: tracing.ReconcileSpan = tracing.NO_SPAN) -> None:
+        span.failed(exc, "error" if requeue else "terminal_error", requeue=requeue)
         self.stats.errors += 1
         metrics.RECONCILE_ERRORS.labels(self.name).inc()
         metrics.RECONCILE_TOTAL.labels(self.name, "error").inc()

@@ -71,8 +71,10 @@ class EnqueueHandler:
     """
 
     def __init__(self, queue: _Queue, mapper: MapFunc = request_for_object,
-                 predicates: Sequence[Predicate] = (), events: Counter[str] | None = None) -> None:
+                 predicates: Sequence[Predicate] = (), events: Counter[str] | None = None,
+                 on_enqueue: Callable[[Request], None] | None = None) -> None:
         self.queue = queue
+        self.on_enqueue = on_enqueue  # told of each Request before it is added (the controller's tracing)
         self.mapper = mapper
         self.predicates = tuple(predicates)
         self.events: Counter[str] = events if events is not None else Counter()  # by kind: add/update/resync/delete
@@ -80,6 +82,9 @@ class EnqueueHandler:
 
     def _enqueue(self, *objs: Obj | None, low: bool = False) -> None:
         requests = dict.fromkeys(r for obj in objs if obj is not None for r in self.mapper(obj))
+        if self.on_enqueue is not None:
+            for request in requests:
+                self.on_enqueue(request)
         if low and self.prioritised:
             for request in requests:
                 self.queue.add(request, LOW_PRIORITY)  # type: ignore[call-arg]

@@ -6,7 +6,8 @@ record they emit as plain :class:`logging.LogRecord` attributes, so any logging 
 ``%(controller)s`` in a format string, a JSON formatter, structlog's ``ExtraAdder``:
 
 * ``controller``: the controller's name (set while the controller runs);
-* ``namespace``, ``object_name``, ``reconcile_id`` (a fresh UUID per reconcile): set during a reconcile.
+* ``namespace``, ``object_name``, ``reconcile_id`` (a fresh UUID per reconcile, also on its trace span): set
+  during a reconcile.
   ``LogRecord.name`` already holds the logger's name, so the object's name is ``object_name``.
 
 Outside any context the records carry none of them. An attribute given explicitly (``extra=``) wins.
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import uuid
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
@@ -72,6 +72,7 @@ def log_context(**values: Any) -> Iterator[None]:
         _CONTEXT.reset(token)
 
 
-def reconcile_context(controller: str, namespace: str, name: str) -> contextlib.AbstractContextManager[None]:
-    """The context of one reconcile of ``namespace/name`` by ``controller``, with a new ``reconcile_id``."""
-    return log_context(controller=controller, namespace=namespace, object_name=name, reconcile_id=uuid.uuid4())
+def reconcile_context(controller: str, namespace: str, name: str,
+                      reconcile_id: str) -> contextlib.AbstractContextManager[None]:
+    """The context of one reconcile of ``namespace/name`` by ``controller``."""
+    return log_context(controller=controller, namespace=namespace, object_name=name, reconcile_id=reconcile_id)
