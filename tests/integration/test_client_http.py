@@ -469,3 +469,38 @@ async def test_requests_inside_a_span_get_child_spans_and_carry_its_context(serv
     trace_id = f"{parent.get_span_context().trace_id:032x}"
     assert traceparents[0] is None
     assert (traceparents[1] or "").startswith(f"00-{trace_id}-{found.context.span_id:016x}-")  # then the flags
+
+
+async def test_pod_logs_whole_and_followed_line_by_line(serve: Callable[..., Any]) -> None:
+    queries: list[dict[str, str]] = []
+    more = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        queries.append(dict(request.query))
+        if request.query.get("container") == "nope":
+            return web.json_response(status(400, "BadRequest", "container nope is not valid for pod web"),
+                                     status=400)
+        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await resp.prepare(request)
+        await resp.write(b"started\nlistening on ")
+        if request.query.get("follow") == "true":
+            await resp.write(b":80\n")
+            await more.wait()  # the client has read the first lines before the container writes more
+            await resp.write(b"GET /\n")
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/default/pods/{name}/log", handler)
+    url = await serve(app)
+    async with Client(url) as client:
+        assert await client.logs("web", "default", tail_lines=10, timestamps=True) == "started\nlistening on "
+        followed = client.logs("web", "default", follow=True, container="web", since_seconds=30, previous=True)
+        lines = [await anext(followed), await anext(followed)]
+        more.set()
+        lines += [line async for line in followed]
+        with pytest.raises(errors.BadRequest, match="container nope is not valid"):
+            await client.logs("web", "default", container="nope")
+    assert lines == ["started", "listening on :80", "GET /"]
+    assert queries[:2] == [{"tailLines": "10", "timestamps": "true"},
+                           {"container": "web", "sinceSeconds": "30", "follow": "true", "previous": "true"}]

@@ -251,3 +251,34 @@ def test_a_plain_script_runs_an_informer_and_a_controller_and_stops_on_sigterm(s
     assert proc.returncode == 0, err
     assert out.split() == ["stopped"], (out, err)
     assert "Traceback" not in err and "was never awaited" not in err and "Task was destroyed" not in err, err
+
+
+def test_pod_logs_whole_and_followed() -> None:
+    from aiohttp import web
+
+    async def log(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await resp.prepare(request)
+        await resp.write(b"one\ntwo\n")
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/default/pods/web/log", log)
+    runner = web.AppRunner(app)
+    loop = LoopThread("test-kubelet-stub")
+
+    async def start() -> str:
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+
+    try:
+        with kis.Client(loop.run(start())) as client:
+            assert client.logs("web", "default") == "one\ntwo\n"
+            with client.logs("web", "default", follow=True) as lines:
+                assert list(lines) == ["one", "two"]
+    finally:
+        loop.run(runner.cleanup())
+        loop.close()

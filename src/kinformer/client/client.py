@@ -18,8 +18,8 @@ import os
 import ssl
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import AsyncIterator, Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 import aiohttp
 import orjson
@@ -30,6 +30,7 @@ from kinformer.client.config import AuthProvider, ClientConfig, StaticTokenAuth,
 from kinformer.client.discovery import Discovery, Resource
 from kinformer.client.metrics import RequestMetrics
 from kinformer.client.objects import LazyObject, decode_list, decode_object, encode
+from kinformer.client.podlogs import iter_lines, log_params
 from kinformer.client.watch import iter_events
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.errors import APIError, from_status
@@ -51,6 +52,7 @@ PATCH_CONTENT_TYPES = {
 
 _JSON = "application/json"
 _LIST_ATTEMPTS = 3
+_PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 _USER_AGENT = "kinformer/0.1"
 
 
@@ -510,6 +512,54 @@ class Client:
         data = await self.request_bytes(method, path, params=params or None, data=encode(body),
                                         headers={"Content-Type": content_type})
         return decode_object(data)
+
+    # -- pod logs ---------------------------------------------------------------------------------------
+
+    @overload
+    def logs(self, name: str, namespace: str | None = None, *, container: str | None = None,
+             follow: Literal[False] = False, since_seconds: int | None = None, since_time: str | None = None,
+             tail_lines: int | None = None, previous: bool = False, timestamps: bool = False,
+             limit_bytes: int | None = None) -> Coroutine[Any, Any, str]: ...
+
+    @overload
+    def logs(self, name: str, namespace: str | None = None, *, container: str | None = None,
+             follow: Literal[True], since_seconds: int | None = None, since_time: str | None = None,
+             tail_lines: int | None = None, previous: bool = False, timestamps: bool = False,
+             limit_bytes: int | None = None) -> AsyncIterator[str]: ...
+
+    def logs(self, name: str, namespace: str | None = None, *, container: str | None = None, follow: bool = False,
+             since_seconds: int | None = None, since_time: str | None = None, tail_lines: int | None = None,
+             previous: bool = False, timestamps: bool = False,
+             limit_bytes: int | None = None) -> Coroutine[Any, Any, str] | AsyncIterator[str]:
+        """A pod's log (``kubectl logs``): ``await client.logs(name)`` is the whole text; with ``follow=True``,
+        ``async for line in client.logs(name, follow=True)`` yields lines as the container writes them until
+        it ends (``aclose()`` to stop early). ``container`` (needed when the pod has several), ``since_seconds``
+        or ``since_time`` (RFC 3339), ``tail_lines``, ``previous`` (the last terminated instance),
+        ``timestamps``, ``limit_bytes`` as kubectl's flags. Raises NotFound, BadRequest (e.g. no such
+        container) as the server answers; ValueError for invalid options."""
+        params = log_params(container=container, follow=follow, since_seconds=since_seconds, since_time=since_time,
+                            tail_lines=tail_lines, previous=previous, timestamps=timestamps, limit_bytes=limit_bytes)
+        if follow:
+            return self._follow_logs(name, namespace, params)
+        return self._read_logs(name, namespace, params)
+
+    async def _log_path(self, name: str, namespace: str | None) -> str:
+        return _PODS.path(self._object_namespace(_PODS, namespace), name, "log")  # core v1: no discovery needed
+
+    async def _read_logs(self, name: str, namespace: str | None, params: dict[str, str]) -> str:
+        path = await self._log_path(name, namespace)
+        body = await self.request_bytes("GET", path, params=params, headers={"Accept": "*/*"})
+        return body.decode("utf-8", errors="replace")
+
+    async def _follow_logs(self, name: str, namespace: str | None, params: dict[str, str]) -> AsyncIterator[str]:
+        path = await self._log_path(name, namespace)
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout)  # a quiet log is no failure
+        resp = await self.request("GET", path, params=params, headers={"Accept": "*/*"}, timeout=timeout)
+        try:
+            async for line in iter_lines(resp.content.iter_any()):
+                yield line
+        finally:
+            resp.close()
 
     # -- status subresource -------------------------------------------------------------------------------
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
 from kinformer.client.client import Client as AsyncClient
-from kinformer.sync.loop import LoopThread, blocking, blocking_iterator, cancel_other_tasks
+from kinformer.sync.loop import BlockingIterator, LoopThread, blocking, blocking_iterator, cancel_other_tasks
 
 __all__ = ["Client"]
 
@@ -110,6 +110,23 @@ class Client:
     resolve = blocking(AsyncClient.resolve)
     request_bytes = blocking(AsyncClient.request_bytes)
     get_json = blocking(AsyncClient.get_json)
+
+    @overload
+    def logs(self, name: str, namespace: str | None = None, *, follow: Literal[False] = False,
+             **options: Any) -> str: ...
+
+    @overload
+    def logs(self, name: str, namespace: str | None = None, *, follow: Literal[True],
+             **options: Any) -> BlockingIterator[str]: ...
+
+    def logs(self, name: str, namespace: str | None = None, *, follow: bool = False,
+             **options: Any) -> str | BlockingIterator[str]:
+        """A pod's log as :meth:`kinformer.Client.logs` (same options): the whole text, or with ``follow=True``
+        a blocking iterator of lines as they are written (close it to stop)."""
+        if follow:
+            return BlockingIterator(self._loop, self._aio.logs(name, namespace, follow=True, **options))
+        self._loop.check()
+        return self._loop.run(self._aio.logs(name, namespace, **options))
 
     def invalidate_discovery(self) -> None:
         """Forget cached discovery documents (e.g. after installing a CRD)."""
