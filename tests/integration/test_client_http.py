@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,24 +34,6 @@ def status(code: int, reason: str, message: str, **details: Any) -> dict:
 def cm(name: str, rv: str = "1", ns: str = "default", **data: str) -> dict:
     return {"kind": "ConfigMap", "apiVersion": "v1",
             "metadata": {"name": name, "namespace": ns, "resourceVersion": rv}, "data": data}
-
-
-@pytest.fixture
-async def serve() -> AsyncIterator[Callable[..., Any]]:
-    runners: list[web.AppRunner] = []
-
-    async def start(app: web.Application, ssl_context: ssl.SSLContext | None = None) -> str:
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ssl_context)
-        await site.start()
-        runners.append(runner)
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return f"{'https' if ssl_context else 'http'}://127.0.0.1:{port}"
-
-    yield start
-    for runner in runners:
-        await runner.cleanup()
 
 
 async def test_retries_429_and_5xx_with_retry_after(serve: Callable[..., Any]) -> None:

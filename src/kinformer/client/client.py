@@ -18,7 +18,7 @@ import os
 import ssl
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Coroutine, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 import aiohttp
@@ -30,6 +30,7 @@ from kinformer.client.config import AuthProvider, ClientConfig, StaticTokenAuth,
 from kinformer.client.discovery import Discovery, Resource
 from kinformer.client.metrics import RequestMetrics
 from kinformer.client.objects import LazyObject, decode_list, decode_object, encode
+from kinformer.client.podexec import PROTOCOLS, ExecSession
 from kinformer.client.podlogs import iter_lines, log_params
 from kinformer.client.watch import iter_events
 from kinformer.clock import REAL_CLOCK, Clock
@@ -560,6 +561,38 @@ class Client:
                 yield line
         finally:
             resp.close()
+
+    # -- exec and attach ----------------------------------------------------------------------------------
+
+    async def exec(self, name: str, command: Sequence[str], namespace: str | None = None, *,
+                   container: str | None = None, stdin: bool = False, stdout: bool = True, stderr: bool = True,
+                   tty: bool = False) -> ExecSession:
+        """Run ``command`` in a container of pod ``name`` (``kubectl exec``), over a WebSocket
+        (:mod:`kinformer.client.podexec`); ``async with await client.exec(...) as session:``."""
+        if not command:
+            raise ValueError("exec needs a command")
+        return await self._stream("exec", name, namespace, [("command", c) for c in command], container=container,
+                                  stdin=stdin, stdout=stdout, stderr=stderr, tty=tty)
+
+    async def attach(self, name: str, namespace: str | None = None, *, container: str | None = None,
+                     stdin: bool = False, stdout: bool = True, stderr: bool = True, tty: bool = False) -> ExecSession:
+        """Attach to the running process of a container of pod ``name`` (``kubectl attach``)."""
+        return await self._stream("attach", name, namespace, [], container=container, stdin=stdin, stdout=stdout,
+                                  stderr=stderr, tty=tty)
+
+    async def _stream(self, subresource: str, name: str, namespace: str | None, command: Sequence[tuple[str, str]],
+                      *, container: str | None, **flags: bool) -> ExecSession:
+        params = [*command, *([("container", container)] if container else []),
+                  *((flag, "true") for flag, on in flags.items() if on)]
+        url = self.url + _PODS.path(self._object_namespace(_PODS, namespace), name, subresource)
+        headers = await self._headers(None)
+        try:
+            ws = await self._get_session().ws_connect(url, protocols=PROTOCOLS, params=params, headers=headers,
+                                                      server_hostname=self.config.tls_server_name or None)
+        except aiohttp.WSServerHandshakeError as exc:
+            raise self._error(exc.status, f"{subresource} {name}: the server refused the WebSocket upgrade "
+                                          f"(HTTP {exc.status})".encode(), None) from exc
+        return ExecSession(ws)
 
     # -- status subresource -------------------------------------------------------------------------------
 
