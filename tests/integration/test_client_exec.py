@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -97,3 +98,62 @@ async def test_a_refused_upgrade_is_a_typed_error(serve: Callable[..., Any]) -> 
             await client.exec("missing", ["true"], "default")
         with pytest.raises(ValueError, match="needs a command"):
             await client.exec("web", [], "default")
+
+
+def forwarding_kubelet(ports_seen: list[str]) -> web.Application:
+    """Port 7 echoes what it receives; any other port reports an error, as a kubelet whose pod has no listener."""
+
+    async def portforward(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(protocols=("v4.channel.k8s.io",))
+        await ws.prepare(request)
+        port = int(request.query["ports"])
+        ports_seen.append(ws.ws_protocol or "")
+        prefix = port.to_bytes(2, "little")
+        await ws.send_bytes(b"\x00" + prefix)
+        await ws.send_bytes(b"\x01" + prefix)
+        if port != 7:
+            await ws.send_bytes(b"\x01" + f"error forwarding port {port} to pod web: connection refused".encode())
+            await ws.close()
+            return ws
+        async for message in ws:
+            if message.type == WSMsgType.BINARY and message.data[:1] == b"\x00":
+                await ws.send_bytes(b"\x00" + message.data[1:])
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/{ns}/pods/{name}/portforward", portforward)
+    return app
+
+
+async def test_port_forward_relays_each_local_connection_over_its_own_websocket(serve: Callable[..., Any]) -> None:
+    protocols: list[str] = []
+    async with Client(await serve(forwarding_kubelet(protocols))) as client:
+        async with client.port_forward("web", 7, "default") as forward:
+            first = await asyncio.open_connection("127.0.0.1", forward.local_port)
+            second = await asyncio.open_connection("127.0.0.1", forward.local_port)
+            for i, (reader, writer) in enumerate((first, second)):
+                writer.write(f"ping {i}".encode())
+                await writer.drain()
+                assert await reader.readexactly(6) == f"ping {i}".encode()  # the port prefix is not data
+            for _, writer in (first, second):
+                writer.close()
+        assert protocols == ["v4.channel.k8s.io"] * 2
+        async with client.port_forward("web", 8080, "default") as refused:
+            reader, writer = await asyncio.open_connection("127.0.0.1", refused.local_port)
+            assert await reader.read() == b""  # the server's error ends the local connection
+            writer.close()
+        assert refused.errors == ["error forwarding port 8080 to pod web: connection refused"]
+    with pytest.raises(ValueError, match="port"):
+        client.port_forward("web", 0)
+
+
+async def test_port_forward_refuses_connections_beyond_its_bound(serve: Callable[..., Any]) -> None:
+    async with Client(await serve(forwarding_kubelet([]))) as client, \
+            client.port_forward("web", 7, "default", max_connections=1) as forward:
+        reader, writer = await asyncio.open_connection("127.0.0.1", forward.local_port)
+        writer.write(b"held")
+        assert await reader.readexactly(4) == b"held"  # forwarded and still open
+        extra_reader, extra_writer = await asyncio.open_connection("127.0.0.1", forward.local_port)
+        assert await extra_reader.read() == b""  # closed at once
+        for w in (writer, extra_writer):
+            w.close()

@@ -32,6 +32,7 @@ from kinformer.client.metrics import RequestMetrics
 from kinformer.client.objects import LazyObject, decode_list, decode_object, encode
 from kinformer.client.podexec import PROTOCOLS, ExecSession
 from kinformer.client.podlogs import iter_lines, log_params
+from kinformer.client.portforward import PortForward
 from kinformer.client.watch import iter_events
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.errors import APIError, from_status
@@ -584,15 +585,29 @@ class Client:
                       *, container: str | None, **flags: bool) -> ExecSession:
         params = [*command, *([("container", container)] if container else []),
                   *((flag, "true") for flag, on in flags.items() if on)]
+        return ExecSession(await self.pod_websocket(name, namespace, subresource, params, PROTOCOLS))
+
+    async def pod_websocket(self, name: str, namespace: str | None, subresource: str, params: Sequence[tuple[str, str]],
+                            protocols: Sequence[str]) -> aiohttp.ClientWebSocketResponse:
+        """Open a WebSocket on a pod subresource (``exec``, ``attach``, ``portforward``) offering ``protocols``;
+        a refused upgrade raises the typed error of its HTTP status."""
         url = self.url + _PODS.path(self._object_namespace(_PODS, namespace), name, subresource)
         headers = await self._headers(None)
         try:
-            ws = await self._get_session().ws_connect(url, protocols=PROTOCOLS, params=params, headers=headers,
-                                                      server_hostname=self.config.tls_server_name or None)
+            return await self._get_session().ws_connect(url, protocols=tuple(protocols), params=list(params),
+                                                        headers=headers,
+                                                        server_hostname=self.config.tls_server_name or None)
         except aiohttp.WSServerHandshakeError as exc:
             raise self._error(exc.status, f"{subresource} {name}: the server refused the WebSocket upgrade "
                                           f"(HTTP {exc.status})".encode(), None) from exc
-        return ExecSession(ws)
+
+    def port_forward(self, name: str, port: int, namespace: str | None = None, *, local_port: int = 0,
+                     local_host: str = "127.0.0.1", max_connections: int = 64) -> PortForward:
+        """Forward ``local_host:local_port`` (0: a free port) to ``port`` of pod ``name`` (``kubectl
+        port-forward``): ``async with client.port_forward("web-1", 8080) as forward:`` then connect to
+        ``forward.local_port``. See :mod:`kinformer.client.portforward`."""
+        return PortForward(self, name, port, namespace, local_port=local_port, local_host=local_host,
+                           max_connections=max_connections)
 
     # -- status subresource -------------------------------------------------------------------------------
 
