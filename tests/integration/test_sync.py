@@ -6,8 +6,10 @@ under test sees it exactly as it would see a remote cluster.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
+from test_client_exec import forwarding_kubelet, kubelet
 
 import kinformer as ki
 from kinformer import sync as kis
@@ -253,18 +257,9 @@ def test_a_plain_script_runs_an_informer_and_a_controller_and_stops_on_sigterm(s
     assert "Traceback" not in err and "was never awaited" not in err and "Task was destroyed" not in err, err
 
 
-def test_pod_logs_whole_and_followed() -> None:
-    from aiohttp import web
-
-    async def log(request: web.Request) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
-        await resp.prepare(request)
-        await resp.write(b"one\ntwo\n")
-        await resp.write_eof()
-        return resp
-
-    app = web.Application()
-    app.router.add_get("/api/v1/namespaces/default/pods/web/log", log)
+@contextlib.contextmanager
+def stub(app: web.Application) -> Iterator[str]:
+    """``app`` served on 127.0.0.1 from an event-loop thread of its own; yields its URL."""
     runner = web.AppRunner(app)
     loop = LoopThread("test-kubelet-stub")
 
@@ -275,10 +270,35 @@ def test_pod_logs_whole_and_followed() -> None:
         return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
 
     try:
-        with kis.Client(loop.run(start())) as client:
-            assert client.logs("web", "default") == "one\ntwo\n"
-            with client.logs("web", "default", follow=True) as lines:
-                assert list(lines) == ["one", "two"]
+        yield loop.run(start())
     finally:
         loop.run(runner.cleanup())
         loop.close()
+
+
+def test_pod_logs_whole_and_followed() -> None:
+    async def log(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await resp.prepare(request)
+        await resp.write(b"one\ntwo\n")
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/default/pods/web/log", log)
+    with stub(app) as url, kis.Client(url) as client:
+        assert client.logs("web", "default") == "one\ntwo\n"
+        with client.logs("web", "default", follow=True) as lines:
+            assert list(lines) == ["one", "two"]
+
+
+def test_exec_and_port_forward_block_their_caller_only() -> None:
+    with stub(kubelet(("v5.channel.k8s.io",), [])) as url, kis.Client(url) as client:
+        result = client.exec("web", ["cat"], "default", stdin=b"typed\n")
+        assert (result.stdout, result.exit_code) == (b"typed\n", 0)
+        assert client.exec("web", ["fail", "2"], "default").exit_code == 2
+    with stub(forwarding_kubelet([])) as url, kis.Client(url) as client, \
+            client.port_forward("web", 7, "default") as forward, \
+            socket.create_connection(("127.0.0.1", forward.local_port), timeout=30) as conn:
+        conn.sendall(b"ping")
+        assert conn.makefile("rb").read(4) == b"ping"  # until 4 bytes (or the end)

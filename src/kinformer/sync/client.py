@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, Literal, overload
 
 from kinformer.client.client import Client as AsyncClient
+from kinformer.client.podexec import ExecResult
+from kinformer.client.portforward import PortForward
 from kinformer.sync.loop import BlockingIterator, LoopThread, blocking, blocking_iterator, cancel_other_tasks
 
 __all__ = ["Client"]
@@ -127,6 +130,30 @@ class Client:
             return BlockingIterator(self._loop, self._aio.logs(name, namespace, follow=True, **options))
         self._loop.check()
         return self._loop.run(self._aio.logs(name, namespace, **options))
+
+    def exec(self, name: str, command: Sequence[str], namespace: str | None = None, *, stdin: bytes | None = None,
+             container: str | None = None, tty: bool = False) -> ExecResult:
+        """Run ``command`` in the pod to completion (:meth:`kinformer.Client.exec`), sending ``stdin`` if given
+        (v5.channel.k8s.io servers); its output and exit code."""
+        async def run() -> ExecResult:
+            session = await self._aio.exec(name, command, namespace, container=container, stdin=stdin is not None,
+                                           tty=tty)
+            async with session:
+                return await session.communicate(stdin)
+
+        return self._loop.run(run())
+
+    @contextlib.contextmanager
+    def port_forward(self, name: str, port: int, namespace: str | None = None, **options: Any) -> Iterator[PortForward]:
+        """Forward a local port to the pod's ``port`` for the body of the ``with`` (options as
+        :meth:`kinformer.Client.port_forward`); the forwarding runs on the client's loop."""
+        forward = self._aio.port_forward(name, port, namespace, **options)
+        self._loop.run(forward.start())
+        try:
+            yield forward
+        finally:
+            if not self._loop.closed:
+                self._loop.run(forward.close())
 
     def invalidate_discovery(self) -> None:
         """Forget cached discovery documents (e.g. after installing a CRD)."""
