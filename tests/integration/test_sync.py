@@ -205,7 +205,15 @@ def _copy_to_secret(client: kis.Client) -> Any:
 
 def test_manager_runs_until_stopped_from_another_thread(client: kis.Client) -> None:
     mgr = kis.Manager(client)
-    mgr.controller(_copy_to_secret(client), name="copier").for_("configmaps")
+    recorder = mgr.event_recorder("copier")
+    copy = _copy_to_secret(client)
+
+    def reconcile(request: ki.Request) -> ki.Result:
+        result = copy(request)
+        recorder.event(client.get("configmaps", request.name, namespace=request.namespace), "Normal", "Copied", "ok")
+        return result
+
+    mgr.controller(reconcile, name="copier").for_("configmaps")
     client.create("configmaps", cm("web"))
     runner = threading.Thread(target=mgr.run)
     runner.start()
@@ -221,6 +229,8 @@ def test_manager_runs_until_stopped_from_another_thread(client: kis.Client) -> N
     mgr.stop()
     runner.join(30)
     assert not runner.is_alive()
+    # recorded from the reconciler's worker thread, flushed when run() ended
+    assert [e["reason"] for e in client.list("events.k8s.io/v1/events", "default").items] == ["Copied"]
 
 
 def test_manager_run_raises_what_the_async_run_raised(client: kis.Client) -> None:

@@ -56,7 +56,8 @@ class Manager:
         self._loop.call(self.aio.add_index, resource, name, fn)
 
     def event_recorder(self, component: str, **options: Any) -> EventRecorder:
-        """An event recorder; use it from the loop (async reconcilers), as its ``event()`` is not thread-safe."""
+        """An event recorder bound to the client's loop: ``event()`` returns at once from any thread (a plain
+        reconciler's worker thread included); the Manager flushes it when ``run()`` ends."""
         return self._loop.call(self.aio.event_recorder, component, **options)
 
     @property
