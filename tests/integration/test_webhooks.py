@@ -316,3 +316,175 @@ async def test_a_webhook_sees_an_hpa_in_the_version_its_rules_name(kube_client, 
     cpu = [(await kube_client.get(HPA_V2, name, namespace="default"))["spec"]["metrics"][0]["resource"]["target"][
         "averageUtilization"] for name in ("one", "two")]
     assert cpu == [33, 33 if policy == "Equivalent" else 80]
+
+
+# -- what the server accepts from a webhook, and how it reaches one --------------------------------------
+
+
+class RawWebhook:
+    """An HTTPS server on 127.0.0.1 whose answers a test writes byte by byte (what a WebhookServer never sends)."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer  # async (request, review) -> web.StreamResponse
+        self.calls: list[str] = []
+
+    async def __aenter__(self) -> RawWebhook:
+        import base64
+
+        from aiohttp import web
+
+        from kinformer.webhook.certs import ServingCerts
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            self.calls.append(request.path)
+            return await self.answer(request, await request.json())
+
+        self.certs = ServingCerts(None, ["127.0.0.1"])
+        app = web.Application()
+        app.router.add_post("/{path:.*}", handle)
+        self.runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0, ssl_context=self.certs.context)
+        await site.start()
+        port = self.runner.addresses[0][1]
+        self.url = f"https://127.0.0.1:{port}"
+        self.ca_bundle = base64.b64encode(self.certs.ca_bundle).decode()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.runner.cleanup()
+        self.certs.close()
+
+    def client_config(self, path: str) -> dict[str, str]:
+        return {"url": self.url + path, "caBundle": self.ca_bundle}
+
+    async def validating(self, client: ki.Client, name: str) -> None:
+        """Register this server as the validating webhook ``name`` (at ``/validate``) for configmaps."""
+        await client.create(VALIDATING, configuration("ValidatingWebhookConfiguration", name,
+                                                      self.client_config("/validate")))
+
+
+def allowed(review: dict[str, Any], **response: Any) -> dict[str, Any]:
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {"uid": review["request"]["uid"], "allowed": True, **response}}
+
+
+async def test_an_answer_sent_in_pieces_is_read_to_its_end(kube_client):
+    import asyncio
+    import json
+
+    from aiohttp import web
+
+    async def in_pieces(request: web.Request, review: dict[str, Any]) -> web.StreamResponse:
+        body = json.dumps(allowed(review, warnings=["w" * 200] * 1500)).encode()  # 300 KB
+        assert len(body) > 300_000
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await resp.prepare(request)
+        for start in range(0, len(body), 64 * 1024):
+            await resp.write(body[start:start + 64 * 1024])
+            await asyncio.sleep(0.01)  # each piece its own segments on the wire
+        await resp.write_eof()
+        return resp
+
+    async with RawWebhook(in_pieces) as hook:
+        await hook.validating(kube_client, "pieces")
+        await kube_client.create("configmaps", cm("read-whole"), namespace="default")
+    assert (await kube_client.get("configmaps", "read-whole", namespace="default"))["metadata"]["name"] == "read-whole"
+
+
+async def test_an_answer_over_the_bound_is_a_failed_call(kube_client, monkeypatch):
+    from aiohttp import web
+
+    from kinformer.server import webhook_client
+
+    monkeypatch.setattr(webhook_client, "MAX_RESPONSE", 1000)
+
+    async def chunked(request: web.Request, review: dict[str, Any]) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})  # no Content-Length
+        await resp.prepare(request)
+        await resp.write(encoded(allowed(review, warnings=["w" * 100] * 20)))
+        await resp.write_eof()
+        return resp
+
+    async with RawWebhook(chunked) as hook:
+        await hook.validating(kube_client, "big")
+        with pytest.raises(APIError) as err:
+            await kube_client.create("configmaps", cm("too-big"), namespace="default")
+    assert err.value.code == 500 and "over 1000 bytes" in err.value.message
+
+
+def encoded(doc: Any) -> bytes:
+    import json
+
+    return json.dumps(doc).encode()
+
+
+@pytest.mark.parametrize("kind", ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"])
+@pytest.mark.parametrize(("url", "problem"), [
+    ("http://127.0.0.1:8080/hook", "'https' is the only allowed URL scheme"),
+    ("https://user:pw@127.0.0.1/hook", "user information is not permitted in the URL"),
+    ("https://127.0.0.1/hook?x=1", "query parameters are not permitted in the URL"),
+    ("https:///hook", "host must be specified")])
+async def test_a_webhook_url_must_be_plain_https(kube_client, kind, url, problem):
+    resource = MUTATING if kind.startswith("Mutating") else VALIDATING
+    with pytest.raises(Invalid) as err:
+        await kube_client.create(resource, configuration(kind, "insecure", {"url": url}))
+    causes = err.value.status["details"]["causes"]
+    assert [(c["field"], problem in c["message"]) for c in causes] == [("webhooks[0].clientConfig.url", True)]
+
+
+async def test_a_conversion_webhook_url_must_be_https(kube_client):
+    with pytest.raises(Invalid) as err:
+        await kube_client.create(CRDS, two_version_crd({"url": "http://127.0.0.1:8080/convert"}))
+    assert [c["field"] for c in err.value.status["details"]["causes"]] == \
+        ["spec.conversion.webhook.clientConfig.url"]
+
+
+async def test_a_redirect_is_a_failed_call_and_is_not_followed(kube_client):
+    from aiohttp import web
+
+    async def redirect(request: web.Request, review: dict[str, Any]) -> web.StreamResponse:
+        if request.path == "/elsewhere":
+            return web.json_response(allowed(review))
+        return web.Response(status=307, headers={"Location": "/elsewhere"})
+
+    async with RawWebhook(redirect) as hook:
+        await hook.validating(kube_client, "moved")
+        with pytest.raises(APIError) as err:
+            await kube_client.create("configmaps", cm("redirected"), namespace="default")
+        assert err.value.code == 500 and "redirect (307)" in err.value.message
+        assert hook.calls == ["/validate"]
+
+
+@pytest.mark.parametrize("details", ["a string", ["a", "list"], 7, {"causes": "not a list", "name": "x"},
+                                     {"causes": ["not an object", {"field": "data", "message": "no"}]}])
+async def test_a_denial_with_malformed_details_is_still_a_denial(kube_client, details):
+    from aiohttp import web
+
+    async def deny(request: web.Request, review: dict[str, Any]) -> web.StreamResponse:
+        answer = allowed(review)
+        answer["response"].update(allowed=False, status={"code": 403, "message": "not today", "details": details})
+        return web.json_response(answer)
+
+    async with RawWebhook(deny) as hook:
+        await hook.validating(kube_client, "odd")
+        with pytest.raises(Forbidden) as err:
+            await kube_client.create("configmaps", cm("denied"), namespace="default")
+    assert err.value.message == 'admission webhook "odd.example.com" denied the request: not today'
+    sent = err.value.status.get("details")
+    assert sent is None or (isinstance(sent, dict) and all(isinstance(c, dict) for c in sent.get("causes", [])))
+
+
+@pytest.mark.parametrize("change", [{"name": "other"}, {"namespace": "kube-system"}, {"uid": "forged"}])
+async def test_a_conversion_webhook_may_not_change_who_an_object_is(kube_client, kube_webhook_server, change):
+    def rename(obj: dict[str, Any], desired: str) -> dict[str, Any]:
+        out = convert_widget(obj, desired)
+        return {**out, "metadata": {**out["metadata"], **change}}
+
+    kube_webhook_server.conversion("/convert", rename)
+    await kube_client.create(CRDS, two_version_crd(kube_webhook_server.client_config("/convert")))
+    await wait_until(lambda: served(kube_client, "example.com/v2/widgets"), what="the CRD served")
+    await kube_client.create("example.com/v1/widgets", widget("a", "example.com/v1", size=254), namespace="default")
+    with pytest.raises(APIError) as err:
+        await kube_client.get("example.com/v2/widgets", "a", namespace="default")
+    assert err.value.code == 500 and "changed the kind, name, namespace or uid" in err.value.message

@@ -343,15 +343,34 @@ class WebhookDispatcher:
 
 
 def _denied(name: str, status: Any) -> st.StatusError:
-    """kube's ToStatusErr: the webhook's code (at least 400) and its message, prefixed with who denied."""
+    """kube's ToStatusErr: the webhook's code (at least 400) and its message, prefixed with who denied.
+
+    The webhook's Status is untrusted: a field of the wrong type is left out (``details`` that is not an
+    object, causes that are not objects), never a failure of the denial.
+    """
     status = status if isinstance(status, Mapping) else {}
     code = status.get("code")
-    code = code if isinstance(code, int) and 400 <= code <= 599 else 400
+    code = code if type(code) is int and 400 <= code <= 599 else 400
     denied_by = f'admission webhook "{name}" denied the request'
-    message, reason = status.get("message") or "", status.get("reason") or ""
+    message, reason = _text(status.get("message")), _text(status.get("reason"))
     text = f"{denied_by}: {message}" if message else f"{denied_by}: {reason}" if reason else \
         f"{denied_by} without explanation"
-    return st.StatusError(code, str(reason or ""), text, details=status.get("details"))
+    return st.StatusError(code, reason, text, details=_details(status.get("details")))
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _details(details: Any) -> dict[str, Any] | None:
+    """A webhook's ``status.details`` when it is an object, with only its object causes."""
+    if not isinstance(details, Mapping):
+        return None
+    out = dict(details)
+    if "causes" in out:
+        causes = out["causes"]
+        out["causes"] = [c for c in causes if isinstance(c, Mapping)] if isinstance(causes, list) else []
+    return out
 
 
 def admission_attributes(request: Any, t: Any, operation: str, dry_run: bool, *, namespace: str | None = None,

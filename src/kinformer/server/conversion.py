@@ -14,9 +14,10 @@ served version is served by the storage version's handlers, with conversion at t
 
 Built-in conversions run in process (:func:`.builtin_conversion.convert`). The webhook gets an
 apiextensions.k8s.io/v1 ConversionReview; a failure to call it, a ``Failure`` result, a wrong count of
-objects or an object of another version is a 500 ``conversion webhook for <gvk> failed: ...`` (kube's
-wording). Conversions are remembered per (uid, resourceVersion, version), at most :data:`CACHE_SIZE`,
-so many watchers of one version cost one call per object version.
+objects, an object of another version or kind, or one whose name, namespace or uid changed is a 500
+``conversion webhook for <gvk> failed: ...`` (kube's wording). Conversions are remembered per (uid,
+resourceVersion, version), at most :data:`CACHE_SIZE`, so many watchers of one version cost one call per
+object version.
 """
 
 from __future__ import annotations
@@ -57,6 +58,13 @@ Dispatch = Callable[[web.Request, Target], Awaitable[web.StreamResponse]]
 _CREATE_RULES: dict[tuple[str, str], Callable[[Mapping[str, Any], str], list[dict[str, str]]]] = {
     ("events.k8s.io", "events"): events.v1_create_causes,
 }
+
+
+def _identity(obj: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    """What a conversion must keep of an object's metadata: its name, namespace and uid."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    return meta.get("name"), meta.get("namespace"), meta.get("uid")
 
 
 class Conversion:
@@ -156,8 +164,9 @@ class Conversion:
         for old, new in zip(objects, converted, strict=True):
             if not isinstance(new, dict) or new.get("apiVersion") != desired:
                 raise st.internal_error(f"conversion webhook for {gvk} returned an object of another version")
-            if (new.get("metadata") or {}).get("uid") != (old.get("metadata") or {}).get("uid"):
-                raise st.internal_error(f"conversion webhook for {gvk} changed metadata it must keep")
+            if new.get("kind") != old.get("kind") or _identity(new) != _identity(old):
+                raise st.internal_error(f"conversion webhook for {gvk} changed the kind, name, namespace or uid "
+                                        "of an object")
         return converted
 
     # -- serving a request of a converted version ----------------------------------------------------

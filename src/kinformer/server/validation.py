@@ -42,6 +42,7 @@ from kinformer.server.patch import ResourceInfoLike
 from kinformer.server.registry import BUILTIN_KINDS, BUILTIN_RESOURCES
 from kinformer.server.status import StatusError
 from kinformer.server.structural import apply_defaults, prune, validate_against_schema, validate_schema_structure
+from kinformer.server.webhook_client import client_config_causes
 
 __all__ = [
     "apply_defaults",
@@ -306,6 +307,25 @@ def _validate_workload(obj: Mapping[str, Any], old: Mapping[str, Any] | None) ->
 _MICROTIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$")
 
 
+def _validate_webhooks(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Cause]:
+    """Each webhook of a Mutating/ValidatingWebhookConfiguration names one https URL or one Service."""
+    hooks = obj.get("webhooks")
+    if not isinstance(hooks, list):
+        return []
+    return [cause for i, hook in enumerate(hooks) if isinstance(hook, Mapping)
+            for cause in client_config_causes(hook.get("clientConfig"), f"webhooks[{i}].clientConfig")]
+
+
+def _conversion_webhook_causes(spec: Mapping[str, Any]) -> list[Cause]:
+    """A CRD converting through a webhook names one https URL or one Service for it."""
+    conversion = spec.get("conversion")
+    if not isinstance(conversion, Mapping) or conversion.get("strategy") != "Webhook":
+        return []
+    webhook = conversion.get("webhook")
+    config = webhook.get("clientConfig") if isinstance(webhook, Mapping) else None
+    return client_config_causes(config, "spec.conversion.webhook.clientConfig")
+
+
 def _validate_lease(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Cause]:
     spec = obj.get("spec") or {}
     if not isinstance(spec, Mapping):
@@ -348,6 +368,7 @@ def _validate_crd(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list
         causes.append(required("spec.scope") if not scope else not_supported("spec.scope", scope,
                                                                              ["Cluster", "Namespaced"]))
     causes += _validate_crd_versions(spec.get("versions"))
+    causes += _conversion_webhook_causes(spec)
     names: Mapping[str, Any] = spec["names"] if isinstance(spec.get("names"), Mapping) else {}
     plural = names.get("plural")
     name = (obj.get("metadata") or {}).get("name")
@@ -486,6 +507,8 @@ _KIND_VALIDATORS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any] | Non
     "DaemonSet": _validate_workload,
     "Lease": _validate_lease,
     "CustomResourceDefinition": _validate_crd,
+    "MutatingWebhookConfiguration": _validate_webhooks,
+    "ValidatingWebhookConfiguration": _validate_webhooks,
 }
 
 

@@ -2,14 +2,18 @@
 
 Shared by admission (AdmissionReview) and CRD conversion (ConversionReview).
 
-``clientConfig.url`` is called as it is. ``clientConfig.service`` is resolved through the Service's
+``clientConfig.url`` must be an ``https`` URL with a host and no user information, query or fragment
+(:func:`client_config_causes`, checked when a webhook configuration or a CRD is written, and again before
+each call for configurations stored before the rule). ``clientConfig.service`` is resolved through the Service's
 Endpoints object in this server (the address of its first subset with addresses, the port whose name
 matches the Service port ``service.port``, default 443), with TLS verified for ``<name>.<namespace>.svc``:
 a test points a Service at a local webhook server by creating that Service and an Endpoints object with
 ``127.0.0.1`` and the server's port. ``caBundle`` is the only trust for a call (no bundle: the system's).
 
 Invariants: every failure to get a usable answer is a :class:`CallFailed` (``timeout`` set when the
-deadline passed), never another exception; an answer over :data:`MAX_RESPONSE` bytes is such a failure.
+deadline passed), never another exception. The answer is read to its end, however it is split on the wire,
+and one over :data:`MAX_RESPONSE` bytes is such a failure. Redirects are never followed: a 3xx answer is a
+failed call (the review, Secret data included, goes only where the configuration says).
 """
 
 from __future__ import annotations
@@ -19,15 +23,54 @@ import base64
 import ssl
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
 
-__all__ = ["MAX_RESPONSE", "CallFailed", "WebhookClient"]
+__all__ = ["MAX_RESPONSE", "CallFailed", "WebhookClient", "client_config_causes"]
 
 MAX_RESPONSE = 8 * 1024 * 1024
 
 Lookup = Callable[[str, str, str], "Mapping[str, Any] | None"]
+
+
+def url_problems(url: str) -> list[str]:
+    """What makes ``url`` unusable as a webhook URL (kube's ``ValidateWebhookURL`` with https forced)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError as exc:
+        return [f"url must be a valid URL: {exc}"]
+    problems = []
+    if parts.scheme != "https":
+        problems.append("'https' is the only allowed URL scheme")
+    if not parts.hostname:
+        problems.append("host must be specified")
+    if parts.username is not None or parts.password is not None:
+        problems.append("user information is not permitted in the URL")
+    if parts.fragment:
+        problems.append("fragments are not permitted in the URL")
+    if parts.query:
+        problems.append("query parameters are not permitted in the URL")
+    return problems
+
+
+def client_config_causes(config: Any, path: str) -> list[dict[str, str]]:
+    """Status causes for a webhook ``clientConfig`` at ``path``: exactly one of ``url`` and ``service``,
+    and a url that :func:`url_problems` finds nothing wrong with."""
+    if not isinstance(config, Mapping):
+        return [{"reason": "FieldValueRequired", "field": path, "message": "Required value"}]
+    url, service = config.get("url"), config.get("service")
+    if (url is None) == (service is None):
+        return [{"reason": "FieldValueRequired", "field": path,
+                 "message": "Required value: exactly one of url or service is required"}]
+    if url is None:
+        return []
+    if not isinstance(url, str):
+        return [{"reason": "FieldValueInvalid", "field": f"{path}.url", "message": "Invalid value: must be a string"}]
+    return [{"reason": "FieldValueInvalid", "field": f"{path}.url",
+             "message": f"Invalid value: {url!r}: {problem}"} for problem in url_problems(url)]
 
 
 class CallFailed(Exception):
@@ -69,7 +112,11 @@ class WebhookClient:
     def target(self, config: Mapping[str, Any]) -> tuple[str, str | None]:
         """(URL to post to, TLS server name to verify when it differs from the URL's host)."""
         if config.get("url"):
-            return str(config["url"]), None
+            url = str(config["url"])
+            problems = url_problems(url)
+            if problems:
+                raise CallFailed(f"invalid webhook URL {url!r}: {'; '.join(problems)}")
+            return url, None
         svc = config.get("service") or {}
         ns, name = svc.get("namespace", ""), svc.get("name", "")
         port = int(svc.get("port") or 443)
@@ -99,14 +146,18 @@ class WebhookClient:
         try:
             async with asyncio.timeout(timeout):
                 async with self._session.post(url, data=orjson.dumps(review), ssl=ctx, server_hostname=server_name,
-                                              headers={"Content-Type": "application/json"}) as resp:
-                    body = await resp.content.read(MAX_RESPONSE + 1)
+                                              headers={"Content-Type": "application/json"},
+                                              allow_redirects=False) as resp:
+                    body = await _read_bounded(resp)
         except TimeoutError:
             raise CallFailed(f'failed to call webhook: Post "{url}": context deadline exceeded', timeout=True) from None
         except (aiohttp.ClientError, OSError, ssl.SSLError, ValueError) as exc:
             raise CallFailed(f'failed to call webhook: Post "{url}": {exc}') from None
-        if len(body) > MAX_RESPONSE:
+        if body is None:
             raise CallFailed(f"the webhook answer is over {MAX_RESPONSE} bytes")
+        if 300 <= resp.status < 400:
+            raise CallFailed(f"failed to call webhook: the server answered a redirect ({resp.status}), which is "
+                             "not followed")
         if resp.status != 200:
             raise CallFailed(f"failed to call webhook: the server responded with status {resp.status}")
         try:
@@ -117,3 +168,17 @@ class WebhookClient:
         if not isinstance(response, dict):
             raise CallFailed(f"received invalid webhook response: no response in the {review.get('kind')}")
         return response
+
+
+async def _read_bounded(resp: aiohttp.ClientResponse) -> bytes | None:
+    """The whole body of ``resp``, read in as many pieces as it comes in; None once it passes MAX_RESPONSE."""
+    if resp.content_length is not None and resp.content_length > MAX_RESPONSE:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.content.iter_any():
+        size += len(chunk)
+        if size > MAX_RESPONSE:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
