@@ -56,6 +56,7 @@ _DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL_FMT)
 _DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
 _DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL_FMT)
 _QUALIFIED_NAME_RE = re.compile(_QUALIFIED_NAME_FMT)
+_SHORT_QUALIFIED_NAME_RE = re.compile(f"({_DNS1123_SUBDOMAIN_FMT}/)?{_QUALIFIED_NAME_FMT}")  # within both bounds
 _LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
 _CONFIG_MAP_KEY_RE = re.compile(_CONFIG_MAP_KEY_FMT)
 
@@ -152,6 +153,8 @@ def _qualified_name_errors(value: str) -> tuple[str, ...]:
 def is_qualified_name(value: str) -> list[str]:
     """``value`` as a qualified name (label and annotation keys, finalizers): ``[prefix/]name``, the prefix an
     RFC 1123 subdomain, the name at most 63 characters."""
+    if len(value) <= QUALIFIED_NAME_MAX_LENGTH and _SHORT_QUALIFIED_NAME_RE.fullmatch(value):
+        return []  # valid (the cache is for the messages of invalid values)
     return list(_qualified_name_errors(value))
 
 

@@ -29,7 +29,6 @@ from .managedfields import (
     field_set,
     fields_to_set,
     is_keyed,
-    key_element,
     key_value,
     meta_of,
     parse_entries,
@@ -39,7 +38,7 @@ from .managedfields import (
     upsert,
     with_managed_fields,
 )
-from .patch import PatchError, ResourceInfoLike
+from .patch import PatchError, ResourceInfoLike, freeze
 
 __all__ = [
     "ApplyConflict",
@@ -65,47 +64,110 @@ class ApplyConflict(Exception):
 
 # ------------------------------------------------------------------------------------------- navigation
 
-def _find_item(items: list[Any], element: str) -> int:
+_GONE: Any = object()  # a list item removed by a _Finder, until it compacts the list
+
+
+class _Finder:
+    """Finds list items by FieldsV1 path element through an index of each list, built once per list.
+
+    Every lookup is one hash lookup (never a scan), so walking n paths into lists of n items is linear.
+    Removed list items leave a placeholder until :meth:`compact`, so that the indexes stay valid; the
+    lists a finder indexed must not change in any other way while it is in use.
+    """
+
+    __slots__ = ("_indexes", "_parents", "_removed", "_wanted")
+
+    def __init__(self) -> None:
+        self._indexes: dict[tuple[int, Any], tuple[list[Any], dict[Any, int]]] = {}
+        self._removed: dict[int, tuple[list[Any], int]] = {}
+        self._wanted: dict[str, tuple[tuple[str, ...] | None, Any]] = {}  # element -> (its keys, frozen value)
+        self._parents: dict[tuple[int, Path], tuple[Any, Any]] = {}  # (id(obj), path) -> (obj, value at path)
+
+    def _index(self, items: list[Any], keys: tuple[str, ...] | None) -> dict[Any, int]:
+        """Item -> its first position: by its key fields ``keys``, or by value when None."""
+        found = self._indexes.get((id(items), keys))
+        if found is None:
+            index: dict[Any, int] = {}
+            for i, item in enumerate(items):
+                if keys is None:
+                    index.setdefault(freeze(item), i)
+                elif isinstance(item, dict):
+                    index.setdefault(freeze({k: key_value(item, k) for k in keys}), i)
+            found = self._indexes[(id(items), keys)] = (items, index)
+        return found[1]
+
+    def find(self, items: list[Any], element: str) -> int:
+        """The position of the item ``element`` names in ``items``; -1 when there is none."""
+        if element.startswith("i:"):
+            index = int(element[2:])
+            index = index if 0 <= index < len(items) else -1
+        else:
+            wanted = self._wanted.get(element)
+            if wanted is None:
+                wanted = self._wanted[element] = _decode_element(element)
+            keys, frozen = wanted
+            index = -1 if frozen is _GONE else self._index(items, keys).get(frozen, -1)
+        return index if index < 0 or items[index] is not _GONE else -1
+
+    def child(self, node: Any, element: str) -> Any:
+        if element.startswith("f:") and isinstance(node, dict):
+            return node.get(element[2:], ABSENT)
+        if isinstance(node, list):
+            index = self.find(node, element)
+            return node[index] if index >= 0 else ABSENT
+        return ABSENT
+
+    def get(self, obj: Any, path: Path) -> Any:
+        """The value at ``path`` in ``obj`` (ABSENT when there is none); its parent's lookup is remembered."""
+        if len(path) > 1:
+            key = (id(obj), path[:-1])
+            parent = self._parents.get(key)
+            if parent is None:
+                parent = self._parents[key] = (obj, self.get(obj, path[:-1]))
+            return self.child(parent[1], path[-1])
+        return self.child(obj, path[0]) if path else obj
+
+    def remove(self, container: Any, element: str) -> None:
+        if isinstance(container, dict):
+            container.pop(element[2:], None)
+            return
+        index = self.find(container, element)
+        if index >= 0:
+            container[index] = _GONE
+            removed = self._removed.get(id(container), (container, 0))[1]
+            self._removed[id(container)] = (container, removed + 1)
+
+    def holds_something(self, node: Any) -> bool:
+        if isinstance(node, list):
+            return len(node) > self._removed.get(id(node), (node, 0))[1]
+        return bool(node)
+
+    def compact(self) -> None:
+        """Drop the placeholders of removed items (the indexes are then stale: the finder is done)."""
+        for items, _ in self._removed.values():
+            items[:] = [item for item in items if item is not _GONE]
+        self._removed.clear()
+        self._indexes.clear()
+        self._parents.clear()
+
+
+def _decode_element(element: str) -> tuple[tuple[str, ...] | None, Any]:
+    """(key fields, frozen key values) of a ``k:`` element, (None, frozen value) of a ``v:`` one; the value is
+    ``_GONE`` for an element that names no item."""
     if element.startswith("k:"):
         wanted = json.loads(element[2:])
-        for i, item in enumerate(items):
-            if isinstance(item, dict) and all(key_value(item, k) == v for k, v in wanted.items()):
-                return i
-    elif element.startswith("v:"):
-        wanted = json.loads(element[2:])
-        for i, item in enumerate(items):
-            if item == wanted:
-                return i
-    elif element.startswith("i:"):
-        index = int(element[2:])
-        if 0 <= index < len(items):
-            return index
-    return -1
+        return (tuple(sorted(wanted)), freeze(wanted)) if isinstance(wanted, dict) else (None, _GONE)
+    if element.startswith("v:"):
+        return None, freeze(json.loads(element[2:]))
+    return None, _GONE
 
 
-
-
-def _get_path(obj: Any, path: Path) -> Any:
-    node = obj
-    for element in path:
-        if element.startswith("f:") and isinstance(node, dict):
-            node = node.get(element[2:], ABSENT)
-        elif isinstance(node, list):
-            index = _find_item(node, element)
-            node = node[index] if index >= 0 else ABSENT
-        else:
-            return ABSENT
-        if node is ABSENT:
-            return ABSENT
-    return node
-
-
-def _remove_path(obj: Any, path: Path, keep: FieldSet) -> None:
+def _remove_path(obj: Any, path: Path, keep: FieldSet, finder: _Finder) -> None:
     """Remove ``path`` from ``obj``; parents it leaves empty go too unless owned (``keep``) or ``metadata``."""
     chain: list[tuple[Any, str]] = []
     node = obj
     for element in path:
-        child = _get_path(node, (element,))
+        child = finder.child(node, element)
         if child is ABSENT:
             return
         chain.append((node, element))
@@ -113,15 +175,10 @@ def _remove_path(obj: Any, path: Path, keep: FieldSet) -> None:
     for depth in range(len(chain) - 1, -1, -1):
         container, element = chain[depth]
         if depth < len(chain) - 1:
-            emptied = _get_path(container, (element,))
-            if emptied or path[:depth + 1] in keep or path[:depth + 1] == ("f:metadata",):
+            emptied = finder.child(container, element)
+            if finder.holds_something(emptied) or path[:depth + 1] in keep or path[:depth + 1] == ("f:metadata",):
                 return
-        if isinstance(container, dict):
-            container.pop(element[2:], None)
-        else:
-            index = _find_item(container, element)
-            if index >= 0:
-                container.pop(index)
+        finder.remove(container, element)
 
 
 # ---------------------------------------------------------------------------------------------- merging
@@ -138,21 +195,35 @@ def _merge(live: Any, applied: Any, names: tuple[str, ...], info: ResourceInfoLi
         if strategy.kind == "map" and strategy.keys and all(is_keyed(i, strategy.keys) for i in live + applied):
             return _merge_keyed(live, applied, strategy.keys, names, info)
         if strategy.kind == "set":
-            return list(live) + [copy.deepcopy(item) for item in applied if item not in live]
+            present = {freeze(item) for item in live}
+            added = []
+            for item in applied:
+                frozen = freeze(item)
+                if frozen not in present:
+                    present.add(frozen)
+                    added.append(copy.deepcopy(item))
+            return list(live) + added
     return copy.deepcopy(applied)
 
 
 def _merge_keyed(live: list[Any], applied: list[Any], keys: tuple[str, ...], names: tuple[str, ...],
                  info: ResourceInfoLike | None) -> list[Any]:
+    """Each applied item merged into the first live item with its keys (appended when none has them)."""
     result = list(live)
+    where: dict[Any, int] = {}
+    for i, item in enumerate(result):
+        where.setdefault(_item_key(item, keys), i)
     for item in applied:
-        element = key_element(item, keys)
-        index = _find_item(result, element)
-        if index >= 0:
-            result[index] = _merge(result[index], item, names, info)
+        i = where.setdefault(_item_key(item, keys), len(result))
+        if i < len(result):
+            result[i] = _merge(result[i], item, names, info)
         else:
             result.append(copy.deepcopy(item))
     return result
+
+
+def _item_key(item: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    return freeze({k: key_value(item, k) for k in keys})
 
 
 def _strip_nulls(value: Any) -> Any:
@@ -244,10 +315,11 @@ def server_side_apply(live: Mapping[str, Any] | None, applied: Mapping[str, Any]
 def _resolve_conflicts(entries: list[Entry], me: tuple[str, str, str],
                        new_set: FieldSet, live: Any, merged: Any, force: bool) -> None:
     conflicts: list[tuple[str, Path]] = []
+    finder = _Finder()
     for i, (entry, paths) in enumerate(entries):
         if entry_id(entry) == me:
             continue
-        clashing = {p for p in paths & new_set if _differs(live, merged, p)}
+        clashing = {p for p in paths & new_set if _differs(live, merged, p, finder)}
         if not clashing:
             continue
         if force:
@@ -258,9 +330,9 @@ def _resolve_conflicts(entries: list[Entry], me: tuple[str, str, str],
         raise _conflict_error(conflicts)
 
 
-def _differs(live: Any, merged: Any, path: Path) -> bool:
+def _differs(live: Any, merged: Any, path: Path, finder: _Finder) -> bool:
     """Whether applying changes the value at ``path``; list-item memberships only compare presence."""
-    before, after = _get_path(live, path), _get_path(merged, path)
+    before, after = finder.get(live, path), finder.get(merged, path)
     if path[-1][:2] in ("k:", "v:"):
         return (before is ABSENT) != (after is ABSENT)
     return before != after or type(before) is not type(after)
@@ -269,11 +341,14 @@ def _differs(live: Any, merged: Any, path: Path) -> bool:
 def _remove_abandoned(obj: dict[str, Any], abandoned: FieldSet, kept_by_me: FieldSet,
                       others: list[FieldSet]) -> None:
     owned = set(kept_by_me).union(*others) if others else set(kept_by_me)
+    held = {p[:n] for p in owned for n in range(1, len(p) + 1)}  # owned paths and all their parents
+    finder = _Finder()
     # Shortest first: dropping a list item takes its fields with it.
     for path in sorted(abandoned, key=len):
-        if any(p[:len(path)] == path for p in owned) or _is_item_key(path):
+        if path in held or _is_item_key(path):
             continue
-        _remove_path(obj, path, owned)
+        _remove_path(obj, path, owned, finder)
+    finder.compact()
 
 
 def _is_item_key(path: Path) -> bool:

@@ -154,6 +154,11 @@ def parse_document(body: bytes, content_type: str, bounded: Callable[[Any], bool
             if content_type:
                 raise st.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
     if content_type in _YAML_TYPES or content_type.endswith("+yaml"):
+        if body.lstrip()[:1] == b"{":  # JSON is YAML: a JSON body decodes the fast way (a YAML parse is ~30x slower)
+            try:
+                return load_json(body, bounded)
+            except orjson.JSONDecodeError:
+                pass
         return load_yaml(body)
     if content_type == "application/vnd.kubernetes.protobuf":
         from .protobuf import decode_k8s_protobuf

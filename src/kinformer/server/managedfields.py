@@ -372,28 +372,27 @@ def _values(value: Any, names: tuple[str, ...], path: Path, info: ResourceInfoLi
 def set_to_fields(paths: Iterable[Path]) -> dict[str, Any]:
     """FieldsV1 JSON for a field set; a node that is itself owned and has children gets a ``"."`` entry.
 
-    Children come in sorted order. Paths are inserted sorted, so each node's children arrive sorted
-    and an owned node (which sorts right before its own descendants) gets its ``"."`` first.
+    Children come in sorted order (each node's keys are sorted, never the paths: strings compare faster
+    than tuples of them).
     """
-    ordered = sorted(paths)
     root: dict[str, Any] = {}
-    before_dot = False  # an element sorting before "." (only in foreign trees): sort again at the end
-    for i, path in enumerate(ordered):
+    owned = []
+    for path in paths:
         node = root
         for element in path:
             child = node.get(element)
             if child is None:
                 child = node[element] = {}
-                before_dot = before_dot or element < "."
             node = child
-        following = ordered[i + 1] if i + 1 < len(ordered) else ()
-        if len(following) > len(path) and following[:len(path)] == path:
+        owned.append(node)
+    for node in owned:
+        if node:  # owned, with children (no "." yet: every node is listed once, and children come first)
             node["."] = {}
-    return _sorted_fields(root) if before_dot else root
+    return _sorted_fields(root)
 
 
 def _sorted_fields(node: dict[str, Any]) -> dict[str, Any]:
-    return {key: _sorted_fields(node[key]) for key in sorted(node)}
+    return {key: _sorted_fields(node[key]) if node[key] else {} for key in sorted(node)}
 
 
 def fields_to_set(fields: Mapping[str, Any] | None) -> set[Path]:
@@ -425,10 +424,25 @@ def parse_fields(fields: Any) -> frozenset[Path]:
         return frozenset(fields_to_set(fields))
     hit = _parsed.get(data)
     if hit is None:
-        paths = frozenset(fields_to_set(fields))
-        hit = (paths, orjson.dumps(set_to_fields(paths)) == data)
+        hit = (frozenset(fields_to_set(fields)), _canonical(fields))
         _remember(_parsed, data, hit)
     return hit[0]
+
+
+def _canonical(node: Mapping[str, Any]) -> bool:
+    """Whether a FieldsV1 tree is exactly what :func:`set_to_fields` renders of its field set: every node's
+    children sorted, and ``"."`` an empty leaf beside the children of an owned node (never alone).
+
+    Linear in the tree (sorting sorted keys is), where rendering the set again sorts all its paths."""
+    keys = list(node)
+    if keys != sorted(keys):
+        return False
+    for key, child in node.items():
+        if not isinstance(child, dict) or (key == "." and (child or len(keys) == 1)):
+            return False
+        if child and not _canonical(child):
+            return False
+    return True
 
 
 def render_fields(entry: Mapping[str, Any], paths: FieldSet) -> dict[str, Any]:

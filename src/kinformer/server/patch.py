@@ -509,10 +509,13 @@ class _StrategicMerger:
                    order: list[Any] | None = None) -> list[Any]:
         if strategy.kind == "set":
             merged = list(original)
+            present = {freeze(item) for item in merged}
             for item in patch:
-                if item not in merged:
+                frozen = freeze(item)
+                if frozen not in present:
+                    present.add(frozen)
                     merged.append(copy.deepcopy(item))
-            return _normalize_order(merged, patch if order is None else order, original, _identity)
+            return _normalize_order(merged, patch if order is None else order, original, freeze)
         if strategy.kind != "map" or not strategy.keys:
             plain = [item for item in patch if not (isinstance(item, dict) and _DIRECTIVE in item)]
             return [self._strip(item, path) for item in plain]
@@ -521,12 +524,12 @@ class _StrategicMerger:
         merged = self._merge_keyed(original, patch, key, path)
 
         def by_key(item: Any) -> Any:
-            return _hashable(item.get(key)) if isinstance(item, dict) else _MISSING
+            return freeze(item.get(key)) if isinstance(item, dict) else _MISSING
         return _normalize_order(merged, patch if order is None else order, original, by_key)
 
     def _special_elements(self, original: list[Any], patch: list[Any], key: str) -> tuple[list[Any], list[Any]]:
         """Apply ``$patch: delete`` items; ``$patch: replace`` makes the rest of the patch the new list."""
-        plain, replace = [], False
+        plain, replace, deleted = [], False, set()
         for item in patch:
             if not isinstance(item, dict):
                 raise PatchError(f"expected a map with merge key {key!r}, got {item!r}", 400)
@@ -536,26 +539,32 @@ class _StrategicMerger:
             elif directive == "delete":
                 if key not in item:
                     raise PatchError(f"map: {item!r} does not contain declared merge key: {key}", 400)
-                original = [o for o in original if not (isinstance(o, dict) and o.get(key) == item[key])]
+                deleted.add(freeze(item[key]))
             elif directive == "replace":
                 replace = True
             elif directive == "merge":
                 raise PatchError("merging lists cannot yet be specified in the patch", 400)
             else:
                 raise PatchError(f"Unknown patch type: {directive!r} in map: {item!r}", 400)
+        if deleted:
+            original = [o for o in original if not (isinstance(o, dict) and freeze(o.get(key)) in deleted)]
         if replace:
             return [self._strip(item, ()) for item in plain], []
         return original, plain
 
     def _merge_keyed(self, original: list[Any], patch: list[Any], key: str, path: tuple[str, ...]) -> list[Any]:
+        """Each patch item merged into the first item with its merge key (appended when none has it)."""
         result = list(original)
+        where: dict[Any, int] = {}
+        for i, existing in enumerate(result):
+            if isinstance(existing, dict):
+                where.setdefault(freeze(existing.get(key)), i)
         for item in patch:
             if key not in item:
                 raise PatchError(f"map: {item!r} does not contain declared merge key: {key}", 400)
-            for i, existing in enumerate(result):
-                if isinstance(existing, dict) and existing.get(key) == item[key]:
-                    result[i] = self.merge_map(existing, item, path)
-                    break
+            i = where.setdefault(freeze(item[key]), len(result))
+            if i < len(result):
+                result[i] = self.merge_map(result[i], item, path)
             else:
                 result.append(self.merge_map({}, item, path))
         return result
@@ -571,24 +580,43 @@ class _StrategicMerger:
             raise PatchError(f"invalid {_DELETE_PRIMITIVE}{key}: {values!r}: must be a list", 400)
         current = original.get(key)
         if isinstance(current, list):
-            original[key] = [item for item in current if item not in values]
+            doomed = {freeze(value) for value in values}
+            original[key] = [item for item in current if freeze(item) not in doomed]
 
 
-def _identity(item: Any) -> Any:
-    return _hashable(item)
+def freeze(value: Any) -> Any:
+    """A hashable stand-in for a JSON value: two values are ``==`` exactly when their stand-ins are.
 
-
-def _hashable(value: Any) -> Any:
-    if isinstance(value, dict | list):
-        return repr(value)
+    List membership, merge-key lookups and deletions go through it, so that each takes one hash lookup
+    instead of a scan of the list (a list merge is linear in the sizes of the lists, never their product).
+    """
+    if type(value) is str:  # the common case first
+        return value
+    if isinstance(value, dict):
+        return _FrozenMap((k, freeze(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return _FrozenList(freeze(v) for v in value)
     return value
+
+
+class _FrozenMap(frozenset[Any]):
+    """A frozen JSON object (never equal to a frozen list, nor to a scalar)."""
+
+    __slots__ = ()
+
+
+class _FrozenList(tuple[Any, ...]):
+    """A frozen JSON array (never equal to a frozen object, nor to a scalar)."""
+
+    __slots__ = ()
 
 
 def _normalize_order(merged: list[Any], order: list[Any], original: list[Any], ident: Any) -> list[Any]:
     """Order ``merged`` like kube: items named in ``order`` follow it; server-only items keep their place.
 
     Server-only items (in their original order) are interleaved with the ordered items, an item going first
-    when both appear in ``original`` and it came earlier there.
+    when both appear in ``original`` and it came earlier there. Linear: ranks are list positions, so items
+    are placed by rank (stable for equal ranks) instead of being sorted.
     """
     wanted: dict[Any, int] = {}
     for i, entry in enumerate(order):
@@ -596,19 +624,27 @@ def _normalize_order(merged: list[Any], order: list[Any], original: list[Any], i
     server_rank: dict[Any, int] = {}
     for i, entry in enumerate(original):
         server_rank.setdefault(ident(entry), i)
-    named = sorted((x for x in merged if ident(x) in wanted), key=lambda x: wanted[ident(x)])
-    server_only = sorted((x for x in merged if ident(x) not in wanted),
-                         key=lambda x: server_rank.get(ident(x), len(original)))
+    named: list[list[tuple[Any, int | None]]] = [[] for _ in order]
+    server_only: list[list[tuple[Any, int | None]]] = [[] for _ in range(len(original) + 1)]
+    for item in merged:
+        key = ident(item)
+        rank = server_rank.get(key)
+        if key in wanted:
+            named[wanted[key]].append((item, rank))
+        else:
+            server_only[len(original) if rank is None else rank].append((item, rank))
+    ordered = [entry for bucket in named for entry in bucket]
+    kept = [entry for bucket in server_only for entry in bucket]
     result: list[Any] = []
     i = j = 0
-    while i < len(server_only) and j < len(named):
-        left, right = server_rank.get(ident(server_only[i])), server_rank.get(ident(named[j]))
+    while i < len(kept) and j < len(ordered):
+        left, right = kept[i][1], ordered[j][1]
         if left is not None and right is not None and left < right:
-            result.append(server_only[i])
+            result.append(kept[i][0])
             i += 1
         else:
-            result.append(named[j])
+            result.append(ordered[j][0])
             j += 1
-    result.extend(server_only[i:])
-    result.extend(named[j:])
+    result.extend(item for item, _ in kept[i:])
+    result.extend(item for item, _ in ordered[j:])
     return result

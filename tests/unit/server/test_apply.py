@@ -16,6 +16,7 @@ from kinformer.server.apply import (
     update_managed_fields,
 )
 from kinformer.server.patch import PatchError
+from testlib import Counted
 
 NOW = "2026-01-01T00:00:00Z"
 
@@ -254,3 +255,52 @@ def test_changing_a_shared_list_item_conflicts_only_on_its_fields() -> None:
     owners = _managers(forced)
     create_fields = owners[("kubectl-create", "Update")]["f:spec"]["f:template"]["f:spec"]["f:containers"]
     assert "f:image" not in create_fields['k:{"name":"nginx"}']
+
+
+# ------------------------------------------------------------------------------------ large lists
+
+def _finalizers(numbers: range, kind: type = str) -> list[str]:
+    return [kind(f"example.com/f{i}") for i in numbers]
+
+
+def _refs(numbers: range, kind: type = str) -> list[dict[str, Any]]:
+    return [{"apiVersion": "v1", "kind": "ConfigMap", "name": f"o{i}", "uid": kind(f"u{i}")} for i in numbers]
+
+
+N = 2000
+APPLIES = {
+    "another manager reorders a set": ("finalizers", _finalizers, lambda items: items[::-1], "other"),
+    "another manager reorders a keyed list": ("ownerReferences", _refs, lambda items: items[::-1], "other"),
+    "the owner drops half a set": ("finalizers", _finalizers, lambda items: items[::2], "kubectl"),
+    "the owner drops half a keyed list": ("ownerReferences", _refs, lambda items: items[::2], "kubectl"),
+}
+
+
+@pytest.mark.parametrize("case", APPLIES)
+def test_apply_finds_list_items_instead_of_scanning(case: str) -> None:
+    """Merging, conflict checks and removal of abandoned items look list items up by hash: the comparisons made
+    are a small multiple of the items, never their product (N * N / 2 for a scan per item)."""
+    field, make, change, manager = APPLIES[case]
+    live = server_side_apply(None, _cm({}, **{field: make(range(N), Counted)}), manager="kubectl", force=False,
+                             info=CONFIGMAP, now=NOW)
+    Counted.comparisons = 0
+    server_side_apply(live, _cm({}, **{field: change(make(range(N), Counted))}), manager=manager, force=False,
+                      info=CONFIGMAP, now=NOW)
+    assert Counted.comparisons <= 10 * N
+
+
+def test_apply_of_large_lists_keeps_ownership_and_order() -> None:
+    n = 20_000
+    live = _apply(None, _cm({}, finalizers=_finalizers(range(n)), ownerReferences=_refs(range(n))))
+    reordered = _apply(live, _cm({}, finalizers=_finalizers(range(n))[::-1], ownerReferences=_refs(range(n))[::-1]),
+                       "other")
+    assert reordered["metadata"]["finalizers"] == _finalizers(range(n))  # a set keeps the live order
+    assert reordered["metadata"]["ownerReferences"] == _refs(range(n))
+    both = _managers(reordered)
+    assert both[("kubectl", "Apply")] == both[("other", "Apply")]
+    assert len(both[("other", "Apply")]["f:metadata"]["f:finalizers"]) == n
+    shared = _apply(reordered, _cm({}, finalizers=_finalizers(range(0, n, 2)), ownerReferences=_refs(range(0, n, 2))))
+    assert shared["metadata"]["finalizers"] == _finalizers(range(n))  # "other" still owns them all
+    dropped = _apply(shared, _cm({}), "other")
+    assert dropped["metadata"]["finalizers"] == _finalizers(range(0, n, 2))
+    assert dropped["metadata"]["ownerReferences"] == _refs(range(0, n, 2))

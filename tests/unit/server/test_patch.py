@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kinformer.server.patch import PatchError, json_merge_patch, json_patch, list_strategy, strategic_merge_patch
+from testlib import Counted
 
 _GROUPS = {"Deployment": "apps", "StatefulSet": "apps", "DaemonSet": "apps", "ReplicaSet": "apps"}
 
@@ -466,3 +467,65 @@ def test_builtin_list_strategies_come_from_kube_schemas() -> None:
     assert list_strategy(ingress, ("spec", "rules")).kind == "atomic"
     widget = _info("Widget", builtin=False, schema={"type": "object"})
     assert list_strategy(widget, ("metadata", "ownerReferences")).keys == ("uid",)
+
+
+# ------------------------------------------------------------------------------------ large lists
+
+def _names(prefix: str, numbers: range) -> list[str]:
+    return [f"example.com/{prefix}{i}" for i in numbers]
+
+
+def _refs(numbers: range, **extra: Any) -> list[dict[str, Any]]:
+    return [{"apiVersion": "v1", "kind": "ConfigMap", "name": f"o{i}", "uid": Counted(f"u{i}"), **extra}
+            for i in numbers]
+
+
+N = 2000
+LIST_MERGES = {
+    "set union": ({"finalizers": _names("f", range(N))},
+                  {"metadata": {"finalizers": [Counted(f) for f in _names("f", range(N // 2, 2 * N))]}}),
+    "delete from a set": ({"finalizers": _names("f", range(N))},
+                          {"metadata": {"$deleteFromPrimitiveList/finalizers": [Counted(f) for f in
+                                                                               _names("f", range(0, N, 2))]}}),
+    "keyed merge": ({"ownerReferences": _refs(range(N))},
+                    {"metadata": {"ownerReferences": _refs(range(N // 2, 2 * N), blockOwnerDeletion=True)}}),
+    "keyed deletes": ({"ownerReferences": _refs(range(N))},
+                      {"metadata": {"ownerReferences": [{"uid": Counted(f"u{i}"), "$patch": "delete"}
+                                                        for i in range(0, N, 2)]}}),
+    "set element order": ({"finalizers": _names("f", range(N))},
+                          {"metadata": {"$setElementOrder/finalizers": _names("f", range(N))[::-1]}}),
+}
+
+
+@pytest.mark.parametrize("case", LIST_MERGES)
+def test_smp_list_merges_look_items_up_instead_of_scanning(case: str) -> None:
+    """Membership goes by hash: the comparisons made are a small multiple of the items, never their product
+    (a scan of the stored list for each patch item makes N * N / 2 of them)."""
+    meta, patch = LIST_MERGES[case]
+    Counted.comparisons = 0
+    strategic_merge_patch({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", **meta}}, patch,
+                          _info("ConfigMap"))
+    assert Counted.comparisons <= 10 * N
+
+
+def test_smp_merges_large_lists_as_small_ones() -> None:
+    stored = _names("f", range(70_000))
+    patched = _smp({"metadata": {"finalizers": _names("f", range(35_000, 140_000))}},
+                   {**_deployment(), "metadata": {"name": "web", "finalizers": stored}})
+    assert patched["metadata"]["finalizers"] == _names("f", range(140_000))  # server-only first, then the patch's
+    reordered = _smp({"metadata": {"$setElementOrder/finalizers": stored[::-1]}}, patched)
+    assert reordered["metadata"]["finalizers"] == stored[::-1] + _names("f", range(70_000, 140_000))
+    deleted = _smp({"metadata": {"$deleteFromPrimitiveList/finalizers": _names("f", range(0, 140_000, 2))}}, patched)
+    assert deleted["metadata"]["finalizers"] == _names("f", range(1, 140_000, 2))
+
+
+def test_smp_merges_a_large_keyed_list_by_its_key() -> None:
+    env = [{"name": f"E{i}", "value": "old"} for i in range(70_000)]
+    obj = _deployment()
+    _containers(obj)[0]["env"] = env
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "app", "env": [
+        {"name": f"E{i}", "value": "new"} for i in range(35_000, 140_000)] + [
+        {"name": f"E{i}", "$patch": "delete"} for i in range(0, 35_000, 2)]}]}}}}
+    merged = _containers(_smp(patch, obj))[0]["env"]
+    assert merged == [{"name": f"E{i}", "value": "old"} for i in range(1, 35_000, 2)] + \
+        [{"name": f"E{i}", "value": "new"} for i in range(35_000, 140_000)]
