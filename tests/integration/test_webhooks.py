@@ -488,3 +488,69 @@ async def test_a_conversion_webhook_may_not_change_who_an_object_is(kube_client,
     with pytest.raises(APIError) as err:
         await kube_client.get("example.com/v2/widgets", "a", namespace="default")
     assert err.value.code == 500 and "changed the kind, name, namespace or uid" in err.value.message
+
+
+IDENTITY_CHANGES = {"metadata.namespace": lambda o: o["metadata"].update(namespace="kube-system"),
+                    "metadata.name": lambda o: o["metadata"].update(name="other"),
+                    "metadata.uid": lambda o: o["metadata"].pop("uid"),
+                    "kind": lambda o: o.update(kind="Secret"),
+                    "apiVersion": lambda o: o.update(apiVersion="v2")}
+
+
+@pytest.mark.parametrize("field", IDENTITY_CHANGES)
+@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
+async def test_a_mutating_webhook_may_not_change_who_the_object_is(kube_client, kube_webhook_server, field, policy):
+    def change(obj: dict[str, Any], req: ki.AdmissionRequest) -> dict[str, Any]:
+        IDENTITY_CHANGES[field](obj)
+        obj.setdefault("data", {})["mutated"] = "yes"
+        return obj
+
+    kube_webhook_server.mutating("/mutate", change)
+    await kube_client.create(MUTATING, configuration("MutatingWebhookConfiguration", "identity",
+                                                     kube_webhook_server.client_config("/mutate"),
+                                                     failurePolicy=policy))
+    if policy == "Fail":
+        with pytest.raises(APIError) as err:
+            await kube_client.create("configmaps", cm("mine", a="1"), namespace="default")
+        assert err.value.code == 500 and f"a webhook may not change {field}" in err.value.message
+        names = [(o["metadata"]["namespace"], o["metadata"]["name"]) for ns in ("default", "kube-system")
+                 for o in (await kube_client.list("configmaps", namespace=ns)).items]
+        assert ("default", "mine") not in names and ("kube-system", "mine") not in names and \
+            ("default", "other") not in names
+        return
+    created = await kube_client.create("configmaps", cm("mine", a="1"), namespace="default")  # the patch is ignored
+    assert (created["kind"], created["metadata"]["namespace"], created["data"]) == ("ConfigMap", "default", {"a": "1"})
+    assert created["metadata"]["uid"]
+
+
+async def test_what_the_server_sets_is_put_back_after_mutation(kube_client, kube_webhook_server):
+    def forge(obj: dict[str, Any], req: ki.AdmissionRequest) -> dict[str, Any]:
+        if req.operation == "DELETE":
+            return obj
+        obj["metadata"].update(deletionTimestamp="2020-01-01T00:00:00Z", deletionGracePeriodSeconds=0,
+                               creationTimestamp="2000-01-01T00:00:00Z", generation=42, resourceVersion="1")
+        if obj["kind"] == "Deployment":
+            obj["status"] = {"replicas": 99}
+            obj["spec"]["replicas"] = 5 if req.operation == "UPDATE" else obj["spec"]["replicas"]
+        return obj
+
+    kube_webhook_server.mutating("/mutate", forge)
+    rules = [*RULES, {"operations": ["CREATE", "UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
+                      "resources": ["deployments"]}]
+    await kube_client.create(MUTATING, configuration("MutatingWebhookConfiguration", "forger",
+                                                     kube_webhook_server.client_config("/mutate"), rules=rules))
+    created = await kube_client.create("configmaps", cm("plain"), namespace="default")
+    meta = created["metadata"]
+    assert "deletionTimestamp" not in meta and "deletionGracePeriodSeconds" not in meta and "generation" not in meta
+    assert meta["creationTimestamp"] != "2000-01-01T00:00:00Z" and meta["resourceVersion"] != "1"
+    await kube_client.delete("configmaps", "plain", namespace="default")  # not held as if being deleted
+
+    labels = {"app": "web"}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+                      "metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    created = await kube_client.create("deployments", deployment, namespace="default")
+    assert created["metadata"]["generation"] == 1 and created["status"].get("replicas") != 99
+    updated = await kube_client.patch("deployments", "web", {"metadata": {"labels": {"a": "b"}}}, namespace="default")
+    assert updated["spec"]["replicas"] == 5  # the webhook changed the desired state: a new generation
+    assert updated["metadata"]["generation"] == 2 and updated["status"].get("replicas") != 99

@@ -5,6 +5,10 @@ For every write the server runs, after defaulting and before storage:
 1. the **mutating** webhooks of every MutatingWebhookConfiguration, in order (configurations by name,
    webhooks in their listed order); each one's JSONPatch is applied before the next is called; when a
    later webhook changed the object, the earlier ones with ``reinvocationPolicy: IfNeeded`` run once more;
+   a patch that changes who the object is (``apiVersion``, ``kind``, ``metadata.name``, ``namespace`` or
+   ``uid``: :data:`IDENTITY`) is an invalid answer; after the last one, what the server owns is put back
+   (:func:`reimpose`: server-set metadata, the status or the rest around a status write, the generation)
+   and the object is validated again, as if the client had sent it;
 2. the **validating** webhooks of every ValidatingWebhookConfiguration, concurrently; the first denial
    in configuration order is the answer.
 
@@ -19,9 +23,9 @@ Answers, worded as kube-apiserver's:
 * a denial is the webhook's status code (at least 400) with the message
   ``admission webhook "<name>" denied the request: <message>``;
 * a webhook that cannot be called, times out (``timeoutSeconds``, default 10, at most 30), answers
-  non-JSON, a wrong ``uid``, a patch that does not apply, or fails a matchCondition is, with
-  ``failurePolicy: Fail`` (the default), a 500 ``failed calling webhook "<name>": ...`` (a 504 on timeout);
-  with ``Ignore`` the webhook is skipped and the failure logged;
+  non-JSON, a wrong ``uid``, a patch that does not apply or changes who the object is, or fails a
+  matchCondition is, with ``failurePolicy: Fail`` (the default), a 500 ``failed calling webhook "<name>":
+  ...`` (a 504 on timeout); with ``Ignore`` the webhook is skipped and the failure logged;
 * a dry-run request reaching a webhook whose ``sideEffects`` is not ``None``/``NoneOnDryRun`` is refused
   (400), as kube does;
 * ``warnings`` of every webhook are collected for the response's ``Warning`` headers.
@@ -39,7 +43,7 @@ import copy
 import dataclasses
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +59,7 @@ from .webhook_client import CallFailed, WebhookClient
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AdmissionAttributes", "WebhookDispatcher", "dispatcher_over_cache", "rule_matches"]
+__all__ = ["AdmissionAttributes", "WebhookDispatcher", "dispatcher_over_cache", "reimpose", "rule_matches"]
 
 MUTATING = "admissionregistration.k8s.io/mutatingwebhookconfigurations"
 VALIDATING = "admissionregistration.k8s.io/validatingwebhookconfigurations"
@@ -330,9 +334,13 @@ class WebhookDispatcher:
                 raise CallFailed(f"unsupported patch type {response.get('patchType')!r}")
             ops = orjson.loads(base64.b64decode(response["patch"], validate=True))
             version = matched_version(hook, attrs) or attrs.info.version
-            patched = json_patch(copy.deepcopy(shown_as(attrs, obj, version)), ops)
+            shown = shown_as(attrs, obj, version)
+            patched = json_patch(copy.deepcopy(shown), ops)
             if not isinstance(patched, dict):
                 raise CallFailed("the patch does not leave an object")
+            changed = [name for name, read in IDENTITY if read(patched) != read(shown)]
+            if changed:
+                raise CallFailed(f"a webhook may not change {', '.join(changed)}")
             patched = shown_as(attrs, patched, attrs.info.version)
         except (CallFailed, PatchError, ValueError, TypeError) as exc:
             if hook.get("failurePolicy", "Fail") == "Ignore":
@@ -340,6 +348,61 @@ class WebhookDispatcher:
                 return obj, False
             raise st.internal_error(f'admission webhook "{name}" returned an invalid patch: {exc}') from None
         return patched, patched != obj
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+#: What a mutating webhook may not change: who the object is (a patch that does is an invalid answer).
+IDENTITY: tuple[tuple[str, Callable[[Mapping[str, Any]], Any]], ...] = (
+    ("apiVersion", lambda o: o.get("apiVersion")), ("kind", lambda o: o.get("kind")),
+    ("metadata.name", lambda o: _meta(o).get("name")), ("metadata.namespace", lambda o: _meta(o).get("namespace")),
+    ("metadata.uid", lambda o: _meta(o).get("uid")))
+
+#: Metadata the server sets on every write, whatever a mutating webhook answers.
+SERVER_METADATA = ("creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion",
+                   "generation", "selfLink", "managedFields")
+
+
+def reimpose(info: ResourceInfo, prepared: dict[str, Any], mutated: dict[str, Any], old: Mapping[str, Any] | None,
+             subresource: str) -> dict[str, Any]:
+    """``mutated`` (what the mutating webhooks made of ``prepared``) with what the server owns put back.
+
+    The server's metadata (:data:`SERVER_METADATA`) is ``prepared``'s, and so is the status of a kind with a
+    status subresource (written through the main resource) or everything but the status (written through
+    ``status``). A webhook that changed the desired state (anything but metadata and status) of an update
+    bumps a generation the preparation left alone, as the kind's update strategy would have.
+    """
+    if mutated is prepared:
+        return mutated
+    if subresource == "status":
+        return {**prepared, "status": mutated["status"]} if "status" in mutated else \
+            {k: v for k, v in prepared.items() if k != "status"}
+    result = dict(mutated)
+    meta = dict(_meta(mutated))
+    before = _meta(prepared)
+    for key in SERVER_METADATA:
+        if key in before:
+            meta[key] = before[key]
+        else:
+            meta.pop(key, None)
+    generation = before.get("generation")
+    if old is not None and isinstance(generation, int) and generation == _meta(old).get("generation") and \
+            _desired(mutated) != _desired(prepared):
+        meta["generation"] = generation + 1
+    result["metadata"] = meta
+    if info.has_status and not subresource:
+        if "status" in prepared:
+            result["status"] = prepared["status"]
+        else:
+            result.pop("status", None)
+    return result
+
+
+def _desired(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
 
 
 def _denied(name: str, status: Any) -> st.StatusError:

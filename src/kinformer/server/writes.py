@@ -9,7 +9,7 @@ import orjson
 from aiohttp import web
 
 from . import status as st
-from .admission import WebhookDispatcher, admission_attributes
+from .admission import WebhookDispatcher, admission_attributes, reimpose
 from .apply import update_managed_fields
 from .auth import ADMIN, USER_KEY
 from .bodies import (
@@ -183,6 +183,7 @@ class WriteHandlers(ReadHandlers):
                                      name=(obj.get("metadata") or {}).get("name", ""))
         mutated = await hooks.mutate(attrs, obj, old)
         assert mutated is not None
+        mutated = reimpose(t.info, obj, mutated, old, t.subresource)
         self.store.validate(t.info, mutated, old, t.subresource)
         await self._validating_plugins(request, t, mutated, old)
         await hooks.validate(attrs, mutated, old)
