@@ -1,6 +1,6 @@
 """Hostile requests against ``kinformer serve --no-tls``: each answered 4xx fast, health probes unaffected.
 
-    python3 bench/bench_hostile_requests.py [--probe-interval 0.01]
+    python3 bench/bench_hostile_requests.py [--probe-interval 0.01] [--only TEXT] [--items 140000]
 
 One ``kinformer serve`` process (in-memory storage, ``--header-timeout 2``); for each attack below, a probe
 task sends ``GET /healthz`` on a connection of its own every ``--probe-interval`` seconds while the attack
@@ -11,8 +11,12 @@ moved (the resourceVersion of a ``limit=1`` list, read from storage, before and 
 Attacks: writes through ``/watch/``; a YAML alias bomb (9 levels of 9); 28 JSON-patch copies of ``/data``
 into itself; a 1 MiB label value (a 422 that must not echo it); JSON nested 600 deep in an unknown field;
 a 5000-digit resourceVersion; a ``text/plain`` POST and a foreign ``Host`` (CSRF, DNS rebinding); 1100
-reads at a future resourceVersion from one client while another client lists; 500 connections trickling
-their request heads. Figures are one run's; re-run and compare on a loaded machine.
+reads at a future resourceVersion from one client while another client lists; 500 connections trickling their
+request heads; list merges of 140,000 items (about what the body limit lets in): a strategic-merge patch of
+finalizers (a set) and of a Deployment's container env (keyed by name), ``$deleteFromPrimitiveList`` of all
+140,000 stored finalizers, and server-side apply of 140,000 finalizers reordered by a second manager (the
+merges are linear in the lists: with ``--items`` ten times smaller they take a tenth of the time). Figures are
+one run's; re-run and compare on a loaded machine.
 """
 
 from __future__ import annotations
@@ -197,6 +201,50 @@ async def trickled_heads(http: aiohttp.ClientSession, url: str) -> list[tuple[in
     return [(408 if closed == 500 else 0, time.perf_counter() - start, 0)]
 
 
+MERGE_ITEMS = 140_000  # about as many short list items as the 3 MiB body limit lets in (--items)
+SMP = "application/strategic-merge-patch+json"
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+
+
+def finalizers(n: int) -> list[str]:
+    return [f"example.com/f{i}" for i in range(n)]
+
+
+async def smp_finalizers(http: aiohttp.ClientSession, url: str) -> list[tuple[int, float, int]]:
+    body = json.dumps({"metadata": {"finalizers": finalizers(MERGE_ITEMS)}}).encode()
+    return [await timed(http, "PATCH", f"{CM}/target", body=body, ctype=SMP, params={"dryRun": "All"})]
+
+
+async def smp_env(http: aiohttp.ClientSession, url: str) -> list[tuple[int, float, int]]:
+    env = [{"name": f"E{i}"} for i in range(MERGE_ITEMS)]
+    body = json.dumps({"spec": {"template": {"spec": {"containers": [{"name": "c", "env": env}]}}}}).encode()
+    return [await timed(http, "PATCH", f"{DEPLOYMENTS}/target", body=body, ctype=SMP, params={"dryRun": "All"})]
+
+
+async def smp_delete_primitives(http: aiohttp.ClientSession, url: str) -> list[tuple[int, float, int]]:
+    held = f"{CM}/held"  # stores MERGE_ITEMS finalizers (outside the timing), then a dry-run deletes them all
+    status, _, _ = await timed(http, "PATCH", held, body=json.dumps({"metadata": {"finalizers": finalizers(
+        MERGE_ITEMS)}}).encode(), ctype=SMP)
+    assert status == 200, status
+    body = json.dumps({"metadata": {"$deleteFromPrimitiveList/finalizers": finalizers(MERGE_ITEMS)}}).encode()
+    return [await timed(http, "PATCH", held, body=body, ctype=SMP, params={"dryRun": "All"})]
+
+
+async def apply_reordered(http: aiohttp.ClientSession, url: str) -> list[tuple[int, float, int]]:
+    def applied(names: list[str]) -> bytes:
+        return json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "held", "finalizers": names}}).encode()
+
+    apply = "application/apply-patch+yaml"
+    first = await timed(http, "PATCH", f"{CM}/held", body=applied(finalizers(MERGE_ITEMS)), ctype=apply,
+                        params={"fieldManager": "first"})
+    second = await timed(http, "PATCH", f"{CM}/held", body=applied(finalizers(MERGE_ITEMS)[::-1]), ctype=apply,
+                         params={"fieldManager": "second", "dryRun": "All"})
+    print(f"    server-side apply of {MERGE_ITEMS} finalizers: {first[1] * 1000:.0f} ms by their first manager, "
+          f"{second[1] * 1000:.0f} ms reordered by a second (dry run)")
+    return [first, second]
+
+
 def _codes(results: list[tuple[int, float, int]]) -> dict[int, int]:
     out: dict[int, int] = {}
     for code, _, _ in results:
@@ -210,20 +258,30 @@ ATTACKS: list[tuple[str, Attack]] = [
     ("JSON 600 deep, unknown field", deep_unknown_field), ("5000-digit resourceVersion", long_resource_version),
     ("text/plain POST, foreign Host", browser_requests), ("1100 future-RV reads", future_reads),
     ("500 trickled request heads", trickled_heads),
+    ("merge: SMP finalizers", smp_finalizers), ("merge: SMP env (keyed)", smp_env),
+    ("merge: SMP delete all finalizers", smp_delete_primitives), ("merge: apply reordered", apply_reordered),
 ]
 
 
-async def main(interval: float) -> None:
+async def main(interval: float, only: str) -> None:
     with tempfile.TemporaryDirectory() as data:
         proc, url = await start_server(data, "--header-timeout", "2")
         try:
             async with aiohttp.ClientSession(base_url=url) as http:
-                async with http.post(CM, data=cm("target", data={"k": "v" * 1000}),
-                                     headers={"Content-Type": "application/json"}) as resp:
-                    assert resp.status == 201, await resp.text()
+                labels = {"app": "target"}
+                deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "target"},
+                              "spec": {"selector": {"matchLabels": labels}, "template": {
+                                  "metadata": {"labels": labels},
+                                  "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+                for path, body in ((CM, cm("target", data={"k": "v" * 1000})), (CM, cm("held")),
+                                   (DEPLOYMENTS, json.dumps(deployment).encode())):
+                    async with http.post(path, data=body, headers={"Content-Type": "application/json"}) as resp:
+                        assert resp.status == 201, await resp.text()
                 print(f"{'attack':32} {'codes':24} {'slowest':>9} {'largest':>9} {'probes':>6} {'probe p50':>10} "
                       f"{'probe max':>10}  store")
                 for name, attack in ATTACKS:
+                    if only not in name:
+                        continue
                     before = await store_revision(http)
                     async with Prober(url, interval) as prober:
                         async with asyncio.timeout(120):
@@ -244,4 +302,8 @@ async def main(interval: float) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--probe-interval", type=float, default=0.01)
-    asyncio.run(main(parser.parse_args().probe_interval))
+    parser.add_argument("--only", default="", help="run the attacks whose name contains this text")
+    parser.add_argument("--items", type=int, default=MERGE_ITEMS, help="list items of the merge attacks")
+    args = parser.parse_args()
+    MERGE_ITEMS = args.items
+    asyncio.run(main(args.probe_interval, args.only))
