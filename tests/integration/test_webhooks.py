@@ -554,3 +554,18 @@ async def test_what_the_server_sets_is_put_back_after_mutation(kube_client, kube
     updated = await kube_client.patch("deployments", "web", {"metadata": {"labels": {"a": "b"}}}, namespace="default")
     assert updated["spec"]["replicas"] == 5  # the webhook changed the desired state: a new generation
     assert updated["metadata"]["generation"] == 2 and updated["status"].get("replicas") != 99
+
+
+@pytest.mark.parametrize("client_config", [{}, {"url": "https://127.0.0.1/hook",
+                                                "service": {"namespace": "default", "name": "hooks"}}])
+async def test_a_webhook_names_exactly_one_of_url_and_service(kube_client, client_config):
+    with pytest.raises(Invalid) as err:
+        await kube_client.create(VALIDATING, configuration("ValidatingWebhookConfiguration", "which", client_config))
+    assert "exactly one of url or service is required" in err.value.message
+
+
+def test_a_stored_plain_http_url_is_never_called():
+    from kinformer.server.webhook_client import CallFailed, WebhookClient
+
+    with pytest.raises(CallFailed, match="'https' is the only allowed URL scheme"):
+        WebhookClient(lambda *args: None).target({"url": "http://127.0.0.1:8080/hook"})
