@@ -34,9 +34,9 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from kinformer.cache.listwatch import ListOptions, ListResult, WatchEvent
 from kinformer.cache.shared_informer import SharedIndexInformer
 from kinformer.client.watch import decode_watch_line, iter_events
+from kinformer.listwatch import ListOptions, ListResult, WatchEvent
 from kinformer.server import APIServer
 
 SERVER_EXAMPLES = int(os.environ.get("KINFORMER_FUZZ_EXAMPLES") or 500)

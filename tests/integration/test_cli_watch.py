@@ -10,8 +10,8 @@ import os
 import signal
 import socket
 
+from kinformer.cli.watch import add_arguments, run
 from kinformer.client import Client
-from kinformer.client.cli import add_arguments, run
 from kinformer.server import APIServer
 
 

@@ -16,9 +16,9 @@ import trustme
 from aiohttp import web
 
 from kinformer import errors
-from kinformer.cache.listwatch import ListerWatcher, ListOptions
 from kinformer.client import Client, LazyObject, Resource
 from kinformer.clock import FakeClock
+from kinformer.listwatch import ListerWatcher, ListOptions
 
 CM = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 

@@ -9,8 +9,8 @@ import pytest
 
 from kinformer import errors
 from kinformer.cache.factory import SharedInformerFactory
-from kinformer.cache.listwatch import ListOptions
 from kinformer.client import Client, LazyObject
+from kinformer.listwatch import ListOptions
 from kinformer.server import APIServer
 from testlib import configmap
 

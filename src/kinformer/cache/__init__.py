@@ -14,7 +14,7 @@ from .store import (
 )
 from .tombstone import DeletedFinalStateUnknown
 from .real_fifo import RealFIFO
-from .listwatch import ListerWatcher, ListOptions, ListResult, TweakedListerWatcher, WatchEvent
+from kinformer.listwatch import ListerWatcher, ListOptions, ListResult, TweakedListerWatcher, WatchEvent
 from .backoff import Backoff
 from .reflector import Reflector, ReflectorStats, WatchOutcome
 from .processor_listener import Notification, NotificationKind, ProcessorListener

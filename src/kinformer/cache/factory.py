@@ -19,11 +19,11 @@ from types import TracebackType
 from typing import Any, NamedTuple, Protocol
 
 from kinformer.cache.backoff import Backoff
-from kinformer.cache.listwatch import ListerWatcher, ListOptions, TweakedListerWatcher
 from kinformer.cache.multi_namespace import MultiNamespaceListerWatcher
 from kinformer.cache.shared_informer import DEFAULT_WATCH_IDLE_TIMEOUT, SharedIndexInformer
 from kinformer.cache.transforms import DEFAULT_TRANSFORM, Transform
 from kinformer.clock import REAL_CLOCK, Clock
+from kinformer.listwatch import ListerWatcher, ListOptions, TweakedListerWatcher
 
 __all__ = ["InformerKey", "ListerWatcherSource", "SharedInformerFactory"]
 

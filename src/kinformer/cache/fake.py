@@ -2,7 +2,7 @@
 
 :class:`FakeSource` keeps objects of one resource, a global monotonic resourceVersion (every write gets the
 next integer, written into ``metadata.resourceVersion``), and a history of changes that watches replay.
-It implements the :class:`~kinformer.cache.listwatch.ListerWatcher` contract, and
+It implements the :class:`~kinformer.listwatch.ListerWatcher` contract, and
 :meth:`FakeSource.lister_watcher` / :class:`FakeClient` offer the same ``lister_watcher(...)`` method as
 :class:`kinformer.Client`, so a ``SharedInformerFactory`` can run against it.
 
@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kinformer import errors
-from kinformer.cache.listwatch import (
+from kinformer.listwatch import (
     ADDED,
     BOOKMARK,
     DELETED,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
-from kinformer.cache.listwatch import ListerWatcher, ListOptions, ListResult, WatchEvent
+from kinformer.listwatch import ListerWatcher, ListOptions, ListResult, WatchEvent
 
 __all__ = ["MultiNamespaceListerWatcher", "NamespaceScopedStore"]
 

@@ -38,17 +38,6 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from kinformer.cache.backoff import Backoff
-from kinformer.cache.listwatch import (
-    ADDED,
-    BOOKMARK,
-    DELETED,
-    ERROR,
-    INITIAL_EVENTS_END_ANNOTATION,
-    MODIFIED,
-    ListerWatcher,
-    ListOptions,
-    WatchEvent,
-)
 from kinformer.cache.resource_version import is_sane_resource_version
 from kinformer.cache.store import fast_resource_version
 from kinformer.cache.transforms import Transform
@@ -61,6 +50,17 @@ from kinformer.errors import (
     from_status,
     is_expired,
     is_too_large_resource_version,
+)
+from kinformer.listwatch import (
+    ADDED,
+    BOOKMARK,
+    DELETED,
+    ERROR,
+    INITIAL_EVENTS_END_ANNOTATION,
+    MODIFIED,
+    ListerWatcher,
+    ListOptions,
+    WatchEvent,
 )
 
 __all__ = ["Backoff", "DeltaStore", "Reflector", "ReflectorStats", "WatchErrorHandler", "WatchOutcome"]

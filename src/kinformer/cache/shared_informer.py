@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 
 from kinformer.cache.backoff import Backoff
 from kinformer.cache.delta_fifo import Delta, DeltaFIFO, DeltaType, FIFOClosed
-from kinformer.cache.listwatch import ListerWatcher
 from kinformer.cache.multi_namespace import MultiNamespaceListerWatcher, NamespaceScopedStore
 from kinformer.cache.mutation_detector import CacheMutationError, MutationDetector
 from kinformer.cache.processor_listener import (
@@ -53,6 +52,7 @@ from kinformer.cache.store import Indexer, IndexFunc, meta_namespace_key
 from kinformer.cache.tombstone import DeletedFinalStateUnknown
 from kinformer.cache.transforms import DEFAULT_TRANSFORM, Transform, strip_managed_fields
 from kinformer.clock import REAL_CLOCK, Clock
+from kinformer.listwatch import ListerWatcher
 
 if TYPE_CHECKING:
     from kinformer.cache.lister import Lister

@@ -15,7 +15,7 @@ _DESCRIPTION = "The kinformer command: serve, watch and demo."  # plain text, as
 # subcommand -> (module, help). Each module defines add_arguments(parser) and main(args) -> int.
 _COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("kinformer.server.cli", "run the embedded Kubernetes-compatible API server"),
-    "watch": ("kinformer.client.cli", "run an informer and print each delta as it arrives"),
+    "watch": ("kinformer.cli.watch", "run an informer and print each delta as it arrives"),
     "demo": ("kinformer.demo", "the sample controller against an embedded server, with faults"),
 }
 
@@ -51,6 +51,3 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"'{args.command}' is not available in this build")
     return int(importlib.import_module(args._module).main(args) or 0)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -25,7 +25,6 @@ import aiohttp
 import orjson
 
 from kinformer import tracing
-from kinformer.cache.listwatch import ListOptions, ListResult, WatchEvent
 from kinformer.client.config import AuthProvider, ClientConfig, StaticTokenAuth, TokenFileAuth, build_ssl_context
 from kinformer.client.discovery import Discovery, Resource
 from kinformer.client.metrics import RequestMetrics
@@ -36,6 +35,7 @@ from kinformer.client.portforward import PortForward
 from kinformer.client.watch import iter_events
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.errors import APIError, from_status
+from kinformer.listwatch import ListOptions, ListResult, WatchEvent
 
 if TYPE_CHECKING:
     from kinformer.client.listwatch import ClientListerWatcher
@@ -339,7 +339,7 @@ class Client:
     def lister_watcher(self, resource: str | Resource, *, namespace: str | None = None,
                        label_selector: str | None = None, field_selector: str | None = None,
                        metadata_only: bool = False) -> ClientListerWatcher:
-        """A :class:`~kinformer.cache.listwatch.ListerWatcher` over this client (resolves lazily);
+        """A :class:`~kinformer.listwatch.ListerWatcher` over this client (resolves lazily);
         ``metadata_only`` lists and watches PartialObjectMetadata."""
         from kinformer.client.listwatch import ClientListerWatcher
 

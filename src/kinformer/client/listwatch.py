@@ -1,4 +1,4 @@
-"""The reflector's :class:`~kinformer.cache.listwatch.ListerWatcher` over a :class:`~kinformer.client.Client`."""
+"""The reflector's :class:`~kinformer.listwatch.ListerWatcher` over a :class:`~kinformer.client.Client`."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from kinformer.cache.listwatch import BOOKMARK, ERROR, ListOptions, ListResult, WatchEvent
 from kinformer.client.discovery import Resource
 from kinformer.client.objects import LazyObject
 from kinformer.errors import APIError
+from kinformer.listwatch import BOOKMARK, ERROR, ListOptions, ListResult, WatchEvent
 
 if TYPE_CHECKING:
     from kinformer.client.client import Client

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kinformer.cache.listwatch import ListResult, WatchEvent
 from kinformer.client.discovery import Resource
 from kinformer.client.objects import LazyObject
+from kinformer.listwatch import ListResult, WatchEvent
 
 if TYPE_CHECKING:
     from kinformer.client.client import Client

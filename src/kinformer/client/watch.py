@@ -16,8 +16,8 @@ import msgspec
 import orjson
 from msgspec import UNSET, Raw
 
-from kinformer.cache.listwatch import WatchEvent
 from kinformer.client.objects import LazyObject, _decode_envelope, _decode_head
+from kinformer.listwatch import WatchEvent
 
 __all__ = ["LineSplitter", "decode_watch_line", "iter_events", "iter_lines"]
 

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kinformer.cache.factory import InformerKey
-from kinformer.cache.listwatch import ListResult
 from kinformer.errors import NotFound
+from kinformer.listwatch import ListResult
 from kinformer.selectors import field_value, object_fields, parse_field_selector, parse_label_selector
 
 if TYPE_CHECKING:

@@ -1,17 +1,16 @@
 """Prometheus metrics with the names Go controllers export (controller-runtime, client-go).
 
-Metrics live in one registry (:data:`REGISTRY`, by default prometheus_client's global one), created
-once per process like Go's package-level collectors; series are labelled per controller.
+Metrics live in the process-wide registry :data:`kinformer.metrics.REGISTRY` (re-exported here as
+:data:`REGISTRY`), like Go's package-level collectors; series are labelled per controller.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from prometheus_client import REGISTRY as _DEFAULT_REGISTRY
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
-REGISTRY: CollectorRegistry = _DEFAULT_REGISTRY
+from kinformer.metrics import REGISTRY
 
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
             1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60)

@@ -55,9 +55,9 @@ from prometheus_client import Counter, Gauge
 from kinformer.aio import task_group
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.controller.leaderelection import default_identity, micro_time
-from kinformer.controller.metrics import REGISTRY
 from kinformer.controller.reconcile import Request
 from kinformer.errors import AlreadyExists, APIError, Conflict, NotFound
+from kinformer.metrics import REGISTRY
 
 log = logging.getLogger(__name__)
 

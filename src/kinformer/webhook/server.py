@@ -41,7 +41,7 @@ from aiohttp import web
 from prometheus_client import Counter, Gauge, Histogram
 
 from kinformer.clock import REAL_CLOCK, Clock
-from kinformer.controller.metrics import REGISTRY
+from kinformer.metrics import REGISTRY
 from kinformer.webhook import admission
 from kinformer.webhook.admission import AdmissionRequest, BadReview, ConversionRequest
 from kinformer.webhook.certs import ServingCerts

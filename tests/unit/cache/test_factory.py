@@ -8,8 +8,8 @@ import pytest
 
 import kinformer
 from kinformer.cache.fake import FakeClient
-from kinformer.cache.listwatch import ListOptions
 from kinformer.clock import FakeClock
+from kinformer.listwatch import ListOptions
 from testlib import cm
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from kinformer.cache.fake import FakeSource
-from kinformer.cache.listwatch import ListOptions, WatchEvent
+from kinformer.listwatch import ListOptions, WatchEvent
 
 
 def cm(name: str, value: str = "0") -> dict[str, object]:

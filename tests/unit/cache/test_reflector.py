@@ -12,10 +12,10 @@ import pytest
 from kinformer import errors
 from kinformer.cache.delta_fifo import DeltaFIFO
 from kinformer.cache.fake import FakeSource
-from kinformer.cache.listwatch import ListOptions, ListResult, TweakedListerWatcher, WatchEvent
 from kinformer.cache.reflector import Backoff, Reflector
 from kinformer.cache.store import Indexer
 from kinformer.clock import FakeClock
+from kinformer.listwatch import ListOptions, ListResult, TweakedListerWatcher, WatchEvent
 from testlib import cm, wait_until
 
 

@@ -452,7 +452,7 @@ async def test_deleted_event_for_unknown_key_is_ignored() -> None:
             self.first = False
 
             async def gen() -> Any:
-                from kinformer.cache.listwatch import WatchEvent
+                from kinformer.listwatch import WatchEvent
 
                 ghost = {"metadata": {"name": "ghost", "namespace": "default", "resourceVersion": "1"}}
                 yield WatchEvent("DELETED", ghost)

@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from kinformer.cache.listwatch import ListOptions, ListResult, WatchEvent
 from kinformer.controller.manager import Manager
+from kinformer.listwatch import ListOptions, ListResult, WatchEvent
 
 
 class _HangingListerWatcher:
