@@ -15,9 +15,11 @@ functions too. A new package must be given a layer here before it may be importe
 from __future__ import annotations
 
 import ast
+import graphlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -145,3 +147,67 @@ def test_importing_one_sibling_loads_none_of_the_others(package: str) -> None:
                             timeout=60).stdout.split()
     above = [p for p in (*SIBLINGS, "kinformer.webhook", "kinformer.controller", *APPLICATIONS) if p != package]
     assert [m for m in loaded if _is_within(m, tuple(above))] == []
+
+
+class _RuntimeImports(ast.NodeVisitor):
+    """The kinformer modules a module imports when it runs: ``if TYPE_CHECKING:`` blocks left out, imports in
+    functions kept; ``from package import submodule`` counts as the submodule."""
+
+    def __init__(self, module: str, package: str, modules: set[str]) -> None:
+        self.module, self.package, self.modules = module, package, modules
+        self.found: set[str] = set()
+
+    def visit_If(self, node: ast.If) -> None:
+        if ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            for child in node.orelse:
+                self.visit(child)
+        else:
+            self.generic_visit(node)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        self._add(alias.name for alias in node.names)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        base = node.module or ""
+        if node.level:
+            anchor = self.package.split(".")[: len(self.package.split(".")) - node.level + 1]
+            base = ".".join([*anchor, base] if base else anchor)
+        subs = [f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in self.modules]
+        self._add(subs if len(subs) == len(node.names) else [base, *subs])
+
+    def _add(self, names: Iterable[str]) -> None:
+        # a module's own packages are imported before it, whatever it says: not a circle
+        self.found.update(n for n in names if n in self.modules and not _is_within(self.module, (n,)))
+
+
+def _runtime_graph(paths: dict[str, Path]) -> dict[str, set[str]]:
+    graph = {}
+    for module, path in paths.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        visitor = _RuntimeImports(module, package, set(paths))
+        visitor.visit(ast.parse(path.read_text(), str(path)))
+        graph[module] = visitor.found
+    return graph
+
+
+def _circle(graph: dict[str, set[str]]) -> list[str]:
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        return list(exc.args[1])
+    return []
+
+
+def test_no_import_circle_in_src_outside_type_checking() -> None:
+    """Every module of src/ (server included): lazy imports inside functions count, TYPE_CHECKING ones do not."""
+    assert _circle(_runtime_graph({_module_name(p): p for p in SRC.rglob("*.py")})) == []
+
+
+def test_the_circle_check_finds_a_function_level_circle_and_skips_type_checking() -> None:
+    assert set(_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}})) == {"a", "b", "c"}
+    assert _circle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kinformer.x import T\n"
+              "def f():\n    from . import y\n")
+    visitor = _RuntimeImports("kinformer.z", "kinformer", {"kinformer", "kinformer.x", "kinformer.y", "kinformer.z"})
+    visitor.visit(ast.parse(source))
+    assert visitor.found == {"kinformer.y"}

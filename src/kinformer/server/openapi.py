@@ -33,6 +33,7 @@ from aiohttp import web
 
 from kinformer.server import apidefs
 from kinformer.server.discovery import GIT_VERSION, subresource_kind, subresource_verbs
+from kinformer.server.openapi_v2 import V2_PROTOBUF_TYPE, SwaggerDocument
 from kinformer.server.registry import KUBELET_SUBRESOURCES
 from kinformer.server.status import json_body
 
@@ -390,8 +391,6 @@ def _not_found() -> web.Response:
 
 def routes(registry: Registry) -> list[web.RouteDef]:
     """aiohttp route definitions for ``/openapi/v3``, its per-group/version documents and ``/openapi/v2``."""
-    from kinformer.server.openapi_v2 import V2_PROTOBUF_TYPE, SwaggerDocument
-
     docs = OpenAPIDocuments(registry)
 
     async def get_index(request: web.Request) -> web.Response:
@@ -413,7 +412,7 @@ def routes(registry: Registry) -> list[web.RouteDef]:
             return web.Response(status=304, headers=headers)
         return web.Response(body=body, content_type="application/json", headers=headers)
 
-    v2 = SwaggerDocument(registry)
+    v2 = SwaggerDocument(registry, group_version_parts)
 
     async def get_v2(request: web.Request) -> web.Response:
         if "protobuf" in request.headers.get("Accept", ""):

@@ -12,6 +12,7 @@ Invariants: both encodings are built on first request and cached until ``registr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
     from kinformer.server.registry import Registry, ResourceInfo
 
 __all__ = ["V2_PROTOBUF_TYPE", "SwaggerDocument", "build_swagger"]
+
+#: (group, version, its resources) -> (paths, names of the kube definitions they reference, custom kinds'
+#: schemas), written with v3 references: :func:`kinformer.server.openapi.group_version_parts`.
+GroupVersionParts = Callable[[str, str, "list[ResourceInfo]"], tuple[dict[str, Any], set[str], dict[str, Any]]]
 
 V2_PROTOBUF_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 V2_REF = "#/definitions/"
@@ -76,10 +81,8 @@ def _v2_paths(paths: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def build_swagger(resources: list[ResourceInfo]) -> bytes:
-    """The Swagger 2.0 document of ``resources``, encoded as JSON."""
-    from kinformer.server.openapi import group_version_parts
-
+def build_swagger(resources: list[ResourceInfo], group_version_parts: GroupVersionParts) -> bytes:
+    """The Swagger 2.0 document of ``resources``, encoded as JSON, from their v3 ``group_version_parts``."""
     by_gv: dict[tuple[str, str], list[ResourceInfo]] = {}
     for info in resources:
         by_gv.setdefault((info.group, info.version), []).append(info)
@@ -159,10 +162,11 @@ def encode_document(doc: dict[str, Any]) -> bytes:
 class SwaggerDocument:
     """The ``/openapi/v2`` document of a registry, in both encodings, cached per ``registry.revision``."""
 
-    __slots__ = ("_cache", "_registry", "_revision")
+    __slots__ = ("_cache", "_parts", "_registry", "_revision")
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, group_version_parts: GroupVersionParts) -> None:
         self._registry = registry
+        self._parts = group_version_parts
         self._revision: int | None = None
         self._cache: dict[str, bytes] = {}
 
@@ -172,7 +176,7 @@ class SwaggerDocument:
         body = self._cache.get(key)
         if body is None:
             if "json" not in self._cache:
-                self._cache["json"] = build_swagger(self._registry.resources())
+                self._cache["json"] = build_swagger(self._registry.resources(), self._parts)
             if key == "protobuf":
                 self._cache["protobuf"] = encode_document(orjson.loads(self._cache["json"]))
             body = self._cache[key]

@@ -435,15 +435,12 @@ def definition_node(name: str) -> Node:
 
 @functools.cache
 def kind_node(group: str, version: str, kind: str) -> Node | None:
-    """The compiled schema of a built-in kind, or None when the release has no definition for it."""
-    name = apidefs.definition_name(group, version, kind)
-    if name is None:
-        return None
-    from .structcheck import install_typed_check  # it builds on this module
+    """The compiled schema of a built-in kind, or None when the release has no definition for it.
 
-    node = _compiler().definition(name)
-    install_typed_check(node)
-    return node
+    Its ``fine`` walks the schema; :func:`kinformer.server.structcheck.typed_kind_node` is the same node with a
+    typed one-pass check tried first."""
+    name = apidefs.definition_name(group, version, kind)
+    return None if name is None else _compiler().definition(name)
 
 
 def node_at(root: Node | None, path: tuple[str, ...]) -> Node | None:

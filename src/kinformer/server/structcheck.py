@@ -14,6 +14,7 @@ has no type.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Any, Literal, Union
 
@@ -23,7 +24,7 @@ from kinformer.server import schemas
 from kinformer.server.nesting import MAX_DEPTH, too_deep_at
 from kinformer.server.schemas import ANY, ARRAY, MAP, OBJECT, SCALAR, Node
 
-__all__ = ["doc_fine", "install_typed_check"]
+__all__ = ["doc_fine", "install_typed_check", "typed_kind_node"]
 
 # Generic aliases built at run time (typed Any: the types are values here)
 _List: Any = list
@@ -251,6 +252,15 @@ def install_typed_check(node: Node) -> None:
         return check(value)
 
     node.compiled = first
+
+
+@functools.cache
+def typed_kind_node(group: str, version: str, kind: str) -> Node | None:
+    """:func:`schemas.kind_node` with :func:`install_typed_check` applied (once): the node validation checks with."""
+    node = schemas.kind_node(group, version, kind)
+    if node is not None:
+        install_typed_check(node)
+    return node
 
 
 def _converts(typed: Any, value: Any) -> bool:

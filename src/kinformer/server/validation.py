@@ -562,7 +562,7 @@ _META_FIELDS = frozenset({
 
 
 def _builtin_node(info: ResourceInfoLike) -> schemas.Node | None:
-    return schemas.kind_node(info.group, getattr(info, "version", ""), info.kind)
+    return structcheck.typed_kind_node(info.group, getattr(info, "version", ""), info.kind)
 
 
 # The last body found fine (no unknown field, no wrong type, no missing required field, no value outside an enum).

@@ -15,7 +15,7 @@ from kinformer.server.nesting import MAX_DEPTH, too_deep
 
 def test_the_bases_pass_the_fast_check() -> None:
     for gvk, base in BASES:
-        node = schemas.kind_node(*gvk)
+        node = structcheck.typed_kind_node(*gvk)
         assert node is not None
         body = orjson.dumps(base)
         # a recursive definition (JSONSchemaProps) has no typed check; an integral float (10.0) is the walk's
@@ -40,7 +40,7 @@ def _nested_objects(levels: int) -> Any:
 
 
 def test_free_form_values_are_bounded_so_the_depth_is() -> None:
-    cm = schemas.kind_node("", "v1", "ConfigMap")
+    cm = structcheck.typed_kind_node("", "v1", "ConfigMap")
     assert cm is not None
 
     def doc(fields_v1: Any, **entry: Any) -> dict[str, Any]:
@@ -53,7 +53,7 @@ def test_free_form_values_are_bounded_so_the_depth_is() -> None:
     assert not structcheck.doc_fine(cm, doc({}, anything="the field manager's")) and cm.fine(doc({}, anything=1))
     assert not structcheck.doc_fine(cm, {"data": {"a": 1.0}}) and not structcheck.doc_fine(cm, [])
     # a template's: typed FieldsV1 (objects of objects, a few levels); other shapes are left to the walk
-    deploy = schemas.kind_node("apps", "v1", "Deployment")
+    deploy = structcheck.typed_kind_node("apps", "v1", "Deployment")
     assert deploy is not None
 
     def template(fields_v1: Any) -> dict[str, Any]:
@@ -66,14 +66,14 @@ def test_free_form_values_are_bounded_so_the_depth_is() -> None:
 
 
 def test_field_names_are_the_json_names() -> None:
-    cm = schemas.kind_node("", "v1", "ConfigMap")
+    cm = structcheck.typed_kind_node("", "v1", "ConfigMap")
     assert cm is not None
     assert structcheck.doc_fine(cm, {"binaryData": {}, "immutable": True})
     assert not structcheck.doc_fine(cm, {"f0": {}}) and not cm.fine({"f0": {}})
 
 
 def test_integral_floats_are_left_to_the_walk() -> None:
-    node = schemas.kind_node("", "v1", "Pod")
+    node = structcheck.typed_kind_node("", "v1", "Pod")
     assert node is not None
     base: dict[str, Any] = {"spec": {"containers": [], "terminationGracePeriodSeconds": 30}}
     assert structcheck.doc_fine(node, base)
@@ -104,7 +104,7 @@ def _integers(value: Any) -> Any:
 @given(mutated())
 def test_what_the_conversion_accepts_the_walk_accepts(case: tuple[schemas.Node, Any]) -> None:
     node, obj = case
-    if node is schemas.kind_node(*CRD):
+    if node is structcheck.typed_kind_node(*CRD):
         return  # recursive: the walk alone checks it (below)
     for value in (obj, _integers(obj)):
         if _converts(node, value):
@@ -113,21 +113,28 @@ def test_what_the_conversion_accepts_the_walk_accepts(case: tuple[schemas.Node, 
 
 def test_valid_objects_pass_the_conversion() -> None:
     for gvk, base in BASES:
-        node = schemas.kind_node(*gvk)
+        node = structcheck.typed_kind_node(*gvk)
         assert node is not None
         if gvk != CRD:
             assert _converts(node, _integers(base)) and node.fine(_integers(base)), gvk
 
 
 def test_a_recursive_kind_and_an_integral_float_are_the_walks() -> None:
-    crd_node = schemas.kind_node(*CRD)
+    crd_node = structcheck.typed_kind_node(*CRD)
     assert crd_node is not None
     crd = next(b for g, b in BASES if g == CRD)
     assert crd_node.fine(crd) and not crd_node.fine({**crd, "spec": {**crd["spec"], "scope": 3}})
-    svc_node = schemas.kind_node("", "v1", "Service")
+    svc_node = structcheck.typed_kind_node("", "v1", "Service")
     assert svc_node is not None
     svc = copy.deepcopy(next(b for g, b in BASES if g == ("", "v1", "Service")))
     svc["spec"]["ports"][0]["port"] = 80.0
     assert not _converts(svc_node, svc) and svc_node.fine(svc)
     svc["spec"]["ports"][0]["port"] = 80.5
     assert not svc_node.fine(svc)
+
+
+def test_typed_kind_node_is_the_kind_node_with_the_typed_check_tried_first() -> None:
+    node = structcheck.typed_kind_node("", "v1", "Secret")
+    assert node is not None and node is schemas.kind_node("", "v1", "Secret")
+    assert node.fine({"data": {"k": "dg=="}}) and not node.fine({"data": 1})
+    assert node.compiled is not None and node.compiled.__qualname__.startswith("install_typed_check.")
