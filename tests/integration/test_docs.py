@@ -122,3 +122,23 @@ def test_command_check_rejects_an_unknown_flag() -> None:
     argv = _kinformer_commands("kinformer watch configmaps --no-such-flag  # comment")[0]
     with pytest.raises(SystemExit):
         build_parser().parse_args(argv)
+
+
+_ISSUE = re.compile(r"\bissues? #?\d+|\(#\d+\)", re.I)
+_CLOCK_HEADING = re.compile(r"^#+ .*\b\d{1,2}:\d{2}\b", re.M)
+
+
+def _findings(pattern: re.Pattern[str]) -> list[str]:
+    found = []
+    for path in DOCS:
+        text = path.read_text()
+        found += [f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group()!r}"
+                  for m in pattern.finditer(text)]
+    return found
+
+
+def test_user_docs_name_no_issue_number_and_no_clock_time_in_a_heading() -> None:
+    """A reader cannot look up the project's issues; the lab notes live in docs/design-notes/, outside DOCS."""
+    assert _findings(_ISSUE) == []
+    assert _findings(_CLOCK_HEADING) == []
+    assert _ISSUE.search("the targets of issue 4") and _CLOCK_HEADING.search("### round 5 (20:15 to 21:30 UTC)")
