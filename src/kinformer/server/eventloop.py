@@ -2,7 +2,7 @@
 
 uvloop (libuv, in C) does the fixed part of every request (socket reads and writes, callbacks, task steps)
 for about a quarter fewer instructions than asyncio's pure-Python selector loop on a health probe, about
-60k per request (docs/benchmarks.md, "Write path"). Only a process that exists to serve
+60k per request (docs/design-notes/benchmark-history.md, "Write path"). Only a process that exists to serve
 (``kinformer serve``) picks it, as ``asyncio.Runner(loop_factory=loop_factory())``; nothing here
 installs a loop policy, so the library and an in-process :class:`~kinformer.server.APIServer` keep running
 on whatever loop their host runs (the tests run on asyncio's).
