@@ -16,6 +16,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,3 +143,11 @@ def test_user_docs_name_no_issue_number_and_no_clock_time_in_a_heading() -> None
     assert _findings(_ISSUE) == []
     assert _findings(_CLOCK_HEADING) == []
     assert _ISSUE.search("the targets of issue 4") and _CLOCK_HEADING.search("### round 5 (20:15 to 21:30 UTC)")
+
+
+def test_the_user_guide_names_every_runtime_dependency() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = [re.split(r"[<>=~!;\[ ]", requirement, maxsplit=1)[0] for requirement in project["dependencies"]]
+    rows = {line.split("|")[1].strip() for line in (ROOT / "docs" / "user-guide.md").read_text().splitlines()
+            if line.startswith("| ")}
+    assert len(names) >= 12 and [n for n in names if n not in rows] == []
