@@ -11,7 +11,9 @@ counts once per attempt, as in client-go.
 
 from __future__ import annotations
 
-from prometheus_client import REGISTRY, Counter, Histogram
+from prometheus_client import Counter, Histogram
+
+from kinformer.metrics import REGISTRY
 
 __all__ = ["REQUESTS", "REQUEST_DURATION", "RequestMetrics"]
 
