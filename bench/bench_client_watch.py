@@ -1,6 +1,6 @@
 """Watch throughput side by side: kinformer vs the official ``kubernetes`` client vs ``kubectl get -w``.
 
-A small aiohttp server (its own process) streams realistic ~7.7 KB pods (../shared/fixtures/pod-realistic.json,
+A small aiohttp server (its own process) streams realistic ~7.7 KB pods (bench/pod-realistic.json,
 names and resourceVersions varied) as chunked MODIFIED watch events from pre-encoded bytes. Each consumer
 reads the whole stream in this one run:
 
@@ -34,9 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-FIXTURE = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "pod-realistic.json"
-if not FIXTURE.exists():
-    FIXTURE = Path("/work/shared/fixtures/pod-realistic.json")
+from benchlib import FIXTURE, parse_args
+
 BASE_RV = 100000
 CHUNK = 64 * 1024
 
@@ -329,7 +328,7 @@ def main() -> None:
     p.add_argument("--models-events", type=int, default=5000, help="events for official-models")
     p.add_argument("--skip", default="", help="comma-separated consumers to skip")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
-    args = p.parse_args()
+    args = parse_args(p, events=2000, slow_events=300, models_events=200)
     skip = set(filter(None, args.skip.split(",")))
     load = os.getloadavg()[0]
     results = measure(args.events, args.slow_events, args.models_events, skip)

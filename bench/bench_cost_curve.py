@@ -2,7 +2,7 @@
 realistic pods, full and metadata-only, beside the official ``kubernetes`` client's list (dicts).
 
 A small aiohttp server (a process of its own, holding no objects) renders ~8.4 KB realistic pods
-(../shared/fixtures/pod-realistic.json: names, namespaces, uids and resourceVersions varied, managedFields
+(bench/pod-realistic.json: names, namespaces, uids and resourceVersions varied, managedFields
 included) on demand: ``GET /api/v1/pods`` lists them (``limit``/``continue`` pages, or all at once), as
 ``PartialObjectMetadataList`` when the ``Accept`` header asks for it, and a watch streams MODIFIED events of
 existing pods, one burst per ``/trigger`` of its stream. (The embedded API server keeps every object decoded
@@ -43,9 +43,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-FIXTURE = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "pod-realistic.json"
-if not FIXTURE.exists():
-    FIXTURE = Path("/work/shared/fixtures/pod-realistic.json")
+from benchlib import FIXTURE, parse_args
+
 NAMESPACES = 100
 ROUNDS = 3  # watch bursts per consumer, each followed by a Client.watch-alone burst of the same size
 GC_FREEZE = os.environ.get("BENCH_GC_FREEZE") == "1"  # the informers' gc_freeze option (--gc-freeze)
@@ -442,7 +441,7 @@ def main() -> None:
     parser.add_argument("--gc-freeze", action="store_true", help="informers with gc_freeze=True")
     parser.add_argument("--plot", default="", help="write the curve as a PNG here (needs matplotlib)")
     parser.add_argument("--json", default="", help="write the raw figures here")
-    args = parser.parse_args()
+    args = parse_args(parser, sizes="500", events=200)
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.gc_freeze:
         os.environ["BENCH_GC_FREEZE"] = "1"  # inherited by the consumer processes

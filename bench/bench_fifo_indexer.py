@@ -12,6 +12,8 @@ import asyncio
 import time
 from typing import Any
 
+from benchlib import parse_args
+
 from kinformer.cache.delta_fifo import Delta, DeltaFIFO, DeltaType, FIFOClosed
 from kinformer.cache.store import Indexer
 
@@ -81,7 +83,7 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=10_000)
     parser.add_argument("--batch", type=int, default=100, help="deltas produced per loop turn")
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    args = parse_args(parser, deltas=5000, keys=500, rounds=1)
     best = 0.0
     for r in range(args.rounds):
         elapsed, n = asyncio.run(run(args.deltas, args.keys, args.batch))

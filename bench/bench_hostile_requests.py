@@ -32,9 +32,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
+from benchlib import parse_args
 
 SERVE = "import sys; from kinformer.cli import main; sys.exit(main())"
 CM = "/api/v1/namespaces/default/configmaps"
+#: how many future-RV reads flood the server, and how many connections trickle their request heads
+SIZES = {"flood": 1100, "heads": 500}
 
 
 async def start_server(data: str, *extra: str) -> tuple[asyncio.subprocess.Process, str]:
@@ -172,7 +175,7 @@ async def future_reads(http: aiohttp.ClientSession, url: str) -> list[tuple[int,
     conn = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(base_url=url, connector=conn) as flood:
         tasks = [asyncio.create_task(timed(flood, "GET", CM, ctype=None, params={"resourceVersion": future}))
-                 for _ in range(1100)]
+                 for _ in range(SIZES["flood"])]
         await asyncio.sleep(0.2)
         other = [await timed(http, "GET", CM, ctype=None) for _ in range(20)]
         flooded = await asyncio.gather(*tasks)
@@ -183,7 +186,8 @@ async def future_reads(http: aiohttp.ClientSession, url: str) -> list[tuple[int,
 
 async def trickled_heads(http: aiohttp.ClientSession, url: str) -> list[tuple[int, float, int]]:
     host, port = url.split("//", 1)[1].rsplit(":", 1)
-    conns = [await asyncio.open_connection(host, int(port)) for _ in range(500)]
+    heads = SIZES["heads"]
+    conns = [await asyncio.open_connection(host, int(port)) for _ in range(heads)]
     for _, writer in conns:
         writer.write(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
     start = time.perf_counter()
@@ -196,9 +200,9 @@ async def trickled_heads(http: aiohttp.ClientSession, url: str) -> list[tuple[in
                 data = b""
             closed += data == b""
             writer.close()
-    print(f"    trickled heads: {closed}/500 connections closed by the server, the last "
+    print(f"    trickled heads: {closed}/{heads} connections closed by the server, the last "
           f"{time.perf_counter() - start:.1f} s after the attack began (header timeout 2 s)")
-    return [(408 if closed == 500 else 0, time.perf_counter() - start, 0)]
+    return [(408 if closed == heads else 0, time.perf_counter() - start, 0)]
 
 
 MERGE_ITEMS = 140_000  # about as many short list items as the 3 MiB body limit lets in (--items)
@@ -304,6 +308,9 @@ if __name__ == "__main__":
     parser.add_argument("--probe-interval", type=float, default=0.01)
     parser.add_argument("--only", default="", help="run the attacks whose name contains this text")
     parser.add_argument("--items", type=int, default=MERGE_ITEMS, help="list items of the merge attacks")
-    args = parser.parse_args()
+    parser.add_argument("--flood", type=int, default=SIZES["flood"], help="future-RV reads")
+    parser.add_argument("--heads", type=int, default=SIZES["heads"], help="connections trickling their heads")
+    args = parse_args(parser, items=1000, flood=50, heads=20)
     MERGE_ITEMS = args.items
+    SIZES.update(flood=args.flood, heads=args.heads)
     asyncio.run(main(args.probe_interval, args.only))

@@ -18,6 +18,8 @@ import random
 import time
 from typing import Any
 
+from benchlib import parse_args
+
 from kinformer.cache.fake import FakeSource
 from kinformer.cache.shared_informer import SharedIndexInformer
 from kinformer.clock import FakeClock
@@ -72,8 +74,6 @@ async def bench_fifo(keys: int, updates: int, handler_kind: str) -> float:
     objs = [make_obj(i % keys, 2 + i) for i in range(updates)]
     task_started = time.perf_counter()
     informer._started = True
-    for listener in informer._listeners:
-        listener.start()
 
     async def consume() -> None:
         pop = fifo.pop
@@ -81,19 +81,21 @@ async def bench_fifo(keys: int, updates: int, handler_kind: str) -> float:
         while True:
             await pop(handle)
 
-    consumer = asyncio.create_task(consume())
-    update = fifo.update
-    step = 1000
-    for start in range(0, updates, step):
-        for obj in objs[start:start + step]:
-            update(obj)
-        await asyncio.sleep(0)
-    await done.wait()
-    elapsed = time.perf_counter() - task_started
-    consumer.cancel()
-    for listener in informer._listeners:
-        listener.stop()
-    await asyncio.gather(consumer, return_exceptions=True)
+    async with asyncio.TaskGroup() as tg:  # owns the consumer and the handler's task
+        for listener in informer._listeners:
+            listener.start(tg)
+        consumer = tg.create_task(consume())
+        update = fifo.update
+        step = 1000
+        for start in range(0, updates, step):
+            for obj in objs[start:start + step]:
+                update(obj)
+            await asyncio.sleep(0)
+        await done.wait()
+        elapsed = time.perf_counter() - task_started
+        consumer.cancel()
+        for listener in informer._listeners:
+            listener.stop()
     return updates / elapsed
 
 
@@ -125,7 +127,7 @@ async def main() -> None:
     parser.add_argument("--updates", type=int, default=200_000)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--freeze-gc", action="store_true", help="gc.freeze() the objects made before timing")
-    args = parser.parse_args()
+    args = parse_args(parser, keys=500, updates=3000)
     if args.freeze_gc:
         gc.freeze()
     for feed, fn in (("fifo", bench_fifo), ("watch", bench_watch)):

@@ -1,11 +1,11 @@
 """managedFields bookkeeping alone (``update_managed_fields``), CPU µs per call, baseline vs current.
 
-On the realistic pod (``../shared/fixtures/pod-realistic.json``): a create carrying the client's
+On the realistic pod (``bench/pod-realistic.json``): a create carrying the client's
 managedFields, a create without them (both repeating one shape, as a controller's pods do), a create
 of a new shape each time (a label value differs: nothing remembered applies), an update of two fields
 (a label and an image) and a no-op update, each on objects decoded afresh as the server has them.
-Best of 7 batches of 200 calls, CPU time, each source tree in a fresh interpreter; ratios baseline /
-current. Prints figures, no verdicts.
+Best of 7 batches (``--batches``) of 200 calls (``--calls``), CPU time, each source tree in a fresh interpreter;
+ratios baseline / current. Prints figures, no verdicts.
 
     python3 bench/bench_managed_fields.py --baseline /tmp/before/src
 """
@@ -19,8 +19,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchlib import FIXTURE, parse_args
+
 HERE = Path(__file__).resolve().parent
-FIXTURE = HERE.parent.parent / "shared" / "fixtures" / "pod-realistic.json"
 CASES = ("create with the client's managedFields", "create without managedFields",
          "create with the client's managedFields, a new shape each time", "update of two fields", "no-op update")
 
@@ -34,6 +35,7 @@ from kinformer.server.registry import Registry
 
 info = Registry().get("", "v1", "pods")
 pod = json.load(open(sys.argv[1]))
+BATCHES, CALLS = int(sys.argv[2]), int(sys.argv[3])
 pod["metadata"].pop("resourceVersion", None)
 bare = copy.deepcopy(pod)
 bare["metadata"].pop("managedFields", None)
@@ -53,12 +55,12 @@ def new_shape():
 
 def cpu(make):
     best = float("inf")
-    for _ in range(7):
-        args = [make() for _ in range(200)]
+    for _ in range(BATCHES):
+        args = [make() for _ in range(CALLS)]
         t = time.process_time()
         for old, new in args:
             update_managed_fields(old, new, manager="ctrl", info=info, now="T")
-        best = min(best, (time.process_time() - t) / 200)
+        best = min(best, (time.process_time() - t) / CALLS)
     return best * 1e6
 
 
@@ -69,8 +71,9 @@ print(json.dumps([cpu(lambda: (None, copy.deepcopy(pod))), cpu(lambda: (None, co
 """
 
 
-def measure(src: str) -> list[float]:
-    out = subprocess.run([sys.executable, "-c", CHILD, str(FIXTURE)], capture_output=True, text=True, check=True,
+def measure(src: str, batches: int, calls: int) -> list[float]:
+    out = subprocess.run([sys.executable, "-c", CHILD, str(FIXTURE), str(batches), str(calls)], capture_output=True,
+                         text=True, check=True,
                          env={**os.environ, "PYTHONPATH": src})
     figures: list[float] = json.loads(out.stdout)
     return figures
@@ -79,9 +82,11 @@ def measure(src: str) -> list[float]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--baseline", metavar="SRC", help="another source tree (its src/ directory)")
-    args = p.parse_args()
-    current = measure(str(HERE.parent / "src"))
-    base = measure(os.path.abspath(args.baseline)) if args.baseline else None
+    p.add_argument("--batches", type=int, default=7, help="timed batches; the best is reported")
+    p.add_argument("--calls", type=int, default=200, help="calls per batch")
+    args = parse_args(p, batches=1, calls=10)
+    current = measure(str(HERE.parent / "src"), args.batches, args.calls)
+    base = measure(os.path.abspath(args.baseline), args.batches, args.calls) if args.baseline else None
     print(f"load average {os.getloadavg()[0]:.1f}")
     print("| call | " + ("baseline µs | " if base else "") + "current µs |" + (" ratio |" if base else ""))
     print("|---|" + ("---:|" if base else "") + "---:|" + ("---:|" if base else ""))

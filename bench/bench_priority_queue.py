@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from benchlib import parse_args
+
 from kinformer.clock import FakeClock
 from kinformer.workqueue import RateLimitingQueue, ShutDown, WorkQueue
 from kinformer.workqueue.priority_queue import LOW_PRIORITY, NORMAL_PRIORITY, PriorityQueue
@@ -125,4 +127,4 @@ if __name__ == "__main__":
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--max-wait", type=float, default=2.0)
     parser.add_argument("--duration", type=float, default=20.0)
-    asyncio.run(main(parser.parse_args()))
+    asyncio.run(main(parse_args(parser, keys=500, rounds=1, repeat=1, duration=0.5)))

@@ -49,6 +49,7 @@ from bench_server_writes import (
     pod_bodies,
     server_process,
 )
+from benchlib import parse_args
 
 HERE = Path(__file__).resolve().parent
 
@@ -199,7 +200,7 @@ def main() -> None:
     p.add_argument("--instructions", action="store_true",
                    help="count the server's instructions per request under valgrind instead (one round)")
     p.add_argument("--profile", type=int, metavar="N", help="profile N ConfigMap creates in process instead")
-    args = p.parse_args()
+    args = parse_args(p, requests=100, rounds=1)
     if args.baseline:
         args.baseline = os.path.abspath(args.baseline)
     args.current = os.path.abspath(args.current)

@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
+from benchlib import parse_args
 
 from kinformer.server import APIServer
 
@@ -263,7 +264,7 @@ def main() -> None:
     p.add_argument("--in-process", action="store_true",
                    help="run the server in this process and event loop (the client's CPU counts against it)")
     p.add_argument("--serve", metavar="STORAGE", help=argparse.SUPPRESS)
-    args = p.parse_args()
+    args = parse_args(p, writes=100, watchers=5, seconds=0.5, objects=200)
     if args.serve:
         asyncio.run(serve(args.serve))
     else:

@@ -33,6 +33,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_server import concurrent, fanout, list_timing, pct, sequential
+from benchlib import parse_args
 
 from kinformer.server import APIServer
 
@@ -154,7 +155,7 @@ def main() -> None:
     p.add_argument("--rate", type=float, default=100.0)
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--objects", type=int, default=5000)
-    args = p.parse_args()
+    args = parse_args(p, writes=50, watchers=5, seconds=0.5, objects=100)
     if args.etcd:
         asyncio.run(run(args, args.etcd))
         return

@@ -3,7 +3,7 @@
 Each server runs in a process of its own (``APIServer("memory")``, plain HTTP on loopback, as
 ``--serve`` of this script), the load generators in this one. Figures per server:
 
-* realistic pods (``../shared/fixtures/pod-realistic.json``, 7.5 KB with managedFields; the
+* realistic pods (``bench/pod-realistic.json``, 7.5 KB with managedFields; the
   ownerReference is dropped, since its owner does not exist and the garbage collector would delete
   every pod) created from one sequential aiohttp client, from 16 concurrent aiohttp clients, and
   from a minimal blocking HTTP/1.1 client (one keep-alive socket, a few µs per request);
@@ -48,9 +48,9 @@ from pathlib import Path
 
 import aiohttp
 from bench_server import _read_response, child_server
+from benchlib import FIXTURE, parse_args
 
 HERE = Path(__file__).resolve().parent
-FIXTURE = HERE.parent.parent / "shared" / "fixtures" / "pod-realistic.json"
 PODS = "/api/v1/namespaces/default/pods"
 CMS = "/api/v1/namespaces/default/configmaps"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -348,7 +348,7 @@ def main() -> None:
     p.add_argument("--profile", type=int, metavar="N", help="profile N pod creates in process instead")
     p.add_argument("--dump", metavar="PATH", help="with --profile: also write the cProfile stats to PATH (for pstats)")
     p.add_argument("--serve", metavar="STORAGE", help=argparse.SUPPRESS)
-    args = p.parse_args()
+    args = parse_args(p, creates=100, rounds=1)
     if args.baseline:
         args.baseline = os.path.abspath(args.baseline)
     if args.serve:

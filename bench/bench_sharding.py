@@ -32,6 +32,8 @@ import statistics
 import time
 from typing import Any
 
+from benchlib import parse_args
+
 import kinformer as ki
 from kinformer.server import APIServer
 
@@ -160,4 +162,4 @@ if __name__ == "__main__":
     parser.add_argument("--lease", type=float, default=3.0)
     parser.add_argument("--renew", type=float, default=2.0)
     parser.add_argument("--retry", type=float, default=0.4)
-    asyncio.run(main(parser.parse_args()))
+    asyncio.run(main(parse_args(parser, keys=40, window=0.5, lease=2.0, renew=1.5, retry=0.3)))

@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import parse_args
+
 SRC = Path(__file__).resolve().parent.parent / "src" / "kinformer"
 
 _DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
@@ -141,7 +143,7 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true",
                         help="compile kinformer's modules to bytecode first, as pip install does")
     parser.add_argument("--child", choices=("lazy", "eager"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parse_args(parser, rounds=1)
     if args.child:
         print(json.dumps(asyncio.run(_in_process(args.child == "eager"))))
         return

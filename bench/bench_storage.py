@@ -15,6 +15,8 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from benchlib import parse_args
+
 from kinformer.server.storage import MemoryStorage, SQLiteStorage, Storage
 
 VALUE = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"default"},"data":{"k":"' + (
@@ -127,7 +129,7 @@ def main() -> None:
     parser.add_argument("--writes", type=int, default=3000)
     parser.add_argument("--tasks", type=int, default=16)
     parser.add_argument("--keys", type=int, default=10_000)
-    asyncio.run(run(parser.parse_args()))
+    asyncio.run(run(parse_args(parser, writes=100, keys=200)))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_storage import VALUE, lists, writes
+from benchlib import parse_args
 
 from kinformer.server.storage import EtcdStorage, SQLiteStorage, Storage
 
@@ -131,7 +132,7 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=10_000)
     parser.add_argument("--watchers", type=int, default=8)
     parser.add_argument("--shm", action="store_true", help="data dirs in /dev/shm (no fsync cost)")
-    asyncio.run(run(parser.parse_args()))
+    asyncio.run(run(parse_args(parser, writes=100, keys=200, watchers=2)))
 
 
 if __name__ == "__main__":

@@ -4,10 +4,10 @@ What a create of a built-in spends in :mod:`kinformer.server.validation`, on a f
 the decode-time checks (``unknown_fields`` for ``fieldValidation`` then ``prune_builtin``, on the same body, as
 the write path calls them), ``validate_object`` (schema, metadata and kind rules) on a fresh body, and the two
 together as a create has them (validation sees a shallow copy of the checked body with its own metadata). Objects:
-the realistic pod (``../shared/fixtures/pod-realistic.json``, 7.5 KB with managedFields) and a Deployment with a
-two-container template. Best of 7 batches of 300 calls, CPU time, each source tree in a fresh interpreter,
-the trees alternating for ``--rounds`` runs (the best figure of each kept); ratios baseline / current. Prints
-figures, no verdicts.
+the realistic pod (``bench/pod-realistic.json``, 7.5 KB with managedFields) and a Deployment with a
+two-container template. Best of 7 batches (``--batches``) of 300 calls (``--calls``), CPU time, each source tree in a
+fresh interpreter, the trees alternating for ``--rounds`` runs (the best figure of each kept); ratios
+baseline / current. Prints figures, no verdicts.
 
     python3 bench/bench_validation.py --baseline /tmp/before/src
 """
@@ -21,8 +21,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchlib import FIXTURE, parse_args
+
 HERE = Path(__file__).resolve().parent
-FIXTURE = HERE.parent.parent / "shared" / "fixtures" / "pod-realistic.json"
 CASES = ("decode-time checks (unknown fields + pruning)", "validate_object", "both (one create)")
 
 CHILD = r"""
@@ -32,6 +33,7 @@ from kinformer.server.validation import prune_builtin, unknown_fields, validate_
 
 registry = Registry()
 pod = json.load(open(sys.argv[1]))
+BATCHES, CALLS = int(sys.argv[2]), int(sys.argv[3])
 pod["metadata"].pop("resourceVersion", None)
 container = {"name": "web", "image": "nginx:1.27", "imagePullPolicy": "IfNotPresent",
              "ports": [{"containerPort": 80, "protocol": "TCP", "name": "http"}],
@@ -60,12 +62,12 @@ def both(info, obj):  # as a create: managedFields are recorded on a shallow cop
 
 def cpu(info, obj, fn):
     best = float("inf")
-    for _ in range(7):
-        args = [copy.deepcopy(obj) for _ in range(300)]
+    for _ in range(BATCHES):
+        args = [copy.deepcopy(obj) for _ in range(CALLS)]
         t = time.process_time()
         for o in args:
             fn(info, o)
-        best = min(best, (time.process_time() - t) / 300)
+        best = min(best, (time.process_time() - t) / CALLS)
     return best * 1e6
 
 
@@ -74,8 +76,9 @@ print(json.dumps([[cpu(info, obj, fn) for fn in (decode_checks, validate_object,
 OBJECTS = ("realistic pod", "Deployment")
 
 
-def measure(src: str) -> list[list[float]]:
-    out = subprocess.run([sys.executable, "-c", CHILD, str(FIXTURE)], capture_output=True, text=True, check=True,
+def measure(src: str, batches: int, calls: int) -> list[list[float]]:
+    out = subprocess.run([sys.executable, "-c", CHILD, str(FIXTURE), str(batches), str(calls)], capture_output=True,
+                         text=True, check=True,
                          env={**os.environ, "PYTHONPATH": src})
     figures: list[list[float]] = json.loads(out.stdout)
     return figures
@@ -89,13 +92,15 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--baseline", metavar="SRC", help="another source tree (its src/ directory)")
     p.add_argument("--rounds", type=int, default=3, help="alternating runs per tree; the best of each figure")
-    args = p.parse_args()
-    current, base = measure(str(HERE.parent / "src")), None
+    p.add_argument("--batches", type=int, default=7, help="timed batches; the best is reported")
+    p.add_argument("--calls", type=int, default=300, help="calls per batch")
+    args = parse_args(p, rounds=1, batches=1, calls=10)
+    current, base = measure(str(HERE.parent / "src"), args.batches, args.calls), None
     for i in range(args.rounds):
         if i:
-            current = best(current, measure(str(HERE.parent / "src")))
+            current = best(current, measure(str(HERE.parent / "src"), args.batches, args.calls))
         if args.baseline:
-            again = measure(os.path.abspath(args.baseline))
+            again = measure(os.path.abspath(args.baseline), args.batches, args.calls)
             base = again if base is None else best(base, again)
     print(f"load average {os.getloadavg()[0]:.1f}")
     print("| object | call | " + ("baseline µs | " if base else "") + "current µs |" + (" ratio |" if base else ""))

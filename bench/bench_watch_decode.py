@@ -14,13 +14,9 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import orjson
-
-FIXTURE = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "pod-realistic.json"
-if not FIXTURE.exists():
-    FIXTURE = Path("/work/shared/fixtures/pod-realistic.json")
+from benchlib import FIXTURE, parse_args
 
 
 def line_maker() -> tuple[bytes, bytes, bytes, str]:
@@ -118,7 +114,7 @@ def main() -> None:
     p.add_argument("--child", choices=["speed", "memory"])
     p.add_argument("--kind")
     p.add_argument("--n", type=int)
-    args = p.parse_args()
+    args = parse_args(p, events=500, memory=500)
     if args.child:
         _child(args)
         return

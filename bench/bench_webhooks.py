@@ -17,6 +17,8 @@ import statistics
 import time
 from typing import Any
 
+from benchlib import parse_args
+
 import kinformer as ki
 from kinformer.server import APIServer
 
@@ -68,5 +70,5 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--creates", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = parse_args(parser, creates=20, repeat=1)
     asyncio.run(main(args.creates, args.repeat))

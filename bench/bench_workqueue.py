@@ -32,6 +32,8 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 
+from benchlib import parse_args
+
 from kinformer.workqueue import ShutDown, WorkQueue
 
 Runner = Callable[[Sequence[Hashable], int, int, bool], Awaitable[tuple[float, int, int]]]
@@ -150,4 +152,4 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=10, help="passes over the keys per run")
     parser.add_argument("--batch", type=int, default=100, help="adds between yields to the loop")
     parser.add_argument("--repeat", type=int, default=3, help="runs per scenario; the best is reported")
-    asyncio.run(main(parser.parse_args()))
+    asyncio.run(main(parse_args(parser, keys=500, rounds=2, repeat=1)))

@@ -1,7 +1,7 @@
 """Every kinformer benchmark in one run, side by side with its peers: figures, ratios and the targets.
 
     python3 bench/run_all.py               # full sizes, each section 3 times, medians reported
-    python3 bench/run_all.py --quick       # small sizes, once (a smoke run, about a minute)
+    python3 bench/run_all.py --quick       # small sizes, once (a smoke run: figures mean nothing)
     python3 bench/run_all.py --rounds 1 --only watch,pipeline --json out.json
 
 Sections (each round runs each section in a fresh child process, so RSS and heap state do not leak
@@ -54,7 +54,7 @@ def section_watch(quick: bool) -> dict[str, float]:
     import bench_client_watch
 
     if quick:
-        return bench_client_watch.measure(10_000, 2_000, 1_000)
+        return bench_client_watch.measure(2_000, 500, 200)
     return bench_client_watch.measure(50_000, 10_000, 5_000)
 
 
@@ -62,13 +62,13 @@ def section_pipeline(quick: bool) -> dict[str, float]:
     import bench_fifo_indexer
     import bench_informer
 
-    updates = 50_000 if quick else 200_000
+    keys, updates = (500, 3_000) if quick else (10_000, 200_000)
     out: dict[str, float] = {}
     for kind in ("async", "sync"):
-        out[f"fifo->indexer->{kind} handler"] = asyncio.run(bench_informer.bench_fifo(10_000, updates, kind))
+        out[f"fifo->indexer->{kind} handler"] = asyncio.run(bench_informer.bench_fifo(keys, updates, kind))
     out["watch->reflector->fifo->indexer->async handler"] = asyncio.run(
-        bench_informer.bench_watch(10_000, updates, "async"))
-    elapsed, n = asyncio.run(bench_fifo_indexer.run(updates, 10_000, 100))
+        bench_informer.bench_watch(keys, updates, "async"))
+    elapsed, n = asyncio.run(bench_fifo_indexer.run(updates, keys, 100))
     out["fifo->indexer (no handler)"] = n / elapsed
     return out
 
@@ -76,7 +76,7 @@ def section_pipeline(quick: bool) -> dict[str, float]:
 def section_workqueue(quick: bool) -> dict[str, float]:
     import bench_workqueue
 
-    keys = [f"default/obj-{i:06d}" for i in range(10_000)] * (2 if quick else 10)
+    keys = [f"default/obj-{i:06d}" for i in range(500 if quick else 10_000)] * (2 if quick else 10)
     out: dict[str, float] = {}
 
     async def run() -> None:
@@ -95,7 +95,7 @@ def section_storage(quick: bool) -> dict[str, float]:
 
     from kinformer.server.storage import MemoryStorage, SQLiteStorage
 
-    n = 500 if quick else 3000
+    n = 100 if quick else 3000
     out: dict[str, float] = {}
 
     async def run(tmp: str) -> None:
@@ -120,8 +120,8 @@ def section_server(quick: bool) -> dict[str, float]:
     import aiohttp
     import bench_server
 
-    writes = 500 if quick else 2000
-    seconds = 2.0 if quick else 5.0
+    writes = 100 if quick else 2000
+    seconds = 0.5 if quick else 5.0
     out: dict[str, float] = {}
 
     async def run(tmp: str) -> None:
@@ -131,7 +131,7 @@ def section_server(quick: bool) -> dict[str, float]:
             out["sequential creates/s, minimal client"] = await asyncio.to_thread(
                 bench_server.sequential_raw, url, writes, "raw")
             out["16-client creates/s"] = await bench_server.concurrent(http, writes, 16, "con")
-            lat = await bench_server.fanout(http, 100, 200.0, seconds)
+            lat = await bench_server.fanout(http, 10 if quick else 100, 200.0, seconds)
             out["fan-out p50 ms"] = statistics.median(lat)
             out["fan-out p99 ms"] = bench_server.pct(lat, 99)
             out["fan-out max ms"] = max(lat)
