@@ -22,6 +22,8 @@ resourceVersion state machine (invariants):
   when opening a watch back off and relist (as client-go); list failures back off and relist.
 * With ``watch_idle_timeout``, a watch that delivers nothing (no event, no bookmark) for that many clock
   seconds is closed and reopened from the last RV without a relist (:mod:`kinformer.cache.watchdog`).
+  Staleness (:meth:`Reflector.seconds_since_last_event`) counts from the last list, event or bookmark
+  received, across any number of such reopens.
 * Every wait goes through :class:`Backoff` (0.8 s x 2^n with jitter 1.0, the base capped at 30 s, reset
   after 2 minutes without a failure); like client-go's BackoffUntil, a relist is also preceded by one.
 """
@@ -202,7 +204,8 @@ class Reflector:
 
     @property
     def last_event_at(self) -> float:
-        """Clock time of the last list or watch event (bookmarks included); 0.0 before the first list."""
+        """Clock time of the last list or watch event (bookmarks included) received; 0.0 before the first list.
+        Opening or reopening a watch does not move it."""
         return self._last_event_at
 
     def seconds_since_last_event(self) -> float | None:
@@ -448,7 +451,8 @@ class Reflector:
         try:
             if not idle:
                 return await self._consume(watch, started, start)
-            self._last_event_at = max(self._last_event_at, start)
+            # the watchdog counts idle time from the reopen; the staleness (_last_event_at) does not move: a
+            # reopened watch that delivers nothing is no news
             try:
                 async with IdleWatchdog(self.clock, idle, lambda: self._last_event_at):
                     return await self._consume(watch, started, start)

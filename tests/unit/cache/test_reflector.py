@@ -489,6 +489,20 @@ async def test_silent_watch_is_reopened_from_the_last_rv_after_the_idle_timeout(
         await wait_until(lambda: env.store.ops == [("add", "a"), ("add", "b")])
 
 
+async def test_staleness_keeps_growing_across_silent_reopens() -> None:
+    """Reopening a watch is not news: only a list, an event or a bookmark received resets the staleness."""
+    async with Env(watch_idle_timeout=1.0) as env:
+        await env.synced()
+        for reopens in range(1, 4):
+            await env.clock.wait_for_waiters(1)  # the watchdog of the open watch
+            env.clock.step(1.0)
+            await wait_until(lambda n=reopens: len(env.src.watch_requests) == n + 1)
+        assert env.reflector.stats.idle_watch_restarts == 3
+        assert env.reflector.seconds_since_last_event() == 3.0
+        env.src.bookmark()
+        await wait_until(lambda: env.reflector.seconds_since_last_event() == 0.0)
+
+
 async def test_garbage_bookmark_then_lost_history_relists_and_converges() -> None:
     """The wedge of a garbage BOOKMARK: after it the watch breaks and the history is gone; the relist asks for
     the last sane RV, then a consistent list, and the informer's cache matches the server again."""
