@@ -5,7 +5,9 @@ names and resourceVersions varied) as chunked MODIFIED watch events from pre-enc
 reads the whole stream in this one run:
 
   kinformer-watch      Client.watch -> LazyObject events
-  kinformer-informer   SharedInformerFactory(client): list, watch, decode, DeltaFIFO, indexer, handler
+  kinformer-informer   SharedInformerFactory(client): list, watch, decode, RealFIFO, indexer, a plain handler
+  kinformer-informer-async  the same with an ``async def`` handler
+  kinformer-informer-meta   the same, metadata_only=True (PartialObjectMetadata cut from the full objects sent)
   official-dict        kubernetes 37 Watch().stream(CustomObjectsApi...) -> dicts (its default dict path:
                        each line parsed, re-dumped and parsed again)
   official-raw         kubernetes 37 Watch().stream(..., deserialize=False) -> dicts (one json.loads per line)
@@ -161,8 +163,11 @@ async def kinformer_watch(url: str, count: int) -> float:
     return count / dt
 
 
-async def kinformer_informer(url: str, count: int) -> tuple[float, float]:
-    """Events/s end to end (list + watch + FIFO + indexer + handler) and RSS KB per cached pod."""
+async def kinformer_informer(url: str, count: int, handler: str = "plain",
+                             metadata_only: bool = False) -> tuple[float, float]:
+    """Events/s end to end (list + watch + FIFO + indexer + one no-op ``handler``, "plain" or "async") and RSS
+    KiB per cached pod. ``metadata_only`` caches PartialObjectMetadata cut from the full objects this server
+    sends (it ignores ``as=``)."""
     from kinformer.cache.factory import SharedInformerFactory
     from kinformer.client import Client
 
@@ -177,10 +182,14 @@ async def kinformer_informer(url: str, count: int) -> tuple[float, float]:
         if seen >= count:
             done.set()
 
+    async def on_event_async(*args: Any, **kwargs: Any) -> None:
+        on_event()
+
+    callback = on_event_async if handler == "async" else on_event
     async with Client(url) as client:
         factory = SharedInformerFactory(client)
-        informer = factory.informer("pods", namespace=f"n{count}")
-        informer.add_event_handler(on_add=on_event, on_update=on_event)
+        informer = factory.informer("pods", namespace=f"n{count}", metadata_only=metadata_only)
+        informer.add_event_handler(on_add=callback, on_update=callback)
         t0 = time.perf_counter()
         factory.start()
         await asyncio.wait_for(done.wait(), 600)
@@ -278,6 +287,7 @@ def measure(events: int, slow_events: int, models_events: int,
                 time.sleep(0.1)
             url = f"http://127.0.0.1:{port_file.read_text()}"
             for consumer, count in (("kinformer-informer", events), ("kinformer-watch", events),
+                                    ("kinformer-informer-async", events), ("kinformer-informer-meta", events),
                                     ("official-dict", events), ("official-raw", events),
                                     ("official-models", models_events), ("kubectl", slow_events)):
                 if consumer not in skip:
@@ -293,6 +303,11 @@ def consume(consumer: str, url: str, count: int) -> dict[str, float]:
     if consumer == "kinformer-informer":
         rate, per_pod = asyncio.run(kinformer_informer(url, count))
         return {consumer: rate, "kb_per_pod": per_pod}
+    if consumer == "kinformer-informer-async":
+        return {consumer: asyncio.run(kinformer_informer(url, count, "async"))[0]}
+    if consumer == "kinformer-informer-meta":
+        rate, per_pod = asyncio.run(kinformer_informer(url, count, metadata_only=True))
+        return {consumer: rate, "kb_per_pod_meta": per_pod}
     if consumer == "kinformer-watch":
         return {consumer: asyncio.run(kinformer_watch(url, count))}
     if consumer.startswith("official-"):
@@ -337,16 +352,24 @@ def main() -> None:
         return
     print(f"pod JSON {pod_json_size()} bytes; load average {load:.2f}")
     per_pod = results.pop("kb_per_pod", None)
+    per_pod_meta = results.pop("kb_per_pod_meta", None)
     print(f"{'consumer':22s} {'events/s':>10s}")
     for name, rate in results.items():
         print(f"{name:22s} {rate:10.0f}")
+    watch = results.get("kinformer-watch")
+    if watch:
+        for informer in ("kinformer-informer", "kinformer-informer-async", "kinformer-informer-meta"):
+            if informer in results:
+                print(f"{informer} / kinformer-watch: {results[informer] / watch:.2f}x")
     base = results.get("kinformer-informer")
     if base:
         for peer in ("official-dict", "official-raw", "official-models", "kubectl"):
             if peer in results:
                 print(f"kinformer-informer / {peer}: {base / results[peer]:.1f}x")
     if per_pod is not None:
-        print(f"informer RSS per cached pod (default transform): {per_pod:.2f} KB")
+        print(f"informer RSS per cached pod (default transform): {per_pod:.2f} KiB")
+    if per_pod_meta is not None:
+        print(f"metadata-only informer RSS per cached pod: {per_pod_meta:.2f} KiB")
 
 
 if __name__ == "__main__":

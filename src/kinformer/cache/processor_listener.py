@@ -7,11 +7,15 @@ nobody else.
 Invariants:
 
 * Each listener has an unbounded FIFO buffer and one task; notifications reach the handler in the order they
-  were enqueued. Coroutine callbacks are awaited in that task; plain callbacks run in batches in one worker
-  thread of the listener's own (so they may block, and keep their order).
+  were enqueued. A handler whose callbacks are all coroutine functions is awaited in that task, on the loop.
+  A handler with any plain callback gets one worker thread of its own (so its callbacks may block, and keep
+  their order) that drains the buffer by itself and sleeps only when the buffer is empty: the loop wakes it
+  only then, so a busy stream changes threads rarely instead of once per batch. Its coroutine callbacks
+  (and awaitables its plain ones return) run on the loop while the thread waits for them.
 * A callback's exception is logged and counted (:attr:`ProcessorListener.errors`); it never stops the listener.
 * ``pending`` counts notifications queued or being delivered; ``initial_pending`` those of the initial list
-  (adds with ``is_in_initial_list``) not yet delivered.
+  (adds with ``is_in_initial_list``) not yet delivered (enqueued ones counted by the loop, delivered ones by
+  whoever delivers: each counter has one writer).
 * After :meth:`ProcessorListener.stop` nothing more is delivered (a plain batch stops at the next item).
 
 Callbacks run on a worker thread must treat cached objects as read-only and must not touch asyncio objects
@@ -25,6 +29,7 @@ import concurrent.futures
 import enum
 import inspect
 import logging
+import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +53,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _BATCH = 1024
+#: Seconds a plain handler's sleeping worker thread is left asleep after a notification arrives, so that what
+#: arrives meanwhile is handed over with it (at most ``_BATCH`` notifications wait: more wake it at once).
+_HANDOFF_DELAY = 0.001
 
 
 class NotificationKind(enum.IntEnum):
@@ -147,8 +155,9 @@ def callbacks_of(handler: Any, on_add: Callable[..., Any] | None, on_update: Cal
 class ProcessorListener:
     """One handler's buffer, task and (for plain callbacks) worker thread (client-go's processorListener)."""
 
-    __slots__ = ("_executor", "_inflight", "_inflight_done", "_initial_waiters", "_task", "_waiter", "active",
-                 "buffer", "callbacks", "errors", "initial_pending", "name", "next_resync", "processed",
+    __slots__ = ("_current", "_delivered_initial", "_enqueued_initial", "_executor", "_handoff", "_inflight",
+                 "_inflight_done", "_initial_waiters", "_loop", "_sleeping", "_task", "_threaded", "_waiter",
+                 "_wake_worker", "active", "buffer", "callbacks", "errors", "name", "next_resync", "processed",
                  "resync_period")
 
     def __init__(self, callbacks: Callbacks, resync_period: float, clock: Clock, name: str) -> None:
@@ -157,13 +166,20 @@ class ProcessorListener:
         self.next_resync = clock.now() + resync_period
         self.name = name
         self.buffer: deque[Notification] = deque()
-        self.initial_pending = 0
         self.processed = 0
         self.errors = 0
         self.active = True
+        self._enqueued_initial = 0
+        self._delivered_initial = 0
+        self._threaded = any(cb.fn is not None and not cb.is_async for cb in callbacks)
         self._waiter: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._wake_worker = threading.Event()
+        self._sleeping = False
+        self._handoff: asyncio.TimerHandle | None = None
+        self._current: Notification | None = None
         self._inflight: list[Notification] = []
         self._inflight_done = 0
         self._initial_waiters: list[asyncio.Future[None]] = []
@@ -173,12 +189,31 @@ class ProcessorListener:
     def enqueue(self, note: Notification) -> None:
         self.buffer.append(note)
         if note.flag and note.kind is ADD:
-            self.initial_pending += 1
+            self._enqueued_initial += 1
+        if self._sleeping:
+            if self._handoff is None:  # hand over what gathers meanwhile in one go: the GIL changes hands rarely
+                loop = self._loop
+                assert loop is not None
+                self._handoff = loop.call_later(_HANDOFF_DELAY, self._hand_over)
+            elif len(self.buffer) >= _BATCH:
+                self._hand_over()
+            return
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
             if not waiter.done():
                 waiter.set_result(None)
+
+    def _hand_over(self) -> None:
+        handoff, self._handoff = self._handoff, None
+        if handoff is not None:
+            handoff.cancel()
+        self._wake_worker.set()
+
+    @property
+    def initial_pending(self) -> int:
+        """Initial-list notifications enqueued and not yet delivered."""
+        return self._enqueued_initial - self._delivered_initial
 
     async def wait_initial_delivered(self) -> bool:
         """Wait until every initial-list notification enqueued so far was delivered (woken by the delivery,
@@ -197,9 +232,13 @@ class ProcessorListener:
 
     @property
     def pending(self) -> int:
-        return len(self.buffer) + len(self._inflight) - self._inflight_done
+        current = self._current
+        return len(self.buffer) + len(self._inflight) - self._inflight_done + (current is not None)
 
     def oldest_pending_since(self) -> float | None:
+        current = self._current
+        if current is not None:
+            return current.enqueued_at
         inflight, done = self._inflight, self._inflight_done
         if done < len(inflight):
             return inflight[done].enqueued_at
@@ -211,19 +250,22 @@ class ProcessorListener:
     def start(self, tg: asyncio.TaskGroup) -> None:
         """Start delivering in a task of ``tg`` (the informer's), unless started or stopped."""
         if self._task is None and self.active:
-            self._task = tg.create_task(self._run(), name=f"informer-handler-{self.name}")
+            run = self._run_threaded() if self._threaded else self._run()
+            self._task = tg.create_task(run, name=f"informer-handler-{self.name}")
 
     def stop(self) -> None:
-        """Deliver nothing more; the task is cancelled (its owner awaits it)."""
+        """Deliver nothing more; the task is cancelled (its owner awaits it) and the worker thread ends after
+        the callback it is running."""
         self.active = False
         self._wake_initial_waiters()
+        self._hand_over()
         if self._task is not None:
             self._task.cancel()
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
 
-    # -- consumer side (the listener's task)
+    # -- consumer side: coroutine callbacks only (the listener's task)
 
     async def _run(self) -> None:
         buffer = self.buffer
@@ -239,7 +281,9 @@ class ProcessorListener:
             self._inflight = batch
             self._inflight_done = 0
             try:
-                await self._dispatch(batch, loop)
+                for note in batch:
+                    await self._call_async(note)
+                    self._inflight_done += 1
             finally:
                 self._account(batch)
                 self._inflight = []
@@ -250,43 +294,17 @@ class ProcessorListener:
         self.processed += self._inflight_done
         initial = sum(1 for note in batch if note.flag and note.kind is ADD)
         if initial:
-            self.initial_pending -= initial
+            self._delivered_initial += initial
             if self.initial_pending <= 0:
                 self._wake_initial_waiters()
-
-    async def _dispatch(self, batch: list[Notification], loop: asyncio.AbstractEventLoop) -> None:
-        callbacks = self.callbacks
-        i, n = 0, len(batch)
-        while i < n:
-            if callbacks[batch[i].kind].is_async:
-                await self._call_async(batch[i])
-                i += 1
-                self._inflight_done = i
-                continue
-            j = i + 1
-            while j < n and not callbacks[batch[j].kind].is_async:
-                j += 1
-            if any(callbacks[batch[k].kind].fn is not None for k in range(i, j)):
-                if self._executor is None:
-                    self._executor = concurrent.futures.ThreadPoolExecutor(
-                        max_workers=1, thread_name_prefix=f"kinformer-handler-{self.name}")
-                await loop.run_in_executor(self._executor, self._run_sync, batch, i, j, loop)
-            i = j
-            self._inflight_done = i
 
     async def _call_async(self, note: Notification) -> None:
         kind, a, b, flag, _ = note
         cb = self.callbacks[kind]
-        fn = cb.fn
-        assert fn is not None
+        if cb.fn is None:
+            return
         try:
-            if kind is UPDATE:
-                coro = fn(a, b, is_resync=flag) if cb.flag_kw else fn(a, b)
-            elif kind is ADD:
-                coro = fn(a, is_in_initial_list=flag) if cb.flag_kw else fn(a)
-            else:
-                coro = fn(a)
-            await coro
+            await _invoke(cb, kind, a, b, flag)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -298,36 +316,73 @@ class ProcessorListener:
             self.errors += 1
             log.exception("event handler %s failed", self.name)
 
-    def _run_sync(self, batch: list[Notification], start: int, end: int, loop: asyncio.AbstractEventLoop) -> None:
-        """Runs in the listener's worker thread; stops at once when the handler is removed or stopped.
+    # -- consumer side: a handler with plain callbacks (its worker thread)
 
-        A plain callable that returns an awaitable (e.g. a lambda around an ``async def``) has it run to
-        completion on the event loop before the next notification, so no event is dropped.
-        """
-        add, update, delete = self.callbacks
-        add_fn, add_kw = add.fn, add.flag_kw
-        update_fn, update_kw = update.fn, update.flag_kw
-        delete_fn = delete.fn
-        for i in range(start, end):
-            if not self.active:
-                return
-            kind, a, b, flag, _ = batch[i]
-            result = None
-            try:
-                if kind is UPDATE:
-                    if update_fn is not None:
-                        result = update_fn(a, b, is_resync=flag) if update_kw else update_fn(a, b)
-                elif kind is ADD:
-                    if add_fn is not None:
-                        result = add_fn(a, is_in_initial_list=flag) if add_kw else add_fn(a)
-                elif delete_fn is not None:
-                    result = delete_fn(a)
-                if result is not None and inspect.isawaitable(result):
-                    asyncio.run_coroutine_threadsafe(_awaited(result), loop).result()
-            except Exception:
-                self.errors += 1
-                log.exception("event handler %s failed", self.name)
-            self._inflight_done = i + 1
+    async def _run_threaded(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f"kinformer-handler-{self.name}")
+        await self._loop.run_in_executor(self._executor, self._drain)
+
+    def _drain(self) -> None:
+        """The worker thread: deliver from the buffer until stopped, sleeping only while it is empty.
+
+        Sleep protocol: ``_sleeping`` is set before the last look at the buffer, and :meth:`enqueue` appends
+        before it reads ``_sleeping``; so either that look sees the new notification or the loop wakes us."""
+        buffer = self.buffer
+        wake = self._wake_worker
+        deliver = self._deliver
+        while self.active:
+            if not buffer:
+                wake.clear()
+                self._sleeping = True
+                if not buffer and self.active:
+                    wake.wait()
+                self._sleeping = False
+                continue
+            note = buffer.popleft()
+            self._current = note
+            deliver(note)
+            self._current = None
+            self.processed += 1
+            if note.flag and note.kind is ADD:
+                self._delivered_initial += 1
+                if self.initial_pending <= 0:
+                    self._call_in_loop(self._wake_initial_waiters)
+
+    def _call_in_loop(self, fn: Callable[[], None]) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(fn)
+
+    def _deliver(self, note: Notification) -> None:
+        """One notification, in the worker thread. A coroutine callback, or an awaitable a plain one returns
+        (e.g. a lambda around an ``async def``), is run to completion on the event loop before the next
+        notification, so no event is dropped and order is kept."""
+        kind, a, b, flag, _ = note
+        cb = self.callbacks[kind]
+        if cb.fn is None:
+            return
+        loop = self._loop
+        assert loop is not None
+        try:
+            result = _invoke(cb, kind, a, b, flag)
+            if result is not None and inspect.isawaitable(result):
+                asyncio.run_coroutine_threadsafe(_awaited(result), loop).result()
+        except Exception:
+            self.errors += 1
+            log.exception("event handler %s failed", self.name)
+
+
+def _invoke(cb: HandlerCallback, kind: NotificationKind, a: Any, b: Any, flag: bool) -> Any:
+    """Call ``cb`` for one notification (its flag as a keyword when it takes one); return what it returns."""
+    fn = cb.fn
+    assert fn is not None
+    if kind is UPDATE:
+        return fn(a, b, is_resync=flag) if cb.flag_kw else fn(a, b)
+    if kind is ADD:
+        return fn(a, is_in_initial_list=flag) if cb.flag_kw else fn(a)
+    return fn(a)
 
 
 async def _awaited(awaitable: Any) -> Any:

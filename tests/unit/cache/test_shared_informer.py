@@ -68,7 +68,9 @@ async def test_cache_is_updated_before_handlers_and_decides_add_vs_update() -> N
     inf.start()
     try:
         assert await inf.wait_for_sync(5)
+        await wait_until(lambda: len(seen) == 1)  # handlers lag the cache: the next change must not overtake
         src.update(cm("a", value="2"))
+        await wait_until(lambda: len(seen) == 2)
         src.create(cm("b"))
         await wait_until(lambda: len(seen) == 3)
         assert seen == [("add", True, None), ("update", True, "1"), ("add", True, None)]
