@@ -2,7 +2,9 @@
 
 - A ``python`` block is saved to a file in an empty directory and run: with pytest when it defines a
   ``test_`` function (a test, with only the documented configuration), else with ``python`` (a program).
-  It must exit 0 within a bound and leave no warning about unclosed sessions or destroyed tasks.
+  It must exit 0 within a bound and leave no warning about unclosed sessions or destroyed tasks. When the
+  next block is a ``text`` block introduced by prose ending in "prints ...:", the program's standard output
+  must be exactly that text (the README's first example has one).
 - A ``bash`` block's ``kinformer ...`` commands are parsed by the real command-line parser, so every
   documented subcommand and flag exists; they are not run (servers and watches run until stopped).
 - A block whose first line is ``# fragment`` is exempt (kept for a few illustrative pieces); the README's
@@ -40,6 +42,7 @@ class Block:
     line: int
     lang: str
     code: str
+    expected: str | None = None  # what the block prints, from the ``text`` block that follows it
 
     @property
     def id(self) -> str:
@@ -54,10 +57,22 @@ def blocks(lang: str) -> list[Block]:
     found = []
     for path in DOCS:
         text = path.read_text()
-        for match in _FENCE.finditer(text):
+        fences = list(_FENCE.finditer(text))
+        for i, match in enumerate(fences):
             if match.group(1) == lang:
-                found.append(Block(path, text.count("\n", 0, match.start()) + 1, lang, match.group(2)))
+                following = fences[i + 1] if i + 1 < len(fences) else None
+                found.append(Block(path, text.count("\n", 0, match.start()) + 1, lang, match.group(2),
+                                   _printed(text, match, following)))
     return found
+
+
+def _printed(text: str, block: re.Match[str], following: re.Match[str] | None) -> str | None:
+    """The output the docs say ``block`` prints: the ``text`` block right after it, when the prose between
+    them says "prints" and ends with a colon."""
+    if following is None or following.group(1) != "text":
+        return None
+    prose = text[block.end():following.start()].strip()
+    return following.group(2) if "prints" in prose and prose.endswith(":") else None
 
 
 PYTHON = [b for b in blocks("python") if not b.fragment]
@@ -66,7 +81,7 @@ BASH = [b for b in blocks("bash") if not b.fragment]
 
 def test_the_readme_example_is_a_program_and_fragments_are_few() -> None:
     first = blocks("python")[0]
-    assert first.path.name == "README.md" and not first.fragment
+    assert first.path.name == "README.md" and not first.fragment and first.expected, first
     fragments = [b.id for b in blocks("python") + blocks("bash") if b.fragment]
     assert len(fragments) <= 3, f"too many exempt blocks: {fragments}"
 
@@ -91,6 +106,8 @@ def test_python_block_runs(block: Block, tmp_path: Path) -> None:
     proc = _run(block, tmp_path)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"{block.id} failed:\n{output[-4000:]}"
+    if block.expected is not None:
+        assert proc.stdout == block.expected, f"{block.id} printed something else:\n{proc.stdout[-4000:]}"
     leaks = [marker for marker in LEAK_MARKERS if marker in output]
     assert not leaks, f"{block.id} left {leaks}:\n{output[-4000:]}"
 
