@@ -409,9 +409,10 @@ def plot(results: dict[str, dict[int, dict]], path: str) -> None:
         axes[1].plot(xs, [r["kib_per_pod"] for _, r in rows], style, label=kind)
         if "events_s" in rows[0][1]:
             axes[2].plot(xs, [r["events_s"] for _, r in rows], style, label=kind)
-    rows = sorted(results["informer-meta"].items())
-    axes[2].plot([size for size, _ in rows], [r["watch_alone_s"] for _, r in rows], "x:", color="grey",
-                 label="Client.watch alone (beside informer-meta)")
+    for kind, style in (("informer-meta", "x:"), ("informer-full", "+:")):
+        rows = sorted(results[kind].items())
+        axes[2].plot([size for size, _ in rows], [r["watch_alone_s"] for _, r in rows], style, color="grey",
+                     label=f"Client.watch alone (beside {kind})")
     for ax, title in zip(axes, ("cold sync (s)", "RSS per cached pod (KiB)", "watch events/s, cache full"),
                          strict=True):
         ax.set_xscale("log")
