@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 from bench_hostile_requests import start_server
+from benchlib import parse_args
 
 CM = "/api/v1/namespaces/default/configmaps"
 
@@ -89,7 +90,7 @@ async def main() -> None:
     parser.add_argument("--watchers", type=int, default=20)
     parser.add_argument("--count", type=int, default=3000)
     parser.add_argument("--size", type=int, default=50 * 1024)
-    args = parser.parse_args()
+    args = parse_args(parser, watchers=3, count=100, size=4096)
     print(f"{args.count} ConfigMap writes of {args.size} bytes; resident memory of the server (MB)")
     base_before, base_after = await run(0, args.count, args.size)
     print(f"  no watcher:        start {base_before:7.1f}  after {base_after:7.1f}  "

@@ -14,6 +14,8 @@ import threading
 import time
 from typing import Any
 
+from benchlib import parse_args
+
 import kinformer as ki
 from kinformer import sync as kis
 from kinformer.server import APIServer
@@ -68,7 +70,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--objects", type=int, default=3000)
     parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
+    args = parse_args(parser, objects=100, runs=1)
     server_thread = kis.LoopThread("apiserver")
     server = APIServer(storage="memory", namespace_defaults=False)
     server_thread.run(server.start())
