@@ -892,3 +892,40 @@ async def test_fields_the_schema_lists_as_required_but_kube_does_not_validate_ar
                               {"metadata": {"name": "bad"}, "spec": {"template": template}})
     assert code == 422 and ("spec.selector", "FieldValueRequired") in {
         (c["field"], c["reason"]) for c in err["details"]["causes"]}  # what kube requires stays required
+
+
+@pytest.mark.parametrize("ctype", ["application/strategic-merge-patch+json", "application/apply-patch+yaml"])
+async def test_a_large_patch_merges_off_the_loop_so_health_probes_answer_meanwhile(
+        http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch, ctype: str) -> None:
+    import threading
+
+    from kinformer.server import apply, patch
+    from kinformer.server.offloop import OFF_LOOP_BYTES
+
+    merging, probed = threading.Event(), threading.Event()
+    saw_probe: list[bool] = []
+
+    def blocking(merge: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:  # the merge ends only after /healthz answered meanwhile
+            merging.set()
+            saw_probe.append(probed.wait(timeout=10))
+            return merge(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(patch, "strategic_merge_patch", blocking(patch.strategic_merge_patch))
+    monkeypatch.setattr(apply, "server_side_apply", blocking(apply.server_side_apply))
+    code, _, _ = await call(http, "POST", CM, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}})
+    assert code == 201
+    finalizers = [f"example.com/f{i}" for i in range(OFF_LOOP_BYTES // 20)]
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big", "finalizers": finalizers}}
+    assert len(json.dumps(body)) >= OFF_LOOP_BYTES
+    patching = asyncio.create_task(call(http, "PATCH", f"{CM}/big", body, ctype=ctype,
+                                        params={"dryRun": "All", "fieldManager": "m"}))
+    assert await asyncio.to_thread(merging.wait, 30)
+    async with http.get("/healthz") as r:
+        assert r.status == 200
+    probed.set()
+    code, out, _ = await patching
+    assert code == 200, out
+    assert saw_probe == [True]
+    assert out["metadata"]["finalizers"] == finalizers

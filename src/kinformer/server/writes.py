@@ -26,6 +26,7 @@ from .conversion import Conversion
 from .defaultstorageclass import default_storage_class
 from .jsoncopy import json_copy
 from .objects import parse_rv, timestamp
+from .offloop import run_sized
 from .query import make_filter, truthy
 from .reads import ReadHandlers
 from .registry import ResourceInfo
@@ -161,10 +162,11 @@ class WriteHandlers(ReadHandlers):
                                      subresource=subresource or None, now=timestamp(self.clock))
 
     async def _admitted(self, request: web.Request, t: Target, obj: dict[str, Any], old: Mapping[str, Any] | None,
-                        dry: bool, headers: dict[str, str]) -> dict[str, Any]:
+                        dry: bool, headers: dict[str, str], size: int = 0) -> dict[str, Any]:
         """Mutating webhooks, the store's validation, then validating webhooks (kube-apiserver's order).
 
-        Webhook warnings are added to ``headers``. Without webhook configurations this is only the validation.
+        Webhook warnings are added to ``headers``. Without webhook configurations this is only the validation,
+        which runs off the loop for a request body of ``size`` bytes at or above ``OFF_LOOP_BYTES``.
         """
         if old is None and not t.info.group:  # kube's built-in admission plugins, before the webhooks
             if t.info.plural == "pods" and self.service_accounts is not None:
@@ -176,7 +178,7 @@ class WriteHandlers(ReadHandlers):
                 protect(t.info.plural, obj)
         hooks = self.admission
         if hooks is None or not hooks.active():
-            self.store.validate(t.info, obj, old, t.subresource)
+            await run_sized(size, lambda: self.store.validate(t.info, obj, old, t.subresource))
             await self._validating_plugins(request, t, obj, old)
             return obj
         attrs = admission_attributes(request, t, "CREATE" if old is None else "UPDATE", dry,
@@ -184,7 +186,7 @@ class WriteHandlers(ReadHandlers):
         mutated = await hooks.mutate(attrs, obj, old)
         assert mutated is not None
         mutated = reimpose(t.info, obj, mutated, old, t.subresource)
-        self.store.validate(t.info, mutated, old, t.subresource)
+        await run_sized(size, lambda: self.store.validate(t.info, mutated, old, t.subresource))
         await self._validating_plugins(request, t, mutated, old)
         await hooks.validate(attrs, mutated, old)
         add_warnings(headers, attrs.warnings)
@@ -274,9 +276,8 @@ class WriteHandlers(ReadHandlers):
         manager = self._manager(request)
         headers: dict[str, str] = {}
 
-        async def try_update(old: dict[str, Any] | None) -> dict[str, Any]:
+        def patched(old: dict[str, Any]) -> dict[str, Any]:
             nonlocal headers
-            assert old is not None
             try:
                 if kind == "json":
                     new = json_patch(old, doc)
@@ -293,9 +294,13 @@ class WriteHandlers(ReadHandlers):
                 raise st.conflict(info, t.name)
             headers = self._field_validation(request, info, new)
             new = self._prepare_custom(info, new)
-            result = self.store.prepare_update(info, old, new, subresource=t.subresource,
-                                               managed=lambda o: self._managed(info, old, o, manager, t.subresource))
-            return await self._admitted(request, t, result, old, dry, headers)
+            return self.store.prepare_update(info, old, new, subresource=t.subresource,
+                                             managed=lambda o: self._managed(info, old, o, manager, t.subresource))
+
+        async def try_update(old: dict[str, Any] | None) -> dict[str, Any]:
+            assert old is not None
+            result = await run_sized(len(body), lambda: patched(old))
+            return await self._admitted(request, t, result, old, dry, headers, size=len(body))
 
         out, _ = await self.store.guaranteed_update_served(info, t.namespace, t.name, try_update, dry_run=dry)
         return json_response(out, 200, headers)
@@ -318,26 +323,31 @@ class WriteHandlers(ReadHandlers):
         headers = self._field_validation(request, info, applied)
         want = ameta.get("resourceVersion")
 
-        async def try_apply(live: dict[str, Any] | None) -> dict[str, Any]:
-            if want and (live is None or str(want) != live["metadata"]["resourceVersion"]):
-                raise st.conflict(info, t.name)
+        def merge(live: dict[str, Any] | None, now: str) -> dict[str, Any]:
             try:
                 merged = server_side_apply(live, applied, manager=manager, force=force, info=info,
-                                           subresource=t.subresource or None, now=timestamp(self.clock))
+                                           subresource=t.subresource or None, now=now)
             except ApplyConflict as e:
                 raise st.StatusError(409, "Conflict", e.message, details={
                     "name": t.name, "group": info.group, "kind": info.plural, "causes": list(e.causes)}) from None
             except PatchError as e:
                 raise st.StatusError(e.code, e.reason, e.message,
                                      details={"causes": e.causes} if e.causes else None) from None
-            merged = self._prepare_custom(info, merged)
+            return self._prepare_custom(info, merged)
+
+        async def try_apply(live: dict[str, Any] | None) -> dict[str, Any]:
+            if want and (live is None or str(want) != live["metadata"]["resourceVersion"]):
+                raise st.conflict(info, t.name)
+            now = timestamp(self.clock)
             if live is None:
+                merged = await run_sized(len(body), lambda: merge(None, now))
                 merged.setdefault("metadata", {})["name"] = t.name
                 merged["metadata"].pop("resourceVersion", None)
                 obj = self.store.prepare_create(info, t.namespace, merged)
-                return await self._admitted(request, t, obj, None, dry, headers)
-            result = self.store.prepare_update(info, live, merged, subresource=t.subresource)
-            return await self._admitted(request, t, result, live, dry, headers)
+                return await self._admitted(request, t, obj, None, dry, headers, size=len(body))
+            result = await run_sized(len(body), lambda: self.store.prepare_update(
+                info, live, merge(live, now), subresource=t.subresource))
+            return await self._admitted(request, t, result, live, dry, headers, size=len(body))
 
         out, outcome = await self.store.guaranteed_update_served(info, t.namespace, t.name, try_apply,
                                                                  allow_create=True, dry_run=dry)
