@@ -392,7 +392,12 @@ def set_to_fields(paths: Iterable[Path]) -> dict[str, Any]:
 
 
 def _sorted_fields(node: dict[str, Any]) -> dict[str, Any]:
-    return {key: _sorted_fields(node[key]) if node[key] else {} for key in sorted(node)}
+    """``node`` with its keys sorted at every level (leaves, fresh empty dicts of ``set_to_fields``, are kept)."""
+    out = {}
+    for key in sorted(node):
+        child = node[key]
+        out[key] = _sorted_fields(child) if child else child
+    return out
 
 
 def fields_to_set(fields: Mapping[str, Any] | None) -> set[Path]:

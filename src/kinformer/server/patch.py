@@ -514,7 +514,7 @@ class _StrategicMerger:
                 frozen = freeze(item)
                 if frozen not in present:
                     present.add(frozen)
-                    merged.append(copy.deepcopy(item))
+                    merged.append(item if type(item) in _IMMUTABLE else copy.deepcopy(item))
             return _normalize_order(merged, patch if order is None else order, original, freeze)
         if strategy.kind != "map" or not strategy.keys:
             plain = [item for item in patch if not (isinstance(item, dict) and _DIRECTIVE in item)]
@@ -582,6 +582,9 @@ class _StrategicMerger:
         if isinstance(current, list):
             doomed = {freeze(value) for value in values}
             original[key] = [item for item in current if freeze(item) not in doomed]
+
+
+_IMMUTABLE = (str, int, float, bool, type(None))  # JSON scalars: a merged list may share them with the patch
 
 
 def freeze(value: Any) -> Any:
