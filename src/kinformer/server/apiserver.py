@@ -17,7 +17,7 @@ import logging
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -41,6 +41,9 @@ from .serviceaccount_admission import ServiceAccountAdmission
 from .storage import Compacted, Storage, open_storage
 from .storageprotection import StorageProtection
 from .watchcache import DEFAULT_WATCHER_BUFFER_BYTES, DEFAULT_WATCHER_BUFFER_EVENTS, CachedEvent, WatchCache
+
+if TYPE_CHECKING:
+    from kinformer.cluster import Cluster, ClusterOptions
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +94,11 @@ class APIServer:
     events (10,000) and ``watcher_buffer_bytes`` bytes of their objects (16 MiB); beyond either, its watch
     ends and its client resumes from the last resourceVersion it received (or relists on 410), as
     kube-apiserver ends a cacheWatcher that is too slow.
+
+    A cluster that moves (:mod:`kinformer.cluster`): ``controllers`` (True for all of kube-controller-manager's
+    that kinformer has, or their names) and ``nodes`` (that many simulated nodes and kubelets) start once the
+    server listens, as :attr:`cluster`, a client of this server with an admin token; ``cluster_options``
+    tunes them. The defaults run neither, as envtest: a user's own controller can be tested alone.
     """
 
     def __init__(self, storage: str | Storage = "memory", *, host: str = "127.0.0.1", port: int = 0,
@@ -106,12 +114,22 @@ class APIServer:
                  max_waits_per_client: int = DEFAULT_MAX_WAITS, header_timeout: float = HEADER_TIMEOUT,
                  allowed_hosts: Iterable[str] = (), log_requests: bool = False, anonymous_auth: bool = True,
                  watcher_buffer_events: int = DEFAULT_WATCHER_BUFFER_EVENTS,
-                 watcher_buffer_bytes: int = DEFAULT_WATCHER_BUFFER_BYTES) -> None:
+                 watcher_buffer_bytes: int = DEFAULT_WATCHER_BUFFER_BYTES,
+                 controllers: bool | Iterable[str] = False, nodes: int = 0,
+                 cluster_options: ClusterOptions | None = None) -> None:
         if client_ca is not None and not tls:
             raise ValueError("client certificate authentication (client_ca) needs tls")
         if not is_loopback(host) and not (tls and (tokens or client_ca)):
             raise ValueError(f"refusing to bind non-loopback address {host!r} without TLS and token authentication")
         self.storage: Storage = open_storage(storage) if isinstance(storage, str) else storage
+        from kinformer.cluster.cluster import controller_names
+
+        self.controllers = controller_names(controllers)
+        if nodes < 0:
+            raise ValueError(f"nodes must be >= 0, got {nodes}")
+        self.nodes = nodes
+        self.cluster_options = cluster_options
+        self.cluster: Cluster | None = None
         self.host = host
         self.port = port
         self.watch_cache_size = watch_cache_size
@@ -197,12 +215,30 @@ class APIServer:
             self._tasks.append(asyncio.create_task(self.bootstrap.keep_kubernetes_service(self.host, self.port),
                                                    name="kinformer-kubernetes-service"))
             self.bootstrap.start()
+            await self._start_cluster()
         except BaseException:
             await self._shutdown()
             raise
         if self.compaction_interval > 0:
             self._tasks.append(asyncio.create_task(self._compactor(), name="kinformer-compactor"))
         self._started = True
+
+    async def _start_cluster(self) -> None:
+        """Start the controllers and simulated nodes asked for, as a client of this server with an admin token."""
+        if not self.controllers and not self.nodes:
+            return
+        import secrets
+
+        from kinformer.cluster import Cluster
+
+        from .auth import UserInfo
+
+        token = "kinformer-cluster-" + secrets.token_urlsafe(24)
+        self.security.authenticator.add_token(
+            token, UserInfo(name="system:kube-controller-manager", groups=("system:masters",)))
+        self.cluster = Cluster(self.url, token=token, ca=self.ca_cert, controllers=self.controllers,
+                               nodes=self.nodes, options=self.cluster_options, clock=self.clock)
+        await self.cluster.start()
 
     async def _listen(self) -> None:
         app = build_app(self.api, self.registry, chain=self._handler_chain(), extra_routes=self.security.routes())
@@ -317,6 +353,9 @@ class APIServer:
         await self._shutdown()
 
     async def _shutdown(self) -> None:
+        cluster, self.cluster = self.cluster, None
+        if cluster is not None:
+            await cluster.stop()
         self.api.closing.set()
         for task in self._tasks:
             task.cancel()

@@ -1,0 +1,134 @@
+"""``Cluster``: one Manager running kube-controller-manager's controllers (and, once added, the scheduler and
+the simulated kubelets) against an API server's URL.
+
+Invariants:
+
+* The cluster is a client like any other: every read comes from the Manager's shared informers and every
+  write goes through the HTTP API, so admission, RBAC and the watch cache see it as they see a user.
+* One task owns everything the cluster runs (the Manager and each background loop, in one task group);
+  :meth:`Cluster.stop` cancels it and awaits it, and re-raises what made it fail, if anything did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+from collections.abc import Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any
+
+from kinformer.aio import task_group
+from kinformer.clock import REAL_CLOCK, Clock
+
+from .controllers import CONTROLLERS
+from .options import ClusterOptions
+
+if TYPE_CHECKING:
+    from kinformer.client import Client
+    from kinformer.controller import Manager
+    from kinformer.controller.events import EventRecorder
+
+log = logging.getLogger(__name__)
+
+
+class ControllerContext:
+    """What a controller's ``setup`` receives: the shared Manager (one informer per resource for every
+    controller), the admin client, the options and the clock."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.manager: Manager = cluster.manager
+        self.client: Client = cluster.client
+        self.options: ClusterOptions = cluster.options
+        self.clock: Clock = cluster.clock
+
+    def run(self, loop: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+        """Run ``loop()`` beside the controllers for as long as the cluster runs (it is cancelled at stop)."""
+        self.cluster.loops.append((name, loop))
+
+    def recorder(self, component: str, **options: Any) -> EventRecorder:
+        """An event recorder reporting as ``component`` (e.g. "deployment-controller")."""
+        return self.manager.event_recorder(component, **options)
+
+
+def _setup_function(name: str) -> Callable[[ControllerContext], None]:
+    try:
+        target = CONTROLLERS[name]
+    except KeyError:
+        raise ValueError(f"unknown controller {name!r}; known: {', '.join(sorted(CONTROLLERS))}") from None
+    module, _, attr = target.partition(":")
+    setup: Callable[[ControllerContext], None] = getattr(importlib.import_module(module), attr)
+    return setup
+
+
+def controller_names(controllers: bool | Iterable[str]) -> tuple[str, ...]:
+    """``True`` -> every controller, ``False`` -> none, else the names given (each checked)."""
+    if controllers is True:
+        return tuple(CONTROLLERS)
+    if controllers is False:
+        return ()
+    names = tuple(controllers)
+    unknown = sorted(set(names) - set(CONTROLLERS))
+    if unknown:
+        raise ValueError(f"unknown controllers {', '.join(unknown)}; known: {', '.join(sorted(CONTROLLERS))}")
+    return names
+
+
+class Cluster:
+    """kube-controller-manager's ``controllers`` and ``nodes`` simulated kubelets against the server at ``url``."""
+
+    def __init__(self, url: str, *, token: str | None = None, ca: str | None = None,
+                 controllers: bool | Iterable[str] = True, nodes: int = 0,
+                 options: ClusterOptions | None = None, clock: Clock = REAL_CLOCK) -> None:
+        if nodes < 0:
+            raise ValueError(f"nodes must be >= 0, got {nodes}")
+        self.url, self.token, self.ca = url, token, ca
+        self.controller_names = controller_names(controllers)
+        self.node_count = nodes
+        self.options = options or ClusterOptions()
+        self.clock = clock
+        self.loops: list[tuple[str, Callable[[], Coroutine[Any, Any, None]]]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Register every controller, start the Manager and the loops, and wait until the caches synced."""
+        from kinformer.client import Client
+        from kinformer.controller import Manager
+
+        self.client = Client(self.url, token=self.token, ca=self.ca, clock=self.clock)
+        self.manager = Manager(self.client, clock=self.clock, stale_after=None, metrics_secure=False)
+        ctx = ControllerContext(self)
+        for name in self.controller_names:
+            _setup_function(name)(ctx)
+        self._task = asyncio.create_task(self._run(), name="kinformer-cluster")
+        await self._wait_synced()
+
+    async def _wait_synced(self) -> None:
+        assert self._task is not None
+        if not self.manager.builders:
+            return
+        synced = await self.manager.factory.wait_for_cache_sync(timeout=self.manager.cache_sync_timeout)
+        if self._task.done():
+            await self._task  # raises what ended it
+        unsynced = sorted(name for name, ok in synced.items() if not ok)
+        if unsynced:
+            raise TimeoutError(f"the cluster's caches did not sync: {', '.join(unsynced)}")
+
+    async def _run(self) -> None:
+        async with task_group() as group:
+            if self.manager.builders:
+                group.create_task(self.manager.run(), name="kinformer-cluster-manager")
+            for name, loop in self.loops:
+                group.create_task(loop(), name=f"kinformer-cluster-{name}")
+
+    async def stop(self) -> None:
+        """Cancel everything the cluster runs, wait for it, and close the client. Idempotent."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        client = getattr(self, "client", None)
+        if client is not None:
+            await client.close()

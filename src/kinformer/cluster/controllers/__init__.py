@@ -1,0 +1,13 @@
+"""kube-controller-manager's controllers, by the names its ``--controllers`` flag takes.
+
+Each entry maps a name to ``"module:setup"``; ``setup(ctx: ControllerContext) -> None`` registers the
+controller's reconcilers on ``ctx.manager`` (and any background loop with ``ctx.run``).
+"""
+
+from __future__ import annotations
+
+#: name -> "module:function"; every name runs with ``controllers=True``; a subset with ``controllers=[...]``.
+CONTROLLERS: dict[str, str] = {
+}
+
+__all__ = ["CONTROLLERS"]
