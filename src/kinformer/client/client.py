@@ -458,10 +458,13 @@ class Client:
                 resp.close()
 
     async def create(self, resource: str | Resource, body: Mapping[str, Any], namespace: str | None = None, *,
-                     field_manager: str | None = None, dry_run: bool = False) -> LazyObject:
-        """POST a new object (raises :class:`~kinformer.errors.AlreadyExists`)."""
+                     field_manager: str | None = None, dry_run: bool = False,
+                     subresource: str | None = None) -> LazyObject:
+        """POST a new object (raises :class:`~kinformer.errors.AlreadyExists`); with ``subresource``, POST
+        ``body`` to that subresource of the object ``body`` names (``pods/<name>/binding``, ``.../eviction``)."""
         res = await self.resolve(resource)
-        path = res.path(self._object_namespace(res, namespace, body))
+        name = body["metadata"]["name"] if subresource else None
+        path = res.path(self._object_namespace(res, namespace, body), name, subresource)
         return await self._write("POST", path, body, _JSON, field_manager, dry_run)
 
     async def replace(self, resource: str | Resource, body: Mapping[str, Any], name: str | None = None,

@@ -99,6 +99,9 @@ class APIServer:
     that kinformer has, or their names) and ``nodes`` (that many simulated nodes and kubelets) start once the
     server listens, as :attr:`cluster`, a client of this server with an admin token; ``cluster_options``
     tunes them. The defaults run neither, as envtest: a user's own controller can be tested alone.
+
+    ``default_toleration_seconds`` is what the DefaultTolerationSeconds admission plugin gives a new pod's
+    NoExecute tolerations of ``node.kubernetes.io/not-ready`` and ``unreachable`` (kube's 300 s).
     """
 
     def __init__(self, storage: str | Storage = "memory", *, host: str = "127.0.0.1", port: int = 0,
@@ -116,7 +119,7 @@ class APIServer:
                  watcher_buffer_events: int = DEFAULT_WATCHER_BUFFER_EVENTS,
                  watcher_buffer_bytes: int = DEFAULT_WATCHER_BUFFER_BYTES,
                  controllers: bool | Iterable[str] = False, nodes: int = 0,
-                 cluster_options: ClusterOptions | None = None) -> None:
+                 cluster_options: ClusterOptions | None = None, default_toleration_seconds: int = 300) -> None:
         if client_ca is not None and not tls:
             raise ValueError("client certificate authentication (client_ca) needs tls")
         if not is_loopback(host) and not (tls and (tokens or client_ca)):
@@ -156,7 +159,8 @@ class APIServer:
         self.allocator = ServiceAllocator(used_cluster_ips(self.cache), used_node_ports(self.cache),
                                           cidr=service_cluster_ip_range,
                                           node_ports=parse_port_range(service_node_port_range))
-        self.store = ObjectStore(self.storage, self.registry, clock, self.cache, self.allocator)
+        self.store = ObjectStore(self.storage, self.registry, clock, self.cache, self.allocator,
+                                 default_toleration_seconds)
         self.store.after_write.append(self.allocator.written)
         self.api = ResourceAPI(self.storage, self.registry, self.cache, self.store, clock,
                                bookmark_interval=bookmark_interval)

@@ -33,6 +33,7 @@ from .storage.base import KeyExists, KeyNotFound, KeyValue, RevisionMismatch, St
 from .storedform import Split, encode, encode_split, new_uid, served, served_bytes, timestamp
 from .strategies import FallbackStrategy, strategy_table
 from .strategies.certificates import take_approval, take_status
+from .strategies.pods import DEFAULT_TOLERATION_SECONDS
 from .strategy import Strategy, StrategyRegistry
 from .validation import distinct_causes, generate_name, validate_object
 from .watchcache import WatchCache
@@ -188,13 +189,14 @@ class ObjectStore:
     """CRUD of API objects on top of the MVCC storage (see the module invariants)."""
 
     def __init__(self, storage: Storage, registry: Registry, clock: Clock = REAL_CLOCK,
-                 cache: WatchCache | None = None, allocator: ServiceAllocator | None = None) -> None:
+                 cache: WatchCache | None = None, allocator: ServiceAllocator | None = None,
+                 default_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS) -> None:
         self.storage = storage
         self.registry = registry
         self.clock = clock
         self.cache = cache
         self.strategies = StrategyRegistry(FallbackStrategy())
-        for (group, plural), strategy in strategy_table(allocator).items():
+        for (group, plural), strategy in strategy_table(allocator, default_toleration_seconds).items():
             self.strategies.register(group, plural, strategy)
         # Hooks run after a successful (non-dry-run) write: (info, object, deleted). They must not mutate
         # the object (it may already be the watch cache's copy).

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kinformer.server.quantity import canonical_quantity, parse_quantity
+from kinformer.quantity import canonical_quantity, parse_quantity
 
 
 @pytest.mark.parametrize(("value", "text"), [

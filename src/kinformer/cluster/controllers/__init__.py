@@ -8,6 +8,8 @@ from __future__ import annotations
 
 #: name -> "module:function"; every name runs with ``controllers=True``; a subset with ``controllers=[...]``.
 CONTROLLERS: dict[str, str] = {
+    # -- scheduler, node lifecycle, taint eviction (kube-scheduler and kube-controller-manager's node controllers)
+    "scheduler": "kinformer.cluster.scheduler:setup",
 }
 
 __all__ = ["CONTROLLERS"]

@@ -15,17 +15,19 @@ from ..ipallocator import ServiceAllocator
 from . import apps, batch, core, groups
 from .base import Cause, CustomResourceStrategy, KindStrategy
 from .core import StatusResetStrategy
-from .pods import PodStrategy
+from .pods import DEFAULT_TOLERATION_SECONDS, PodStrategy
 from .services import ServiceStrategy
 
 __all__ = ["FallbackStrategy", "KindStrategy", "strategy_table"]
 
 
-def strategy_table(allocator: ServiceAllocator | None = None) -> dict[tuple[str, str], KindStrategy]:
-    """Every kind with its own rules; ``allocator`` hands out Service ClusterIPs and node ports."""
+def strategy_table(allocator: ServiceAllocator | None = None,
+                   default_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS) -> dict[tuple[str, str], KindStrategy]:
+    """Every kind with its own rules; ``allocator`` hands out Service ClusterIPs and node ports;
+    ``default_toleration_seconds``: what DefaultTolerationSeconds admission gives new pods."""
     table: dict[tuple[str, str], KindStrategy] = {}
     table.update({("", plural): s for plural, s in core.STRATEGIES.items()})
-    table[("", "pods")] = PodStrategy()
+    table[("", "pods")] = PodStrategy(default_toleration_seconds)
     table[("", "services")] = ServiceStrategy(allocator)
     table.update({("apps", plural): s for plural, s in apps.STRATEGIES.items()})
     table.update({("batch", plural): s for plural, s in batch.STRATEGIES.items()})

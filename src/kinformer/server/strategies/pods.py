@@ -6,7 +6,10 @@ On create, after defaulting, as kube-apiserver 1.32 with its default admission c
   deprecated ``serviceAccount``) and, unless ``automountServiceAccountToken`` is false, a projected
   ``kube-api-access-xxxxx`` volume (token, ``kube-root-ca.crt``, namespace) is mounted read-only at
   :data:`TOKEN_MOUNT_PATH` in every container;
-* DefaultTolerationSeconds: NoExecute tolerations of ``not-ready`` and ``unreachable`` for 300 s;
+* DefaultTolerationSeconds: NoExecute tolerations of ``not-ready`` and ``unreachable`` for 300 s (the
+  strategy's ``default_toleration_seconds``: kube-apiserver's ``--default-not-ready-toleration-seconds`` and
+  ``--default-unreachable-toleration-seconds``), each unless a toleration of the pod already tolerates that
+  taint's NoExecute effect (an empty key or effect tolerating every one);
 * Priority: ``priority: 0`` and ``preemptionPolicy: PreemptLowerPriority`` without a priority class;
 * the status starts as ``Pending`` with the pod's QoS class (and ``PodScheduled=False`` while
   scheduling gates remain).
@@ -88,12 +91,14 @@ def admit_service_account(spec: dict[str, Any], containers: list[dict[str, Any]]
                                                "readOnly": True}]
 
 
-def admit_tolerations(spec: dict[str, Any]) -> None:
+def admit_tolerations(spec: dict[str, Any], seconds: int = DEFAULT_TOLERATION_SECONDS) -> None:
     tolerations = tolerations if isinstance(tolerations := spec.get("tolerations"), list) else []
-    tolerated = {t.get("key") for t in tolerations
+    tolerated = {t.get("key") or "" for t in tolerations
                  if (type(t) is dict or isinstance(t, Mapping)) and t.get("effect") in ("NoExecute", None, "")}
+    if "" in tolerated:  # an empty key (operator Exists) tolerates every taint
+        return
     added = [{"effect": "NoExecute", "key": taint, "operator": "Exists",
-              "tolerationSeconds": DEFAULT_TOLERATION_SECONDS} for taint in _TAINTS if taint not in tolerated]
+              "tolerationSeconds": seconds} for taint in _TAINTS if taint not in tolerated]
     if added:
         spec["tolerations"] = [*tolerations, *added]
 
@@ -161,13 +166,19 @@ def _mutable_view(spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> dict[
 
 
 class PodStrategy(ReturnedOnDeleteMixin, KindStrategy):
+    def __init__(self, default_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS) -> None:
+        if isinstance(default_toleration_seconds, bool) or not isinstance(default_toleration_seconds, int) \
+                or default_toleration_seconds < 0:
+            raise ValueError(f"default_toleration_seconds must be an int >= 0, got {default_toleration_seconds!r}")
+        self.default_toleration_seconds = default_toleration_seconds
+
     def create(self, obj: dict[str, Any]) -> None:
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return
         containers = _containers(spec)  # the admissions below change what they hold, never which they are
         admit_service_account(spec, containers)
-        admit_tolerations(spec)
+        admit_tolerations(spec, self.default_toleration_seconds)
         admit_priority(spec)
         status: dict[str, Any] = {"phase": "Pending", "qosClass": qos_class(spec, containers)}
         if spec.get("schedulingGates"):

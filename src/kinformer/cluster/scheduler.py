@@ -1,0 +1,256 @@
+"""kube-scheduler: binds each pending pod to a node (``setup``: the ``scheduler`` controller).
+
+A pod is this scheduler's when ``spec.schedulerName`` is ``default-scheduler`` (or absent), ``spec.nodeName``
+is empty, it is not being deleted and has no scheduling gates left. One worker schedules one pod at a time,
+as kube's scheduling cycle does, against a snapshot of the nodes and the pods already on them
+(:mod:`kinformer.cluster.scheduling` has the filters, the scoring and the message).
+
+Invariants:
+
+* the assume cache: a pod is counted on its node from the moment its binding is sent until the pods
+  informer shows it assigned (or gone), so pods scheduled back to back never over-commit a node while
+  their watch events are on their way; a failed binding un-assumes the pod;
+* a pod that fits nowhere gets the ``PodScheduled=False`` condition (reason ``Unschedulable``, kube's
+  message; written only when it changed) and a ``FailedScheduling`` Warning event, and waits in the
+  unschedulable set. A node added, or changed in what scheduling reads (allocatable, labels, taints,
+  ``unschedulable``), or an assigned pod deleted or finished, moves every unschedulable pod back; each
+  pod still waits out its backoff (``scheduler_pod_initial_backoff`` doubling per failure up to
+  ``scheduler_pod_max_backoff``) and is retried anyway after ``scheduler_max_unschedulable_duration``;
+* success records a ``Scheduled`` Normal event "Successfully assigned ns/pod to node" (events.k8s.io/v1,
+  reportingController ``default-scheduler``); the API server sets ``PodScheduled=True`` on binding.
+
+Not implemented: preemption (the message says what kube says when it finds no victim), priority order of
+the queue (pods are taken in the order they arrive), nominated nodes, multiple profiles, extenders,
+volume binding, host ports and inter-pod (anti-)affinity and topology spread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kinformer.controller import Result
+from kinformer.controller.conditions import find_condition, set_condition
+from kinformer.controller.predicates import Predicate
+from kinformer.controller.reconcile import Request
+from kinformer.errors import Conflict, NotFound
+
+from . import scheduling
+from .podindex import is_terminal, pods_informer, pods_on_node
+from .podresources import pod_requests
+from .scheduling import NodeInfo, Rejection
+
+if TYPE_CHECKING:
+    from kinformer.cache.shared_informer import SharedIndexInformer
+
+    from .cluster import ControllerContext
+
+log = logging.getLogger(__name__)
+
+SCHEDULER_NAME = "default-scheduler"
+Obj = Mapping[str, Any]
+
+
+def responsible_for(pod: Obj) -> bool:
+    """Unassigned, and this scheduler's (``spec.schedulerName`` default-scheduler or unset)."""
+    spec = pod.get("spec") or {}
+    return not spec.get("nodeName") and (spec.get("schedulerName") or SCHEDULER_NAME) == SCHEDULER_NAME
+
+
+def _assigned(pod: Obj) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+def _scheduling_inputs(pod: Obj) -> tuple[Any, ...]:
+    meta = pod.get("metadata") or {}
+    return pod.get("spec"), meta.get("labels"), meta.get("annotations"), meta.get("deletionTimestamp")
+
+
+class PendingPods(Predicate):
+    """The primary watch: pods this scheduler must place, on creation or a change of what it reads."""
+
+    def create(self, obj: Obj) -> bool:
+        return responsible_for(obj)
+
+    def update(self, old: Obj, new: Obj, is_resync: bool = False) -> bool:
+        return responsible_for(new) and (is_resync or _scheduling_inputs(old) != _scheduling_inputs(new))
+
+
+class NodeChanged(Predicate):
+    """Node events that can make an unschedulable pod fit (kube's NodeAdd and the NodeUpdate it hints)."""
+
+    @staticmethod
+    def _inputs(node: Obj) -> tuple[Any, ...]:
+        spec, status = node.get("spec") or {}, node.get("status") or {}
+        return (status.get("allocatable"), (node.get("metadata") or {}).get("labels"), spec.get("taints"),
+                spec.get("unschedulable"))
+
+    def update(self, old: Obj, new: Obj, is_resync: bool = False) -> bool:
+        return self._inputs(old) != self._inputs(new)
+
+    def delete(self, obj: Obj) -> bool:
+        return False
+
+
+class PodFreedResources(Predicate):
+    """An assigned pod deleted or finished (kube's AssignedPodDelete and a pod turning terminal)."""
+
+    def create(self, obj: Obj) -> bool:
+        return False
+
+    def update(self, old: Obj, new: Obj, is_resync: bool = False) -> bool:
+        return _assigned(old) and not is_terminal(old) and is_terminal(new)
+
+    def delete(self, obj: Obj) -> bool:
+        return _assigned(obj)
+
+
+@dataclass
+class Assumed:
+    """A pod whose binding was sent and whose assignment the informer has not shown yet."""
+
+    key: str
+    node: str
+    pod: Obj
+    requests: dict[str, int]
+
+
+@dataclass
+class Backoff:
+    """An unschedulable pod's failed attempts and when it may be tried again."""
+
+    attempts: int
+    next_try: float
+
+
+class Scheduler:
+    """The reconciler of the ``scheduler`` controller (see the module docstring)."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        options = ctx.options
+        for label in ("scheduler_pod_initial_backoff", "scheduler_pod_max_backoff",
+                      "scheduler_max_unschedulable_duration"):
+            if getattr(options, label) <= 0:
+                raise ValueError(f"ClusterOptions.{label} must be > 0, got {getattr(options, label)}")
+        self.client = ctx.client
+        self.clock = ctx.clock
+        self.options = options
+        self.recorder = ctx.recorder(SCHEDULER_NAME)
+        self.pods: SharedIndexInformer = pods_informer(ctx.manager)
+        self.nodes: SharedIndexInformer = ctx.manager.informer("nodes")
+        self.assumed: dict[str, Assumed] = {}  # by pod uid
+        self.unschedulable: dict[Request, Backoff] = {}
+
+    # -- the queue ------------------------------------------------------------------------------------
+
+    def unschedulable_pods(self, _: Obj) -> list[Request]:
+        """The mapper of cluster events: every pod waiting in the unschedulable set."""
+        return list(self.unschedulable)
+
+    def _backoff(self, attempts: int) -> float:
+        delay = self.options.scheduler_pod_initial_backoff * 2 ** min(attempts - 1, 32)
+        return min(delay, self.options.scheduler_pod_max_backoff)
+
+    # -- one cycle ------------------------------------------------------------------------------------
+
+    async def reconcile(self, request: Request) -> Result | None:
+        pod = self.pods.indexer.get_by_key(request.key)
+        if pod is None or not responsible_for(pod) or pod["metadata"].get("deletionTimestamp") \
+                or (pod.get("spec") or {}).get("schedulingGates"):
+            self.unschedulable.pop(request, None)
+            return None
+        if pod["metadata"].get("uid") in self.assumed:
+            return None  # bound; its assignment has not reached the informer yet
+        waiting = self.unschedulable.get(request)
+        now = self.clock.now()
+        if waiting is not None and now < waiting.next_try:
+            return Result(requeue_after=waiting.next_try - now)
+        requests = pod_requests(pod)
+        infos = self._snapshot()
+        rejections: list[Rejection] = []
+        feasible: list[NodeInfo] = []
+        for info in infos:
+            rejection = scheduling.check(pod, requests, info)
+            if rejection is None:
+                feasible.append(info)
+            else:
+                rejections.append(rejection)
+        if not feasible:
+            return await self._unschedulable(request, pod, scheduling.fit_error(pod, rejections))
+        await self._bind(request, pod, scheduling.select(pod, feasible).name, requests)
+        return None
+
+    def _snapshot(self) -> list[NodeInfo]:
+        """Every node with its assigned, non-terminal pods and the pods assumed on it, sorted by name."""
+        infos = {node["metadata"]["name"]: NodeInfo(node) for node in self.nodes.indexer.list()}
+        for name, info in infos.items():
+            for pod in pods_on_node(self.pods, name):
+                if not is_terminal(pod):
+                    info.add_pod(pod, pod_requests(pod))
+        for uid, assumed in list(self.assumed.items()):
+            cached = self.pods.indexer.get_by_key(assumed.key)
+            if cached is None or cached["metadata"].get("uid") != uid or _assigned(cached):
+                del self.assumed[uid]  # the informer caught up (or the pod is gone)
+            elif assumed.node in infos:
+                infos[assumed.node].add_pod(assumed.pod, assumed.requests)
+        return [infos[name] for name in sorted(infos)]
+
+    async def _bind(self, request: Request, pod: Obj, node: str, requests: dict[str, int]) -> None:
+        meta = pod["metadata"]
+        uid = meta.get("uid", "")
+        self.assumed[uid] = Assumed(request.key, node, pod, requests)
+        binding = {"apiVersion": "v1", "kind": "Binding",
+                   "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": uid},
+                   "target": {"kind": "Node", "name": node}}
+        try:
+            await self.client.create("pods", binding, meta["namespace"], subresource="binding")
+        except (Conflict, NotFound) as exc:  # assigned meanwhile (by another scheduler) or deleted
+            self.assumed.pop(uid, None)
+            log.info("binding %s to %s: %s", request.key, node, exc)
+            return
+        except BaseException:
+            self.assumed.pop(uid, None)
+            raise
+        self.unschedulable.pop(request, None)
+        self.recorder.event(_pod_ref(pod), "Normal", "Scheduled",
+                            f"Successfully assigned {meta['namespace']}/{meta['name']} to {node}", action="Binding")
+
+    async def _unschedulable(self, request: Request, pod: Obj, message: str) -> Result:
+        self.recorder.event(_pod_ref(pod), "Warning", "FailedScheduling", message, action="Scheduling")
+        await self._set_unschedulable_condition(pod, message)
+        previous = self.unschedulable.get(request)
+        attempts = (previous.attempts if previous else 0) + 1
+        self.unschedulable[request] = Backoff(attempts, self.clock.now() + self._backoff(attempts))
+        log.info("pod %s is unschedulable: %s", request.key, message)
+        return Result(requeue_after=self.options.scheduler_max_unschedulable_duration)
+
+    async def _set_unschedulable_condition(self, pod: Obj, message: str) -> None:
+        """Patch ``PodScheduled=False`` (Unschedulable) unless the pod already carries this very condition."""
+        meta = pod["metadata"]
+        status = {"conditions": [dict(c) for c in (pod.get("status") or {}).get("conditions") or ()]}
+        if not set_condition(status, type="PodScheduled", status="False", reason="Unschedulable", message=message,
+                             clock=self.clock):
+            return
+        condition = {**(find_condition(status, "PodScheduled") or {}), "lastProbeTime": None}
+        try:
+            await self.client.patch("pods", meta["name"], {"status": {"conditions": [condition]}}, "strategic",
+                                    meta["namespace"], subresource="status")
+        except NotFound:
+            pass
+
+
+def _pod_ref(pod: Obj) -> dict[str, Any]:
+    """The pod as events name it (informer objects may lack kind and apiVersion)."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod["metadata"]}
+
+
+def setup(ctx: ControllerContext) -> None:
+    """Register the scheduler: one worker, its pending pods, and the events that retry unschedulable ones."""
+    scheduler = Scheduler(ctx)
+    (ctx.manager.controller(scheduler, name="scheduler")
+        .for_("pods", PendingPods())
+        .watches("nodes", NodeChanged(), mapper=scheduler.unschedulable_pods)
+        .watches("pods", PodFreedResources(), mapper=scheduler.unschedulable_pods)
+        .workers(1))

@@ -1,0 +1,163 @@
+"""One scheduling cycle of kube-scheduler's default profile, as pure functions of a snapshot.
+
+Filters run per node in kube's order and the first that rejects a node gives its reasons:
+
+* NodeUnschedulable: ``spec.unschedulable`` unless the pod tolerates ``node.kubernetes.io/unschedulable``
+  (NoSchedule) -> "node(s) were unschedulable";
+* NodeName: ``spec.nodeName`` set to another node -> "node(s) didn't match the requested node name";
+* TaintToleration: the first NoSchedule or NoExecute taint the pod does not tolerate ->
+  "node(s) had untolerated taint {key: value}" (PreferNoSchedule never filters);
+* NodeAffinity: ``nodeSelector`` and required node affinity -> "node(s) didn't match Pod's node
+  affinity/selector";
+* NodeResourcesFit: "Too many pods" against allocatable ``pods``, then "Insufficient <resource>" for cpu,
+  memory, ephemeral-storage and each extended resource (sorted) the pod requests beyond what is left.
+
+The first four are unresolvable by preemption; resource shortfalls are not. When no node fits, the
+message is kube's ``FitError``: ``0/N nodes are available: <count> <reason>, ... preemption: ...`` (the
+reasons' histogram sorted as strings), and the preemption part what kube's DefaultPreemption says when it
+finds no victim: this scheduler never preempts (see :mod:`kinformer.cluster.scheduler`).
+
+Scoring (feasible nodes): NodeResourcesFit's LeastAllocated plus NodeResourcesBalancedAllocation over cpu
+and memory, both on the pod's non-zero requests; ties go to the node whose name sorts first (kube picks
+at random among ties). Not modelled: host ports, volumes, pod (anti-)affinity, topology spread, image
+locality and preferred affinity / PreferNoSchedule scoring.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import taints as t
+from .nodeaffinity import required_affinity_matches
+from .podresources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources, allocatable, non_zero_requests
+
+REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+REASON_NODE_NAME = "node(s) didn't match the requested node name"
+REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+REASON_TOO_MANY_PODS = "Too many pods"
+NO_NODES = "no nodes available to schedule pods"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+MAX_SCORE = 100
+
+
+@dataclass
+class NodeInfo:
+    """A node with what its pods (bound or assumed) already take of it."""
+
+    node: Mapping[str, Any]
+    requested: Resources = field(default_factory=dict)
+    pods: int = 0
+    non_zero_cpu: int = 0
+    non_zero_memory: int = 0
+
+    @property
+    def name(self) -> str:
+        return str(self.node["metadata"]["name"])
+
+    def add_pod(self, pod: Mapping[str, Any], requests: Mapping[str, int]) -> None:
+        self.pods += 1
+        for name, value in requests.items():
+            self.requested[name] = self.requested.get(name, 0) + value
+        cpu, memory = non_zero_requests(pod)
+        self.non_zero_cpu += cpu
+        self.non_zero_memory += memory
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why a node does not fit: kube's Status reasons, and whether preemption could help."""
+
+    reasons: tuple[str, ...]
+    resolvable: bool
+
+
+def _node_rejection(pod: Mapping[str, Any], node: Mapping[str, Any]) -> str | None:
+    """The first of NodeUnschedulable, NodeName, TaintToleration and NodeAffinity to reject, if any."""
+    spec = node.get("spec") or {}
+    tolerations = t.pod_tolerations(pod)
+    unschedulable_taint = {"key": t.UNSCHEDULABLE, "effect": t.NO_SCHEDULE}
+    if spec.get("unschedulable") and not t.tolerated_by(unschedulable_taint, tolerations):
+        return REASON_UNSCHEDULABLE
+    wanted = (pod.get("spec") or {}).get("nodeName")
+    if wanted and wanted != node["metadata"]["name"]:
+        return REASON_NODE_NAME
+    taint = t.first_untolerated(t.node_taints(node), tolerations, (t.NO_SCHEDULE, t.NO_EXECUTE))
+    if taint is not None:
+        return f"node(s) had untolerated taint {t.describe(taint)}"
+    if not required_affinity_matches(pod, node):
+        return REASON_AFFINITY
+    return None
+
+
+def _insufficient(info: NodeInfo, requests: Mapping[str, int]) -> list[str]:
+    """NodeResourcesFit's reasons, in kube's order."""
+    offered = allocatable(info.node)
+    reasons = []
+    if info.pods + 1 > offered.get(PODS, 0):
+        reasons.append(REASON_TOO_MANY_PODS)
+    extended = sorted(name for name in requests if name not in (CPU, MEMORY, EPHEMERAL_STORAGE))
+    for name in (CPU, MEMORY, EPHEMERAL_STORAGE, *extended):
+        wanted = requests.get(name, 0)
+        if wanted > 0 and wanted > offered.get(name, 0) - info.requested.get(name, 0):
+            reasons.append(f"Insufficient {name}")
+    return reasons
+
+
+def check(pod: Mapping[str, Any], requests: Mapping[str, int], info: NodeInfo) -> Rejection | None:
+    """Run the filters on one node: None when the pod fits."""
+    reason = _node_rejection(pod, info.node)
+    if reason is not None:
+        return Rejection((reason,), resolvable=False)
+    reasons = _insufficient(info, requests)
+    return Rejection(tuple(reasons), resolvable=True) if reasons else None
+
+
+def _histogram(counts: Mapping[str, int]) -> str:
+    return ", ".join(sorted(f"{count} {reason}" for reason, count in counts.items()))
+
+
+def _preemption_message(pod: Mapping[str, Any], rejections: Sequence[Rejection]) -> str:
+    if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
+        return "not eligible due to preemptionPolicy=Never."
+    counts: dict[str, int] = {}
+    for rejection in rejections:
+        reason = NO_VICTIMS if rejection.resolvable else NOT_HELPFUL
+        counts[reason] = counts.get(reason, 0) + 1
+    return f"0/{len(rejections)} nodes are available: {_histogram(counts)}."
+
+
+def fit_error(pod: Mapping[str, Any], rejections: Sequence[Rejection]) -> str:
+    """kube's ``FitError`` message for a pod every node rejected (one Rejection per node)."""
+    if not rejections:
+        return NO_NODES
+    counts: dict[str, int] = {}
+    for rejection in rejections:
+        for reason in rejection.reasons:
+            counts[reason] = counts.get(reason, 0) + 1
+    return (f"0/{len(rejections)} nodes are available: {_histogram(counts)}. "
+            f"preemption: {_preemption_message(pod, rejections)}")
+
+
+def _fraction_free(used: int, total: int) -> float:
+    return 0.0 if total <= 0 or used > total else (total - used) / total
+
+
+def score(pod: Mapping[str, Any], info: NodeInfo) -> int:
+    """LeastAllocated plus BalancedAllocation for cpu and memory, each 0..100 (higher is better)."""
+    offered = allocatable(info.node)
+    cpu, memory = non_zero_requests(pod)
+    free_cpu = _fraction_free(info.non_zero_cpu + cpu, offered.get(CPU, 0))
+    free_memory = _fraction_free(info.non_zero_memory + memory, offered.get(MEMORY, 0))
+    least_allocated = math.floor(MAX_SCORE * (free_cpu + free_memory) / 2)
+    used_cpu, used_memory = 1 - free_cpu, 1 - free_memory
+    balanced = math.floor(MAX_SCORE * (1 - abs(used_cpu - used_memory) / 2))
+    return least_allocated + balanced
+
+
+def select(pod: Mapping[str, Any], feasible: Sequence[NodeInfo]) -> NodeInfo:
+    """The best-scoring feasible node; ties broken by name."""
+    return min(feasible, key=lambda info: (-score(pod, info), info.name))

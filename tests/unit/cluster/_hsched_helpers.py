@@ -1,0 +1,102 @@
+"""Shared by the scheduler, node lifecycle and taint eviction tests: Node and Pod bodies, and bounded waits.
+
+No kubelet runs in these tests: nodes are created directly with their capacity, and a test renews a
+node's Lease itself where it plays the kubelet's heartbeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from kinformer.client import Client
+from kinformer.clock import Clock
+from kinformer.errors import NotFound
+
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+
+
+def micro_time(clock: Clock) -> str:
+    return datetime.fromtimestamp(clock.wall(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def rfc3339(clock: Clock) -> str:
+    return datetime.fromtimestamp(clock.wall(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def node(name: str, *, cpu: str = "4", memory: str = "8Gi", pods: int = 110, labels: Mapping[str, str] | None = None,
+         taints: list[dict[str, Any]] | None = None, unschedulable: bool = False,
+         extra: Mapping[str, str] | None = None, ready: str | None = None, clock: Clock | None = None) -> dict[str, Any]:
+    """A Node offering ``cpu``/``memory``/``pods`` (capacity = allocatable), optionally Ready as of ``clock``."""
+    resources = {"cpu": cpu, "memory": memory, "pods": str(pods), "ephemeral-storage": "100Gi", **(extra or {})}
+    spec: dict[str, Any] = {}
+    if taints:
+        spec["taints"] = taints
+    if unschedulable:
+        spec["unschedulable"] = True
+    status: dict[str, Any] = {"capacity": resources, "allocatable": resources}
+    if ready is not None:
+        assert clock is not None
+        now = rfc3339(clock)
+        status["conditions"] = [{"type": "Ready", "status": ready, "reason": "KubeletReady",
+                                 "message": "kubelet is posting ready status", "lastHeartbeatTime": now,
+                                 "lastTransitionTime": now}]
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+            "spec": spec, "status": status}
+
+
+async def add_node(client: Client, name: str, **options: Any) -> Any:
+    """Create the :func:`node` ``name``, then write its status (this server resets a new Node's status, as it
+    resets every built-in's with a status subresource)."""
+    body = node(name, **options)
+    await client.create("nodes", {k: v for k, v in body.items() if k != "status"})
+    return await client.patch_status("nodes", name, {"status": body["status"]}, "merge")
+
+
+def pod(name: str, *, cpu: str | None = None, memory: str | None = None, namespace: str = "default",
+        **spec: Any) -> dict[str, Any]:
+    """A one-container Pod requesting ``cpu``/``memory``; ``spec`` entries are merged into its spec."""
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    container: dict[str, Any] = {"name": "c", "image": "busybox"}
+    if requests:
+        container["resources"] = {"requests": requests}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"containers": [container], **spec}}
+
+
+async def wait_for(probe: Callable[[], Awaitable[Any]], what: str, timeout: float = 15.0) -> Any:
+    """Poll ``probe`` (real time, bounded) until it returns something truthy; return that."""
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                value = await probe()
+                if value:
+                    return value
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
+
+
+async def events_for(client: Client, name: str, reason: str, namespace: str = "default") -> list[Any]:
+    """core/v1 Events (as ``kubectl get events`` reads them) about ``name`` with ``reason``."""
+    events = await client.list("events", namespace)
+    return [e for e in events.items if e["involvedObject"]["name"] == name and e["reason"] == reason]
+
+
+def condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == type_), None)
+
+
+async def renew_lease(client: Client, node_name: str, clock: Clock) -> None:
+    """Play the kubelet's heartbeat: create or renew the node's Lease in kube-node-lease."""
+    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": node_name, "namespace": NODE_LEASE_NAMESPACE},
+            "spec": {"holderIdentity": node_name, "leaseDurationSeconds": 40, "renewTime": micro_time(clock)}}
+    try:
+        await client.patch("leases", node_name, {"spec": {"renewTime": micro_time(clock)}}, "merge",
+                           NODE_LEASE_NAMESPACE)
+    except NotFound:
+        await client.create("leases", body, NODE_LEASE_NAMESPACE)
