@@ -10,6 +10,8 @@ from __future__ import annotations
 CONTROLLERS: dict[str, str] = {
     # -- scheduler, node lifecycle, taint eviction (kube-scheduler and kube-controller-manager's node controllers)
     "scheduler": "kinformer.cluster.scheduler:setup",
+    "nodelifecycle": "kinformer.cluster.controllers.nodelifecycle:setup",
+    "taint-eviction-controller": "kinformer.cluster.controllers.tainteviction:setup",
 }
 
 __all__ = ["CONTROLLERS"]
