@@ -28,7 +28,8 @@ def rfc3339(clock: Clock) -> str:
 
 def node(name: str, *, cpu: str = "4", memory: str = "8Gi", pods: int = 110, labels: Mapping[str, str] | None = None,
          taints: list[dict[str, Any]] | None = None, unschedulable: bool = False,
-         extra: Mapping[str, str] | None = None, ready: str | None = None, clock: Clock | None = None) -> dict[str, Any]:
+         extra: Mapping[str, str] | None = None, ready: str | None = None,
+         clock: Clock | None = None) -> dict[str, Any]:
     """A Node offering ``cpu``/``memory``/``pods`` (capacity = allocatable), optionally Ready as of ``clock``."""
     resources = {"cpu": cpu, "memory": memory, "pods": str(pods), "ephemeral-storage": "100Gi", **(extra or {})}
     spec: dict[str, Any] = {}
