@@ -1,5 +1,5 @@
-"""The pods informer's index by ``spec.nodeName``, shared by every part of the cluster that asks "which pods
-run on this node" (the scheduler, node lifecycle, taint eviction).
+"""Cached pods as the cluster's parts read them (the scheduler, node lifecycle, taint eviction): the pods
+informer's index by ``spec.nodeName``, terminal phases, and the reference an event about a pod names.
 
 The index is named after the field, so ``manager.client.list("pods", field_selector="spec.nodeName=n")``
 reads it too; unassigned pods are not indexed.
@@ -38,3 +38,8 @@ def pods_on_node(informer: SharedIndexInformer, node: str) -> list[Any]:
 def is_terminal(pod: Mapping[str, Any]) -> bool:
     """Succeeded or Failed: the pod holds no resources on its node any more."""
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def pod_reference(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod as an event's ``regarding`` names it (informer objects may lack kind and apiVersion)."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod["metadata"]}

@@ -38,7 +38,7 @@ from kinformer.controller.reconcile import Request
 from kinformer.errors import Conflict, NotFound
 
 from . import scheduling
-from .podindex import is_terminal, pods_informer, pods_on_node
+from .podindex import is_terminal, pod_reference, pods_informer, pods_on_node
 from .podresources import pod_requests
 from .scheduling import NodeInfo, Rejection
 
@@ -214,11 +214,11 @@ class Scheduler:
             self.assumed.pop(uid, None)
             raise
         self.unschedulable.pop(request, None)
-        self.recorder.event(_pod_ref(pod), "Normal", "Scheduled",
+        self.recorder.event(pod_reference(pod), "Normal", "Scheduled",
                             f"Successfully assigned {meta['namespace']}/{meta['name']} to {node}", action="Binding")
 
     async def _unschedulable(self, request: Request, pod: Obj, message: str) -> Result:
-        self.recorder.event(_pod_ref(pod), "Warning", "FailedScheduling", message, action="Scheduling")
+        self.recorder.event(pod_reference(pod), "Warning", "FailedScheduling", message, action="Scheduling")
         await self._set_unschedulable_condition(pod, message)
         previous = self.unschedulable.get(request)
         attempts = (previous.attempts if previous else 0) + 1
@@ -240,10 +240,6 @@ class Scheduler:
         except NotFound:
             pass
 
-
-def _pod_ref(pod: Obj) -> dict[str, Any]:
-    """The pod as events name it (informer objects may lack kind and apiVersion)."""
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod["metadata"]}
 
 
 def setup(ctx: ControllerContext) -> None:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from kinformer.client import Client
-from kinformer.clock import Clock
+from kinformer.clock import Clock, FakeClock
 from kinformer.errors import NotFound
+from kinformer.server import APIServer
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 
@@ -101,3 +103,53 @@ async def renew_lease(client: Client, node_name: str, clock: Clock) -> None:
                            NODE_LEASE_NAMESPACE)
     except NotFound:
         await client.create("leases", body, NODE_LEASE_NAMESPACE)
+
+
+@dataclass
+class Env:
+    """A server (and its cluster) on a fake clock, with a client: where the node tests play the kubelets."""
+
+    server: APIServer
+    client: Client
+    clock: FakeClock
+
+    async def heartbeat(self, *nodes: str) -> None:
+        """Renew the nodes' Leases and wait until the cluster's Lease informer saw the renewals."""
+        assert self.server.cluster is not None
+        leases = self.server.cluster.manager.informer("leases", namespace=NODE_LEASE_NAMESPACE)
+        for name in nodes:
+            await renew_lease(self.client, name, self.clock)
+        want = micro_time(self.clock)
+
+        async def seen() -> bool:
+            return all((leases.indexer.get_by_key(f"{NODE_LEASE_NAMESPACE}/{n}") or {}).get("spec", {})
+                       .get("renewTime") == want for n in nodes)
+        await wait_for(seen, f"the renewals of {nodes}")
+
+    async def tick_until(self, probe: Any, what: str, *, healthy: tuple[str, ...] = ("healthy",),
+                         limit: float = 120.0) -> Any:
+        """Advance the clock a second at a time, the ``healthy`` nodes heartbeating, until ``probe()``."""
+        start = self.clock.now()
+
+        async def step() -> Any:
+            value = await probe()
+            if value:
+                return value
+            assert self.clock.now() - start < limit, f"{what}: not after {limit}s of fake time"
+            await self.heartbeat(*healthy)
+            self.clock.step(1.0)
+            return None
+        return await wait_for(step, what, timeout=60)
+
+
+async def running_pod(env: Env, name: str, node_name: str, **spec: Any) -> None:
+    """Play the kubelet: a pod bound to ``node_name``, Running and Ready."""
+    await env.client.create("pods", pod(name, nodeName=node_name, **spec), "default")
+    now = rfc3339(env.clock)
+    await env.client.patch_status("pods", name, {"status": {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": "True", "lastTransitionTime": now}]}}, "strategic", "default")
+
+
+async def ready_node(env: Env, name: str) -> None:
+    await add_node(env.client, name, ready="True", clock=env.clock)
+    await env.heartbeat(name)

@@ -5,7 +5,6 @@ back loses the taints (kube's pkg/controller/nodelifecycle and tainteviction tes
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -18,56 +17,11 @@ from kinformer.cluster.controllers.nodelifecycle import reconciled_taints
 from kinformer.cluster.controllers.tainteviction import toleration_seconds
 from kinformer.errors import NotFound
 from kinformer.server import APIServer
-from unit.cluster._hsched_helpers import (
-    NODE_LEASE_NAMESPACE,
-    add_node,
-    condition,
-    events_for,
-    micro_time,
-    pod,
-    renew_lease,
-    rfc3339,
-    wait_for,
-)
+from unit.cluster._hsched_helpers import Env, condition, events_for, pod, ready_node, rfc3339, running_pod, wait_for
 
 GRACE = 8.0
 TOLERATION = 30
 OPTIONS = ClusterOptions(node_monitor_period=1.0, node_monitor_grace_period=GRACE)
-
-
-@dataclass
-class Env:
-    server: APIServer
-    client: Client
-    clock: FakeClock
-
-    async def heartbeat(self, *nodes: str) -> None:
-        """Renew the nodes' Leases and wait until the cluster's Lease informer saw the renewals."""
-        assert self.server.cluster is not None
-        leases = self.server.cluster.manager.informer("leases", namespace=NODE_LEASE_NAMESPACE)
-        for name in nodes:
-            await renew_lease(self.client, name, self.clock)
-        want = micro_time(self.clock)
-
-        async def seen() -> bool:
-            return all((leases.indexer.get_by_key(f"{NODE_LEASE_NAMESPACE}/{n}") or {}).get("spec", {})
-                       .get("renewTime") == want for n in nodes)
-        await wait_for(seen, f"the renewals of {nodes}")
-
-    async def tick_until(self, probe: Any, what: str, *, healthy: tuple[str, ...] = ("healthy",),
-                         limit: float = 120.0) -> Any:
-        """Advance the clock a second at a time, the ``healthy`` nodes heartbeating, until ``probe()``."""
-        start = self.clock.now()
-
-        async def step() -> Any:
-            value = await probe()
-            if value:
-                return value
-            assert self.clock.now() - start < limit, f"{what}: not after {limit}s of fake time"
-            await self.heartbeat(*healthy)
-            self.clock.step(1.0)
-            return None
-        return await wait_for(step, what, timeout=60)
 
 
 @pytest.fixture
@@ -77,19 +31,6 @@ async def env() -> AsyncIterator[Env]:
                          cluster_options=OPTIONS, default_toleration_seconds=TOLERATION) as server, \
             Client(server.url) as client:
         yield Env(server, client, clock)
-
-
-async def running_pod(env: Env, name: str, node_name: str, **spec: Any) -> None:
-    """Play the kubelet: a pod bound to ``node_name``, Running and Ready."""
-    await env.client.create("pods", pod(name, nodeName=node_name, **spec), "default")
-    now = rfc3339(env.clock)
-    await env.client.patch_status("pods", name, {"status": {"phase": "Running", "conditions": [
-        {"type": "Ready", "status": "True", "lastTransitionTime": now}]}}, "strategic", "default")
-
-
-async def ready_node(env: Env, name: str) -> None:
-    await add_node(env.client, name, ready="True", clock=env.clock)
-    await env.heartbeat(name)
 
 
 def taint_keys(node: Any) -> set[tuple[str, str]]:

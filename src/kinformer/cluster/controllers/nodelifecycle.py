@@ -38,7 +38,7 @@ from kinformer.controller.reconcile import Request
 from kinformer.errors import Conflict, NotFound
 
 from .. import taints as t
-from ..podindex import pods_informer, pods_on_node
+from ..podindex import pod_reference, pods_informer, pods_on_node
 
 if TYPE_CHECKING:
     from kinformer.cache.shared_informer import SharedIndexInformer
@@ -197,7 +197,7 @@ class NodeMonitor:
                     "status": {"conditions": [find_condition(status, "Ready")]}}, "strategic", meta["namespace"])
             except NotFound:
                 continue
-            self.recorder.event({"apiVersion": "v1", "kind": "Pod", "metadata": meta}, "Warning", "NodeNotReady",
+            self.recorder.event(pod_reference(pod), "Warning", "NodeNotReady",
                                 "Node is not ready")
 
 

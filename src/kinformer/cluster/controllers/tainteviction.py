@@ -28,7 +28,7 @@ from kinformer.controller.reconcile import Request
 from kinformer.errors import NotFound
 
 from .. import taints as t
-from ..podindex import is_terminal, pods_informer, pods_on_node
+from ..podindex import is_terminal, pod_reference, pods_informer, pods_on_node
 
 if TYPE_CHECKING:
     from kinformer.cache.shared_informer import SharedIndexInformer
@@ -93,13 +93,14 @@ class TaintEviction:
 
     def _cancel(self, request: Request, pod: Obj) -> None:
         if self.scheduled.pop(request, None) is not None:
-            self.recorder.event(_pod_ref(pod), "Normal", "TaintManagerEviction",
+            self.recorder.event(pod_reference(pod), "Normal", "TaintManagerEviction",
                                 f"Cancelling deletion of Pod {request.key}")
 
     async def _evict(self, request: Request, pod: Obj) -> None:
         meta = pod["metadata"]
         log.info("evicting pod %s from a NoExecute-tainted node", request.key)
-        self.recorder.event(_pod_ref(pod), "Normal", "TaintManagerEviction", f"Marking for deletion Pod {request.key}")
+        self.recorder.event(pod_reference(pod), "Normal", "TaintManagerEviction",
+                            f"Marking for deletion Pod {request.key}")
         status = {"conditions": [dict(c) for c in (pod.get("status") or {}).get("conditions") or ()]}
         try:
             if set_condition(status, type="DisruptionTarget", status="True", reason="DeletionByTaintManager",
@@ -113,9 +114,6 @@ class TaintEviction:
             pass
         self.scheduled.pop(request, None)
 
-
-def _pod_ref(pod: Obj) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod["metadata"]}
 
 
 def setup(ctx: ControllerContext) -> None:
