@@ -168,19 +168,31 @@ class Scheduler:
         if waiting is not None and now < waiting.next_try:
             return Result(requeue_after=waiting.next_try - now)
         requests = pod_requests(pod)
+        feasible, rejections, prefilter = self._filter(pod, requests)
+        if not feasible:
+            return await self._unschedulable(request, pod, scheduling.fit_error(pod, rejections, prefilter))
+        await self._bind(request, pod, scheduling.select(pod, feasible).name, requests)
+        return None
+
+    def _filter(self, pod: Obj, requests: dict[str, int]) -> tuple[list[NodeInfo], list[Rejection], str | None]:
+        """(the feasible nodes, one Rejection per other node, the PreFilter's message if it rejected all)."""
+        allowed = scheduling.affinity_node_names(pod)
         infos = self._snapshot()
-        rejections: list[Rejection] = []
+        if allowed is not None and not allowed:
+            unresolvable = Rejection((scheduling.REASON_CONFLICT,), resolvable=False)
+            return [], [unresolvable] * len(infos), scheduling.REASON_CONFLICT
         feasible: list[NodeInfo] = []
+        rejections: list[Rejection] = []
         for info in infos:
-            rejection = scheduling.check(pod, requests, info)
+            if allowed is not None and info.name not in allowed:
+                rejection: Rejection | None = Rejection((scheduling.REASON_PREFILTERED,), resolvable=False)
+            else:
+                rejection = scheduling.check(pod, requests, info)
             if rejection is None:
                 feasible.append(info)
             else:
                 rejections.append(rejection)
-        if not feasible:
-            return await self._unschedulable(request, pod, scheduling.fit_error(pod, rejections))
-        await self._bind(request, pod, scheduling.select(pod, feasible).name, requests)
-        return None
+        return feasible, rejections, None
 
     def _snapshot(self) -> list[NodeInfo]:
         """Every node with its assigned, non-terminal pods and the pods assumed on it, sorted by name."""

@@ -1,6 +1,9 @@
 """One scheduling cycle of kube-scheduler's default profile, as pure functions of a snapshot.
 
-Filters run per node in kube's order and the first that rejects a node gives its reasons:
+NodeAffinity's PreFilter first narrows the nodes to those its required terms name in ``matchFields``
+``metadata.name In`` (when every term names some): the others are "node(s) didn't satisfy plugin(s)
+[NodeAffinity]", and terms naming no common node reject every node ("pod affinity terms conflict").
+Then filters run per node in kube's order and the first that rejects a node gives its reasons:
 
 * NodeUnschedulable: ``spec.unschedulable`` unless the pod tolerates ``node.kubernetes.io/unschedulable``
   (NoSchedule) -> "node(s) were unschedulable";
@@ -41,6 +44,8 @@ REASON_TOO_MANY_PODS = "Too many pods"
 NO_NODES = "no nodes available to schedule pods"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
+REASON_PREFILTERED = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+REASON_CONFLICT = "pod affinity terms conflict"
 MAX_SCORE = 100
 
 
@@ -73,6 +78,23 @@ class Rejection:
 
     reasons: tuple[str, ...]
     resolvable: bool
+
+
+def affinity_node_names(pod: Mapping[str, Any]) -> set[str] | None:
+    """NodeAffinity's PreFilter: the only node names the required terms allow, or None for any node."""
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    allowed: set[str] | None = None
+    for term in required.get("nodeSelectorTerms") or ():
+        named: set[str] | None = None
+        for requirement in term.get("matchFields") or ():
+            if requirement.get("key") == "metadata.name" and requirement.get("operator") == "In":
+                values = set(requirement.get("values") or ())
+                named = values if named is None else named & values
+        if named is None:
+            return None  # this term allows any node, and terms are ORed
+        allowed = named if allowed is None else allowed | named
+    return allowed
 
 
 def _node_rejection(pod: Mapping[str, Any], node: Mapping[str, Any]) -> str | None:
@@ -130,15 +152,17 @@ def _preemption_message(pod: Mapping[str, Any], rejections: Sequence[Rejection])
     return f"0/{len(rejections)} nodes are available: {_histogram(counts)}."
 
 
-def fit_error(pod: Mapping[str, Any], rejections: Sequence[Rejection]) -> str:
-    """kube's ``FitError`` message for a pod every node rejected (one Rejection per node)."""
+def fit_error(pod: Mapping[str, Any], rejections: Sequence[Rejection], prefilter: str | None = None) -> str:
+    """kube's ``FitError`` message for a pod every node rejected (one Rejection per node), or that the
+    PreFilter message ``prefilter`` rejected on every node."""
     if not rejections:
         return NO_NODES
     counts: dict[str, int] = {}
     for rejection in rejections:
         for reason in rejection.reasons:
             counts[reason] = counts.get(reason, 0) + 1
-    return (f"0/{len(rejections)} nodes are available: {_histogram(counts)}. "
+    reasons = prefilter if prefilter is not None else _histogram(counts)
+    return (f"0/{len(rejections)} nodes are available: {reasons}. "
             f"preemption: {_preemption_message(pod, rejections)}")
 
 

@@ -191,3 +191,29 @@ def test_pod_requests_take_init_container_max_sidecars_and_overhead() -> None:
     assert pod_requests(body) == {"cpu": 2100, "memory": 1024 ** 3}
     body["spec"]["initContainers"][0]["resources"]["requests"]["cpu"] = "100m"
     assert pod_requests(body) == {"cpu": 850, "memory": 1024 ** 3}
+
+
+async def test_node_name_affinity_prefilter_message(client: Client) -> None:
+    """A DaemonSet-style pod pinned by matchFields metadata.name to a full node (kube's NodeAffinity PreFilter)."""
+    await add_node(client, "target", pods=0)
+    await add_node(client, "other-1")
+    await add_node(client, "other-2")
+    pinned = _required([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["target"]}]}])
+    await client.create("pods", pod("pinned", affinity=pinned), "default")
+    assert (await unschedulable(client, "pinned"))["message"] == (
+        "0/3 nodes are available: 1 Too many pods, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+        "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
+        "2 Preemption is not helpful for scheduling.")
+    conflicting = _required([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a"]},
+                                              {"key": "metadata.name", "operator": "In", "values": ["b"]}]}])
+    await client.create("pods", pod("conflict", affinity=conflicting), "default")
+    assert (await unschedulable(client, "conflict"))["message"] == (
+        "0/3 nodes are available: pod affinity terms conflict. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
+
+
+async def test_bad_scheduler_options_are_refused() -> None:
+    with pytest.raises(ValueError, match="scheduler_pod_max_backoff must be > 0"):
+        async with APIServer(controllers=["scheduler"],
+                             cluster_options=ClusterOptions(scheduler_pod_max_backoff=0)):
+            pass
