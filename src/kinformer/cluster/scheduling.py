@@ -12,17 +12,19 @@ Then filters run per node in kube's order and the first that rejects a node give
   "node(s) had untolerated taint {key: value}" (PreferNoSchedule never filters);
 * NodeAffinity: ``nodeSelector`` and required node affinity -> "node(s) didn't match Pod's node
   affinity/selector";
+* NodePorts: a container ``hostPort`` another pod on the node holds (same protocol and port, the host IPs
+  equal or either ``0.0.0.0``) -> "node(s) didn't have free ports for the requested pod ports";
 * NodeResourcesFit: "Too many pods" against allocatable ``pods``, then "Insufficient <resource>" for cpu,
   memory, ephemeral-storage and each extended resource (sorted) the pod requests beyond what is left.
 
-The first four are unresolvable by preemption; resource shortfalls are not. When no node fits, the
+The first four are unresolvable by preemption; ports and resource shortfalls are not. When no node fits, the
 message is kube's ``FitError``: ``0/N nodes are available: <count> <reason>, ... preemption: ...`` (the
 reasons' histogram sorted as strings), and the preemption part what kube's DefaultPreemption says when it
 finds no victim: this scheduler never preempts (see :mod:`kinformer.cluster.scheduler`).
 
 Scoring (feasible nodes): NodeResourcesFit's LeastAllocated plus NodeResourcesBalancedAllocation over cpu
 and memory, both on the pod's non-zero requests; ties go to the node whose name sorts first (kube picks
-at random among ties). Not modelled: host ports, volumes, pod (anti-)affinity, topology spread, image
+at random among ties). Not modelled: volumes, pod (anti-)affinity, topology spread, image
 locality and preferred affinity / PreferNoSchedule scoring.
 """
 
@@ -41,6 +43,7 @@ REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_NODE_NAME = "node(s) didn't match the requested node name"
 REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 REASON_TOO_MANY_PODS = "Too many pods"
+REASON_PORTS = "node(s) didn't have free ports for the requested pod ports"
 NO_NODES = "no nodes available to schedule pods"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -58,6 +61,7 @@ class NodeInfo:
     pods: int = 0
     non_zero_cpu: int = 0
     non_zero_memory: int = 0
+    host_ports: set[HostPort] = field(default_factory=set)
 
     @property
     def name(self) -> str:
@@ -70,6 +74,28 @@ class NodeInfo:
         cpu, memory = non_zero_requests(pod)
         self.non_zero_cpu += cpu
         self.non_zero_memory += memory
+        self.host_ports |= host_ports(pod)
+
+
+HostPort = tuple[str, str, int]  # (host IP, protocol, port)
+ANY_IP = "0.0.0.0"
+
+
+def host_ports(pod: Mapping[str, Any]) -> set[HostPort]:
+    """The host ports the pod's containers ask for."""
+    return {(port.get("hostIP") or ANY_IP, port.get("protocol") or "TCP", int(port["hostPort"]))
+            for container in (pod.get("spec") or {}).get("containers") or ()
+            for port in container.get("ports") or () if port.get("hostPort")}
+
+
+def _ports_conflict(wanted: set[HostPort], used: set[HostPort]) -> bool:
+    for ip, protocol, port in wanted:
+        if ip == ANY_IP:
+            if any(p == port and proto == protocol for _, proto, p in used):
+                return True
+        elif (ip, protocol, port) in used or (ANY_IP, protocol, port) in used:
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -134,6 +160,8 @@ def check(pod: Mapping[str, Any], requests: Mapping[str, int], info: NodeInfo) -
     reason = _node_rejection(pod, info.node)
     if reason is not None:
         return Rejection((reason,), resolvable=False)
+    if _ports_conflict(host_ports(pod), info.host_ports):
+        return Rejection((REASON_PORTS,), resolvable=True)
     reasons = _insufficient(info, requests)
     return Rejection(tuple(reasons), resolvable=True) if reasons else None
 

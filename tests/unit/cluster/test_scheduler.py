@@ -217,3 +217,16 @@ async def test_bad_scheduler_options_are_refused() -> None:
         async with APIServer(controllers=["scheduler"],
                              cluster_options=ClusterOptions(scheduler_pod_max_backoff=0)):
             pass
+
+
+async def test_host_port_taken_on_a_node_sends_the_pod_elsewhere(client: Client) -> None:
+    await add_node(client, "a")
+    await add_node(client, "b", cpu="1")  # less room: "a" would win on score alone
+    port = {"containerPort": 80, "hostPort": 8080}
+    holder = pod("holder", nodeName="a")
+    holder["spec"]["containers"][0]["ports"] = [port]
+    await client.create("pods", holder, "default")
+    second = pod("second")
+    second["spec"]["containers"][0]["ports"] = [port]
+    await client.create("pods", second, "default")
+    assert await bound_to(client, "second") == "b"
