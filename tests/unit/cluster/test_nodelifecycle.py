@@ -77,6 +77,9 @@ async def test_stopped_node_goes_unknown_tainted_then_evicts_after_toleration_se
         return condition(await env.client.get("pods", "web", "default"), "Ready")["status"] == "False"
     await env.tick_until(not_ready, "the pod to be marked NotReady")
     assert await events_for(env.client, "web", "NodeNotReady")
+    node_events = await wait_for(lambda: events_for(env.client, "lost", "NodeNotReady"), "the node's event")
+    assert node_events[0]["message"] == "Node lost status is now: NodeNotReady"
+    assert node_events[0]["involvedObject"]["kind"] == "Node"
 
     await env.tick_until(lambda: pod_gone(env.client, "web"), "the eviction of the pod", limit=2 * TOLERATION)
     assert env.clock.wall() >= datetime.fromisoformat(added).timestamp() + TOLERATION
