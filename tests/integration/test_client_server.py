@@ -195,3 +195,19 @@ async def test_streaming_list_through_the_lister_watcher(client: Client) -> None
     finally:
         await stream.aclose()
     assert sorted(added) == [f"s-{i}" for i in range(5)]
+
+
+async def test_create_posts_to_a_subresource_of_the_named_object(client: Client) -> None:
+    """``create(..., subresource=)``: client-go's Bind and Evict (POST pods/<name>/binding and .../eviction)."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    await client.create("pods", pod, "default")
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p", "namespace": "default"},
+               "target": {"kind": "Node", "name": "node-1"}}
+    status = await client.create("pods", binding, "default", subresource="binding")
+    assert status["status"] == "Success"
+    assert (await client.get("pods", "p", "default"))["spec"]["nodeName"] == "node-1"
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p", "namespace": "default"}}
+    await client.create("pods", eviction, "default", subresource="eviction")
+    with pytest.raises(errors.NotFound):
+        await client.get("pods", "p", "default")
