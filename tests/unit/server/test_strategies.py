@@ -294,3 +294,10 @@ def test_single_stack_cluster_refuses_dual_stack_and_other_families():
     strategy.prepare_for_create(SVC, lb)
     assert 30000 <= lb["spec"]["healthCheckNodePort"] <= 32767
     assert lb["spec"]["healthCheckNodePort"] != lb["spec"]["ports"][0]["nodePort"]
+
+
+def test_node_keeps_the_status_it_is_created_with_as_a_kubelet_registers_it():
+    node = {"metadata": {"name": "node-1"}, "status": {"capacity": {"cpu": "4", "pods": "110"},
+                                                        "conditions": [{"type": "Ready", "status": "True"}]}}
+    created = create(info("", "Node", "nodes"), copy.deepcopy(node))
+    assert created["status"] == node["status"]

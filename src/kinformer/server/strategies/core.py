@@ -115,6 +115,11 @@ class ReplicationControllerStrategy(GenerationStrategy):
         return replicas_causes(spec) if isinstance(spec, Mapping) else []
 
 
+class NodeStrategy(KindStrategy):
+    """Nodes keep the status they are created with (kube's nodeStrategy: a kubelet registers its node with
+    capacity, allocatable and conditions in one create); later writes change status only through nodes/status."""
+
+
 class StatusResetStrategy(KindStrategy):
     """A kind with a status subresource and no generation: create starts status empty."""
 
@@ -133,4 +138,5 @@ STRATEGIES: dict[str, KindStrategy] = {
     "persistentvolumeclaims": PersistentVolumeStrategy(),
     "replicationcontrollers": ReplicationControllerStrategy(),
     "resourcequotas": StatusResetStrategy(),
+    "nodes": NodeStrategy(),
 }
