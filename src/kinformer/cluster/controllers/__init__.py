@@ -12,6 +12,9 @@ CONTROLLERS: dict[str, str] = {
     "scheduler": "kinformer.cluster.scheduler:setup",
     "nodelifecycle": "kinformer.cluster.controllers.nodelifecycle:setup",
     "taint-eviction-controller": "kinformer.cluster.controllers.tainteviction:setup",
+    # -- replicaset and deployment ------------------------------------------------------------------------
+    "replicaset": "kinformer.cluster.controllers.replicaset:setup",
+    "deployment": "kinformer.cluster.controllers.deployment:setup",
 }
 
 __all__ = ["CONTROLLERS"]

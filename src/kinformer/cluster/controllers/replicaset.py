@@ -1,0 +1,415 @@
+"""The replicaset controller (kube 1.32 pkg/controller/replicaset), as ``"replicaset"``.
+
+Implemented as kube does it:
+
+* claim: pods matching the selector are adopted (controller ownerReference, blockOwnerDeletion), controlled
+  pods that stopped matching are released; only active pods count (not Succeeded/Failed/being deleted);
+* manage: too few pods -> create the difference (at most ``burstReplicas``, 500) in slow-start batches
+  (1, 2, 4...; a failed batch stops the rest), too many -> delete the lowest-ranked ones; the key is not
+  managed again until the informer has observed those creations and deletions (expectations, 5 min TTL);
+* deletion ranking (``ActivePodsWithRanks``): unscheduled < scheduled, Pending < Unknown < Running,
+  not ready < ready, lower ``controller.kubernetes.io/pod-deletion-cost`` first, more related pods on the
+  same node first, ready for less time first, more restarts first, newer first (ready and creation
+  times compared on kube's logarithmic scale, ties broken by uid);
+* status: replicas, fullyLabeledReplicas, readyReplicas, availableReplicas (minReadySeconds; requeued
+  after minReadySeconds while ready pods are not available yet), observedGeneration, and the
+  ReplicaFailure condition (FailedCreate / FailedDelete with the error) while managing fails;
+* events SuccessfulCreate "Created pod: <name>", SuccessfulDelete "Deleted pod: <name>", FailedCreate
+  "Error creating: <error>", FailedDelete "Error deleting: <error>".
+
+Not implemented: the re-check of the owner's deletion from the API server before adopting (the cache is
+trusted), the ``TerminatingReplicas`` status field (alpha in 1.33), and the ReplicationController twin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import functools
+import logging
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kinformer.controller.reconcile import Request, Result
+from kinformer.errors import APIError, NotFound
+from kinformer.selectors import LabelSelector, label_selector_from_dict
+
+from .workload import (
+    Expectations,
+    Obj,
+    Wakeups,
+    claim,
+    controller_of,
+    controller_ref,
+    is_being_deleted,
+    is_pod_active,
+    is_pod_available,
+    is_pod_ready,
+    meta,
+    parse_time,
+    ready_condition,
+    rfc3339,
+)
+
+if TYPE_CHECKING:
+    from kinformer.cluster.cluster import ControllerContext
+
+log = logging.getLogger(__name__)
+
+#: kube's BurstReplicas: the most pods created or deleted in one sync.
+BURST_REPLICAS = 500
+SLOW_START_INITIAL_BATCH = 1
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+_PHASE_ORDER = {"Pending": 0, "Unknown": 1, "Running": 2}
+
+
+async def slow_start_batch(count: int, initial: int, create: Any) -> tuple[int, BaseException | None]:
+    """Call ``create()`` ``count`` times in batches of 1, 2, 4...; stop after the first batch with an error.
+    Returns the successes and the first error (``slowStartBatch``)."""
+    successes, remaining, size = 0, count, min(count, initial)
+    while size > 0:
+        results = await asyncio.gather(*(create() for _ in range(size)), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        successes += size - len(errors)
+        if errors:
+            return successes, errors[0]
+        remaining -= size
+        size = min(2 * size, remaining)
+    return successes, None
+
+
+def _log_rank(then: float, now: float) -> int:
+    """floor(log2(age in nanoseconds)), -1 for no age (``logarithmicRankDiff``'s rank)."""
+    age_ns = (now - then) * 1e9
+    return int(math.log2(age_ns)) if age_ns > 0 else -1
+
+
+def _deletion_cost(pod: Obj) -> int:
+    try:
+        return int((meta(pod).get("annotations") or {}).get(DELETION_COST, "0"))
+    except ValueError:
+        return 0
+
+
+def _max_restarts(pod: Obj) -> int:
+    return max((c.get("restartCount", 0) for c in (pod.get("status") or {}).get("containerStatuses") or ()),
+               default=0)
+
+
+def _compare_times(t1: float | None, t2: float | None, uid1: str, uid2: str, now: float) -> bool | None:
+    """Less(i, j) by a timestamp where the later (younger) sorts first; None when equal."""
+    if t1 == t2:
+        return None
+    if t1 is None or t2 is None:
+        return t1 is None
+    diff = _log_rank(t1, now) - _log_rank(t2, now)
+    if diff == 0:
+        return uid1 < uid2
+    return diff < 0
+
+
+def deletion_less(a: Obj, b: Obj, rank_a: int, rank_b: int, now: float) -> bool:
+    """``ActivePodsWithRanks.Less``: True when ``a`` should be deleted before ``b``."""
+    node_a, node_b = (a.get("spec") or {}).get("nodeName") or "", (b.get("spec") or {}).get("nodeName") or ""
+    if node_a != node_b and (not node_a or not node_b):
+        return not node_a
+    phase_a = _PHASE_ORDER.get((a.get("status") or {}).get("phase", ""), 0)
+    phase_b = _PHASE_ORDER.get((b.get("status") or {}).get("phase", ""), 0)
+    if phase_a != phase_b:
+        return phase_a < phase_b
+    ready_a, ready_b = is_pod_ready(a), is_pod_ready(b)
+    if ready_a != ready_b:
+        return not ready_a
+    if _deletion_cost(a) != _deletion_cost(b):
+        return _deletion_cost(a) < _deletion_cost(b)
+    if rank_a != rank_b:
+        return rank_a > rank_b
+    uid_a, uid_b = meta(a).get("uid", ""), meta(b).get("uid", "")
+    if ready_a and ready_b:
+        by_ready = _compare_times(parse_time((ready_condition(a) or {}).get("lastTransitionTime")),
+                                  parse_time((ready_condition(b) or {}).get("lastTransitionTime")),
+                                  uid_a, uid_b, now)
+        if by_ready is not None:
+            return by_ready
+    if _max_restarts(a) != _max_restarts(b):
+        return _max_restarts(a) > _max_restarts(b)
+    by_age = _compare_times(parse_time(meta(a).get("creationTimestamp")),
+                            parse_time(meta(b).get("creationTimestamp")), uid_a, uid_b, now)
+    return bool(by_age)
+
+
+def pods_to_delete(pods: Sequence[Obj], related: Sequence[Obj], count: int, now: float) -> list[Obj]:
+    """The ``count`` pods to delete first (``getPodsToDelete``): ranked, with pods doubled up on a node with
+    other related active pods going first."""
+    if count >= len(pods):
+        return list(pods)
+    on_node = Counter((p.get("spec") or {}).get("nodeName") or "" for p in related if is_pod_active(p))
+    ranked = [(p, on_node[(p.get("spec") or {}).get("nodeName") or ""]) for p in pods]
+    def cmp(x: tuple[Obj, int], y: tuple[Obj, int]) -> int:
+        if deletion_less(x[0], y[0], x[1], y[1], now):
+            return -1
+        return 1 if deletion_less(y[0], x[0], y[1], x[1], now) else 0
+
+    ranked.sort(key=functools.cmp_to_key(cmp))
+    return [p for p, _ in ranked[:count]]
+
+
+def pod_from_template(rs: Obj) -> dict[str, Any]:
+    """``GetPodFromTemplate``: the template's labels, annotations, finalizers and spec, named
+    ``<rs>-<random>`` and controlled by the ReplicaSet."""
+    template = (rs.get("spec") or {}).get("template") or {}
+    tmeta = template.get("metadata") or {}
+    labels = dict(tmeta.get("labels") or {})
+    if not labels:
+        raise ValueError("unable to create pods, no labels")
+    pod_meta: dict[str, Any] = {"generateName": f"{meta(rs)['name']}-", "labels": labels,
+                                "ownerReferences": [controller_ref(rs, "apps/v1", "ReplicaSet")]}
+    if tmeta.get("annotations"):
+        pod_meta["annotations"] = dict(tmeta["annotations"])
+    if tmeta.get("finalizers"):
+        pod_meta["finalizers"] = list(tmeta["finalizers"])
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": copy.deepcopy(template.get("spec") or {})}
+
+
+def calculate_status(rs: Obj, pods: Sequence[Obj], manage_error: BaseException | None, now: float) -> dict[str, Any]:
+    """``calculateStatus``: counts of the claimed active pods and the ReplicaFailure condition."""
+    spec = rs.get("spec") or {}
+    status = dict(rs.get("status") or {})
+    template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    min_ready = spec.get("minReadySeconds") or 0
+    conditions = [dict(c) for c in status.get("conditions") or ()]
+    failure = next((c for c in conditions if c.get("type") == "ReplicaFailure"), None)
+    if manage_error is not None and failure is None:
+        diff = len(pods) - spec.get("replicas", 1)
+        reason = "FailedCreate" if diff < 0 else "FailedDelete" if diff > 0 else ""
+        conditions.append({"type": "ReplicaFailure", "status": "True", "lastTransitionTime": rfc3339(now),
+                           "reason": reason, "message": str(manage_error)})
+    elif manage_error is None and failure is not None:
+        conditions = [c for c in conditions if c.get("type") != "ReplicaFailure"]
+    status["conditions"] = conditions
+    if not conditions:
+        status.pop("conditions")
+    status["replicas"] = len(pods)
+    status["fullyLabeledReplicas"] = sum(
+        all((meta(p).get("labels") or {}).get(k) == v for k, v in template_labels.items()) for p in pods)
+    status["readyReplicas"] = sum(is_pod_ready(p) for p in pods)
+    status["availableReplicas"] = sum(is_pod_available(p, min_ready, now) for p in pods)
+    return status
+
+
+_COUNTS = ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas")
+
+
+def status_changed(rs: Obj, status: Mapping[str, Any]) -> bool:
+    old = rs.get("status") or {}
+    return (any(old.get(k, 0) != status.get(k, 0) for k in _COUNTS)
+            or meta(rs).get("generation") != old.get("observedGeneration")
+            or (old.get("conditions") or []) != (status.get("conditions") or []))
+
+
+class ReplicaSetController:
+    """Reconciles one ReplicaSet key: claim, manage replicas (when expectations allow), write status."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.client = ctx.manager.client
+        self.clock = ctx.clock
+        self.recorder = ctx.recorder("replicaset-controller")
+        self.expectations = Expectations(ctx.clock)
+        self.wakeups = Wakeups()
+        self.rs_informer = ctx.manager.informer("replicasets")
+        self.pod_informer = ctx.manager.informer("pods")
+        self.pod_informer.add_event_handler(on_add=self._pod_added, on_update=self._pod_updated,
+                                            on_delete=self._pod_deleted)
+
+    # -- pod events: expectations and which ReplicaSets to sync ------------------------------------------
+
+    def _controlling_rs(self, pod: Obj) -> Obj | None:
+        ref = controller_of(pod)
+        if ref is None or ref.get("kind") != "ReplicaSet" or not str(ref.get("apiVersion", "")).startswith("apps/"):
+            return None
+        rs = self.rs_informer.indexer.get_by_key(f"{meta(pod).get('namespace')}/{ref.get('name')}")
+        if rs is None or meta(rs).get("uid") != ref.get("uid"):
+            return None
+        return rs
+
+    def _enqueue_matching(self, pod: Obj) -> None:
+        """Orphans: every ReplicaSet in the namespace whose selector matches the pod's labels."""
+        namespace = meta(pod).get("namespace") or ""
+        labels = meta(pod).get("labels") or {}
+        for rs in self.rs_informer.lister().namespaced(namespace).list():
+            selector = (rs.get("spec") or {}).get("selector")
+            if selector and (selector.get("matchLabels") or selector.get("matchExpressions")) \
+                    and _selector(rs).matches(labels):
+                self.wakeups.add(namespace, meta(rs)["name"])
+
+    async def _pod_added(self, pod: Obj, is_in_initial_list: bool = False) -> None:
+        if is_being_deleted(pod):
+            await self._pod_deleted(pod)
+            return
+        if controller_of(pod) is not None:
+            rs = self._controlling_rs(pod)
+            if rs is not None:
+                self.expectations.creation_observed(_key(rs))
+                self.wakeups.add(meta(rs)["namespace"], meta(rs)["name"])
+            return
+        self._enqueue_matching(pod)
+
+    async def _pod_updated(self, old: Obj, new: Obj, is_resync: bool = False) -> None:
+        if meta(old).get("resourceVersion") == meta(new).get("resourceVersion") and not is_resync:
+            return
+        if is_being_deleted(new) and not is_being_deleted(old):
+            await self._pod_deleted(new)
+            return
+        old_rs, new_rs = self._controlling_rs(old), self._controlling_rs(new)
+        if old_rs is not None and (new_rs is None or meta(old_rs)["uid"] != meta(new_rs)["uid"]):
+            self.wakeups.add(meta(old_rs)["namespace"], meta(old_rs)["name"])
+        if new_rs is not None:
+            self.wakeups.add(meta(new_rs)["namespace"], meta(new_rs)["name"])
+            return
+        if controller_of(new) is None and (meta(old).get("labels") != meta(new).get("labels")
+                                           or controller_of(old) is not None):
+            self._enqueue_matching(new)
+
+    async def _pod_deleted(self, pod: Any) -> None:
+        pod = getattr(pod, "obj", pod)
+        rs = self._controlling_rs(pod)
+        if rs is None:
+            return
+        self.expectations.deletion_observed(_key(rs), _key(pod))
+        self.wakeups.add(meta(rs)["namespace"], meta(rs)["name"])
+
+    # -- reconcile ----------------------------------------------------------------------------------------
+
+    async def reconcile(self, request: Request) -> Result:
+        rs = self.rs_informer.indexer.get_by_key(request.key)
+        if rs is None:
+            self.expectations.forget(request.key)
+            return Result()
+        needs_sync = self.expectations.satisfied(request.key)
+        try:
+            selector = _selector(rs)
+        except ValueError as err:
+            log.warning("replicaset %s has an invalid selector: %s", request.key, err)
+            return Result()
+        pods = [p for p in self.pod_informer.lister().namespaced(request.namespace).list() if is_pod_active(p)]
+        pods = await claim(self.client, "pods", rs, controller_ref(rs, "apps/v1", "ReplicaSet"), selector, pods)
+        manage_error: BaseException | None = None
+        if needs_sync and not is_being_deleted(rs):
+            manage_error = await self._manage(rs, pods)
+        now = self.clock.wall()
+        status = calculate_status(rs, pods, manage_error, now)
+        updated = await self._write_status(rs, status)
+        if manage_error is not None:
+            raise manage_error
+        spec = updated.get("spec") or {}
+        min_ready = spec.get("minReadySeconds") or 0
+        ustatus = updated.get("status") or {}
+        if min_ready and ustatus.get("readyReplicas", 0) == spec.get("replicas", 1) \
+                and ustatus.get("availableReplicas", 0) != spec.get("replicas", 1):
+            return Result(requeue_after=float(min_ready))
+        return Result()
+
+    async def _write_status(self, rs: Obj, status: dict[str, Any]) -> Obj:
+        if not status_changed(rs, status):
+            return rs
+        status["observedGeneration"] = meta(rs).get("generation")
+        body = {"metadata": {"name": meta(rs)["name"], "namespace": meta(rs)["namespace"],
+                             "resourceVersion": meta(rs)["resourceVersion"]}, "status": status}
+        try:
+            return await self.client.replace_status("replicasets", body)
+        except NotFound:
+            return rs
+
+    async def _manage(self, rs: Obj, pods: list[Obj]) -> BaseException | None:
+        key = _key(rs)
+        diff = len(pods) - (rs.get("spec") or {}).get("replicas", 1)
+        if diff < 0:
+            return await self._create(rs, key, min(-diff, BURST_REPLICAS))
+        if diff > 0:
+            return await self._delete(rs, key, pods, min(diff, BURST_REPLICAS))
+        return None
+
+    async def _create(self, rs: Obj, key: str, count: int) -> BaseException | None:
+        self.expectations.expect_creations(key, count)
+
+        async def create_one() -> None:
+            try:
+                pod = await self.client.create("pods", pod_from_template(rs), namespace=meta(rs)["namespace"])
+            except (APIError, ValueError) as err:
+                if _namespace_terminating(err):
+                    return
+                self.recorder.event(rs, "Warning", "FailedCreate", f"Error creating: {_message(err)}")
+                raise
+            self.recorder.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {meta(pod)['name']}")
+
+        successes, error = await slow_start_batch(count, SLOW_START_INITIAL_BATCH, create_one)
+        for _ in range(count - successes):
+            self.expectations.creation_observed(key)
+        return error
+
+    async def _delete(self, rs: Obj, key: str, pods: list[Obj], count: int) -> BaseException | None:
+        related = self._related_pods(rs)
+        victims = pods_to_delete(pods, related, count, self.clock.wall())
+        self.expectations.expect_deletions(key, [_key(p) for p in victims])
+
+        async def delete_one(pod: Obj) -> BaseException | None:
+            name = meta(pod)["name"]
+            try:
+                await self.client.delete("pods", name, namespace=meta(pod)["namespace"])
+            except NotFound:
+                self.expectations.deletion_observed(key, _key(pod))
+                return None
+            except APIError as err:
+                self.expectations.deletion_observed(key, _key(pod))
+                self.recorder.event(rs, "Warning", "FailedDelete", f"Error deleting: {_message(err)}")
+                return RuntimeError(f"unable to delete pods: {_message(err)}")
+            self.recorder.event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {name}")
+            return None
+
+        errors = [e for e in await asyncio.gather(*(delete_one(p) for p in victims)) if e is not None]
+        return errors[0] if errors else None
+
+    def _related_pods(self, rs: Obj) -> list[Obj]:
+        """Pods of every ReplicaSet with the same controller as ``rs`` (``getIndirectlyRelatedPods``)."""
+        ref = controller_of(rs)
+        namespace = meta(rs)["namespace"]
+        siblings = [rs]
+        if ref is not None:
+            siblings = [s for s in self.rs_informer.lister().namespaced(namespace).list()
+                        if (controller_of(s) or {}).get("uid") == ref.get("uid")]
+        seen: dict[str, Obj] = {}
+        lister = self.pod_informer.lister().namespaced(namespace)
+        for sibling in siblings:
+            try:
+                selector = _selector(sibling)
+            except ValueError:
+                continue
+            for pod in lister.list(selector):
+                seen.setdefault(meta(pod).get("uid", ""), pod)
+        return list(seen.values())
+
+
+def _selector(rs: Obj) -> LabelSelector:
+    return label_selector_from_dict((rs.get("spec") or {}).get("selector"))
+
+
+def _key(obj: Obj) -> str:
+    return f"{meta(obj).get('namespace')}/{meta(obj).get('name')}"
+
+
+def _message(err: BaseException) -> str:
+    return err.message if isinstance(err, APIError) else str(err)
+
+
+def _namespace_terminating(err: BaseException) -> bool:
+    return isinstance(err, APIError) and any(c.get("type") == "NamespaceTerminating" for c in err.causes)
+
+
+def setup(ctx: ControllerContext) -> None:
+    """Register the replicaset controller: ReplicaSets, and pods through its own handlers (expectations)."""
+    controller = ReplicaSetController(ctx)
+    ctx.manager.controller(controller, name="replicaset").for_("replicasets") \
+        .source(controller.wakeups).workers(ctx.options.workers)

@@ -1,0 +1,85 @@
+"""Test helpers for the replicaset and deployment controllers: play the kubelet (mark pods Running and Ready),
+wait on conditions, and build ReplicaSets and Deployments."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import kinformer as ki
+
+NS = "default"
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 20.0, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns something truthy (bounded); return that value."""
+    last: Any = None
+    async with asyncio.timeout(timeout):
+        while True:
+            last = await check()
+            if last:
+                return last
+            await asyncio.sleep(0.02)
+    raise AssertionError(f"{what} never held; last: {last!r}")  # pragma: no cover (timeout raises)
+
+
+async def pods(client: ki.Client, selector: str = "", namespace: str = NS) -> list[Any]:
+    result = await client.list("pods", namespace=namespace, label_selector=selector or None)
+    return [p for p in result.items if not p["metadata"].get("deletionTimestamp")]
+
+
+async def mark_ready(client: ki.Client, pod: Any, *, ready: bool = True) -> None:
+    """The kubelet's part: the pod Running with its Ready condition (and containers) as asked."""
+    now = now_rfc3339()
+    flag = "True" if ready else "False"
+    containers = [{"name": c["name"], "image": c.get("image", ""), "ready": ready, "restartCount": 0,
+                   "started": True, "state": {"running": {"startedAt": now}}}
+                  for c in pod["spec"].get("containers", [])]
+    status = {"phase": "Running", "startTime": now,
+              "conditions": [{"type": "Ready", "status": flag, "lastTransitionTime": now},
+                             {"type": "ContainersReady", "status": flag, "lastTransitionTime": now}],
+              "containerStatuses": containers}
+    await client.patch_status("pods", pod["metadata"]["name"], {"status": status},
+                              namespace=pod["metadata"]["namespace"])
+
+
+async def mark_all_ready(client: ki.Client, selector: str, namespace: str = NS) -> int:
+    """Mark every live pod matching ``selector`` that is not ready yet; return how many were marked."""
+    count = 0
+    for pod in await pods(client, selector, namespace):
+        conds = (pod.get("status") or {}).get("conditions") or []
+        if not any(c["type"] == "Ready" and c["status"] == "True" for c in conds):
+            await mark_ready(client, pod)
+            count += 1
+    return count
+
+
+def pod_template(labels: dict[str, str], image: str = "nginx:1.25") -> dict[str, Any]:
+    return {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "web", "image": image}]}}
+
+
+def replicaset(name: str, replicas: int, labels: dict[str, str], **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": NS},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": pod_template(labels),
+                     **spec}}
+
+
+def deployment(name: str, replicas: int, labels: dict[str, str], image: str = "nginx:1.25",
+               **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NS},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": pod_template(labels, image), **spec}}
+
+
+async def events(client: ki.Client, name: str, namespace: str = NS) -> list[tuple[str, str, int]]:
+    """(reason, note, count) of the events.k8s.io Events about ``name`` (the recorder aggregates repeats of a
+    reason into one Event with a ``series``: count is how many times it happened)."""
+    result = await client.list("events.events.k8s.io", namespace=namespace)
+    return [(e.get("reason"), e.get("note"), (e.get("series") or {}).get("count", 1)) for e in result.items
+            if (e.get("regarding") or {}).get("name") == name]

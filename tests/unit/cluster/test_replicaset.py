@@ -1,0 +1,143 @@
+"""The replicaset controller against the embedded server (kube's e2e test/e2e/apps/replica_set.go and the
+controller's unit tests), playing the kubelet in-process."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+import kinformer as ki
+from kinformer.server import APIServer
+
+from kinformer.cluster.controllers.replicaset import calculate_status, pods_to_delete
+
+from _hdeploy_helpers import NS, eventually, events, mark_all_ready, mark_ready, pods, replicaset
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[ki.Client]:
+    async with APIServer(storage="memory", controllers=["replicaset"]) as server, ki.Client(server.url) as c:
+        yield c
+
+
+async def _status(client: ki.Client, name: str) -> dict:
+    return dict((await client.get("replicasets", name, namespace=NS)).get("status") or {})
+
+
+async def test_replicaset_should_serve_a_basic_image_on_each_replica(client: ki.Client) -> None:
+    rs = await client.create("replicasets", replicaset("web", 3, {"app": "web"}), namespace=NS)
+    created = await eventually(lambda: _count(client, "app=web", 3), what="3 pods")
+    for pod in created:
+        ref = pod["metadata"]["ownerReferences"][0]
+        assert ref == {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": rs["metadata"]["uid"],
+                       "controller": True, "blockOwnerDeletion": True}
+        assert pod["metadata"]["name"].startswith("web-")
+    status = await eventually(lambda: _status_if(client, "web", replicas=3), what="status.replicas 3")
+    assert status["fullyLabeledReplicas"] == 3 and status.get("readyReplicas", 0) == 0
+    assert status["observedGeneration"] == 1
+    await mark_all_ready(client, "app=web")
+    await eventually(lambda: _status_if(client, "web", readyReplicas=3, availableReplicas=3), what="ready 3")
+    notes = await eventually(lambda: _events_with(client, "web", "SuccessfulCreate", 3), what="3 events")
+    assert all(note.startswith("Created pod: web-") for _, note, _ in notes)
+
+
+async def test_replicaset_never_creates_more_pods_than_asked(client: ki.Client) -> None:
+    await client.create("replicasets", replicaset("burst", 20, {"app": "burst"}), namespace=NS)
+    await eventually(lambda: _status_if(client, "burst", replicas=20), what="20 replicas")
+    for _ in range(10):  # repeated syncs (status writes, pod updates) must not add pods
+        await mark_all_ready(client, "app=burst")
+    await eventually(lambda: _status_if(client, "burst", readyReplicas=20), what="20 ready")
+    assert len(await pods(client, "app=burst")) == 20
+
+
+async def test_replicaset_scales_down_not_ready_pods_first(client: ki.Client) -> None:
+    await client.create("replicasets", replicaset("down", 3, {"app": "down"}), namespace=NS)
+    created = await eventually(lambda: _count(client, "app=down", 3), what="3 pods")
+    ready = created[:2]
+    for pod in ready:
+        await mark_ready(client, pod)
+    await eventually(lambda: _status_if(client, "down", readyReplicas=2), what="2 ready")
+    await client.patch("replicasets", "down", {"spec": {"replicas": 2}}, namespace=NS)
+    left = await eventually(lambda: _count(client, "app=down", 2), what="2 pods left")
+    assert {p["metadata"]["name"] for p in left} == {p["metadata"]["name"] for p in ready}
+    notes = await eventually(lambda: _events_with(client, "down", "SuccessfulDelete", 1), what="delete event")
+    assert notes[0][1] == f"Deleted pod: {created[2]['metadata']['name']}"
+
+
+async def test_replicaset_should_adopt_matching_pods_on_creation(client: ki.Client) -> None:
+    orphan = {"metadata": {"name": "pod-adoption", "labels": {"name": "pod-adoption"}},
+              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    await client.create("pods", orphan, namespace=NS)
+    rs = await client.create("replicasets", replicaset("pod-adoption", 1, {"name": "pod-adoption"}), namespace=NS)
+
+    async def adopted() -> bool:
+        pod = await client.get("pods", "pod-adoption", namespace=NS)
+        refs = pod["metadata"].get("ownerReferences") or []
+        return any(r["uid"] == rs["metadata"]["uid"] and r.get("controller") for r in refs)
+
+    await eventually(adopted, what="adoption")
+    await eventually(lambda: _status_if(client, "pod-adoption", replicas=1), what="replicas 1")
+    assert len(await pods(client, "name=pod-adoption")) == 1  # adopted, no new pod
+
+
+async def test_replicaset_should_release_no_longer_matching_pods(client: ki.Client) -> None:
+    await client.create("replicasets", replicaset("release", 1, {"name": "release"}), namespace=NS)
+    first = (await eventually(lambda: _count(client, "name=release", 1), what="1 pod"))[0]
+    name = first["metadata"]["name"]
+    await client.patch("pods", name, {"metadata": {"labels": {"name": "not-matching"}}}, namespace=NS)
+
+    async def released() -> bool:
+        pod = await client.get("pods", name, namespace=NS)
+        return not pod["metadata"].get("ownerReferences")
+
+    await eventually(released, what="release")
+    replacement = await eventually(lambda: _count(client, "name=release", 1), what="a replacement")
+    assert replacement[0]["metadata"]["name"] != name
+
+
+def test_replica_failure_condition_is_set_while_managing_fails_and_removed_after() -> None:
+    rs = replicaset("quota", 2, {"app": "quota"})
+    rs["metadata"]["generation"] = 1
+    failing = calculate_status(rs, [], RuntimeError("pods \"quota-x\" is forbidden: exceeded quota"), 1000.0)
+    assert failing["conditions"] == [{"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
+                                      "lastTransitionTime": "1970-01-01T00:16:40Z",
+                                      "message": 'pods "quota-x" is forbidden: exceeded quota'}]
+    rs["status"] = failing
+    assert "conditions" not in calculate_status(rs, [], None, 1001.0)
+
+
+def _pod(name: str, *, node: str = "", phase: str = "Running", ready: bool = True, created: str = "2026-01-01T00:00:00Z",
+         ready_since: str = "2026-01-01T00:00:10Z", restarts: int = 0) -> dict:
+    return {"metadata": {"name": name, "uid": name, "creationTimestamp": created},
+            "spec": {"nodeName": node},
+            "status": {"phase": phase, "containerStatuses": [{"name": "c", "restartCount": restarts}],
+                       "conditions": [{"type": "Ready", "status": "True" if ready else "False",
+                                       "lastTransitionTime": ready_since}]}}
+
+
+def test_pods_are_deleted_unscheduled_pending_not_ready_first_then_doubled_up_then_restarts() -> None:
+    now = 1_800_000_000.0
+    pods_ = [_pod("running-ready", node="n1"), _pod("unscheduled", phase="Pending", ready=False),
+             _pod("pending", node="n1", phase="Pending", ready=False), _pod("not-ready", node="n1", ready=False),
+             _pod("restarts", node="n2", restarts=5)]
+    order = [p["metadata"]["name"] for p in pods_to_delete(pods_, pods_, 4, now)]
+    assert order == ["unscheduled", "pending", "not-ready", "running-ready"]  # n1 is doubled up, n2 is not
+    assert [p["metadata"]["name"] for p in pods_to_delete(pods_, [], 4, now)][-1] == "restarts"
+
+
+async def _count(client: ki.Client, selector: str, n: int) -> list | None:
+    found = await pods(client, selector)
+    return found if len(found) == n else None
+
+
+async def _status_if(client: ki.Client, name: str, **want: int) -> dict | None:
+    status = await _status(client, name)
+    return status if all(status.get(k, 0) == v for k, v in want.items()) else None
+
+
+async def _events_with(client: ki.Client, name: str, reason: str, n: int) -> list | None:
+    found = [e for e in await events(client, name) if e[0] == reason]
+    return found if sum(e[2] for e in found) >= n else None
