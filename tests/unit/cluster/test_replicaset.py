@@ -6,13 +6,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from _hdeploy_helpers import NS, events, eventually, mark_all_ready, mark_ready, pods, replicaset
 
 import kinformer as ki
-from kinformer.server import APIServer
-
 from kinformer.cluster.controllers.replicaset import calculate_status, pods_to_delete
-
-from _hdeploy_helpers import NS, eventually, events, mark_all_ready, mark_ready, pods, replicaset
+from kinformer.server import APIServer
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -109,8 +107,8 @@ def test_replica_failure_condition_is_set_while_managing_fails_and_removed_after
     assert "conditions" not in calculate_status(rs, [], None, 1001.0)
 
 
-def _pod(name: str, *, node: str = "", phase: str = "Running", ready: bool = True, created: str = "2026-01-01T00:00:00Z",
-         ready_since: str = "2026-01-01T00:00:10Z", restarts: int = 0) -> dict:
+def _pod(name: str, *, node: str = "", phase: str = "Running", ready: bool = True,
+         created: str = "2026-01-01T00:00:00Z", ready_since: str = "2026-01-01T00:00:10Z", restarts: int = 0) -> dict:
     return {"metadata": {"name": name, "uid": name, "creationTimestamp": created},
             "spec": {"nodeName": node},
             "status": {"phase": phase, "containerStatuses": [{"name": "c", "restartCount": restarts}],

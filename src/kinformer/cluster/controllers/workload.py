@@ -198,3 +198,10 @@ async def claim(client: Any, resource: str, owner: Obj, owner_ref: Mapping[str, 
         if await adopt(client, resource, obj, owner_ref):
             claimed.append(obj)
     return claimed
+
+
+def record(recorder: Any, obj: Obj, type_: str, reason: str, message: str) -> None:
+    """Record an event the way kube-controller-manager's legacy recorder shows it: one Event per distinct
+    message (its correlator keys on the message), where the events.k8s.io recorder would fold every message of
+    a reason into one series. The message doubles as the Event's ``action`` (at most 128 characters)."""
+    recorder.event(obj, type_, reason, message, action=message[:128])
