@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kinformer.controller.predicates import Funcs
@@ -174,7 +174,7 @@ class DeploymentController:
     async def _is_scaling_event(self, d: dict[str, Any], rss: list[dict[str, Any]]) -> bool:
         new, olds = await self._new_and_old(d, rss, create=False)
         for rs in du.active([*olds, new]):
-            desired = du.annotations(rs).get(du.DESIRED_REPLICAS)
+            desired = du.annotations_of(rs).get(du.DESIRED_REPLICAS)
             if desired is not None and desired.isdigit() and int(desired) != du.replicas(d):
                 return True
         return False
@@ -264,7 +264,7 @@ class DeploymentController:
         ref = controller_of(existing)
         if ref is not None and ref.get("uid") == meta(d)["uid"] and du.equal_ignore_hash(
                 d["spec"]["template"], existing["spec"]["template"]):
-            await self._set_revision(d, du.annotations(existing).get(du.REVISION, ""))
+            await self._set_revision(d, du.annotations_of(existing).get(du.REVISION, ""))
             return existing
         status = d.setdefault("status", {})
         status["collisionCount"] = (status.get("collisionCount") or 0) + 1
@@ -287,7 +287,7 @@ class DeploymentController:
 
     async def _set_revision(self, d: dict[str, Any], revision: str) -> None:
         """``SetDeploymentRevision``: the Deployment's revision annotation follows its new ReplicaSet's."""
-        if du.annotations(d).get(du.REVISION) == revision:
+        if du.annotations_of(d).get(du.REVISION) == revision:
             return
         namespace, name = _ns_name(d)
         patched = await self.client.patch("deployments", name, {"metadata": {
@@ -334,26 +334,26 @@ class DeploymentController:
         target = du.find_active_or_latest(new, olds)
         if target is not None:
             if du.replicas(target) != du.replicas(d):
-                await self._scale_to(d, target, du.replicas(d))  # type: ignore[arg-type]
+                await self._scale_to(d, target, du.replicas(d))
             return
         if du.is_saturated(d, new):
             for rs in du.active(olds):
-                await self._scale_to(d, rs, 0)  # type: ignore[arg-type]
+                await self._scale_to(d, rs, 0)
             return
         if du.is_rolling(d):
             await self._scale_proportionally(d, new, olds)
 
     async def _scale_proportionally(self, d: Obj, new: dict[str, Any] | None, olds: list[dict[str, Any]]) -> None:
-        live: list[dict[str, Any]] = du.active([*olds, new])  # type: ignore[assignment]
+        live: list[dict[str, Any]] = du.active([*olds, new])
         allowed = du.replicas(d) + du.max_surge(d) if du.replicas(d) > 0 else 0
         to_add = allowed - du.spec_total(live)
         sizes = {meta(rs)["name"]: du.replicas(rs) for rs in live}
         operation = ""
         if to_add > 0:
-            live = du.by_size(live, sizes, newer_first=True)  # type: ignore[assignment]
+            live = du.by_size(live, sizes, newer_first=True)
             operation = "up"
         elif to_add < 0:
-            live = du.by_size(live, sizes, newer_first=False)  # type: ignore[assignment]
+            live = du.by_size(live, sizes, newer_first=False)
             operation = "down"
         added = 0
         if to_add != 0:
@@ -374,7 +374,7 @@ class DeploymentController:
         all_rss = [*olds, new]
         if await self._reconcile_new(d, all_rss, new):
             return await self._sync_rollout_status(d, all_rss, new)
-        if await self._reconcile_olds(d, all_rss, du.active(olds), new):  # type: ignore[arg-type]
+        if await self._reconcile_olds(d, all_rss, du.active(olds), new):
             return await self._sync_rollout_status(d, all_rss, new)
         if du.deployment_complete(d, d.get("status") or {}):
             await self._cleanup(d, olds)
@@ -410,7 +410,7 @@ class DeploymentController:
             if du.replicas(rs) == 0 or unhealthy <= 0:
                 continue
             count = min(max_cleanup - total, unhealthy)
-            await self._scale_to(d, rs, du.replicas(rs) - count)  # type: ignore[arg-type]
+            await self._scale_to(d, rs, du.replicas(rs) - count)
             total += count
         return total
 
@@ -427,7 +427,7 @@ class DeploymentController:
             if du.replicas(rs) == 0:
                 continue
             count = min(du.replicas(rs), budget - total)
-            await self._scale_to(d, rs, du.replicas(rs) - count)  # type: ignore[arg-type]
+            await self._scale_to(d, rs, du.replicas(rs) - count)
             total += count
         return total
 
@@ -438,7 +438,7 @@ class DeploymentController:
         all_rss = [*olds, new]
         scaled = False
         for rs in du.active(olds):
-            scaled = await self._scale_to(d, rs, 0) or scaled  # type: ignore[arg-type]
+            scaled = await self._scale_to(d, rs, 0) or scaled
         if scaled or self._old_pods_running(new, olds, self._pods_by_rs(d, rss)):
             return await self._sync_rollout_status(d, all_rss, new)
         if new is None:
@@ -475,7 +475,7 @@ class DeploymentController:
             except NotFound:
                 continue
 
-    def _calculate_status(self, d: Obj, all_rss: list[dict[str, Any] | None], new: Obj | None) -> dict[str, Any]:
+    def _calculate_status(self, d: Obj, all_rss: Sequence[dict[str, Any] | None], new: Obj | None) -> dict[str, Any]:
         available = du.status_total(all_rss, "availableReplicas")
         status: dict[str, Any] = {
             "observedGeneration": meta(d).get("generation"),
@@ -496,7 +496,7 @@ class DeploymentController:
                                                       "Deployment does not have minimum availability.", now))
         return status
 
-    async def _sync_status(self, d: dict[str, Any], all_rss: list[dict[str, Any] | None]) -> None:
+    async def _sync_status(self, d: dict[str, Any], all_rss: Sequence[dict[str, Any] | None]) -> None:
         """``syncDeploymentStatus`` (scaling, paused, being deleted): counts and Available only."""
         new = du.find_new(d, [rs for rs in all_rss if rs is not None])
         await self._write_if_changed(d, self._calculate_status(d, all_rss, new))
@@ -508,7 +508,7 @@ class DeploymentController:
         await self._update_status(d)
         return True
 
-    async def _sync_rollout_status(self, d: dict[str, Any], all_rss: list[dict[str, Any] | None],
+    async def _sync_rollout_status(self, d: dict[str, Any], all_rss: Sequence[dict[str, Any] | None],
                                    new: Obj | None) -> Result:
         """``syncRolloutStatus``: counts, Available, Progressing (and its deadline), ReplicaFailure."""
         status = self._calculate_status(d, all_rss, new)
@@ -551,7 +551,7 @@ class DeploymentController:
             du.set_condition(status, du.new_condition("Progressing", "False", du.TIMED_OUT, message, now))
 
     @staticmethod
-    def _replica_failures(all_rss: list[dict[str, Any] | None], new: Obj | None) -> list[dict[str, Any]]:
+    def _replica_failures(all_rss: Sequence[dict[str, Any] | None], new: Obj | None) -> list[dict[str, Any]]:
         """ReplicaFailure conditions of the new ReplicaSet, else of the old ones, as Deployment conditions."""
         ordered = [new] if new is not None else []
         ordered += [rs for rs in all_rss if rs is not None and rs is not new]

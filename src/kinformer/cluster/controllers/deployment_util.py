@@ -19,7 +19,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from functools import cmp_to_key
-from typing import Any
+from typing import Any, TypeVar
 
 from .workload import Obj, meta, parse_time, rfc3339
 
@@ -45,6 +45,9 @@ RESUMED = "DeploymentResumed"
 FAILED_RS_CREATE = "FailedRSCreate"
 MIN_AVAILABLE = "MinimumReplicasAvailable"
 MIN_UNAVAILABLE = "MinimumReplicasUnavailable"
+
+#: a ReplicaSet: a cached read-only one or a mutable copy (functions return what they were given).
+_RS = TypeVar("_RS", bound=Mapping[str, Any])
 
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -104,13 +107,13 @@ def status_of(obj: Obj, field: str) -> int:
     return int((obj.get("status") or {}).get(field) or 0)
 
 
-def annotations(obj: Obj) -> Mapping[str, str]:
+def annotations_of(obj: Obj) -> Mapping[str, str]:
     return meta(obj).get("annotations") or {}
 
 
 def revision(rs: Obj) -> int:
     try:
-        return int(annotations(rs).get(REVISION, "0"))
+        return int(annotations_of(rs).get(REVISION, "0"))
     except ValueError:
         return 0
 
@@ -173,7 +176,7 @@ def max_unavailable(d: Obj) -> int:
 def copy_annotations(d: Obj, rs_annotations: MutableMapping[str, str]) -> bool:
     """Copy the Deployment's annotations (but the revision and kubectl ones) to a ReplicaSet's."""
     changed = False
-    for key, value in annotations(d).items():
+    for key, value in annotations_of(d).items():
         if key in _SKIP_COPY or rs_annotations.get(key) == value:
             continue
         rs_annotations[key] = value
@@ -191,7 +194,8 @@ def set_replicas_annotations(rs_annotations: MutableMapping[str, str], desired: 
 
 
 def replicas_annotations_need_update(rs: Obj, desired: int, maximum: int) -> bool:
-    return annotations(rs).get(DESIRED_REPLICAS) != str(desired) or annotations(rs).get(MAX_REPLICAS) != str(maximum)
+    current = annotations_of(rs)
+    return current.get(DESIRED_REPLICAS) != str(desired) or current.get(MAX_REPLICAS) != str(maximum)
 
 
 def set_new_rs_annotations(d: Obj, rs_annotations: MutableMapping[str, str], new_revision: str, exists: bool) -> bool:
@@ -261,19 +265,19 @@ def _created(obj: Obj) -> float:
     return parse_time(meta(obj).get("creationTimestamp")) or 0.0
 
 
-def by_creation(rss: Iterable[Obj]) -> list[Obj]:
+def by_creation(rss: Iterable[_RS]) -> list[_RS]:
     """Oldest first, ties by name (``ReplicaSetsByCreationTimestamp``)."""
     return sorted(rss, key=lambda rs: (_created(rs), meta(rs).get("name", "")))
 
 
-def by_revision(rss: Iterable[Obj]) -> list[Obj]:
+def by_revision(rss: Iterable[_RS]) -> list[_RS]:
     """Lowest revision first, ties by creation (``ReplicaSetsByRevision``)."""
     return sorted(rss, key=lambda rs: (revision(rs), _created(rs), meta(rs).get("name", "")))
 
 
-def by_size(rss: Iterable[Obj], sizes: Mapping[str, int], newer_first: bool) -> list[Obj]:
+def by_size(rss: Iterable[_RS], sizes: Mapping[str, int], newer_first: bool) -> list[_RS]:
     """Largest first; equal sizes newer first (``BySizeNewer``) or older first (``BySizeOlder``)."""
-    def cmp(a: Obj, b: Obj) -> int:
+    def cmp(a: _RS, b: _RS) -> int:
         size_a, size_b = sizes[meta(a)["name"]], sizes[meta(b)["name"]]
         if size_a != size_b:
             return -1 if size_a > size_b else 1
@@ -287,7 +291,7 @@ def by_size(rss: Iterable[Obj], sizes: Mapping[str, int], newer_first: bool) -> 
 
 # -- counts and predicates over ReplicaSets ---------------------------------------------------------------------
 
-def active(rss: Iterable[Obj | None]) -> list[Obj]:
+def active(rss: Iterable[_RS | None]) -> list[_RS]:
     return [rs for rs in rss if rs is not None and replicas(rs) > 0]
 
 
@@ -299,7 +303,7 @@ def status_total(rss: Iterable[Obj | None], field: str) -> int:
     return sum(status_of(rs, field) for rs in rss if rs is not None)
 
 
-def find_new(d: Obj, rss: Sequence[Obj]) -> Obj | None:
+def find_new(d: Obj, rss: Sequence[_RS]) -> _RS | None:
     """The oldest ReplicaSet whose template equals the Deployment's (``FindNewReplicaSet``)."""
     template = (d.get("spec") or {}).get("template") or {}
     for rs in by_creation(rss):
@@ -308,7 +312,7 @@ def find_new(d: Obj, rss: Sequence[Obj]) -> Obj | None:
     return None
 
 
-def find_active_or_latest(new: Obj | None, olds: Sequence[Obj]) -> Obj | None:
+def find_active_or_latest(new: _RS | None, olds: Sequence[_RS]) -> _RS | None:
     if new is None and not olds:
         return None
     olds_newest_first = list(reversed(by_creation(olds)))
@@ -322,7 +326,7 @@ def is_saturated(d: Obj, rs: Obj | None) -> bool:
     if rs is None:
         return False
     try:
-        desired = int(annotations(rs).get(DESIRED_REPLICAS, ""))
+        desired = int(annotations_of(rs).get(DESIRED_REPLICAS, ""))
     except ValueError:
         return False
     want = replicas(d)
@@ -348,7 +352,7 @@ def _fraction(d: Obj, rs: Obj, size: int) -> int:
         return -size
     deployment_replicas = replicas(d) + max_surge(d)
     try:
-        annotated = int(annotations(rs).get(MAX_REPLICAS, ""))
+        annotated = int(annotations_of(rs).get(MAX_REPLICAS, ""))
     except ValueError:
         annotated = status_of(d, "replicas")
     if annotated == 0:
