@@ -129,6 +129,30 @@ async def test_kubectl_rollout_status_set_image_history_undo_and_scale(cluster: 
     assert len(await pods(client, "app=web")) == 6
 
 
+async def test_kubectl_rollout_pause_resume_and_restart(cluster: tuple[Kubectl, ki.Client]) -> None:
+    kubectl, client = cluster
+    await kubectl("create", "deployment", "web", "--image=nginx:1.25", "--replicas=2")
+    async with kubelet(client, "app=web"):
+        await kubectl("rollout", "status", "deployment/web", "--timeout=60s")
+    await kubectl("rollout", "pause", "deployment/web")
+    await kubectl("set", "image", "deployment/web", "nginx=nginx:1.26")
+    code, _ = await kubectl.status("rollout", "status", "deployment/web", "--timeout=1s")
+    assert code != 0  # paused: kubectl waits for the rollout, which does not start
+    assert await _images(client, "app=web") == {"nginx:1.25"}
+    await kubectl("rollout", "resume", "deployment/web")
+    async with kubelet(client, "app=web"):
+        await kubectl("rollout", "status", "deployment/web", "--timeout=60s")
+    assert await _images(client, "app=web") == {"nginx:1.26"}
+    before = {p["metadata"]["name"] for p in await pods(client, "app=web")}
+    await kubectl("rollout", "restart", "deployment/web")
+    async with kubelet(client, "app=web"):
+        await kubectl("rollout", "status", "deployment/web", "--timeout=60s")
+    after = {p["metadata"]["name"] for p in await pods(client, "app=web")}
+    assert len(after) == 2 and not after & before
+    history = await kubectl("rollout", "history", "deployment/web")
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2", "3"]
+
+
 async def test_kubectl_rollout_status_fails_once_the_progress_deadline_is_exceeded(
         cluster: tuple[Kubectl, ki.Client]) -> None:
     """No kubelet: the pod never becomes ready, Progressing turns False and ``rollout status`` gives up."""

@@ -255,3 +255,44 @@ def test_revision_history_records_the_revision_a_rolled_back_replicaset_had() ->
     assert anns[du.REVISION] == "3" and anns[du.REVISION_HISTORY] == "1"
     du.set_new_rs_annotations(d, anns, "5", exists=True)
     assert anns[du.REVISION_HISTORY] == "1,3"
+
+
+async def test_deployment_replicaset_orphaning_and_adoption_regarding_controller_ref(client: ki.Client) -> None:
+    """kube's e2e: delete a Deployment orphaning its ReplicaSet; a new Deployment with the same template adopts
+    that ReplicaSet instead of creating one."""
+    await client.create("deployments", deployment("orphan", 2, {"app": "or"}), namespace=NS)
+    await eventually(lambda: rolled_out(client, "orphan", "app=or"), what="rollout")
+    (rs,) = await replicasets(client, "orphan")
+    await client.delete("deployments", "orphan", namespace=NS, propagation_policy="Orphan")
+    await eventually(lambda: _unowned(client, rs["metadata"]["name"]), what="orphaned ReplicaSet")
+    await client.create("deployments", deployment("orphan", 2, {"app": "or"}), namespace=NS)
+    adopted = await eventually(lambda: _revisions(client, "orphan", 1), what="adoption")
+    assert adopted[0]["metadata"]["uid"] == rs["metadata"]["uid"]
+    await eventually(lambda: rolled_out(client, "orphan", "app=or"), what="rollout after adoption")
+    assert len(await replicasets(client, "orphan")) == 1
+
+
+async def test_a_hash_collision_bumps_collision_count_and_names_the_replicaset_anew(client: ki.Client) -> None:
+    await client.create("deployments", deployment("coll", 1, {"app": "co"}), namespace=NS)
+    await eventually(lambda: rolled_out(client, "coll", "app=co"), what="rollout")
+    (rs,) = await replicasets(client, "coll")
+    taken = rs["metadata"]["name"]
+    await client.delete("deployments", "coll", namespace=NS, propagation_policy="Orphan")
+    await eventually(lambda: _unowned(client, taken), what="orphaned ReplicaSet")
+    await client.patch("replicasets", taken, {"spec": {"template": {"spec": {"containers": [
+        {"name": "web", "image": "other:1"}]}}}}, namespace=NS)  # the name's template is no longer the hash's
+    await client.create("deployments", deployment("coll", 1, {"app": "co"}), namespace=NS)
+
+    async def recreated() -> Any:
+        d = await get_deploy(client, "coll")
+        names = {r["metadata"]["name"] for r in await replicasets(client, "coll")}
+        return d if (d.get("status") or {}).get("collisionCount") == 1 and len(names) == 2 else None
+
+    d = await eventually(recreated, what="collision handled")
+    new = du.find_new(d, await replicasets(client, "coll"))
+    assert new is not None and new["metadata"]["name"] != taken
+    assert new["metadata"]["name"] == f"coll-{new['metadata']['labels'][du.HASH_LABEL]}"
+
+
+async def _unowned(client: ki.Client, name: str) -> bool:
+    return not (await client.get("replicasets", name, namespace=NS))["metadata"].get("ownerReferences")

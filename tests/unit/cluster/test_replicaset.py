@@ -139,3 +139,12 @@ async def _status_if(client: ki.Client, name: str, **want: int) -> dict | None:
 async def _events_with(client: ki.Client, name: str, reason: str, n: int) -> list | None:
     found = [e for e in await events(client, name) if e[0] == reason]
     return found if sum(e[2] for e in found) >= n else None
+
+
+async def test_replicaset_counts_a_pod_available_only_after_min_ready_seconds(client: ki.Client) -> None:
+    await client.create("replicasets", replicaset("slow", 1, {"app": "slow"}, minReadySeconds=3), namespace=NS)
+    await eventually(lambda: _count(client, "app=slow", 1), what="1 pod")
+    await mark_all_ready(client, "app=slow")
+    first = await eventually(lambda: _status_if(client, "slow", readyReplicas=1), what="ready")
+    assert first.get("availableReplicas", 0) == 0
+    await eventually(lambda: _status_if(client, "slow", readyReplicas=1, availableReplicas=1), what="available")

@@ -197,7 +197,21 @@ def calculate_status(rs: Obj, pods: Sequence[Obj], manage_error: BaseException |
         all((meta(p).get("labels") or {}).get(k) == v for k, v in template_labels.items()) for p in pods)
     status["readyReplicas"] = sum(is_pod_ready(p) for p in pods)
     status["availableReplicas"] = sum(is_pod_available(p, min_ready, now) for p in pods)
-    return status
+    return {k: v for k, v in status.items() if v != 0 or k == "replicas"}  # the API omits the other zero counts
+
+
+def next_available_in(pods: Sequence[Obj], min_ready_seconds: int, now: float) -> float | None:
+    """Seconds until the first ready pod that is not available yet becomes available (None: no such pod).
+
+    kube requeues a ReplicaSet ``minReadySeconds`` after a pod turns ready; waiting for the exact moment the
+    oldest such pod passes ``minReadySeconds`` reaches the same status without a late or early look."""
+    if not min_ready_seconds:
+        return None
+    waits = [since + min_ready_seconds - now
+             for p in pods if is_pod_ready(p) and not is_pod_available(p, min_ready_seconds, now)
+             for since in [parse_time((ready_condition(p) or {}).get("lastTransitionTime"))] if since is not None]
+    # strictly after the deadline (IsPodAvailable compares with Before), plus the timestamps' 1 s granularity
+    return max(min(waits), 0.0) + 0.01 if waits else None
 
 
 _COUNTS = ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas")
@@ -259,8 +273,8 @@ class ReplicaSetController:
         self._enqueue_matching(pod)
 
     async def _pod_updated(self, old: Obj, new: Obj, is_resync: bool = False) -> None:
-        if meta(old).get("resourceVersion") == meta(new).get("resourceVersion") and not is_resync:
-            return
+        if meta(old).get("resourceVersion") == meta(new).get("resourceVersion"):
+            return  # a resync: nothing about the pod changed
         if is_being_deleted(new) and not is_being_deleted(old):
             await self._pod_deleted(new)
             return
@@ -305,13 +319,8 @@ class ReplicaSetController:
         updated = await self._write_status(rs, status)
         if manage_error is not None:
             raise manage_error
-        spec = updated.get("spec") or {}
-        min_ready = spec.get("minReadySeconds") or 0
-        ustatus = updated.get("status") or {}
-        if min_ready and ustatus.get("readyReplicas", 0) == spec.get("replicas", 1) \
-                and ustatus.get("availableReplicas", 0) != spec.get("replicas", 1):
-            return Result(requeue_after=float(min_ready))
-        return Result()
+        wait = next_available_in(pods, (updated.get("spec") or {}).get("minReadySeconds") or 0, now)
+        return Result() if wait is None else Result(requeue_after=wait)
 
     async def _write_status(self, rs: Obj, status: dict[str, Any]) -> Obj:
         if not status_changed(rs, status):
