@@ -109,6 +109,10 @@ async def test_kubectl_rollout_status_set_image_history_undo_and_scale(cluster: 
 
     history = await kubectl("rollout", "history", "deployment/web")
     assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
+    described = await kubectl("describe", "deployment", "web")
+    new_rs = next(line.split()[1] for line in described.splitlines() if line.startswith("NewReplicaSet:"))
+    assert "(4/4 replicas created)" in described and "NewReplicaSetAvailable" in described
+    assert f"Scaled up replica set {new_rs} from 0 to 1" in described
 
     async with kubelet(client, "app=web"):
         await kubectl("rollout", "undo", "deployment/web")
