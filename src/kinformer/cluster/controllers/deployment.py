@@ -119,14 +119,15 @@ class DeploymentController:
         selector = (d.get("spec") or {}).get("selector") or {}
         if not selector.get("matchLabels") and not selector.get("matchExpressions"):
             record(self.recorder, cached, "Warning", "SelectingAll",
-                                "This deployment is selecting all pods. A non-empty selector is required.")
+                   "This deployment is selecting all pods. A non-empty selector is required.")
             if (d.get("status") or {}).get("observedGeneration", 0) < meta(d).get("generation", 0):
                 d.setdefault("status", {})["observedGeneration"] = meta(d).get("generation")
                 await self._update_status(d)
             return Result()
         rss = await self._claim_replicasets(d)
         if meta(d).get("deletionTimestamp"):
-            await self._sync_status(d, rss)
+            new, olds = await self._new_and_old(d, rss, create=False)
+            await self._sync_status(d, new, olds)
             return Result()
         await self._check_paused_conditions(d)
         if d["spec"].get("paused") or await self._is_scaling_event(d, rss):
@@ -185,7 +186,7 @@ class DeploymentController:
         await self._scale(d, new, olds)
         if d["spec"].get("paused"):
             await self._cleanup(d, olds)
-        await self._sync_status(d, [*olds, new])
+        await self._sync_status(d, new, olds)
 
     # -- new and old ReplicaSets -----------------------------------------------------------------------------
 
@@ -319,7 +320,7 @@ class DeploymentController:
         if old == size:
             return False
         record(self.recorder, d, "Normal", "ScalingReplicaSet",
-                            f"Scaled {operation} replica set {meta(rs)['name']} from {old} to {size}")
+               f"Scaled {operation} replica set {meta(rs)['name']} from {old} to {size}")
         return True
 
     async def _scale_to(self, d: Obj, rs: dict[str, Any], size: int) -> bool:
@@ -496,10 +497,9 @@ class DeploymentController:
                                                       "Deployment does not have minimum availability.", now))
         return status
 
-    async def _sync_status(self, d: dict[str, Any], all_rss: Sequence[dict[str, Any] | None]) -> None:
+    async def _sync_status(self, d: dict[str, Any], new: dict[str, Any] | None, olds: list[dict[str, Any]]) -> None:
         """``syncDeploymentStatus`` (scaling, paused, being deleted): counts and Available only."""
-        new = du.find_new(d, [rs for rs in all_rss if rs is not None])
-        await self._write_if_changed(d, self._calculate_status(d, all_rss, new))
+        await self._write_if_changed(d, self._calculate_status(d, [*olds, new], new))
 
     async def _write_if_changed(self, d: dict[str, Any], status: dict[str, Any]) -> bool:
         if _pruned_status(status) == _pruned_status(d.get("status") or {}):

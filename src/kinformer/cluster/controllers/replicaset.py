@@ -275,8 +275,10 @@ class ReplicaSetController:
     async def _pod_updated(self, old: Obj, new: Obj, is_resync: bool = False) -> None:
         if meta(old).get("resourceVersion") == meta(new).get("resourceVersion"):
             return  # a resync: nothing about the pod changed
-        if is_being_deleted(new) and not is_being_deleted(old):
+        if is_being_deleted(new):  # graceful deletion: replace the pod now, not once the kubelet is done
             await self._pod_deleted(new)
+            if meta(old).get("labels") != meta(new).get("labels"):
+                await self._pod_deleted(old)
             return
         old_rs, new_rs = self._controlling_rs(old), self._controlling_rs(new)
         if old_rs is not None and (new_rs is None or meta(old_rs)["uid"] != meta(new_rs)["uid"]):
