@@ -9,7 +9,9 @@ import pytest
 from _hdeploy_helpers import NS, events, eventually, mark_all_ready, mark_ready, pods, replicaset
 
 import kinformer as ki
-from kinformer.cluster.controllers.replicaset import calculate_status, pods_to_delete
+from kinformer.clock import FakeClock
+from kinformer.cluster.controllers.replicaset import calculate_status, pods_to_delete, slow_start_batch
+from kinformer.cluster.controllers.workload import EXPECTATIONS_TTL, Expectations
 from kinformer.server import APIServer
 
 pytestmark = pytest.mark.timeout(60)
@@ -148,3 +150,40 @@ async def test_replicaset_counts_a_pod_available_only_after_min_ready_seconds(cl
     first = await eventually(lambda: _status_if(client, "slow", readyReplicas=1), what="ready")
     assert first.get("availableReplicas", 0) == 0
     await eventually(lambda: _status_if(client, "slow", readyReplicas=1, availableReplicas=1), what="available")
+
+
+def test_expectations_hold_a_key_until_every_creation_and_deletion_is_observed_or_they_expire() -> None:
+    clock = FakeClock()
+    exp = Expectations(clock)
+    assert exp.satisfied("default/web")  # nothing asked yet
+    exp.expect_creations("default/web", 2)
+    exp.creation_observed("default/web")
+    assert not exp.satisfied("default/web")
+    exp.creation_observed("default/web")
+    assert exp.satisfied("default/web")
+    exp.expect_deletions("default/web", ["default/web-a", "default/web-b"])
+    exp.deletion_observed("default/web", "default/web-a")
+    exp.deletion_observed("default/web", "default/other")  # not one we asked for
+    assert not exp.satisfied("default/web")
+    clock.step(EXPECTATIONS_TTL + 1)
+    assert exp.satisfied("default/web")  # kube's 5 minute timeout
+
+
+async def test_slow_start_batches_double_and_stop_after_a_failing_batch() -> None:
+    calls: list[int] = []
+
+    async def create() -> None:
+        calls.append(len(calls))
+        if len(calls) == 5:
+            raise RuntimeError("quota exceeded")
+
+    successes, error = await slow_start_batch(20, 1, create)
+    assert len(calls) == 7  # batches of 1, 2 and 4: the batch of 4 fails, the next (8) never starts
+    assert successes == 6 and isinstance(error, RuntimeError)
+    calls.clear()
+    assert await slow_start_batch(5, 1, lambda: _noop(calls)) == (5, None)
+    assert len(calls) == 5  # 1 + 2 + 2
+
+
+async def _noop(calls: list[int]) -> None:
+    calls.append(0)
