@@ -78,6 +78,40 @@ async def _progressing_reason(client: ki.Client, name: str, reason: str) -> dict
 
 
 async def test_rolling_update_deployment_should_delete_old_pods_and_create_new_ones(client: ki.Client) -> None:
+    """kube's e2e: a Deployment adopts a ReplicaSet its selector matches (revision 3546343826724305833), rolls
+    its pods over to its own template, and numbers its new ReplicaSet with the next revision."""
+    labels = {"name": "sample-pod", "pod": "httpd"}
+    old = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+           "metadata": {"name": "test-rolling-update-controller", "namespace": NS, "labels": labels,
+                        "annotations": {du.REVISION: "3546343826724305833"}},
+           "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels},
+                                 "spec": {"containers": [{"name": "httpd", "image": "httpd:2.4"}]}}}}
+    await client.create("replicasets", old, namespace=NS)
+    await eventually(lambda: _ready_pods(client, "name=sample-pod", 1), what="the old pod")
+    new_labels = {"name": "sample-pod"}
+    d = deployment("test-rolling-update-deployment", 1, new_labels, image="agnhost:2.52")
+    d["spec"]["template"]["metadata"]["labels"] = labels
+    await client.create("deployments", d, namespace=NS)
+    done = await eventually(lambda: rolled_out(client, "test-rolling-update-deployment", "name=sample-pod"),
+                            what="rollout")
+    assert done["metadata"]["annotations"][du.REVISION] == "3546343826724305834"
+    adopted = await client.get("replicasets", "test-rolling-update-controller", namespace=NS)
+    assert adopted["metadata"]["ownerReferences"][0]["uid"] == done["metadata"]["uid"]
+    await eventually(lambda: _scaled_to_zero(client, "test-rolling-update-controller"), what="old RS at 0")
+    assert {p["spec"]["containers"][0]["image"] for p in await pods(client, "name=sample-pod")} == {"agnhost:2.52"}
+
+
+async def _ready_pods(client: ki.Client, selector: str, n: int) -> bool:
+    return await mark_all_ready(client, selector) >= 0 and len(await pods(client, selector)) == n
+
+
+async def _scaled_to_zero(client: ki.Client, name: str) -> bool:
+    rs = await client.get("replicasets", name, namespace=NS)
+    return rs["spec"]["replicas"] == 0 and not (rs.get("status") or {}).get("replicas")
+
+
+async def test_rolling_update_never_exceeds_max_surge_nor_drops_below_max_unavailable(client: ki.Client) -> None:
     """maxSurge 1 / maxUnavailable 0 over 4 replicas: never more than 5 pods, never fewer than 4 ready."""
     spec = {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}}
     await client.create("deployments", deployment("roll", 4, {"app": "roll"}, **spec), namespace=NS)
