@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kinformer.clock import Clock
+from kinformer.cluster.podindex import is_terminal
 from kinformer.controller.reconcile import Request
 from kinformer.errors import NotFound
 
@@ -66,8 +67,7 @@ def controller_ref(owner: Obj, api_version: str, kind: str) -> dict[str, Any]:
 
 
 def is_pod_active(pod: Obj) -> bool:
-    phase = (pod.get("status") or {}).get("phase")
-    return phase not in ("Succeeded", "Failed") and not meta(pod).get("deletionTimestamp")
+    return not is_terminal(pod) and not meta(pod).get("deletionTimestamp")
 
 
 def ready_condition(pod: Obj) -> Mapping[str, Any] | None:
