@@ -1,10 +1,8 @@
-"""Test helpers for the replicaset and deployment controllers: play the kubelet (mark pods Running and Ready),
-wait on conditions, and build ReplicaSets and Deployments."""
+"""Test helpers for the replicaset and deployment controllers: play the kubelet (mark pods Running and Ready)
+and build ReplicaSets and Deployments (waits: _hsched_helpers.wait_for)."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,18 +13,6 @@ NS = "default"
 
 def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 20.0, what: str = "condition") -> Any:
-    """Poll ``check`` until it returns something truthy (bounded); return that value."""
-    last: Any = None
-    async with asyncio.timeout(timeout):
-        while True:
-            last = await check()
-            if last:
-                return last
-            await asyncio.sleep(0.02)
-    raise AssertionError(f"{what} never held; last: {last!r}")  # pragma: no cover (timeout raises)
 
 
 async def pods(client: ki.Client, selector: str = "", namespace: str = NS) -> list[Any]:

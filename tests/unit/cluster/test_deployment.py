@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from _hdeploy_helpers import NS, deployment, events, eventually, mark_all_ready, pods
+from _hdeploy_helpers import NS, deployment, events, mark_all_ready, pods
+from _hsched_helpers import wait_for
 
 import kinformer as ki
 from kinformer.cluster.controllers import deployment_util as du
@@ -51,7 +52,7 @@ def cond(d: Any, type_: str) -> dict:
 
 async def test_deployment_creates_a_hashed_replicaset_and_reports_complete(client: ki.Client) -> None:
     await client.create("deployments", deployment("web", 3, {"app": "web"}), namespace=NS)
-    d = await eventually(lambda: rolled_out(client, "web", "app=web"), what="rollout")
+    d = await wait_for(lambda: rolled_out(client, "web", "app=web"), what="rollout")
     (rs,) = await replicasets(client, "web")
     pod_hash = rs["metadata"]["labels"][du.HASH_LABEL]
     assert rs["metadata"]["name"] == f"web-{pod_hash}"
@@ -65,7 +66,8 @@ async def test_deployment_creates_a_hashed_replicaset_and_reports_complete(clien
     assert d["metadata"]["annotations"][du.REVISION] == "1"
     assert cond(d, "Available")["reason"] == "MinimumReplicasAvailable"
     assert cond(d, "Available")["message"] == "Deployment has minimum availability."
-    progressing = await eventually(lambda: _progressing_reason(client, "web", "NewReplicaSetAvailable"))
+    progressing = await wait_for(lambda: _progressing_reason(client, "web", "NewReplicaSetAvailable"),
+                                   what="NewReplicaSetAvailable")
     assert progressing["message"] == f'ReplicaSet "{rs["metadata"]["name"]}" has successfully progressed.'
     notes = [n for r, n, _ in await events(client, "web") if r == "ScalingReplicaSet"]
     assert notes == [f"Scaled up replica set {rs['metadata']['name']} from 0 to 3"]
@@ -88,17 +90,17 @@ async def test_rolling_update_deployment_should_delete_old_pods_and_create_new_o
                     "template": {"metadata": {"labels": labels},
                                  "spec": {"containers": [{"name": "httpd", "image": "httpd:2.4"}]}}}}
     await client.create("replicasets", old, namespace=NS)
-    await eventually(lambda: _ready_pods(client, "name=sample-pod", 1), what="the old pod")
+    await wait_for(lambda: _ready_pods(client, "name=sample-pod", 1), what="the old pod")
     new_labels = {"name": "sample-pod"}
     d = deployment("test-rolling-update-deployment", 1, new_labels, image="agnhost:2.52")
     d["spec"]["template"]["metadata"]["labels"] = labels
     await client.create("deployments", d, namespace=NS)
-    done = await eventually(lambda: rolled_out(client, "test-rolling-update-deployment", "name=sample-pod"),
+    done = await wait_for(lambda: rolled_out(client, "test-rolling-update-deployment", "name=sample-pod"),
                             what="rollout")
     assert done["metadata"]["annotations"][du.REVISION] == "3546343826724305834"
     adopted = await client.get("replicasets", "test-rolling-update-controller", namespace=NS)
     assert adopted["metadata"]["ownerReferences"][0]["uid"] == done["metadata"]["uid"]
-    await eventually(lambda: _scaled_to_zero(client, "test-rolling-update-controller"), what="old RS at 0")
+    await wait_for(lambda: _scaled_to_zero(client, "test-rolling-update-controller"), what="old RS at 0")
     assert {p["spec"]["containers"][0]["image"] for p in await pods(client, "name=sample-pod")} == {"agnhost:2.52"}
 
 
@@ -115,7 +117,7 @@ async def test_rolling_update_never_exceeds_max_surge_nor_drops_below_max_unavai
     """maxSurge 1 / maxUnavailable 0 over 4 replicas: never more than 5 pods, never fewer than 4 ready."""
     spec = {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}}
     await client.create("deployments", deployment("roll", 4, {"app": "roll"}, **spec), namespace=NS)
-    await eventually(lambda: rolled_out(client, "roll", "app=roll"), what="first rollout")
+    await wait_for(lambda: rolled_out(client, "roll", "app=roll"), what="first rollout")
     await client.patch("deployments", "roll", {"spec": {"template": {"spec": {"containers": [
         {"name": "web", "image": "nginx:1.26"}]}}}}, namespace=NS)
     max_total, min_ready = 0, 4
@@ -134,7 +136,7 @@ async def test_rolling_update_never_exceeds_max_surge_nor_drops_below_max_unavai
         return d if all(p["spec"]["containers"][0]["image"] == "nginx:1.26" for p in live) and len(live) == 4 \
             else None
 
-    d = await eventually(step, what="second rollout")
+    d = await wait_for(step, what="second rollout")
     assert max_total <= 5 and min_ready >= 4
     rss = {rs["metadata"]["annotations"][du.REVISION]: rs for rs in await replicasets(client, "roll")}
     assert rss["1"]["spec"]["replicas"] == 0 and rss["2"]["spec"]["replicas"] == 4
@@ -148,7 +150,7 @@ async def test_rolling_update_never_exceeds_max_surge_nor_drops_below_max_unavai
 async def test_recreate_deployment_should_delete_old_pods_before_creating_new_ones(client: ki.Client) -> None:
     await client.create("deployments", deployment("recreate", 3, {"app": "re"}, strategy={"type": "Recreate"}),
                         namespace=NS)
-    await eventually(lambda: rolled_out(client, "recreate", "app=re"), what="first rollout")
+    await wait_for(lambda: rolled_out(client, "recreate", "app=re"), what="first rollout")
     old_names = {p["metadata"]["name"] for p in await pods(client, "app=re")}
     labels = {"app": "re", "v": "2"}
     await client.patch("deployments", "recreate", {"spec": {"template": {"metadata": {"labels": labels}}}},
@@ -162,7 +164,7 @@ async def test_recreate_deployment_should_delete_old_pods_before_creating_new_on
             overlap = True
         return await rolled_out(client, "recreate", "app=re,v=2")
 
-    await eventually(step, what="recreate rollout")
+    await wait_for(step, what="recreate rollout")
     assert not overlap
     assert not {p["metadata"]["name"] for p in await pods(client, "app=re")} & old_names
 
@@ -170,10 +172,10 @@ async def test_recreate_deployment_should_delete_old_pods_before_creating_new_on
 async def test_deployment_should_support_rollover(client: ki.Client) -> None:
     """A template change while a rollout is stuck (pods never ready) replaces the half-done ReplicaSet."""
     await client.create("deployments", deployment("rollover", 2, {"app": "ro"}, minReadySeconds=0), namespace=NS)
-    await eventually(lambda: rolled_out(client, "rollover", "app=ro"), what="first rollout")
+    await wait_for(lambda: rolled_out(client, "rollover", "app=ro"), what="first rollout")
     await client.patch("deployments", "rollover", {"spec": {"template": {"spec": {"containers": [
         {"name": "web", "image": "bad:1"}]}}}}, namespace=NS)
-    await eventually(lambda: _revisions(client, "rollover", 2), what="revision 2")
+    await wait_for(lambda: _revisions(client, "rollover", 2), what="revision 2")
     await client.patch("deployments", "rollover", {"spec": {"template": {"spec": {"containers": [
         {"name": "web", "image": "good:1"}]}}}}, namespace=NS)
 
@@ -182,7 +184,7 @@ async def test_deployment_should_support_rollover(client: ki.Client) -> None:
         live = await pods(client, "app=ro")
         return d if d and all(p["spec"]["containers"][0]["image"] == "good:1" for p in live) else None
 
-    await eventually(step, what="rollover")
+    await wait_for(step, what="rollover")
     by_rev = {rs["metadata"]["annotations"][du.REVISION]: rs for rs in await replicasets(client, "rollover")}
     assert set(by_rev) == {"1", "2", "3"}
     assert [by_rev[r]["spec"]["replicas"] for r in ("1", "2", "3")] == [0, 0, 2]
@@ -198,7 +200,7 @@ async def test_deployment_should_support_proportional_scaling(client: ki.Client)
     the 13 pods (8 old + 5 new) grow to 33 in proportion: 20 old, 13 new."""
     spec = {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 2}}}
     await client.create("deployments", deployment("prop", 10, {"app": "prop"}, **spec), namespace=NS)
-    await eventually(lambda: rolled_out(client, "prop", "app=prop"), what="first rollout")
+    await wait_for(lambda: rolled_out(client, "prop", "app=prop"), what="first rollout")
     await client.patch("deployments", "prop", {"spec": {"template": {"spec": {"containers": [
         {"name": "web", "image": "nginx:404"}]}}}}, namespace=NS)
 
@@ -209,7 +211,7 @@ async def test_deployment_should_support_proportional_scaling(client: ki.Client)
         sizes = (rss["1"]["spec"]["replicas"], rss["2"]["spec"]["replicas"])
         return sizes if sizes == (8, 5) else None
 
-    await eventually(stuck, what="stuck rollout 8 + 5")
+    await wait_for(stuck, what="stuck rollout 8 + 5")
     await client.patch("deployments", "prop", {"spec": {"replicas": 30}}, namespace=NS)
 
     async def scaled() -> Any:
@@ -217,21 +219,21 @@ async def test_deployment_should_support_proportional_scaling(client: ki.Client)
         sizes = (rss["1"]["spec"]["replicas"], rss["2"]["spec"]["replicas"])
         return sizes if sum(sizes) == 33 else None
 
-    assert await eventually(scaled, what="proportional scale") == (20, 13)
+    assert await wait_for(scaled, what="proportional scale") == (20, 13)
 
 
 async def test_paused_deployment_is_not_rolled_out_and_resumes(client: ki.Client) -> None:
     await client.create("deployments", deployment("paused", 1, {"app": "pa"}), namespace=NS)
-    await eventually(lambda: rolled_out(client, "paused", "app=pa"), what="first rollout")
+    await wait_for(lambda: rolled_out(client, "paused", "app=pa"), what="first rollout")
     await client.patch("deployments", "paused", {"spec": {"paused": True}}, namespace=NS)
-    paused = await eventually(lambda: _progressing_reason(client, "paused", "DeploymentPaused"), what="paused")
+    paused = await wait_for(lambda: _progressing_reason(client, "paused", "DeploymentPaused"), what="paused")
     assert paused["status"] == "Unknown" and paused["message"] == "Deployment is paused"
     await client.patch("deployments", "paused", {"spec": {"template": {"spec": {"containers": [
         {"name": "web", "image": "nginx:1.26"}]}}}}, namespace=NS)
-    await eventually(lambda: _observed(client, "paused"), what="observed while paused")
+    await wait_for(lambda: _observed(client, "paused"), what="observed while paused")
     assert len(await replicasets(client, "paused")) == 1
     await client.patch("deployments", "paused", {"spec": {"paused": False}}, namespace=NS)
-    await eventually(lambda: _revisions(client, "paused", 2), what="rolled out after resume")
+    await wait_for(lambda: _revisions(client, "paused", 2), what="rolled out after resume")
 
 
 async def _observed(client: ki.Client, name: str) -> bool:
@@ -242,7 +244,7 @@ async def _observed(client: ki.Client, name: str) -> bool:
 async def test_deployment_progress_deadline_exceeded(client: ki.Client) -> None:
     await client.create("deployments", deployment("deadline", 1, {"app": "dl"}, progressDeadlineSeconds=1),
                         namespace=NS)
-    cond_ = await eventually(lambda: _progressing_reason(client, "deadline", "ProgressDeadlineExceeded"),
+    cond_ = await wait_for(lambda: _progressing_reason(client, "deadline", "ProgressDeadlineExceeded"),
                              timeout=30, what="deadline exceeded")
     (rs,) = await replicasets(client, "deadline")
     assert cond_["status"] == "False"
@@ -260,8 +262,8 @@ async def test_old_replicasets_beyond_revision_history_limit_are_deleted(client:
             live = await pods(client, "app=hi")
             return d if d and [p["spec"]["containers"][0]["image"] for p in live] == [image] else None
 
-        await eventually(done, what=f"rollout of {image}")
-    revs = await eventually(lambda: _revisions(client, "history", 2), what="history trimmed to 1 old")
+        await wait_for(done, what=f"rollout of {image}")
+    revs = await wait_for(lambda: _revisions(client, "history", 2), what="history trimmed to 1 old")
     assert sorted(rs["metadata"]["annotations"][du.REVISION] for rs in revs) == ["3", "4"]
 
 
@@ -295,24 +297,24 @@ async def test_deployment_replicaset_orphaning_and_adoption_regarding_controller
     """kube's e2e: delete a Deployment orphaning its ReplicaSet; a new Deployment with the same template adopts
     that ReplicaSet instead of creating one."""
     await client.create("deployments", deployment("orphan", 2, {"app": "or"}), namespace=NS)
-    await eventually(lambda: rolled_out(client, "orphan", "app=or"), what="rollout")
+    await wait_for(lambda: rolled_out(client, "orphan", "app=or"), what="rollout")
     (rs,) = await replicasets(client, "orphan")
     await client.delete("deployments", "orphan", namespace=NS, propagation_policy="Orphan")
-    await eventually(lambda: _unowned(client, rs["metadata"]["name"]), what="orphaned ReplicaSet")
+    await wait_for(lambda: _unowned(client, rs["metadata"]["name"]), what="orphaned ReplicaSet")
     await client.create("deployments", deployment("orphan", 2, {"app": "or"}), namespace=NS)
-    adopted = await eventually(lambda: _revisions(client, "orphan", 1), what="adoption")
+    adopted = await wait_for(lambda: _revisions(client, "orphan", 1), what="adoption")
     assert adopted[0]["metadata"]["uid"] == rs["metadata"]["uid"]
-    await eventually(lambda: rolled_out(client, "orphan", "app=or"), what="rollout after adoption")
+    await wait_for(lambda: rolled_out(client, "orphan", "app=or"), what="rollout after adoption")
     assert len(await replicasets(client, "orphan")) == 1
 
 
 async def test_a_hash_collision_bumps_collision_count_and_names_the_replicaset_anew(client: ki.Client) -> None:
     await client.create("deployments", deployment("coll", 1, {"app": "co"}), namespace=NS)
-    await eventually(lambda: rolled_out(client, "coll", "app=co"), what="rollout")
+    await wait_for(lambda: rolled_out(client, "coll", "app=co"), what="rollout")
     (rs,) = await replicasets(client, "coll")
     taken = rs["metadata"]["name"]
     await client.delete("deployments", "coll", namespace=NS, propagation_policy="Orphan")
-    await eventually(lambda: _unowned(client, taken), what="orphaned ReplicaSet")
+    await wait_for(lambda: _unowned(client, taken), what="orphaned ReplicaSet")
     await client.patch("replicasets", taken, {"spec": {"template": {"spec": {"containers": [
         {"name": "web", "image": "other:1"}]}}}}, namespace=NS)  # the name's template is no longer the hash's
     await client.create("deployments", deployment("coll", 1, {"app": "co"}), namespace=NS)
@@ -322,7 +324,7 @@ async def test_a_hash_collision_bumps_collision_count_and_names_the_replicaset_a
         names = {r["metadata"]["name"] for r in await replicasets(client, "coll")}
         return d if (d.get("status") or {}).get("collisionCount") == 1 and len(names) == 2 else None
 
-    d = await eventually(recreated, what="collision handled")
+    d = await wait_for(recreated, what="collision handled")
     new = du.find_new(d, await replicasets(client, "coll"))
     assert new is not None and new["metadata"]["name"] != taken
     assert new["metadata"]["name"] == f"coll-{new['metadata']['labels'][du.HASH_LABEL]}"

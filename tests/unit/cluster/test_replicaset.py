@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from _hdeploy_helpers import NS, events, eventually, mark_all_ready, mark_ready, pods, replicaset
+from _hdeploy_helpers import NS, events, mark_all_ready, mark_ready, pods, replicaset
+from _hsched_helpers import wait_for
 
 import kinformer as ki
 from kinformer.clock import FakeClock
@@ -29,41 +30,41 @@ async def _status(client: ki.Client, name: str) -> dict:
 
 async def test_replicaset_should_serve_a_basic_image_on_each_replica(client: ki.Client) -> None:
     rs = await client.create("replicasets", replicaset("web", 3, {"app": "web"}), namespace=NS)
-    created = await eventually(lambda: _count(client, "app=web", 3), what="3 pods")
+    created = await wait_for(lambda: _count(client, "app=web", 3), what="3 pods")
     for pod in created:
         ref = pod["metadata"]["ownerReferences"][0]
         assert ref == {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": rs["metadata"]["uid"],
                        "controller": True, "blockOwnerDeletion": True}
         assert pod["metadata"]["name"].startswith("web-")
-    status = await eventually(lambda: _status_if(client, "web", replicas=3), what="status.replicas 3")
+    status = await wait_for(lambda: _status_if(client, "web", replicas=3), what="status.replicas 3")
     assert status["fullyLabeledReplicas"] == 3 and status.get("readyReplicas", 0) == 0
     assert status["observedGeneration"] == 1
     await mark_all_ready(client, "app=web")
-    await eventually(lambda: _status_if(client, "web", readyReplicas=3, availableReplicas=3), what="ready 3")
-    notes = await eventually(lambda: _events_with(client, "web", "SuccessfulCreate", 3), what="3 events")
+    await wait_for(lambda: _status_if(client, "web", readyReplicas=3, availableReplicas=3), what="ready 3")
+    notes = await wait_for(lambda: _events_with(client, "web", "SuccessfulCreate", 3), what="3 events")
     assert all(note.startswith("Created pod: web-") for _, note, _ in notes)
 
 
 async def test_replicaset_never_creates_more_pods_than_asked(client: ki.Client) -> None:
     await client.create("replicasets", replicaset("burst", 20, {"app": "burst"}), namespace=NS)
-    await eventually(lambda: _status_if(client, "burst", replicas=20), what="20 replicas")
+    await wait_for(lambda: _status_if(client, "burst", replicas=20), what="20 replicas")
     for _ in range(10):  # repeated syncs (status writes, pod updates) must not add pods
         await mark_all_ready(client, "app=burst")
-    await eventually(lambda: _status_if(client, "burst", readyReplicas=20), what="20 ready")
+    await wait_for(lambda: _status_if(client, "burst", readyReplicas=20), what="20 ready")
     assert len(await pods(client, "app=burst")) == 20
 
 
 async def test_replicaset_scales_down_not_ready_pods_first(client: ki.Client) -> None:
     await client.create("replicasets", replicaset("down", 3, {"app": "down"}), namespace=NS)
-    created = await eventually(lambda: _count(client, "app=down", 3), what="3 pods")
+    created = await wait_for(lambda: _count(client, "app=down", 3), what="3 pods")
     ready = created[:2]
     for pod in ready:
         await mark_ready(client, pod)
-    await eventually(lambda: _status_if(client, "down", readyReplicas=2), what="2 ready")
+    await wait_for(lambda: _status_if(client, "down", readyReplicas=2), what="2 ready")
     await client.patch("replicasets", "down", {"spec": {"replicas": 2}}, namespace=NS)
-    left = await eventually(lambda: _count(client, "app=down", 2), what="2 pods left")
+    left = await wait_for(lambda: _count(client, "app=down", 2), what="2 pods left")
     assert {p["metadata"]["name"] for p in left} == {p["metadata"]["name"] for p in ready}
-    notes = await eventually(lambda: _events_with(client, "down", "SuccessfulDelete", 1), what="delete event")
+    notes = await wait_for(lambda: _events_with(client, "down", "SuccessfulDelete", 1), what="delete event")
     assert notes[0][1] == f"Deleted pod: {created[2]['metadata']['name']}"
 
 
@@ -78,14 +79,14 @@ async def test_replicaset_should_adopt_matching_pods_on_creation(client: ki.Clie
         refs = pod["metadata"].get("ownerReferences") or []
         return any(r["uid"] == rs["metadata"]["uid"] and r.get("controller") for r in refs)
 
-    await eventually(adopted, what="adoption")
-    await eventually(lambda: _status_if(client, "pod-adoption", replicas=1), what="replicas 1")
+    await wait_for(adopted, what="adoption")
+    await wait_for(lambda: _status_if(client, "pod-adoption", replicas=1), what="replicas 1")
     assert len(await pods(client, "name=pod-adoption")) == 1  # adopted, no new pod
 
 
 async def test_replicaset_should_release_no_longer_matching_pods(client: ki.Client) -> None:
     await client.create("replicasets", replicaset("release", 1, {"name": "release"}), namespace=NS)
-    first = (await eventually(lambda: _count(client, "name=release", 1), what="1 pod"))[0]
+    first = (await wait_for(lambda: _count(client, "name=release", 1), what="1 pod"))[0]
     name = first["metadata"]["name"]
     await client.patch("pods", name, {"metadata": {"labels": {"name": "not-matching"}}}, namespace=NS)
 
@@ -93,8 +94,8 @@ async def test_replicaset_should_release_no_longer_matching_pods(client: ki.Clie
         pod = await client.get("pods", name, namespace=NS)
         return not pod["metadata"].get("ownerReferences")
 
-    await eventually(released, what="release")
-    replacement = await eventually(lambda: _count(client, "name=release", 1), what="a replacement")
+    await wait_for(released, what="release")
+    replacement = await wait_for(lambda: _count(client, "name=release", 1), what="a replacement")
     assert replacement[0]["metadata"]["name"] != name
 
 
@@ -145,11 +146,11 @@ async def _events_with(client: ki.Client, name: str, reason: str, n: int) -> lis
 
 async def test_replicaset_counts_a_pod_available_only_after_min_ready_seconds(client: ki.Client) -> None:
     await client.create("replicasets", replicaset("slow", 1, {"app": "slow"}, minReadySeconds=3), namespace=NS)
-    await eventually(lambda: _count(client, "app=slow", 1), what="1 pod")
+    await wait_for(lambda: _count(client, "app=slow", 1), what="1 pod")
     await mark_all_ready(client, "app=slow")
-    first = await eventually(lambda: _status_if(client, "slow", readyReplicas=1), what="ready")
+    first = await wait_for(lambda: _status_if(client, "slow", readyReplicas=1), what="ready")
     assert first.get("availableReplicas", 0) == 0
-    await eventually(lambda: _status_if(client, "slow", readyReplicas=1, availableReplicas=1), what="available")
+    await wait_for(lambda: _status_if(client, "slow", readyReplicas=1, availableReplicas=1), what="available")
 
 
 def test_expectations_hold_a_key_until_every_creation_and_deletion_is_observed_or_they_expire() -> None:

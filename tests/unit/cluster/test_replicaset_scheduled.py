@@ -4,8 +4,8 @@ before the only pod on another node (``getPodsRankedByRelatedPodsOnSameNode``)."
 from __future__ import annotations
 
 import pytest
-from _hdeploy_helpers import NS, eventually, mark_all_ready, pods, replicaset
-from _hsched_helpers import add_node
+from _hdeploy_helpers import NS, mark_all_ready, pods, replicaset
+from _hsched_helpers import add_node, wait_for
 
 import kinformer as ki
 from kinformer.server import APIServer
@@ -18,17 +18,17 @@ async def test_scale_down_deletes_a_pod_doubled_up_on_a_node_first() -> None:
             ki.Client(server.url) as client:
         await add_node(client, "node-a")
         await client.create("replicasets", replicaset("spread", 2, {"app": "spread"}), namespace=NS)
-        await eventually(lambda: _scheduled(client, 2), what="2 pods scheduled")
+        await wait_for(lambda: _scheduled(client, 2), what="2 pods scheduled")
         await add_node(client, "node-b")
         await client.patch("replicasets", "spread", {"spec": {"replicas": 3}}, namespace=NS)
-        placed = await eventually(lambda: _scheduled(client, 3), what="3 pods scheduled")
+        placed = await wait_for(lambda: _scheduled(client, 3), what="3 pods scheduled")
         by_node: dict[str, list[str]] = {}
         for pod in placed:
             by_node.setdefault(pod["spec"]["nodeName"], []).append(pod["metadata"]["name"])
         crowded = next(names for names in by_node.values() if len(names) == 2)
         await mark_all_ready(client, "app=spread")
         await client.patch("replicasets", "spread", {"spec": {"replicas": 2}}, namespace=NS)
-        left = await eventually(lambda: _count(client, 2), what="2 pods left")
+        left = await wait_for(lambda: _count(client, 2), what="2 pods left")
         assert {p["spec"]["nodeName"] for p in left} == set(by_node)  # one pod per node is kept
         assert len({p["metadata"]["name"] for p in left} & set(crowded)) == 1
 
