@@ -155,6 +155,13 @@ async def test_kubectl_rollout_pause_resume_and_restart(cluster: tuple[Kubectl, 
     assert len(after) == 2 and not after & before
     history = await kubectl("rollout", "history", "deployment/web")
     assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2", "3"]
+    assert "nginx:1.26" in await kubectl("rollout", "history", "deployment/web", "--revision=2")
+    async with kubelet(client, "app=web"):
+        await kubectl("rollout", "undo", "deployment/web", "--to-revision=1")
+        await kubectl("rollout", "status", "deployment/web", "--timeout=60s")
+    assert await _images(client, "app=web") == {"nginx:1.25"}
+    history = await kubectl("rollout", "history", "deployment/web")
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["2", "3", "4"]
 
 
 async def test_kubectl_rollout_status_fails_once_the_progress_deadline_is_exceeded(

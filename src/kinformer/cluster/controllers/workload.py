@@ -13,6 +13,9 @@ Rules carried over from kube 1.32:
 * :class:`Expectations` is kube's UIDTrackingControllerExpectations: after asking for N creations (or the
   deletion of named pods) a controller does not act again on that key until the informer has observed them,
   or until ``ttl`` (kube's 5 minutes) has passed.
+* :class:`Wakeups` lets a controller's own informer handlers enqueue keys (``Builder.source``), so expectations
+  are lowered before the key they concern is reconciled; :func:`record` writes events one per distinct message,
+  as kube-controller-manager's legacy recorder shows them.
 """
 
 from __future__ import annotations
