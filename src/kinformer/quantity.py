@@ -5,16 +5,20 @@ numbers of at least 1024 (``1024Mi`` -> ``1Gi``, ``1.5Gi`` -> ``1536Mi``); every
 mantissa with a power-of-thousand suffix (``0.5`` -> ``500m``, ``2000`` -> ``2k``, ``1500`` -> ``1500``) or,
 for amounts written with an exponent, ``e<n>`` (``1e3`` stays ``1e3``). Amounts are kept to the nano unit,
 rounded up as kube rounds them.
+
+:class:`Quantity` is an amount with its format for arithmetic (quota usage): a sum keeps the format of its
+left operand unless that is zero, then takes the right one's, as apimachinery's ``Quantity.Add`` does.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["canonical_quantity", "parse_quantity"]
+__all__ = ["Quantity", "canonical_quantity", "parse_quantity"]
 
 _NUMBER = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(.*)$")
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
@@ -56,14 +60,20 @@ def _decimal_text(nanos: int, fmt: str) -> str:
     return f"{nanos}{_DECIMAL_SUFFIX[exponent]}"
 
 
-def canonical_quantity(value: Any) -> str | None:
-    """The canonical text of a quantity (a string or a JSON number); ``None`` when it is not one."""
+def _parsed(value: Any) -> tuple[Fraction, str] | None:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return None
-    parsed = parse_quantity(str(value)) if isinstance(value, str) else (Fraction(value), "DecimalSI")
-    if parsed is None:
-        return None
-    amount, fmt = parsed
+    return parse_quantity(str(value)) if isinstance(value, str) else (Fraction(value), "DecimalSI")
+
+
+def canonical_quantity(value: Any) -> str | None:
+    """The canonical text of a quantity (a string or a JSON number); ``None`` when it is not one."""
+    parsed = _parsed(value)
+    return None if parsed is None else format_quantity(*parsed)
+
+
+def format_quantity(amount: Fraction, fmt: str) -> str:
+    """The canonical text of ``amount`` in format ``fmt`` (``DecimalSI``, ``BinarySI``, ``DecimalExponent``)."""
     nanos = math.ceil(amount * 10**9)
     if nanos == 0:
         return "0"
@@ -74,3 +84,29 @@ def canonical_quantity(value: Any) -> str | None:
             exponent += 1
         return f"{whole}{_BINARY_SUFFIX.get(exponent, '')}"
     return _decimal_text(nanos, "DecimalSI" if fmt == "BinarySI" else fmt)
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    """An exact amount and the format it prints in; ``str()`` is kube's canonical text."""
+
+    amount: Fraction
+    fmt: str = "DecimalSI"
+
+    @classmethod
+    def parse(cls, value: Any) -> Quantity:
+        """A quantity from its text or a JSON number; ``ValueError`` when it is not one."""
+        parsed = _parsed(value)
+        if parsed is None:
+            raise ValueError(f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?"
+                             f"[0-9]*)$', got {value!r}")
+        return cls(*parsed)
+
+    def __add__(self, other: Quantity) -> Quantity:
+        return Quantity(self.amount + other.amount, other.fmt if self.amount == 0 else self.fmt)
+
+    def __sub__(self, other: Quantity) -> Quantity:
+        return Quantity(self.amount - other.amount, other.fmt if self.amount == 0 else self.fmt)
+
+    def __str__(self) -> str:
+        return format_quantity(self.amount, self.fmt)

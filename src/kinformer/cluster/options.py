@@ -31,3 +31,10 @@ class ClusterOptions:
     #: nodeStartupGracePeriod (kube 60 s): the same for a node that never posted a Ready condition.
     node_startup_grace_period: float = 15.0
     # -- workload controllers ------------------------------------------------------------------------------
+    # -- endpoints, endpointslices, disruption budgets and resource quotas (kube-controller-manager) --------
+    #: --resource-quota-sync-period (kube: 5 min): every quota is recounted this often besides on changes.
+    resource_quota_sync_period: float = 60.0
+    #: --max-endpoints-per-slice (kube: 100).
+    max_endpoints_per_slice: int = 100
+    #: The disruption controller's DeletionTimeout (kube: 2 min): an evicted pod not deleted by then counts again.
+    pdb_deletion_timeout: float = 120.0

@@ -37,6 +37,7 @@ from .ipallocator import DEFAULT_SERVICE_CIDR, ServiceAllocator, parse_port_rang
 from .objects import ObjectStore
 from .registry import Registry
 from .requestlog import REQUEST_LOG, RequestLogger
+from .quota_admission import QuotaAdmission
 from .serviceaccount_admission import ServiceAccountAdmission
 from .storage import Compacted, Storage, open_storage
 from .storageprotection import StorageProtection
@@ -173,6 +174,7 @@ class APIServer:
         self.api.admission = dispatcher_over_cache(self.cache)
         self.api.certificates = CertificateAdmission(self.security.authorizer)
         self.api.service_accounts = ServiceAccountAdmission(self.cache, default_account_made=namespace_defaults)
+        self.api.quotas = QuotaAdmission(self.cache, self.store, self.registry, clock)
         self.bootstrap = ClusterBootstrap(self.store, self.cache, self.registry, self.allocator, self._ca_pem,
                                           ca_authoritative=bool(tls), namespace_defaults=namespace_defaults)
         self.api.conversion = Conversion(self.cache, self.registry, self.api.admission.client)

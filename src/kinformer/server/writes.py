@@ -33,6 +33,7 @@ from .registry import ResourceInfo
 from .responses import json_response
 from .routing import Target
 from .scale import scale_of, set_replicas
+from .quota_admission import QuotaAdmission
 from .serviceaccount_admission import ServiceAccountAdmission
 from .storageprotection import protect
 from .validation import decoded_fine, prune_builtin, unknown_fields
@@ -103,6 +104,8 @@ class WriteHandlers(ReadHandlers):
     conversion: Conversion | None = None
     #: Who may approve and sign CertificateSigningRequests, and for which subjects (None: not checked).
     certificates: CertificateAdmission | None = None
+    #: The ResourceQuota admission plugin (None: quotas are not enforced).
+    quotas: QuotaAdmission | None = None
 
     async def _decode(self, request: web.Request, info: ResourceInfo) -> dict[str, Any]:
         """The body as an object; a built-in's is checked by its schema as it is decoded (bounding its depth)."""
@@ -180,6 +183,7 @@ class WriteHandlers(ReadHandlers):
         if hooks is None or not hooks.active():
             await run_sized(size, lambda: self.store.validate(t.info, obj, old, t.subresource))
             await self._validating_plugins(request, t, obj, old)
+            await self._charge_quota(t, obj, old, dry)
             return obj
         attrs = admission_attributes(request, t, "CREATE" if old is None else "UPDATE", dry,
                                      name=(obj.get("metadata") or {}).get("name", ""))
@@ -189,8 +193,14 @@ class WriteHandlers(ReadHandlers):
         await run_sized(size, lambda: self.store.validate(t.info, mutated, old, t.subresource))
         await self._validating_plugins(request, t, mutated, old)
         await hooks.validate(attrs, mutated, old)
+        await self._charge_quota(t, mutated, old, dry)
         add_warnings(headers, attrs.warnings)
         return mutated
+
+    async def _charge_quota(self, t: Target, obj: dict[str, Any], old: Mapping[str, Any] | None, dry: bool) -> None:
+        """ResourceQuota admission, the last validating plugin, as in kube-apiserver."""
+        if self.quotas is not None:
+            await self.quotas.admit(t.info, t.namespace, obj, old, dry_run=dry, subresource=t.subresource)
 
     async def _validating_plugins(self, request: web.Request, t: Target, obj: dict[str, Any],
                                   old: Mapping[str, Any] | None) -> None:

@@ -15,6 +15,11 @@ CONTROLLERS: dict[str, str] = {
     # -- replicaset and deployment ------------------------------------------------------------------------
     "replicaset": "kinformer.cluster.controllers.replicaset:setup",
     "deployment": "kinformer.cluster.controllers.deployment:setup",
+    # -- endpoints, endpointslices, disruption budgets, resource quotas (kube-controller-manager)
+    "endpoint": "kinformer.cluster.controllers.endpoints:setup",
+    "endpointslice": "kinformer.cluster.controllers.endpointslice:setup",
+    "disruption": "kinformer.cluster.controllers.disruption:setup",
+    "resourcequota": "kinformer.cluster.controllers.resourcequota:setup",
 }
 
 __all__ = ["CONTROLLERS"]
