@@ -1,0 +1,47 @@
+"""Test helpers of the endpoints, endpointslice, disruption and resourcequota tests: the test plays the kubelet
+(no simulated node runs here), as kube's controller unit tests use fake pods."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import kinformer as ki
+
+NS = "default"
+READY_AT = "2026-01-01T00:00:00Z"
+
+
+def pod(name: str, labels: dict[str, str], *, ports: list[dict[str, Any]] | None = None,
+        **spec: Any) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "app", "image": "pause"}
+    if ports:
+        container["ports"] = ports
+    return {"metadata": {"name": name, "namespace": NS, "labels": labels},
+            "spec": {"containers": [container], **spec}}
+
+
+async def run_pod(client: ki.Client, name: str, ip: str, *, node: str = "node-1", ready: bool = True) -> None:
+    """What the scheduler and kubelet would do: bind ``name`` to ``node`` and report it Running with ``ip``."""
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": NS},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+    await client.request_bytes("POST", f"/api/v1/namespaces/{NS}/pods/{name}/binding", data=json.dumps(binding).encode(),
+                               headers={"Content-Type": "application/json"})
+    await set_ready(client, name, ready, ip=ip)
+
+
+async def set_ready(client: ki.Client, name: str, ready: bool, *, ip: str | None = None) -> None:
+    """Patch the pod's status as the kubelet reports it: Running, with the Ready condition ``ready``."""
+    status: dict[str, Any] = {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": READY_AT}]}
+    if ip is not None:
+        status["podIP"] = ip
+        status["podIPs"] = [{"ip": ip}]
+    await client.patch_status("pods", name, {"status": status}, namespace=NS, patch_type="strategic")
+
+
+async def wait_object(client: ki.Client, resource: str, name: str,
+                      condition: Callable[[Any], bool], timeout: float = 20) -> Any:
+    """Wait (bounded) until ``resource/name`` in the test namespace satisfies ``condition`` (None: absent)."""
+    return await ki.wait_for(client, resource, name, condition, namespace=NS, timeout=timeout)
