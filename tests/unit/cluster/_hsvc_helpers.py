@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -45,3 +46,29 @@ async def wait_object(client: ki.Client, resource: str, name: str,
                       condition: Callable[[Any], bool], timeout: float = 20) -> Any:
     """Wait (bounded) until ``resource/name`` in the test namespace satisfies ``condition`` (None: absent)."""
     return await ki.wait_for(client, resource, name, condition, namespace=NS, timeout=timeout)
+
+
+async def wait_list(client: ki.Client, resource: str, check: Callable[[list[Any]], bool], *,
+                    label_selector: str | None = None, timeout: float = 20) -> list[Any]:
+    """Wait (bounded, woken by an informer's events, never polling) until ``check`` holds for the objects of
+    ``resource`` in the test namespace; return them."""
+    factory = ki.SharedInformerFactory(client)
+    informer = factory.informer(resource, namespace=NS, label_selector=label_selector)
+    changed = asyncio.Event()
+
+    def touched(*_: Any, **__: Any) -> None:
+        changed.set()
+
+    informer.add_event_handler(on_add=touched, on_update=touched, on_delete=touched)
+    factory.start()
+    try:
+        async with asyncio.timeout(timeout):
+            await factory.wait_for_cache_sync()
+            while True:
+                changed.clear()
+                objs = [dict(o) for o in informer.lister().list(namespace=NS)]
+                if check(objs):
+                    return objs
+                await changed.wait()
+    finally:
+        await factory.shutdown()

@@ -139,11 +139,12 @@ class EndpointsReconciler:
 
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
+        self.client = ctx.manager.client  # cache reads; writes waited for before the service's next sync
         self.recorder = ctx.recorder("endpoint-controller")
 
     async def _cached(self, resource: str, request: Request) -> dict[str, Any] | None:
         try:
-            return dict(await self.ctx.manager.client.get(resource, request.name, namespace=request.namespace))
+            return dict(await self.client.get(resource, request.name, namespace=request.namespace))
         except NotFound:
             return None
 
@@ -151,11 +152,11 @@ class EndpointsReconciler:
         service = await self._cached("services", request)
         if service is None:
             with contextlib.suppress(NotFound):
-                await self.ctx.client.delete("endpoints", request.name, namespace=request.namespace)
+                await self.client.delete("endpoints", request.name, namespace=request.namespace)
             return
         if not (service.get("spec") or {}).get("selector"):
             return
-        pods = [p for p in (await self.ctx.manager.client.list("pods", namespace=request.namespace)).items
+        pods = [p for p in (await self.client.list("pods", namespace=request.namespace)).items
                 if selects(service, p)]
         subsets = desired_subsets(service, pods)
         over = truncate(subsets)
@@ -188,9 +189,9 @@ class EndpointsReconciler:
         verb = "Create" if current is None else "Update"
         try:
             if current is None:
-                await self.ctx.client.create("endpoints", body, namespace=meta["namespace"])
+                await self.client.create("endpoints", body, namespace=meta["namespace"])
             else:
-                await self.ctx.client.replace("endpoints", body, namespace=meta["namespace"])
+                await self.client.replace("endpoints", body, namespace=meta["namespace"])
         except Exception as e:
             self.recorder.event(body, "Warning", f"FailedTo{verb}Endpoint",
                                 f"Failed to {verb.lower()} endpoint for service {meta['namespace']}/{meta['name']}: {e}")
