@@ -144,7 +144,8 @@ class PodSubresources(WriteHandlers):
         """Judge ``pod``'s eviction by its disruption budget: (the budget's name, whether to pin the pod's version).
 
         Raises the refusal when the budget allows no disruption; otherwise takes one from it, unless the pod
-        is not ready and the budget has its healthy pods without it (then the pod is pinned instead).
+        is not ready and either the budget's ``unhealthyPodEvictionPolicy`` is ``AlwaysAllow`` or the budget has
+        its healthy pods without it (``IfHealthyBudget``, the default): then the pod is pinned instead.
         """
         pdb_info = self.registry.get("policy", "v1", "poddisruptionbudgets")
         name = self._budget_of(pdb_info, t.namespace, pod) if pdb_info is not None else None
@@ -155,7 +156,8 @@ class PodSubresources(WriteHandlers):
         pdb, _ = await self.store.read(pdb_info, t.namespace, name)
         status = pdb.get("status") or {}
         desired = status.get("desiredHealthy", 0)
-        if not _ready(pod) and status.get("currentHealthy", 0) >= desired > 0:
+        if not _ready(pod) and ((pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy") == "AlwaysAllow" or
+                                status.get("currentHealthy", 0) >= desired > 0):
             return name, True
 
         def try_decrement(current: dict[str, Any] | None) -> dict[str, Any]:
