@@ -35,9 +35,9 @@ from .handlerchain import HandlerChain
 from .handlers import ResourceAPI
 from .ipallocator import DEFAULT_SERVICE_CIDR, ServiceAllocator, parse_port_range
 from .objects import ObjectStore
+from .quota_admission import QuotaAdmission
 from .registry import Registry
 from .requestlog import REQUEST_LOG, RequestLogger
-from .quota_admission import QuotaAdmission
 from .serviceaccount_admission import ServiceAccountAdmission
 from .storage import Compacted, Storage, open_storage
 from .storageprotection import StorageProtection

@@ -28,12 +28,12 @@ from .jsoncopy import json_copy
 from .objects import parse_rv, timestamp
 from .offloop import run_sized
 from .query import make_filter, truthy
+from .quota_admission import QuotaAdmission
 from .reads import ReadHandlers
 from .registry import ResourceInfo
 from .responses import json_response
 from .routing import Target
 from .scale import scale_of, set_replicas
-from .quota_admission import QuotaAdmission
 from .serviceaccount_admission import ServiceAccountAdmission
 from .storageprotection import protect
 from .validation import decoded_fine, prune_builtin, unknown_fields

@@ -27,8 +27,8 @@ async def run_pod(client: ki.Client, name: str, ip: str, *, node: str = "node-1"
     """What the scheduler and kubelet would do: bind ``name`` to ``node`` and report it Running with ``ip``."""
     binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": NS},
                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
-    await client.request_bytes("POST", f"/api/v1/namespaces/{NS}/pods/{name}/binding", data=json.dumps(binding).encode(),
-                               headers={"Content-Type": "application/json"})
+    await client.request_bytes("POST", f"/api/v1/namespaces/{NS}/pods/{name}/binding",
+                               data=json.dumps(binding).encode(), headers={"Content-Type": "application/json"})
     await set_ready(client, name, ready, ip=ip)
 
 

@@ -8,13 +8,12 @@ import json
 from typing import Any
 
 import pytest
+from _hsvc_helpers import NS, pod, run_pod, wait_list, wait_object
 
 import kinformer as ki
 from kinformer.cluster import ClusterOptions
 from kinformer.cluster.controllers.disruption import scaled_value
 from kinformer.server import APIServer
-
-from _hsvc_helpers import NS, pod, run_pod, wait_object
 
 PDBS = "poddisruptionbudgets.policy"
 
@@ -82,6 +81,9 @@ async def test_should_create_a_pod_disruption_budget_and_observe_its_status(clie
     assert (status["currentHealthy"], status["desiredHealthy"], status["expectedPods"],
             status["disruptionsAllowed"]) == (0, 1, 0, 0)
     assert condition(status) == ("False", "InsufficientPods")
+    events = await wait_list(client, "events", lambda evs: any(e.get("reason") == "NoPods" for e in evs))
+    assert {(e["type"], e["message"]) for e in events if e.get("reason") == "NoPods"} == \
+        {("Normal", "No matching pods found")}
     await running_pods(client, 3)
     status = await wait_status(client, currentHealthy=3, disruptionsAllowed=2)
     assert (status["desiredHealthy"], status["expectedPods"]) == (1, 3)
@@ -153,6 +155,10 @@ async def test_a_pod_whose_controller_has_no_scale_fails_the_sync_safely(client:
     (cond,) = pdb["status"]["conditions"]
     assert cond["status"] == "False" and cond["message"] == 'found no controllers for pod "pod-0"'
     assert pdb["status"].get("disruptionsAllowed", 0) == 0
+    events = await wait_list(client, "events", lambda evs: any(
+        e.get("reason") == "CalculateExpectedPodCountFailed" for e in evs))
+    (failed,) = {e["message"] for e in events if e.get("reason") == "CalculateExpectedPodCountFailed"}
+    assert failed == 'Failed to calculate the number of expected pods: found no controllers for pod "pod-0"'
 
 
 async def test_should_not_evict_unready_pods_with_the_if_healthy_budget_policy_but_with_always_allow(

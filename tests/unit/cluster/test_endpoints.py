@@ -6,12 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _hsvc_helpers import NS, pod, run_pod, set_ready, wait_object
 
 import kinformer as ki
 from kinformer.cluster.controllers.endpoints import MAX_CAPACITY, OVER_CAPACITY, TRIGGER_TIME, truncate
 from kinformer.server import APIServer
-
-from _hsvc_helpers import NS, pod, run_pod, set_ready, wait_object
 
 
 @pytest.fixture
@@ -108,7 +107,8 @@ async def test_endpoints_go_with_their_service_and_selectorless_services_are_lef
 
 def test_more_than_max_capacity_addresses_are_truncated_ready_first() -> None:
     def addrs(n: int, start: int = 0) -> list[dict[str, Any]]:
-        return [{"ip": f"10.{(i // 250) % 250}.{i % 250}.1", "targetRef": {"uid": str(i)}} for i in range(start, start + n)]
+        return [{"ip": f"10.{(i // 250) % 250}.{i % 250}.1", "targetRef": {"uid": str(i)}}
+                for i in range(start, start + n)]
 
     subsets = [{"addresses": addrs(600), "notReadyAddresses": addrs(300, 600)},
                {"addresses": addrs(200, 900), "notReadyAddresses": addrs(100, 1100)}]

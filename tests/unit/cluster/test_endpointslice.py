@@ -6,13 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _hsvc_helpers import NS, pod, run_pod, set_ready, wait_list
 
 import kinformer as ki
 from kinformer.cluster import ClusterOptions
 from kinformer.cluster.controllers.endpointslice import MANAGED_BY, SERVICE_NAME
 from kinformer.server import APIServer
-
-from _hsvc_helpers import NS, pod, run_pod, set_ready, wait_list
 
 SLICES = "endpointslices.discovery.k8s.io"
 

@@ -91,7 +91,7 @@ async def test_should_create_a_resourcequota_and_capture_the_life_of_a_service(c
     await client.create("services", {"metadata": {"name": "lb", "namespace": NS},
                                      "spec": {"type": "LoadBalancer", "ports": ports}})
     await wait_used(client, "test-quota", {"services": "3", "services.nodeports": "2", "services.loadbalancers": "1"})
-    with pytest.raises(ki.Forbidden, match="exceeded quota: test-quota, requested: services.loadbalancers=1,"):
+    with pytest.raises(ki.Forbidden, match=r"exceeded quota: test-quota, requested: services\.loadbalancers=1,"):
         await client.create("services", {"metadata": {"name": "lb2", "namespace": NS},
                                          "spec": {"type": "LoadBalancer", "ports": ports}})
     await client.delete("services", "np", namespace=NS)

@@ -129,7 +129,7 @@ async def test_service_node_ports_and_load_balancers_are_charged_on_create_and_u
                                      "spec": {"type": "NodePort", "ports": ports}})
     assert await used(client, "svc") == {"services": "1", "services.nodeports": "2", "services.loadbalancers": "0"}
     await client.create("services", {"metadata": {"name": "plain", "namespace": NS}, "spec": {"ports": ports[:1]}})
-    with pytest.raises(ki.Forbidden, match="requested: services.nodeports=1, used: services.nodeports=2"):
+    with pytest.raises(ki.Forbidden, match=r"requested: services\.nodeports=1, used: services\.nodeports=2"):
         await client.patch("services", "plain", {"spec": {"type": "NodePort"}}, namespace=NS)
 
 

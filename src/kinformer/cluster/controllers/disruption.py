@@ -69,7 +69,8 @@ def _selector_text(selector: Obj) -> str:
     labels = "".join(f"{k}: {v}," for k, v in sorted((selector.get("matchLabels") or {}).items()))
     exprs = ",".join(f"LabelSelectorRequirement{{Key:{e.get('key')},Operator:{e.get('operator')},"
                      f"Values:[{' '.join(e.get('values') or [])}],}}" for e in selector.get("matchExpressions") or ())
-    return f"&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}"
+    return (f"&LabelSelector{{MatchLabels:map[string]string{{{labels}}},"
+            f"MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}")
 
 
 def selected_pods(pdb: Obj, pods: list[Obj]) -> list[Obj]:
@@ -105,7 +106,8 @@ class DisruptionReconciler:
             pdb = dict(await self.client.get(PDBS, request.name, namespace=request.namespace))
         except NotFound:
             return None
-        pods = selected_pods(pdb, (await self.client.list("pods", namespace=request.namespace)).items)
+        pods = sorted(selected_pods(pdb, (await self.client.list("pods", namespace=request.namespace)).items),
+                      key=lambda p: p["metadata"]["name"])
         if not pods:
             self.recorder.event(pdb, "Normal", "NoPods", "No matching pods found")
         try:

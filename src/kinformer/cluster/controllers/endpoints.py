@@ -34,8 +34,16 @@ from kinformer.controller import Request
 from kinformer.errors import NotFound
 
 from ..cluster import ControllerContext
-from .endpointutil import Obj, find_port, pod_ip, pod_ready, selects, services_selecting, should_be_endpoint, \
-    trigger_time
+from .endpointutil import (
+    Obj,
+    find_port,
+    pod_ip,
+    pod_ready,
+    selects,
+    services_selecting,
+    should_be_endpoint,
+    trigger_time,
+)
 
 __all__ = ["MAX_CAPACITY", "EndpointsReconciler", "setup"]
 
@@ -193,8 +201,8 @@ class EndpointsReconciler:
             else:
                 await self.client.replace("endpoints", body, namespace=meta["namespace"])
         except Exception as e:
-            self.recorder.event(body, "Warning", f"FailedTo{verb}Endpoint",
-                                f"Failed to {verb.lower()} endpoint for service {meta['namespace']}/{meta['name']}: {e}")
+            self.recorder.event(body, "Warning", f"FailedTo{verb}Endpoint", f"Failed to {verb.lower()} endpoint "
+                                f"for service {meta['namespace']}/{meta['name']}: {e}")
             raise
 
 

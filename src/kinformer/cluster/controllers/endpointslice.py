@@ -30,7 +30,7 @@ rebalancing ("fill" of partially full slices beyond the placement order above).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kinformer.controller import Request
@@ -38,8 +38,16 @@ from kinformer.errors import NotFound
 
 from ..cluster import ControllerContext
 from .endpoints import HEADLESS, TRIGGER_TIME, is_headless
-from .endpointutil import Obj, find_port, pod_ip, pod_ready, selects, services_selecting, should_be_endpoint, \
-    trigger_time
+from .endpointutil import (
+    Obj,
+    find_port,
+    pod_ip,
+    pod_ready,
+    selects,
+    services_selecting,
+    should_be_endpoint,
+    trigger_time,
+)
 
 __all__ = ["MANAGED_BY", "SERVICE_NAME", "EndpointSliceReconciler", "setup"]
 
@@ -65,7 +73,7 @@ def _ports(service: Obj, pod: Obj) -> list[dict[str, Any]]:
     return out
 
 
-def port_key(ports: list[Mapping[str, Any]]) -> PortKey:
+def port_key(ports: Sequence[Mapping[str, Any]]) -> PortKey:
     return tuple(sorted((p.get("name") or "", int(p.get("port") or 0), p.get("protocol") or "TCP",
                          p.get("appProtocol") or "") for p in ports))
 
