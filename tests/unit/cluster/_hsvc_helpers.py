@@ -4,14 +4,25 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import kinformer as ki
+from kinformer.cluster import ClusterOptions
+from kinformer.server import APIServer
 
 NS = "default"
 READY_AT = "2026-01-01T00:00:00Z"
+
+
+@contextlib.asynccontextmanager
+async def cluster_client(*controllers: str, **options: Any) -> AsyncIterator[ki.Client]:
+    """A client of an in-memory server running ``controllers`` with ``ClusterOptions(**options)``."""
+    async with APIServer(storage="memory", controllers=list(controllers),
+                         cluster_options=ClusterOptions(**options)) as server, ki.Client(server.url) as client:
+        yield client
 
 
 def pod(name: str, labels: dict[str, str], *, ports: list[dict[str, Any]] | None = None,

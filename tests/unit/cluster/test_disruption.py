@@ -5,24 +5,21 @@ owned by a ReplicaSet are created here)."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from _hsvc_helpers import NS, pod, run_pod, wait_list, wait_object
+from _hsvc_helpers import NS, cluster_client, pod, run_pod, wait_list, wait_object
 
 import kinformer as ki
-from kinformer.cluster import ClusterOptions
 from kinformer.cluster.controllers.disruption import scaled_value
-from kinformer.server import APIServer
 
 PDBS = "poddisruptionbudgets.policy"
 
 
 @pytest.fixture
-async def client():
-    async with APIServer(storage="memory", controllers=["disruption"],
-                         cluster_options=ClusterOptions(pdb_deletion_timeout=1.0)) as server, \
-            ki.Client(server.url) as c:
+async def client() -> AsyncIterator[ki.Client]:
+    async with cluster_client("disruption", pdb_deletion_timeout=1.0) as c:
         yield c
 
 

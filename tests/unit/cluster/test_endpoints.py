@@ -3,19 +3,19 @@ endpoint from pods"); the test plays the kubelet."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from _hsvc_helpers import NS, pod, run_pod, set_ready, wait_object
+from _hsvc_helpers import NS, cluster_client, pod, run_pod, set_ready, wait_object
 
 import kinformer as ki
 from kinformer.cluster.controllers.endpoints import MAX_CAPACITY, OVER_CAPACITY, TRIGGER_TIME, truncate
-from kinformer.server import APIServer
 
 
 @pytest.fixture
-async def client():
-    async with APIServer(storage="memory", controllers=["endpoint"]) as server, ki.Client(server.url) as c:
+async def client() -> AsyncIterator[ki.Client]:
+    async with cluster_client("endpoint") as c:
         yield c
 
 

@@ -3,24 +3,21 @@ kubelet (pod IPs and readiness)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from _hsvc_helpers import NS, pod, run_pod, set_ready, wait_list
+from _hsvc_helpers import NS, cluster_client, pod, run_pod, set_ready, wait_list
 
 import kinformer as ki
-from kinformer.cluster import ClusterOptions
 from kinformer.cluster.controllers.endpointslice import MANAGED_BY, SERVICE_NAME
-from kinformer.server import APIServer
 
 SLICES = "endpointslices.discovery.k8s.io"
 
 
 @pytest.fixture
-async def client():
-    async with APIServer(storage="memory", controllers=["endpointslice"],
-                         cluster_options=ClusterOptions(max_endpoints_per_slice=3)) as server, \
-            ki.Client(server.url) as c:
+async def client() -> AsyncIterator[ki.Client]:
+    async with cluster_client("endpointslice", max_endpoints_per_slice=3) as c:
         yield c
 
 

@@ -3,23 +3,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from _hsvc_helpers import NS, cluster_client
 
 import kinformer as ki
-from kinformer.cluster import ClusterOptions
-from kinformer.server import APIServer
-
-NS = "default"
 
 
 @pytest.fixture
-async def client():
-    async with APIServer(storage="memory", controllers=["resourcequota"],
-                         cluster_options=ClusterOptions(resource_quota_sync_period=1.0)) as server, \
-            ki.Client(server.url) as c:
+async def client() -> AsyncIterator[ki.Client]:
+    async with cluster_client("resourcequota", resource_quota_sync_period=1.0) as c:
         yield c
 
 

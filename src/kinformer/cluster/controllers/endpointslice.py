@@ -37,17 +37,9 @@ from kinformer.controller import Request
 from kinformer.errors import NotFound
 
 from ..cluster import ControllerContext
+from . import endpointutil as util
 from .endpoints import HEADLESS, TRIGGER_TIME, is_headless
-from .endpointutil import (
-    Obj,
-    find_port,
-    pod_ip,
-    pod_ready,
-    selects,
-    services_selecting,
-    should_be_endpoint,
-    trigger_time,
-)
+from .endpointutil import Obj
 
 __all__ = ["MANAGED_BY", "SERVICE_NAME", "EndpointSliceReconciler", "setup"]
 
@@ -63,7 +55,7 @@ PortKey = tuple[tuple[str, int, str, str], ...]
 def _ports(service: Obj, pod: Obj) -> list[dict[str, Any]]:
     out = []
     for sp in (service.get("spec") or {}).get("ports") or ():
-        number = find_port(pod, sp)
+        number = util.find_port(pod, sp)
         if number is None:
             continue
         port: dict[str, Any] = {"name": sp.get("name") or "", "port": number, "protocol": sp.get("protocol") or "TCP"}
@@ -87,11 +79,11 @@ def endpoint_key(endpoint: Mapping[str, Any]) -> tuple[Any, ...]:
 def to_endpoint(service: Obj, pod: Obj, zone: str | None) -> dict[str, Any]:
     """kube's ``podToEndpoint``."""
     meta, spec = pod["metadata"], pod.get("spec") or {}
-    serving = pod_ready(pod)
+    serving = util.pod_ready(pod)
     terminating = bool(meta.get("deletionTimestamp"))
     publish = bool((service.get("spec") or {}).get("publishNotReadyAddresses"))
     endpoint: dict[str, Any] = {
-        "addresses": [pod_ip(pod)],
+        "addresses": [util.pod_ip(pod)],
         "conditions": {"ready": publish or (serving and not terminating), "serving": serving,
                        "terminating": terminating},
         "targetRef": {"kind": "Pod", "namespace": meta.get("namespace", ""), "name": meta["name"],
@@ -181,7 +173,7 @@ class EndpointSliceReconciler:
                                                     list[Obj]]:
         namespace = service["metadata"]["namespace"]
         pods = [p for p in (await self.client.list("pods", namespace=namespace)).items
-                if selects(service, p) and should_be_endpoint(p, True)]
+                if util.selects(service, p) and util.should_be_endpoint(p, True)]
         groups: dict[PortKey, tuple[list[dict[str, Any]], dict[Any, Any]]] = {}
         for pod in sorted(pods, key=lambda p: p["metadata"]["name"]):
             ports = _ports(service, pod)
@@ -216,7 +208,7 @@ class EndpointSliceReconciler:
             else:
                 plan.unchanged.append(keep)
         plan.delete += stale
-        await self._apply(service, plan, trigger_time(service, pods))
+        await self._apply(service, plan, util.trigger_time(service, pods))
 
     async def _apply(self, service: Obj, plan: Plan, trigger: str | None) -> None:
         namespace = service["metadata"]["namespace"]
@@ -267,6 +259,6 @@ def setup(ctx: ControllerContext) -> None:
     mgr = ctx.manager
     services = mgr.informer("services")
     mgr.informer("nodes")  # zones: read from the cache
-    mapper = services_selecting(lambda ns: services.lister().list(namespace=ns))
+    mapper = util.services_selecting(lambda ns: services.lister().list(namespace=ns))
     mgr.controller(EndpointSliceReconciler(ctx), "endpointslice").for_("services") \
         .watches("pods", mapper=mapper).owns(SLICES).workers(ctx.options.workers)
