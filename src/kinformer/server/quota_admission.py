@@ -10,7 +10,8 @@ kube-apiserver runs it last among the validating plugins; so does this server. I
   quota's hard names; when ``used + charge`` passes ``hard`` the write is refused with 403 and kube's text:
   ``pods "web" is forbidden: exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2``; a pod
   not naming a tracked cpu or memory request or limit: ``failed quota: q: must specify limits.cpu for: web``.
-* Every covering quota is checked before any is charged; each charge is a compare-and-swap on the quota's
+* Every covering quota is checked before any is charged (a refusal seen on the watch cache's copy is judged
+  again on the stored quota); each charge is a compare-and-swap on the quota's
   resourceVersion (the store's guaranteed update), judged again on the quota's newest state after a lost
   swap, so concurrent creates never take ``used`` past ``hard``. A dry run is checked but not charged.
 * Nothing is given back here: deletions, and writes that failed after admission, are set right by the
@@ -60,15 +61,30 @@ class QuotaAdmission:
         if quota_info is None or not cached:
             return
         charge = _Charge(info, obj, old, self._now(), subresource)
-        charges = [(q["metadata"]["name"], delta) for q in cached if (delta := charge.against(q))]
-        if dry_run or not charges:
+        charged = [name for q in cached if (name := await self._judge(quota_info, charge, q))]
+        if dry_run:
             return
-        for name, _ in charges:
+        for name in charged:
             try:
                 await self.store.guaranteed_update(quota_info, namespace, name, charge.apply)
             except st.StatusError as e:
                 if e.code != 404:  # a quota deleted meanwhile limits nothing
                     raise
+
+    async def _judge(self, quota_info: ResourceInfo, charge: _Charge, cached: Mapping[str, Any]) -> str | None:
+        """The name of ``cached`` when it takes a charge; a refusal judged on the cached copy is judged again
+        on the quota as stored (the watch cache may lag a recount that freed room)."""
+        try:
+            return cached["metadata"]["name"] if charge.against(cached) else None
+        except st.StatusError:
+            meta = cached["metadata"]
+            try:
+                stored, _ = await self.store.read(quota_info, meta["namespace"], meta["name"])
+            except st.StatusError as e:
+                if e.code == 404:
+                    return None
+                raise
+            return meta["name"] if charge.against(stored) else None
 
     def _now(self) -> datetime.datetime:
         return datetime.datetime.fromtimestamp(self.clock.wall(), datetime.UTC)
