@@ -17,7 +17,8 @@ Rules carried over from kube 1.32:
   them, drops the gone ones, puts new ones first into slices already being updated, then into other slices with
   room, then into new slices; a slice left empty is deleted; a service with no endpoint keeps one placeholder
   slice (no ports, no endpoints);
-* a service's slices are deleted when it is deleted or loses its selector; an ExternalName service gets none.
+* a service's slices are deleted when it is deleted (kube leaves that to the garbage collector, through the
+  owner reference), loses its selector or becomes ExternalName (kube 1.32 stops updating them then).
   A failed write is recorded as a Warning event ``FailedToUpdateEndpointSlices`` on the service and retried.
 
 Writes go through the Manager's cache-reading client, so a service's next sync waits until its cache holds the
