@@ -180,3 +180,12 @@ async def test_should_be_able_to_update_and_delete_resourcequota(client: ki.Clie
     q = await ki.wait_for(client, "resourcequotas", "test-quota",
                           lambda o: (o.get("status") or {}).get("hard") == {"pods": "2"}, namespace=NS, timeout=20)
     assert q["status"]["used"] == {"pods": "0"}
+
+
+async def test_a_resource_no_informer_watches_is_recounted_every_sync_period(client: ki.Client) -> None:
+    await create_quota(client, "leases", {"count/leases.coordination.k8s.io": "2"})
+    await wait_used(client, "leases", {"count/leases.coordination.k8s.io": "0"})
+    await client.create("leases.coordination.k8s.io", {"metadata": {"name": "l1", "namespace": NS}, "spec": {}})
+    await wait_used(client, "leases", {"count/leases.coordination.k8s.io": "1"})  # charged by admission
+    await client.delete("leases.coordination.k8s.io", "l1", namespace=NS)
+    await wait_used(client, "leases", {"count/leases.coordination.k8s.io": "0"})  # the periodic recount (1 s)
