@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import kinformer as ki
-from unit.cluster._hsvc_helpers import NS, cluster_client, pod, run_pod, set_ready, wait_list, wait_object
+from unit.cluster._hsvc_helpers import NS, cluster_client, evict, pod, run_pod, set_ready, wait_list, wait_object
 
 SLICES = "endpointslices.discovery.k8s.io"
 PDBS = "poddisruptionbudgets.policy"
@@ -49,9 +49,7 @@ async def test_a_service_its_budget_and_its_quota_follow_readiness_and_evictions
 
         await set_ready(client, "web-2", True)
         await wait_object(client, PDBS, "web", lambda p: p["status"].get("disruptionsAllowed") == 1)
-        await client.request_bytes("POST", f"/api/v1/namespaces/{NS}/pods/web-0/eviction",
-                                   data=b'{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web-0"}}',
-                                   headers={"Content-Type": "application/json"})
+        await evict(client, "web-0")
         await wait_object(client, "pods", "web-0", lambda p: p is None)
         await wait_object(client, "endpoints", "web", lambda e: ready_ips(e) == ["10.1.0.2", "10.1.0.3"])
         await wait_list(client, SLICES, lambda s: slice_ready(s) == {"web-1": True, "web-2": True},

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -38,8 +37,7 @@ async def run_pod(client: ki.Client, name: str, ip: str, *, node: str = "node-1"
     """What the scheduler and kubelet would do: bind ``name`` to ``node`` and report it Running with ``ip``."""
     binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": NS},
                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
-    await client.request_bytes("POST", f"/api/v1/namespaces/{NS}/pods/{name}/binding",
-                               data=json.dumps(binding).encode(), headers={"Content-Type": "application/json"})
+    await client.create("pods", binding, namespace=NS, subresource="binding")
     await set_ready(client, name, ready, ip=ip)
 
 
@@ -51,6 +49,12 @@ async def set_ready(client: ki.Client, name: str, ready: bool, *, ip: str | None
         status["podIP"] = ip
         status["podIPs"] = [{"ip": ip}]
     await client.patch_status("pods", name, {"status": status}, namespace=NS, patch_type="strategic")
+
+
+async def evict(client: ki.Client, name: str) -> None:
+    """POST a policy/v1 Eviction of the pod ``name`` (what ``kubectl drain`` does)."""
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": NS}}
+    await client.create("pods", eviction, namespace=NS, subresource="eviction")
 
 
 async def wait_object(client: ki.Client, resource: str, name: str,

@@ -4,12 +4,11 @@ owned by a ReplicaSet are created here)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from _hsvc_helpers import NS, cluster_client, pod, run_pod, wait_list, wait_object
+from _hsvc_helpers import NS, cluster_client, evict, pod, run_pod, wait_list, wait_object
 
 import kinformer as ki
 from kinformer.cluster.controllers.disruption import scaled_value
@@ -21,12 +20,6 @@ PDBS = "poddisruptionbudgets.policy"
 async def client() -> AsyncIterator[ki.Client]:
     async with cluster_client("disruption", pdb_deletion_timeout=1.0) as c:
         yield c
-
-
-async def evict(client: ki.Client, name: str) -> None:
-    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": NS}}
-    await client.request_bytes("POST", f"/api/v1/namespaces/{NS}/pods/{name}/eviction",
-                               data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
 
 
 async def create_pdb(client: ki.Client, **spec: Any) -> None:
