@@ -173,3 +173,15 @@ async def test_an_eviction_not_followed_by_a_deletion_expires_from_disrupted_pod
                                                        "disruptionsAllowed": 0}}, namespace=NS)
     status = await wait_status(client, currentHealthy=2, disruptionsAllowed=1)
     assert "disruptedPods" not in status
+
+
+async def test_should_observe_that_the_pdb_status_is_not_updated_for_unmanaged_pods(client: ki.Client) -> None:
+    await create_pdb(client, maxUnavailable=1)
+    await running_pods(client, 2)
+    status = await wait_status(client, currentHealthy=2)
+    assert (status["expectedPods"], status["desiredHealthy"], status["disruptionsAllowed"]) == (0, 0, 0)
+    events = await wait_list(client, "events", lambda evs: any(e.get("reason") == "UnmanagedPods" for e in evs))
+    (message,) = {e["message"] for e in events if e.get("reason") == "UnmanagedPods"}
+    assert message.startswith("Pods selected by this PodDisruptionBudget (selector: &LabelSelector{MatchLabels:"
+                              "map[string]string{foo: bar,},MatchExpressions:[]LabelSelectorRequirement{},}) were "
+                              "found to be unmanaged.")
