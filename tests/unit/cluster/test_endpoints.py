@@ -11,6 +11,7 @@ from _hsvc_helpers import NS, cluster_client, pod, run_pod, set_ready, wait_obje
 
 import kinformer as ki
 from kinformer.cluster.controllers.endpoints import MAX_CAPACITY, OVER_CAPACITY, TRIGGER_TIME, truncate
+from kinformer.cluster.controllers.endpointutil import TriggerTimeTracker
 
 
 @pytest.fixture
@@ -120,3 +121,20 @@ def test_more_than_max_capacity_addresses_are_truncated_ready_first() -> None:
     assert len(many[0]["addresses"]) == MAX_CAPACITY and "notReadyAddresses" not in many[0]
     assert not truncate([{"addresses": addrs(MAX_CAPACITY)}])
     assert OVER_CAPACITY == "endpoints.kubernetes.io/over-capacity"
+
+
+def test_the_trigger_time_is_the_earliest_change_since_the_previous_sync() -> None:
+    tracker = TriggerTimeTracker()
+    svc = {"metadata": {"name": "web", "namespace": NS, "creationTimestamp": "2026-01-01T00:00:05Z"}}
+
+    def ready_pod(name: str, since: str) -> dict[str, Any]:
+        return {"metadata": {"name": name},
+                "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": since}]}}
+
+    a, b = ready_pod("a", "2026-01-01T00:00:07Z"), ready_pod("b", "2026-01-01T00:00:09Z")
+    assert tracker.compute(svc, [a, b]) == "2026-01-01T00:00:05Z"
+    assert tracker.compute(svc, [a, b]) is None
+    assert tracker.compute(svc, [a, ready_pod("b", "2026-01-01T00:01:00Z"), ready_pod("c", "2026-01-01T00:00:30Z")]) \
+        == "2026-01-01T00:00:30Z"
+    tracker.forget(NS, "web")
+    assert tracker.compute(svc, []) == "2026-01-01T00:00:05Z"

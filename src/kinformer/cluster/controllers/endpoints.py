@@ -13,13 +13,13 @@ Rules carried over from kube 1.32:
   addresses sorted by IP; a headless service without ports lists its pods with no ports;
 * at most :data:`MAX_CAPACITY` addresses: beyond, kube's proportional truncation (ready addresses first) and
   the ``endpoints.kubernetes.io/over-capacity: truncated`` annotation;
-* ``endpoints.kubernetes.io/last-change-trigger-time`` carries the time of the change that led to the write;
+* ``endpoints.kubernetes.io/last-change-trigger-time`` carries the time of the earliest change since the previous
+  sync that led to the write (:class:`~.endpointutil.TriggerTimeTracker`), and is removed when none is known;
 * the Endpoints is written only when its subsets, labels or capacity annotation differ, and deleted with its
   service; a service without a selector is left alone (its Endpoints are the user's). A failed write is
   recorded as a Warning event ``FailedToCreateEndpoint`` / ``FailedToUpdateEndpoint`` and retried with backoff.
 
-Not carried over: dual-stack address families (IPv4 only), the trigger-time tracker's "earliest unprocessed
-change" (the annotation holds the latest change's time), and the batching of pod updates
+Not carried over: dual-stack address families (IPv4 only) and the batching of pod updates
 (``--endpoint-updates-batch-period``).
 """
 
@@ -36,13 +36,13 @@ from kinformer.errors import NotFound
 from ..cluster import ControllerContext
 from .endpointutil import (
     Obj,
+    TriggerTimeTracker,
     find_port,
     pod_ip,
     pod_ready,
     selects,
     services_selecting,
     should_be_endpoint,
-    trigger_time,
 )
 
 __all__ = ["MAX_CAPACITY", "EndpointsReconciler", "setup"]
@@ -149,6 +149,7 @@ class EndpointsReconciler:
         self.ctx = ctx
         self.client = ctx.manager.client  # cache reads; writes waited for before the service's next sync
         self.recorder = ctx.recorder("endpoint-controller")
+        self.triggers = TriggerTimeTracker()
 
     async def _cached(self, resource: str, request: Request) -> dict[str, Any] | None:
         try:
@@ -159,6 +160,7 @@ class EndpointsReconciler:
     async def reconcile(self, request: Request) -> None:
         service = await self._cached("services", request)
         if service is None:
+            self.triggers.forget(request.namespace, request.name)
             with contextlib.suppress(NotFound):
                 await self.client.delete("endpoints", request.name, namespace=request.namespace)
             return
@@ -166,12 +168,13 @@ class EndpointsReconciler:
             return
         pods = [p for p in (await self.client.list("pods", namespace=request.namespace)).items
                 if selects(service, p)]
+        trigger = self.triggers.compute(service, pods)
         subsets = desired_subsets(service, pods)
         over = truncate(subsets)
         current = await self._cached("endpoints", request)
         if current is not None and self._unchanged(current, service, subsets, over):
             return
-        await self._write(service, current, subsets, over, trigger_time(service, pods))
+        await self._write(service, current, subsets, over, trigger)
 
     @staticmethod
     def _unchanged(current: Obj, service: Obj, subsets: list[dict[str, Any]], over: bool) -> bool:

@@ -7,7 +7,8 @@ Rules carried over from kube 1.32:
   ``blockOwnerDeletion``), labelled with the service's labels plus ``kubernetes.io/service-name``,
   ``endpointslice.kubernetes.io/managed-by: endpointslice-controller.k8s.io`` (and
   ``service.kubernetes.io/headless`` for a headless service), ``addressType: IPv4``, and carries the
-  ``endpoints.kubernetes.io/last-change-trigger-time`` annotation when written;
+  ``endpoints.kubernetes.io/last-change-trigger-time`` annotation when written (kube's trigger-time tracker:
+  the earliest change since the previous sync);
 * every pod the service selects that has an IP and is not terminal is an endpoint (terminating pods too):
   ``conditions.ready`` = Ready and not terminating (always true with ``publishNotReadyAddresses``),
   ``serving`` = Ready, ``terminating`` = being deleted; ``nodeName``, ``zone`` (the node's
@@ -148,6 +149,7 @@ class EndpointSliceReconciler:
         self.ctx = ctx
         self.client = ctx.manager.client  # cache reads; writes waited for before the service's next sync
         self.recorder = ctx.recorder("endpoint-slice-controller")
+        self.triggers = util.TriggerTimeTracker()
 
     async def reconcile(self, request: Request) -> None:
         try:
@@ -159,6 +161,7 @@ class EndpointSliceReconciler:
             label_selector=f"{SERVICE_NAME}={request.name},{MANAGED_BY}={CONTROLLER_NAME}")).items]
         spec = (service or {}).get("spec") or {}
         if service is None or not spec.get("selector") or spec.get("type") == "ExternalName":
+            self.triggers.forget(request.namespace, request.name)
             for s in slices:
                 with contextlib.suppress(NotFound):
                     await self.client.delete(SLICES, s["metadata"]["name"], namespace=request.namespace)
@@ -209,7 +212,7 @@ class EndpointSliceReconciler:
             else:
                 plan.unchanged.append(keep)
         plan.delete += stale
-        await self._apply(service, plan, util.trigger_time(service, pods))
+        await self._apply(service, plan, self.triggers.compute(service, pods))
 
     async def _apply(self, service: Obj, plan: Plan, trigger: str | None) -> None:
         namespace = service["metadata"]["namespace"]

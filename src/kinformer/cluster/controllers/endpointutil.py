@@ -18,8 +18,8 @@ from typing import Any
 
 from kinformer.controller import Request
 
-__all__ = ["find_port", "pod_ip", "pod_ready", "selects", "services_selecting", "should_be_endpoint",
-           "trigger_time"]
+__all__ = ["TriggerTimeTracker", "find_port", "pod_ip", "pod_ready", "selects", "services_selecting",
+           "should_be_endpoint"]
 
 Obj = Mapping[str, Any]
 TERMINAL = ("Succeeded", "Failed")
@@ -76,14 +76,41 @@ def find_port(pod: Obj, service_port: Obj) -> int | None:
     return None
 
 
-def trigger_time(service: Obj, pods: Iterable[Obj]) -> str | None:
-    """The time of the latest change among the service and its pods (creation, readiness, deletion), for the
-    ``last-change-trigger-time`` annotation; timestamps are RFC 3339 UTC strings, so they compare as text."""
-    times = [(service.get("metadata") or {}).get("creationTimestamp")]
-    for pod in pods:
-        meta = pod.get("metadata") or {}
-        times += [meta.get("creationTimestamp"), meta.get("deletionTimestamp")]
-        times += [c.get("lastTransitionTime") for c in (pod.get("status") or {}).get("conditions") or ()
-                  if c.get("type") == "Ready"]
-    found = [t for t in times if isinstance(t, str) and t]
-    return max(found) if found else None
+class TriggerTimeTracker:
+    """kube's ``TriggerTimeTracker``: the ``last-change-trigger-time`` of a service's next write is the earliest
+    of the trigger times that changed since its previous sync (a pod's: its Ready condition's
+    ``lastTransitionTime``; the service's: its ``creationTimestamp``); None when none changed.
+
+    Times are RFC 3339 UTC strings, so they compare as text. One tracker per controller; a service's key is
+    never synced by two workers at once, so its state needs no lock.
+    """
+
+    def __init__(self) -> None:
+        self._pods: dict[tuple[str, str], dict[str, str]] = {}
+        self._services: dict[tuple[str, str], str] = {}
+
+    def compute(self, service: Obj, pods: Iterable[Obj]) -> str | None:
+        meta = service["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        last_pods = self._pods.get(key, {})
+        changed: list[str] = []
+        seen: dict[str, str] = {}
+        for pod in pods:
+            ready = next((c for c in (pod.get("status") or {}).get("conditions") or () if c.get("type") == "Ready"),
+                         None)
+            when = (ready or {}).get("lastTransitionTime")
+            if isinstance(when, str) and when:
+                name = pod["metadata"]["name"]
+                seen[name] = when
+                if when > last_pods.get(name, ""):
+                    changed.append(when)
+        created = str(meta.get("creationTimestamp") or "")
+        if created > self._services.get(key, ""):
+            changed.append(created)
+        self._pods[key], self._services[key] = seen, created
+        return min(changed) if changed else None
+
+    def forget(self, namespace: str, name: str) -> None:
+        """Drop a deleted service's state."""
+        self._pods.pop((namespace, name), None)
+        self._services.pop((namespace, name), None)
