@@ -189,3 +189,11 @@ async def test_a_resource_no_informer_watches_is_recounted_every_sync_period(cli
     await wait_used(client, "leases", {"count/leases.coordination.k8s.io": "1"})  # charged by admission
     await client.delete("leases.coordination.k8s.io", "l1", namespace=NS)
     await wait_used(client, "leases", {"count/leases.coordination.k8s.io": "0"})  # the periodic recount (1 s)
+
+
+async def test_a_count_of_a_resource_the_server_does_not_serve_has_no_usage(client: ki.Client) -> None:
+    await create_quota(client, "q", {"count/widgets.example.com": "1", "pods": "1"})
+    q = await ki.wait_for(client, "resourcequotas", "q", lambda o: "used" in (o.get("status") or {}),
+                          namespace=NS, timeout=20)
+    assert q["status"]["used"] == {"pods": "0"}
+    assert q["status"]["hard"] == {"count/widgets.example.com": "1", "pods": "1"}

@@ -113,8 +113,12 @@ class QuotaReconciler(ObjectReconciler):
             names = quota.matching_resources(plural, group, hard)
             if not names:
                 continue
+            try:
+                objects = (await self.client.list(spec, namespace=namespace)).items
+            except LookupError:  # a count/ of a resource the server does not serve: no usage, as in kube
+                continue
             total.update({n: quota.ZERO for n in names})
-            for obj in (await self.client.list(spec, namespace=namespace)).items:
+            for obj in objects:
                 if quota.all_scopes_match(rq, plural, group, obj):
                     cost = quota.usage(plural, group, obj, now)
                     total = quota.add(total, {n: cost[n] for n in names if n in cost})
