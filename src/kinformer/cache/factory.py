@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
 from types import TracebackType
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, overload
 
 from kinformer.cache.backoff import Backoff
 from kinformer.cache.multi_namespace import MultiNamespaceListerWatcher
@@ -24,6 +24,7 @@ from kinformer.cache.shared_informer import DEFAULT_WATCH_IDLE_TIMEOUT, SharedIn
 from kinformer.cache.transforms import DEFAULT_TRANSFORM, Transform
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.listwatch import ListerWatcher, ListOptions, TweakedListerWatcher
+from kinformer.typed_resources import ObjT, resource_spec
 
 __all__ = ["InformerKey", "ListerWatcherSource", "SharedInformerFactory"]
 
@@ -93,17 +94,35 @@ class SharedInformerFactory:
         self._started: set[InformerKey] = set()
         self._shutting_down = False
 
+    @overload
+    def informer(self, resource: type[ObjT], *, namespace: str | None = _DEFAULT, resync: float | None = None,
+                 label_selector: str | None = None, field_selector: str | None = None,
+                 watch_idle_timeout: float | None = _DEFAULT, metadata_only: bool = False,
+                 transform: Transform | None = _DEFAULT,
+                 namespaces: Iterable[str] | None = None) -> SharedIndexInformer[ObjT]: ...
+
+    @overload
     def informer(self, resource: str, *, namespace: str | None = _DEFAULT, resync: float | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
                  watch_idle_timeout: float | None = _DEFAULT, metadata_only: bool = False,
                  transform: Transform | None = _DEFAULT,
-                 namespaces: Iterable[str] | None = None) -> SharedIndexInformer:
+                 namespaces: Iterable[str] | None = None) -> SharedIndexInformer[Any]: ...
+
+    def informer(self, resource: str | type, *, namespace: str | None = _DEFAULT, resync: float | None = None,
+                 label_selector: str | None = None, field_selector: str | None = None,
+                 watch_idle_timeout: float | None = _DEFAULT, metadata_only: bool = False,
+                 transform: Transform | None = _DEFAULT,
+                 namespaces: Iterable[str] | None = None) -> SharedIndexInformer[Any]:
         """The shared informer for ``resource`` (created on first request). ``namespace`` defaults to the
         factory's (None: all namespaces); ``resync``, ``watch_idle_timeout`` and ``transform`` (first request
         only) default to the factory's. ``metadata_only`` caches ``meta.k8s.io/v1`` PartialObjectMetadata
         (kind, apiVersion, metadata) instead of whole objects: a separate informer from the full one.
         ``namespaces`` (instead of ``namespace``): one informer over those namespaces, one watch each and
-        one merged cache (:mod:`kinformer.cache.multi_namespace`)."""
+        one merged cache (:mod:`kinformer.cache.multi_namespace`). ``resource`` may be a class standing for
+        the resource (:mod:`kinformer.typed_resources`): the informer is then typed by it (and, as for every
+        spelling, keyed by the name the class stands for: ``ConfigMap`` is ``"v1/ConfigMap"``, not ``"configmaps"``)."""
+        if isinstance(resource, type):
+            resource = resource_spec(resource)
         if namespaces is not None:
             chosen = sorted(set(namespaces))
             if not chosen or not all(chosen):

@@ -30,7 +30,7 @@ import logging
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from kinformer.cache.backoff import Backoff
 from kinformer.cache.delta_fifo import Delta, DeltaFIFO, DeltaType, FIFOClosed
@@ -53,6 +53,7 @@ from kinformer.cache.tombstone import DeletedFinalStateUnknown
 from kinformer.cache.transforms import DEFAULT_TRANSFORM, Transform, strip_managed_fields
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.listwatch import ListerWatcher
+from kinformer.typed_resources import ObjT
 
 if TYPE_CHECKING:
     from kinformer.cache.lister import Lister
@@ -98,7 +99,7 @@ def _resource_version(obj: Any) -> Any:
         return None
 
 
-class SharedIndexInformer:
+class SharedIndexInformer(Generic[ObjT]):
     """Lists and watches one resource into an :class:`Indexer` and fans changes out to event handlers.
 
     ``resync`` is the default handler resync period in seconds (0: never; otherwise at least 1 s).
@@ -159,7 +160,7 @@ class SharedIndexInformer:
     def get_store(self) -> Indexer:
         return self._indexer
 
-    def lister(self) -> Lister:
+    def lister(self) -> Lister[ObjT]:
         """A :class:`kinformer.cache.lister.Lister` over the cache."""
         from kinformer.cache.lister import Lister
 

@@ -1,4 +1,4 @@
-"""The ``kinformer`` command: ``serve``, ``watch`` and ``demo``.
+"""The ``kinformer`` command: ``serve``, ``watch``, ``demo``, and for operator authors ``run``, ``rbac``, ``crd``.
 
 Each subcommand lives beside the code it drives (``add_arguments`` and ``main``); those modules
 keep their heavy imports inside ``main`` so building the parser stays cheap.
@@ -10,13 +10,16 @@ import argparse
 import importlib
 import sys
 
-_DESCRIPTION = "The kinformer command: serve, watch and demo."  # plain text, as every help string here
+_DESCRIPTION = "The kinformer command: serve, watch, demo, run, rbac and crd."  # plain text, as every help string here
 
 # subcommand -> (module, help). Each module defines add_arguments(parser) and main(args) -> int.
 _COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("kinformer.server.cli", "run the embedded Kubernetes-compatible API server"),
     "watch": ("kinformer.cli.watch", "run an informer and print each delta as it arrives"),
     "demo": ("kinformer.demo", "the sample controller against an embedded server, with faults"),
+    "run": ("kinformer.cli.run", "run a Manager (MODULE:ATTR) with controller-runtime's flags"),
+    "rbac": ("kinformer.cli.rbac", "print the RBAC roles a Manager (MODULE:ATTR) needs, as YAML"),
+    "crd": ("kinformer.cli.crd", "print the CRDs a module defines (MODULE:ATTR), as YAML"),
 }
 
 

@@ -36,6 +36,11 @@ from kinformer.client.watch import iter_events
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.errors import APIError, from_status
 from kinformer.listwatch import ListOptions, ListResult, WatchEvent
+from kinformer.typed_resources import ObjT, resource_spec
+
+#: A resource: its name (any spelling discovery resolves), a resolved Resource, or a class that stands for it
+#: (a :mod:`kinformer.kinds` TypedDict or the user's own; see :mod:`kinformer.typed_resources`).
+ResourceRef = str | Resource | type
 
 if TYPE_CHECKING:
     from kinformer.client.listwatch import ClientListerWatcher
@@ -322,28 +327,30 @@ class Client:
 
     # -- resources ----------------------------------------------------------------------------------------
 
-    async def resolve(self, resource: str | Resource) -> Resource:
-        """Resolve a resource name (``"cm"``, ``"apps/v1/deployments"``, ``"deployments.apps"``...) by discovery."""
-        return await self._discovery.resolve(resource)
+    async def resolve(self, resource: ResourceRef) -> Resource:
+        """Resolve a resource name (``"cm"``, ``"apps/v1/deployments"``, ``"deployments.apps"``...) or a class
+        standing for one (:func:`~kinformer.typed_resources.resource_spec`) by discovery."""
+        return await self._discovery.resolve(resource_spec(resource) if isinstance(resource, type) else resource)
 
     def invalidate_discovery(self) -> None:
         """Forget cached discovery documents (e.g. after installing a CRD)."""
         self._discovery.invalidate()
 
-    async def resource(self, resource: str | Resource, namespace: str | None = None) -> ResourceClient:
+    async def resource(self, resource: ResourceRef, namespace: str | None = None) -> ResourceClient:
         """A :class:`~kinformer.client.resource.ResourceClient` bound to one resource (and namespace)."""
         from kinformer.client.resource import ResourceClient
 
         return ResourceClient(self, await self.resolve(resource), namespace)
 
-    def lister_watcher(self, resource: str | Resource, *, namespace: str | None = None,
+    def lister_watcher(self, resource: ResourceRef, *, namespace: str | None = None,
                        label_selector: str | None = None, field_selector: str | None = None,
                        metadata_only: bool = False) -> ClientListerWatcher:
         """A :class:`~kinformer.listwatch.ListerWatcher` over this client (resolves lazily);
         ``metadata_only`` lists and watches PartialObjectMetadata."""
         from kinformer.client.listwatch import ClientListerWatcher
 
-        return ClientListerWatcher(self, resource, namespace=namespace, label_selector=label_selector,
+        spec = resource_spec(resource) if isinstance(resource, type) else resource
+        return ClientListerWatcher(self, spec, namespace=namespace, label_selector=label_selector,
                                    field_selector=field_selector, metadata_only=metadata_only)
 
     def _object_namespace(self, res: Resource, namespace: str | None, body: Any = None) -> str | None:
@@ -359,14 +366,22 @@ class Client:
 
     # -- verbs --------------------------------------------------------------------------------------------
 
+    @overload
+    async def get(self, resource: type[ObjT], name: str, namespace: str | None = None, *,
+                  subresource: str | None = None) -> ObjT: ...
+
+    @overload
     async def get(self, resource: str | Resource, name: str, namespace: str | None = None, *,
-                  subresource: str | None = None) -> LazyObject:
+                  subresource: str | None = None) -> LazyObject: ...
+
+    async def get(self, resource: ResourceRef, name: str, namespace: str | None = None, *,
+                  subresource: str | None = None) -> Any:
         """GET one object (raises :class:`~kinformer.errors.NotFound`)."""
         res = await self.resolve(resource)
         path = res.path(self._object_namespace(res, namespace), name, subresource)
         return decode_object(await self.request_bytes("GET", path))
 
-    async def list_page(self, resource: str | Resource, options: ListOptions | None = None,
+    async def list_page(self, resource: ResourceRef, options: ListOptions | None = None,
                         namespace: str | None = None, *, headers: Mapping[str, str] | None = None) -> ListResult:
         """One page of a list with exactly ``options`` (no auto-pagination); ``headers`` e.g. an ``Accept``."""
         res = await self.resolve(resource)
@@ -390,7 +405,7 @@ class Client:
                             self.list_timeout, attempt, _LIST_ATTEMPTS)
         raise AssertionError("unreachable")
 
-    async def iter_list(self, resource: str | Resource, namespace: str | None = None, *,
+    async def iter_list(self, resource: ResourceRef, namespace: str | None = None, *,
                         label_selector: str | None = None, field_selector: str | None = None,
                         limit: int | None = 500, resource_version: str | None = None) -> AsyncIterator[LazyObject]:
         """Every matching object, page by page (``limit`` per page), following continue tokens."""
@@ -404,7 +419,7 @@ class Client:
                 return
             options = options.copy(continue_=page.continue_, resource_version=None)
 
-    async def list(self, resource: str | Resource, namespace: str | None = None, *,
+    async def list(self, resource: ResourceRef, namespace: str | None = None, *,
                    label_selector: str | None = None, field_selector: str | None = None,
                    limit: int | None = None, resource_version: str | None = None) -> ListResult:
         """All matching objects. ``limit`` is the page size: pages are fetched until the end and returned as one
@@ -420,7 +435,7 @@ class Client:
             items.extend(page.items)
         return ListResult(items, first.resource_version, None, None)
 
-    async def watch(self, resource: str | Resource, namespace: str | None = None, *,
+    async def watch(self, resource: ResourceRef, namespace: str | None = None, *,
                     resource_version: str | None = None, label_selector: str | None = None,
                     field_selector: str | None = None, timeout_seconds: int | None = None,
                     allow_watch_bookmarks: bool = False, send_initial_events: bool | None = None,
@@ -434,7 +449,7 @@ class Client:
         async for event in self.watch_stream(resource, options, namespace):
             yield event
 
-    async def watch_stream(self, resource: str | Resource, options: ListOptions, namespace: str | None = None, *,
+    async def watch_stream(self, resource: ResourceRef, options: ListOptions, namespace: str | None = None, *,
                            headers: Mapping[str, str] | None = None) -> AsyncIterator[WatchEvent]:
         """Open a watch with exactly ``options`` (and extra ``headers``) and decode its events as they arrive."""
         res = await self.resolve(resource)
@@ -457,9 +472,19 @@ class Client:
             else:
                 resp.close()
 
+    @overload
+    async def create(self, resource: type[ObjT], body: Mapping[str, Any], namespace: str | None = None, *,
+                     field_manager: str | None = None, dry_run: bool = False,
+                     subresource: str | None = None) -> ObjT: ...
+
+    @overload
     async def create(self, resource: str | Resource, body: Mapping[str, Any], namespace: str | None = None, *,
                      field_manager: str | None = None, dry_run: bool = False,
-                     subresource: str | None = None) -> LazyObject:
+                     subresource: str | None = None) -> LazyObject: ...
+
+    async def create(self, resource: ResourceRef, body: Mapping[str, Any], namespace: str | None = None, *,
+                     field_manager: str | None = None, dry_run: bool = False,
+                     subresource: str | None = None) -> Any:
         """POST a new object (raises :class:`~kinformer.errors.AlreadyExists`); with ``subresource``, POST
         ``body`` to that subresource of the object ``body`` names (``pods/<name>/binding``, ``.../eviction``)."""
         res = await self.resolve(resource)
@@ -467,18 +492,38 @@ class Client:
         path = res.path(self._object_namespace(res, namespace, body), name, subresource)
         return await self._write("POST", path, body, _JSON, field_manager, dry_run)
 
+    @overload
+    async def replace(self, resource: type[ObjT], body: Mapping[str, Any], name: str | None = None,
+                      namespace: str | None = None, *, subresource: str | None = None,
+                      field_manager: str | None = None, dry_run: bool = False) -> ObjT: ...
+
+    @overload
     async def replace(self, resource: str | Resource, body: Mapping[str, Any], name: str | None = None,
                       namespace: str | None = None, *, subresource: str | None = None,
-                      field_manager: str | None = None, dry_run: bool = False) -> LazyObject:
+                      field_manager: str | None = None, dry_run: bool = False) -> LazyObject: ...
+
+    async def replace(self, resource: ResourceRef, body: Mapping[str, Any], name: str | None = None,
+                      namespace: str | None = None, *, subresource: str | None = None,
+                      field_manager: str | None = None, dry_run: bool = False) -> Any:
         """PUT the whole object; a stale ``metadata.resourceVersion`` raises :class:`~kinformer.errors.Conflict`."""
         res = await self.resolve(resource)
         name = name or body["metadata"]["name"]
         path = res.path(self._object_namespace(res, namespace, body), name, subresource)
         return await self._write("PUT", path, body, _JSON, field_manager, dry_run)
 
+    @overload
+    async def patch(self, resource: type[ObjT], name: str, body: Any, patch_type: str = "merge",
+                    namespace: str | None = None, *, field_manager: str | None = None, force: bool | None = None,
+                    subresource: str | None = None, dry_run: bool = False) -> ObjT: ...
+
+    @overload
     async def patch(self, resource: str | Resource, name: str, body: Any, patch_type: str = "merge",
                     namespace: str | None = None, *, field_manager: str | None = None, force: bool | None = None,
-                    subresource: str | None = None, dry_run: bool = False) -> LazyObject:
+                    subresource: str | None = None, dry_run: bool = False) -> LazyObject: ...
+
+    async def patch(self, resource: ResourceRef, name: str, body: Any, patch_type: str = "merge",
+                    namespace: str | None = None, *, field_manager: str | None = None, force: bool | None = None,
+                    subresource: str | None = None, dry_run: bool = False) -> Any:
         """PATCH with ``patch_type`` ``"merge"``, ``"json"`` (a list of operations), ``"strategic"`` or
         ``"apply"`` (server-side apply: ``field_manager`` required, ``force`` takes over conflicting fields)."""
         content_type = PATCH_CONTENT_TYPES.get(patch_type)
@@ -491,7 +536,7 @@ class Client:
         params = {"force": "true" if force else "false"} if force is not None and patch_type == "apply" else None
         return await self._write("PATCH", path, body, content_type, field_manager, dry_run, params)
 
-    async def delete(self, resource: str | Resource, name: str, namespace: str | None = None, *,
+    async def delete(self, resource: ResourceRef, name: str, namespace: str | None = None, *,
                      propagation_policy: str | None = None, preconditions: Mapping[str, str] | None = None,
                      grace_period_seconds: int | None = None, dry_run: bool = False) -> LazyObject:
         """DELETE one object. Returns the server's answer: the object (when it lingers, e.g. finalizers or
@@ -614,15 +659,37 @@ class Client:
 
     # -- status subresource -------------------------------------------------------------------------------
 
-    async def get_status(self, resource: str | Resource, name: str, namespace: str | None = None) -> LazyObject:
+    @overload
+    async def get_status(self, resource: type[ObjT], name: str, namespace: str | None = None) -> ObjT: ...
+
+    @overload
+    async def get_status(self, resource: str | Resource, name: str, namespace: str | None = None) -> LazyObject: ...
+
+    async def get_status(self, resource: ResourceRef, name: str, namespace: str | None = None) -> Any:
         return await self.get(resource, name, namespace, subresource="status")
 
+    @overload
+    async def replace_status(self, resource: type[ObjT], body: Mapping[str, Any], name: str | None = None,
+                             namespace: str | None = None, **kwargs: Any) -> ObjT: ...
+
+    @overload
     async def replace_status(self, resource: str | Resource, body: Mapping[str, Any], name: str | None = None,
-                             namespace: str | None = None, **kwargs: Any) -> LazyObject:
+                             namespace: str | None = None, **kwargs: Any) -> LazyObject: ...
+
+    async def replace_status(self, resource: ResourceRef, body: Mapping[str, Any], name: str | None = None,
+                             namespace: str | None = None, **kwargs: Any) -> Any:
         return await self.replace(resource, body, name, namespace, subresource="status", **kwargs)
 
+    @overload
+    async def patch_status(self, resource: type[ObjT], name: str, body: Any, patch_type: str = "merge",
+                           namespace: str | None = None, **kwargs: Any) -> ObjT: ...
+
+    @overload
     async def patch_status(self, resource: str | Resource, name: str, body: Any, patch_type: str = "merge",
-                           namespace: str | None = None, **kwargs: Any) -> LazyObject:
+                           namespace: str | None = None, **kwargs: Any) -> LazyObject: ...
+
+    async def patch_status(self, resource: ResourceRef, name: str, body: Any, patch_type: str = "merge",
+                           namespace: str | None = None, **kwargs: Any) -> Any:
         return await self.patch(resource, name, body, patch_type, namespace, subresource="status", **kwargs)
 
     async def version(self) -> dict[str, Any]:

@@ -5,6 +5,9 @@ is declared in one place; the Manager builds the Controller when it runs, once t
 resolved through discovery (the owner kind for ``owns`` comes from the ``for_`` resource). Options:
 ``.workers(n)``, ``.reconcile_timeout(s)``, ``.priority_queue(max_wait=...)``, ``.every(s)``,
 ``.source(async_iterable)``, ``.with_rate_limiter(...)``, ``.with_event_filter(...)``, ``.named(...)``.
+
+What the controller writes is declared with ``.writes_status()``, ``.finalizer()`` and ``.writes(resource, verbs)``;
+:meth:`Builder.access` lists every access the controller needs (``kinformer rbac`` turns it into RBAC rules).
 """
 
 from __future__ import annotations
@@ -19,12 +22,32 @@ from kinformer.controller.handlers import MapFunc, owner_mapper, request_for_obj
 from kinformer.controller.predicates import Predicate
 from kinformer.controller.reconcile import ObjectReconciler, ReconcilerLike, Request
 from kinformer.meta import Object
+from kinformer.typed_resources import resource_spec
 from kinformer.workqueue.priority_queue import DEFAULT_MAX_WAIT, PriorityQueue
 
 if TYPE_CHECKING:
     from kinformer.cache.shared_informer import SharedIndexInformer
     from kinformer.controller.manager import Manager
     from kinformer.workqueue.rate_limiters import RateLimiter
+
+
+READ_VERBS = ("get", "list", "watch")
+WRITE_VERBS = ("create", "update", "patch", "delete")
+
+
+@dataclass(frozen=True)
+class Access:
+    """One permission a controller needs: ``verbs`` on ``resource`` (spelled as the builder was given it),
+    or on its ``subresource``."""
+
+    resource: str
+    verbs: tuple[str, ...]
+    subresource: str | None = None
+
+
+def _spelled(resource: str | type) -> str:
+    """A resource name, or the name a class stands for (:mod:`kinformer.typed_resources`)."""
+    return resource_spec(resource) if isinstance(resource, type) else resource
 
 
 @dataclass
@@ -54,31 +77,69 @@ class Builder:
         self._every: float | None = None
         self._priority: float | bool | None = False  # False: a plain queue; else the PriorityQueue's max_wait
         self._sources: list[AsyncIterable[Request | Object]] = []
+        self._writes: list[Access] = []
         self.controller: Controller | None = None
 
     def _watch(self, watch: _Watch) -> _Watch:
         watch.informer = self._manager.informer(watch.resource, **watch.options)
         return watch
 
-    def for_(self, resource: str, *predicates: Predicate, **informer_options: Any) -> Builder:
+    def for_(self, resource: str | type, *predicates: Predicate, **informer_options: Any) -> Builder:
         """The primary resource: its events enqueue the object itself."""
         if self._for is not None:
             raise ValueError("for_() may be called only once")
-        self._for = self._watch(_Watch(resource, request_for_object, predicates, options=informer_options))
+        self._for = self._watch(_Watch(_spelled(resource), request_for_object, predicates, options=informer_options))
         return self
 
-    def owns(self, resource: str, *predicates: Predicate, controller_only: bool = True,
+    def owns(self, resource: str | type, *predicates: Predicate, controller_only: bool = True,
              **informer_options: Any) -> Builder:
         """Objects owned by the primary resource: their events enqueue the owner."""
-        self._watches.append(self._watch(_Watch(resource, None, predicates, controller_only, informer_options)))
+        watch = _Watch(_spelled(resource), None, predicates, controller_only, informer_options)
+        self._watches.append(self._watch(watch))
         return self
 
-    def watches(self, resource: str, *predicates: Predicate, mapper: MapFunc | None = None,
+    def watches(self, resource: str | type, *predicates: Predicate, mapper: MapFunc | None = None,
                 **informer_options: Any) -> Builder:
         """Any resource, mapped to Requests by ``mapper`` (keyword-only; default: the object itself)."""
-        self._watches.append(self._watch(_Watch(resource, mapper or request_for_object, predicates,
+        self._watches.append(self._watch(_Watch(_spelled(resource), mapper or request_for_object, predicates,
                                                 options=informer_options)))
         return self
+
+    def writes_status(self) -> Builder:
+        """Declare that the reconciler writes the primary resource's status subresource."""
+        self._writes.append(Access(self._primary("writes_status"), ("get", "update", "patch"), "status"))
+        return self
+
+    def finalizer(self) -> Builder:
+        """Declare that the reconciler adds and removes finalizers on the primary objects."""
+        primary = self._primary("finalizer")
+        self._writes += [Access(primary, ("update", "patch")), Access(primary, ("update",), "finalizers")]
+        return self
+
+    def writes(self, resource: str | type, verbs: tuple[str, ...] = WRITE_VERBS) -> Builder:
+        """Declare that the reconciler uses ``verbs`` on ``resource`` (one it need not watch)."""
+        unknown = set(verbs) - {*READ_VERBS, *WRITE_VERBS, "deletecollection"}
+        if not verbs or unknown:
+            raise ValueError(f"writes() takes verbs among {READ_VERBS + WRITE_VERBS}, got {verbs}")
+        self._writes.append(Access(_spelled(resource), tuple(verbs)))
+        return self
+
+    def _primary(self, method: str) -> str:
+        if self._for is None:
+            raise ValueError(f"{method}() needs for_() first")
+        return self._for.resource
+
+    def access(self) -> list[Access]:
+        """Every access the controller needs: reads of what it watches, writes of what it owns or declared."""
+        watched = [] if self._for is None else [Access(self._for.resource, READ_VERBS)]
+        owns = [w.resource for w in self._watches if w.mapper is None]
+        watched += [Access(w.resource, READ_VERBS) for w in self._watches if w.mapper is not None]
+        watched += [Access(resource, READ_VERBS + WRITE_VERBS) for resource in owns]
+        if owns and self._for is not None:
+            # a controller reference blocks the owner's deletion: kube's OwnerReferencesPermissionEnforcement
+            # asks for update on the owner's finalizers subresource
+            watched.append(Access(self._for.resource, ("update",), "finalizers"))
+        return watched + self._writes
 
     def with_event_filter(self, predicate: Predicate) -> Builder:
         """A predicate applied to every watch of this controller."""

@@ -41,7 +41,7 @@ import contextlib
 import dataclasses
 import signal
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from kinformer.aio import first_completed, task_group
 from kinformer.clock import REAL_CLOCK, Clock
@@ -53,6 +53,7 @@ from kinformer.controller.logcontext import context_logger
 from kinformer.controller.metricsauth import MetricsAuth
 from kinformer.controller.reconcile import ObjectReconciler, ReconcilerLike
 from kinformer.controller.sharding import ShardedController, Sharding, ShardMember
+from kinformer.typed_resources import ObjT
 
 if TYPE_CHECKING:
     from kinformer.cache.factory import SharedInformerFactory
@@ -134,8 +135,15 @@ class Manager:
         self.builders.append(builder)
         return builder
 
-    def informer(self, resource: str, **options: Any) -> SharedIndexInformer:
-        """The shared informer for ``resource`` (one per resource and options)."""
+    @overload
+    def informer(self, resource: type[ObjT], **options: Any) -> SharedIndexInformer[ObjT]: ...
+
+    @overload
+    def informer(self, resource: str, **options: Any) -> SharedIndexInformer[Any]: ...
+
+    def informer(self, resource: str | type, **options: Any) -> SharedIndexInformer[Any]:
+        """The shared informer for ``resource`` (one per resource and options; a class stands for its resource,
+        see :mod:`kinformer.typed_resources`)."""
         return self.factory.informer(resource, **options)
 
     def add_index(self, resource: str, name: str, fn: IndexFunc) -> None:
@@ -149,6 +157,11 @@ class Manager:
         recorder = EventRecorder(self.api_client, component, clock=self.clock, **options)
         self._recorders.append(recorder)
         return recorder
+
+    @property
+    def event_recorders(self) -> tuple[EventRecorder, ...]:
+        """The recorders :meth:`event_recorder` made, in order."""
+        return tuple(self._recorders)
 
     async def resolve(self, resource: str) -> Resource:
         """Discovery information (group, kind, namespaced, ...) for ``resource``."""

@@ -21,9 +21,15 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Generic, Protocol, runtime_checkable
 
 from kinformer.meta import Object, object_key
+from kinformer.typed_resources import ObjT
+
+if TYPE_CHECKING:
+    from kinformer.client import Client
+    from kinformer.controller.cached_client import CachedClient
+    from kinformer.controller.manager import Manager
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -60,17 +66,23 @@ class Result:
             raise ValueError(f"requeue_after must be >= 0, got {self.requeue_after}")
 
 
-class ObjectReconciler:
+class ObjectReconciler(Generic[ObjT]):
     """Subclass and define ``async def reconcile(self, obj) -> Result`` (``obj``: the cached, read-only object).
 
-    When the Manager builds the controller it sets :attr:`client` (the Manager's cache-reading client,
-    unless the subclass set its own) and :attr:`manager`.
+    ``ObjectReconciler[Deployment]`` types ``obj`` for type checkers (a :mod:`kinformer.kinds` TypedDict or the
+    user's own); at run time the object is the cache's, whatever the parameter. When the Manager builds the
+    controller it sets :attr:`client` (the Manager's cache-reading client, unless the subclass set its own) and
+    :attr:`manager`.
     """
 
-    client: Any = None
-    manager: Any = None
+    if TYPE_CHECKING:
+        client: CachedClient | Client
+        manager: Manager
+    else:
+        client = None
+        manager = None
 
-    async def reconcile(self, obj: Object) -> Result | None:
+    async def reconcile(self, obj: ObjT) -> Result | None:
         raise NotImplementedError
 
 

@@ -41,7 +41,7 @@ async def wait_for(client: Any, resource: str, name: str, condition: Condition, 
         namespace = None
     key = f"{namespace}/{name}" if namespace else name
     lw = client.lister_watcher(info, namespace=namespace, field_selector=f"metadata.name={name}")
-    informer = SharedIndexInformer(lw, name=f"wait-for:{info}:{key}", resource=str(info),
+    informer: SharedIndexInformer[Any] = SharedIndexInformer(lw, name=f"wait-for:{info}:{key}", resource=str(info),
                                    namespaced=info.namespaced)
     seen: asyncio.Queue[Any] = asyncio.Queue()
 

@@ -127,7 +127,7 @@ class SharedInformerFactory:
 
     def informer(self, resource: str, **options: Any) -> SharedIndexInformer:
         """The shared informer for ``resource`` (options as :meth:`kinformer.SharedInformerFactory.informer`)."""
-        informer = self._loop.call(self.aio.informer, resource, **options)
+        informer = self._loop.call(lambda: self.aio.informer(resource, **options))
         return self._wrap(informer)
 
     def _wrap(self, informer: AsyncInformer) -> SharedIndexInformer:

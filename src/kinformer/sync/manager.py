@@ -49,7 +49,7 @@ class Manager:
 
     def informer(self, resource: str, **options: Any) -> SharedIndexInformer:
         """The Manager's shared informer for ``resource``."""
-        return SharedIndexInformer(self._loop, self._loop.call(self.aio.informer, resource, **options))
+        return SharedIndexInformer(self._loop, self._loop.call(lambda: self.aio.informer(resource, **options)))
 
     def add_index(self, resource: str, name: str, fn: IndexFunc) -> None:
         """Index the cache of ``resource`` by ``fn(obj)``."""
