@@ -84,7 +84,7 @@ def default_plural(kind: str) -> str:
     return word + "s"
 
 
-def _object_schema(spec: Any, status: Any) -> dict[str, Any]:
+def _object_schema(spec: Any, status: Any, description: str) -> dict[str, Any]:
     properties: dict[str, Any] = {
         "apiVersion": {"type": "string", "description": "The versioned schema of this object."},
         "kind": {"type": "string", "description": "The REST resource this object represents."},
@@ -93,12 +93,12 @@ def _object_schema(spec: Any, status: Any) -> dict[str, Any]:
     }
     if status is not None:
         properties["status"] = schema_of(status)
-    return {"type": "object", "properties": properties}
+    return {"type": "object", "description": description, "properties": properties}
 
 
-def _version(v: Version) -> dict[str, Any]:
+def _version(v: Version, description: str) -> dict[str, Any]:
     out: dict[str, Any] = {"name": v.name, "served": v.served, "storage": v.storage,
-                           "schema": {"openAPIV3Schema": _object_schema(v.spec, v.status)}}
+                           "schema": {"openAPIV3Schema": _object_schema(v.spec, v.status, description)}}
     subresources: dict[str, Any] = {}
     if v.status is not None:
         subresources["status"] = {}
@@ -136,12 +136,13 @@ def crd(spec: Any, *, group: str, version: str, kind: str, status: Any = None, p
         singular: str | None = None, scope: Literal["Namespaced", "Cluster"] = "Namespaced",
         short_names: Sequence[str] = (), categories: Sequence[str] = (), list_kind: str | None = None,
         printer_columns: Sequence[PrinterColumn] = (), scale: Scale | None = None,
-        versions: Sequence[Version] = ()) -> dict[str, Any]:
+        versions: Sequence[Version] = (), description: str | None = None) -> dict[str, Any]:
     """The CRD serving ``kind`` in ``group`` at ``version`` (plus ``versions``), its schema from ``spec``/``status``.
 
     ``ValueError`` for names kube-apiserver would refuse; ``TypeError`` for a type that has no structural schema.
     """
     plural = plural or default_plural(kind)
+    description = description or f"{kind} is the Schema for the {plural} API."
     main = Version(version, spec, status, storage=not any(v.storage for v in versions),
                    printer_columns=printer_columns, scale=scale)
     every = [main, *versions]
@@ -156,4 +157,4 @@ def crd(spec: Any, *, group: str, version: str, kind: str, status: Any = None, p
         names["categories"] = list(categories)
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "metadata": {"name": f"{plural}.{group}"},
-            "spec": {"group": group, "names": names, "scope": scope, "versions": [_version(v) for v in every]}}
+            "spec": {"group": group, "names": names, "scope": scope, "versions": [_version(v, description) for v in every]}}

@@ -92,7 +92,8 @@ def record_fields(tp: type) -> list[Field]:
         fields = [_dataclass_field(f, hints[f.name]) for f in dataclasses.fields(tp)]
     elif is_typeddict(tp):
         required: frozenset[str] = getattr(tp, "__required_keys__", frozenset())
-        fields = [Field(name, _strip_required(hint), name in required) for name, hint in hints.items()]
+        fields = [Field(name, _strip_required(hint), _qualifier(hint, name in required))
+                  for name, hint in hints.items()]
     elif isinstance(tp, type) and issubclass(tp, msgspec.Struct):
         fields = [_struct_field(f, hints[f.name]) for f in msgspec.structs.fields(tp)]
     elif _pydantic_model(tp):
@@ -101,6 +102,15 @@ def record_fields(tp: type) -> list[Field]:
     else:
         raise TypeError(f"{tp!r} is not a dataclass, TypedDict, msgspec Struct or pydantic model")
     return [dataclasses.replace(f, doc=docs.get(f.name)) if f.name in docs else f for f in fields]
+
+
+def _qualifier(hint: Any, default: bool) -> bool:
+    """Whether a TypedDict key is required: its ``Required``/``NotRequired`` marker, else ``default`` (Python 3.11
+    cannot read the marker from a string annotation, so ``__required_keys__`` alone may be wrong)."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Annotated:
+        return _qualifier(typing.get_args(hint)[0], default)
+    return {typing.Required: True, typing.NotRequired: False}.get(origin, default)
 
 
 def _strip_required(hint: Any) -> Any:

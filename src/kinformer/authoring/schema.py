@@ -7,6 +7,9 @@ with list-type set; ``dict[str, X]``/``Mapping[str, X]`` object with additionalP
 ``dict`` keep unknown fields; records (:mod:`.records`) objects with properties, required and defaults;
 ``Annotated[X, marker, ...]`` X with each :class:`~.markers.SchemaMarker` applied.
 
+Each property's description ends with its constraints in words (``Constraints: minimum 0; maxLength 63; default 1.``): kube
+publishes them in the OpenAPI document but ``kubectl explain`` prints descriptions only.
+
 Invariant: the result is structural as kube-apiserver requires (every node has a type, or keeps unknown fields;
 a recursive record is a ``TypeError`` since a structural schema cannot refer to itself).
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import collections.abc
 import datetime
 import enum
+import json
 import types
 import typing
 from typing import Any
@@ -95,6 +99,23 @@ def _enum(values: list[Any], tp: Any) -> dict[str, Any]:
     return {"type": kinds.pop(), "enum": list(values)}
 
 
+_CONSTRAINTS = ("minimum", "maximum", "minLength", "maxLength", "pattern", "minItems", "maxItems", "default")
+
+
+def _described(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its constraints also said in its description, where ``kubectl explain`` shows them."""
+    said = []
+    for key in _CONSTRAINTS:
+        if key in schema:
+            exclusive = "exclusive " if schema.get(f"exclusive{key.capitalize()}") else ""
+            said.append(f"{exclusive}{key} {json.dumps(schema[key])}")
+    said += [rule.get("message") or f"rule: {rule['rule']}" for rule in schema.get("x-kubernetes-validations", ())]
+    if said:
+        note = "Constraints: " + "; ".join(said) + "."
+        schema["description"] = f"{schema['description']}\n{note}" if schema.get("description") else note
+    return schema
+
+
 def _record(tp: type, seen: tuple[type, ...]) -> dict[str, Any]:
     if tp in seen:
         chain = " -> ".join(t.__name__ for t in (*seen, tp))
@@ -107,7 +128,7 @@ def _record(tp: type, seen: tuple[type, ...]) -> dict[str, Any]:
             prop["description"] = f.doc
         if f.default is not MISSING:
             prop["default"] = f.default
-        properties[f.name] = prop
+        properties[f.name] = _described(prop)
         if f.required:
             required.append(f.name)
     schema: dict[str, Any] = {"type": "object", "properties": properties}
