@@ -157,4 +157,5 @@ def crd(spec: Any, *, group: str, version: str, kind: str, status: Any = None, p
         names["categories"] = list(categories)
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "metadata": {"name": f"{plural}.{group}"},
-            "spec": {"group": group, "names": names, "scope": scope, "versions": [_version(v, description) for v in every]}}
+            "spec": {"group": group, "names": names, "scope": scope,
+                     "versions": [_version(v, description) for v in every]}}

@@ -7,8 +7,8 @@ with list-type set; ``dict[str, X]``/``Mapping[str, X]`` object with additionalP
 ``dict`` keep unknown fields; records (:mod:`.records`) objects with properties, required and defaults;
 ``Annotated[X, marker, ...]`` X with each :class:`~.markers.SchemaMarker` applied.
 
-Each property's description ends with its constraints in words (``Constraints: minimum 0; maxLength 63; default 1.``): kube
-publishes them in the OpenAPI document but ``kubectl explain`` prints descriptions only.
+Each property's description ends with its constraints (``Constraints: minimum 0; maxLength 63; default 1.``):
+kube publishes them in the OpenAPI document but ``kubectl explain`` prints descriptions only.
 
 Invariant: the result is structural as kube-apiserver requires (every node has a type, or keeps unknown fields;
 a recursive record is a ``TypeError`` since a structural schema cannot refer to itself).

@@ -60,7 +60,8 @@ def test_dataclass_fields_become_properties_with_required_defaults_and_docs() ->
     assert props["color"] == {"type": "string", "enum": ["red", "blue"], "default": "red",
                               "description": 'Constraints: default "red".'}
     assert props["mode"]["enum"] == ["a", "b"]
-    assert props["ports"]["x-kubernetes-list-type"] == "map" and props["ports"]["x-kubernetes-list-map-keys"] == ["name"]
+    assert props["ports"]["x-kubernetes-list-type"] == "map"
+    assert props["ports"]["x-kubernetes-list-map-keys"] == ["name"]
     assert props["ports"]["items"]["required"] == ["name", "port"] and props["ports"]["maxItems"] == 8
     assert props["ports"]["items"]["properties"]["port"]["maximum"] == 65535
     assert props["labels"]["additionalProperties"] == {"type": "string"}
