@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import html
-from typing import Annotated, Literal, NotRequired, TypedDict
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 import kinformer as ki
 from kinformer.kinds.apimachinery import ObjectMeta
@@ -92,14 +93,14 @@ class WebsiteReconciler(ki.ObjectReconciler[Website]):
             cm["data"] = wanted["data"]
             cm["metadata"] = wanted["metadata"]
 
-        await ki.create_or_update(self.client, "configmaps", wanted, mutate)  # type: ignore[arg-type]
-        status = dict(site.get("status") or {})
-        status["conditions"] = [dict(c) for c in status.get("conditions", [])]
+        await ki.create_or_update(self.client, "configmaps", wanted, mutate)
+        observed = site.get("status", {})
+        status: dict[str, Any] = {"conditions": [dict(c) for c in observed.get("conditions", [])]}
         generation = meta.get("generation", 0)
         changed = ki.set_condition(status, type="Ready", status="True", reason="PageWritten",
                                    message=f"ConfigMap {wanted['metadata']['name']} holds the page",
                                    observed_generation=generation)
-        if changed or status.get("observedGeneration") != generation:
+        if changed or observed.get("observedGeneration") != generation:
             status["observedGeneration"] = generation
             await self.client.patch_status(WEBSITES, meta["name"], {"status": status}, namespace=meta["namespace"])
         return None
@@ -112,6 +113,12 @@ def manager(client: ki.Client) -> ki.Manager:
     return mgr
 
 
+def has_condition(obj: Mapping[str, Any] | None, type_: str) -> bool:
+    """Whether ``obj`` exists and its condition ``type_`` is True."""
+    conditions = ((obj or {}).get("status") or {}).get("conditions", [])
+    return any(c.get("type") == type_ and c.get("status") == "True" for c in conditions)
+
+
 async def install_crd(client: ki.Client) -> None:
     """Create (or replace) the CRD and wait until the server serves it."""
     try:
@@ -121,8 +128,7 @@ async def install_crd(client: ki.Client) -> None:
         await client.replace("customresourcedefinitions", {**CRD, "metadata": {
             **CRD["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}})
     await ki.wait_for(client, "customresourcedefinitions", CRD["metadata"]["name"],
-                      lambda crd: any(c.get("type") == "Established" and c.get("status") == "True"
-                                      for c in (crd.get("status") or {}).get("conditions", [])), timeout=30)
+                      lambda crd: has_condition(crd, "Established"), timeout=30)
     client.invalidate_discovery()
 
 
@@ -138,11 +144,11 @@ async def demo(client: ki.Client, timeout: float) -> None:
     mgr = manager(client)
     running = asyncio.create_task(mgr.run())
     try:
-        ready = await ki.wait_for(client, WEBSITES, "hello", lambda w: any(
-            c["type"] == "Ready" and c["status"] == "True" for c in (w.get("status") or {}).get("conditions", [])),
-            namespace="default", timeout=timeout)
-        cm = await client.get("configmaps", "hello-page", namespace="default")
-        print(f"website hello: Ready, replicas {ready['spec']['replicas']}, page {cm['data']['index.html']!r}")
+        await ki.wait_for(client, WEBSITES, "hello", lambda w: has_condition(w, "Ready"), namespace="default",
+                          timeout=timeout)
+        ready = await client.get(Website, "hello", namespace="default")
+        cm = await client.get(ConfigMap, "hello-page", namespace="default")
+        print(f"website hello: Ready, replicas {ready['spec'].get('replicas')}, page {cm['data']['index.html']!r}")
     finally:
         mgr.stop()
         await running

@@ -7,9 +7,93 @@ embedded server.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # the same names, for type checkers (tests/unit/test_typed.py checks they match)
+    from kinformer.authoring import (
+        Default,
+        Doc,
+        Format,
+        ListType,
+        MapType,
+        Maximum,
+        MaxItems,
+        MaxLength,
+        Minimum,
+        MinItems,
+        MinLength,
+        Pattern,
+        PreserveUnknownFields,
+        PrinterColumn,
+        Rule,
+        Scale,
+        Version,
+        crd,
+    )
+    from kinformer.cache.delta_fifo import DeletedFinalStateUnknown, Delta, DeltaFIFO, DeltaType
+    from kinformer.cache.factory import SharedInformerFactory
+    from kinformer.cache.fake import FakeSource
+    from kinformer.cache.lister import Lister
+    from kinformer.cache.real_fifo import RealFIFO
+    from kinformer.cache.reflector import Backoff, Reflector
+    from kinformer.cache.shared_informer import ResourceEventHandler, SharedIndexInformer
+    from kinformer.cache.store import Indexer, Store
+    from kinformer.client import Client
+    from kinformer.clock import Clock, FakeClock, RealClock
+    from kinformer.controller import (
+        Controller,
+        LeaderElectionConfig,
+        LeaderElectionLost,
+        LeaderElector,
+        Manager,
+        ObjectReconciler,
+        Reconciler,
+        Request,
+        Result,
+        Sharding,
+        ShardMembershipLost,
+        TerminalError,
+    )
+    from kinformer.controller.conditions import find_condition, set_condition
+    from kinformer.controller.events import EventRecorder
+    from kinformer.controller.finalizers import ensure_finalizer, remove_finalizer
+    from kinformer.controller.logcontext import reconcile_logger
+    from kinformer.controller.mutate import create_or_patch, create_or_update
+    from kinformer.controller.ownership import AlreadyOwnedError, set_controller_reference, set_owner_reference
+    from kinformer.controller.wait import wait_for
+    from kinformer.errors import (
+        AlreadyExists,
+        APIError,
+        Conflict,
+        Expired,
+        Forbidden,
+        Gone,
+        Invalid,
+        NotFound,
+        SelectorError,
+        ServerError,
+        TooManyRequests,
+        Unauthorized,
+    )
+    from kinformer.listwatch import ListerWatcher, ListOptions, ListResult, WatchEvent
+    from kinformer.meta import Object, meta_namespace_key
+    from kinformer.selectors import LabelSelector, parse_label_selector
+    from kinformer.webhook import AdmissionRequest, Denied, WebhookServer, patch_ca_bundle
+    from kinformer.workqueue import (
+        BucketRateLimiter,
+        DelayingQueue,
+        ItemExponentialFailureRateLimiter,
+        ItemFastSlowRateLimiter,
+        MaxOfRateLimiter,
+        PriorityQueue,
+        PrometheusMetricsProvider,
+        RateLimitingQueue,
+        ShutDown,
+        WorkQueue,
+        default_controller_rate_limiter,
+    )
 
 _EXPORTS: dict[str, str] = {
     # cache
