@@ -97,7 +97,7 @@ def test_offline_resolver_spellings(spec: str, expected: tuple[str, str]) -> Non
 
 
 def test_an_unknown_unqualified_name_is_a_clear_error() -> None:
-    with pytest.raises(LookupError, match="spell it plural.group"):
+    with pytest.raises(LookupError, match=r"spell it plural\.group"):
         OfflineResolver()("widgets")
 
 
