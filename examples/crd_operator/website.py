@@ -6,8 +6,9 @@ The Website API is defined in Python types only; ``CRD`` is generated from them.
     kinformer rbac website:manager --service-account website-system/website-operator
     kinformer run website:manager --leader-elect
 
-``python website.py`` installs the CRD, creates a sample Website and runs until it is Ready (``--timeout``
-bounds the wait); without ``$KUBECONFIG`` it starts an embedded API server to run against.
+``python website.py`` (against ``$KUBECONFIG``: ``kinformer serve`` or a cluster) installs the CRD, creates a
+sample Website and runs the operator until it is Ready (``--timeout`` bounds the wait). ``Dockerfile`` and
+``deploy/operator.yaml`` run it in a cluster.
 """
 
 from __future__ import annotations
@@ -155,15 +156,7 @@ async def demo(client: ki.Client, timeout: float) -> None:
 
 
 async def main(timeout: float) -> None:
-    import os
-
-    if os.environ.get("KUBECONFIG"):
-        async with await ki.Client.from_kubeconfig() as client:
-            await demo(client, timeout)
-        return
-    from kinformer.server import APIServer
-
-    async with APIServer(storage="memory") as server, ki.Client(server.url) as client:
+    async with await ki.Client.from_kubeconfig() as client:
         await demo(client, timeout)
 
 

@@ -12,6 +12,8 @@ import asyncio
 import sys
 from typing import Any
 
+from kinformer.cli.run import add_leader_election_arguments, configure_leader_election
+
 __all__ = ["add_arguments", "main"]
 
 _UNUSED_SERVER = "https://kinformer-rbac.invalid"
@@ -24,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also print bindings of the roles to this ServiceAccount")
     parser.add_argument("--crd", action="append", default=[], metavar="MODULE:ATTR",
                         help="CRDs whose resources the controllers use (repeatable)")
+    add_leader_election_arguments(parser)  # as `kinformer run` will be given them: the Lease's Role follows
 
 
 async def _documents(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -36,6 +39,7 @@ async def _documents(args: argparse.Namespace) -> list[dict[str, Any]]:
     crds = module_crds(module) + [c for t in args.crd for c in crds_of(load(t)[1], t)]
     async with Client(_UNUSED_SERVER) as client:
         mgr = await manager_of(value, client, args.target)
+        configure_leader_election(mgr, args)
         return rbac_documents(mgr, OfflineResolver(crds), name=args.name, service_account=args.service_account)
 
 

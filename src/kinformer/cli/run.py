@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from kinformer.client import Client
     from kinformer.controller import Manager
 
-__all__ = ["add_arguments", "log_level", "main"]
+__all__ = ["add_arguments", "add_leader_election_arguments", "configure_leader_election", "log_level", "main"]
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR,
            "dpanic": logging.CRITICAL, "panic": logging.CRITICAL, "fatal": logging.CRITICAL}
@@ -43,13 +43,27 @@ def log_level(value: str) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="MODULE:ATTR", help="a Manager, or a callable taking a Client returning one")
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster config, else $KUBECONFIG)")
-    parser.add_argument("--leader-elect", action="store_true", help="run only while holding the leader Lease")
-    parser.add_argument("--leader-election-id", default=None, help="the Lease's name (default: the module name)")
-    parser.add_argument("--leader-election-namespace", default="default", help="the Lease's namespace")
+    add_leader_election_arguments(parser)
     parser.add_argument("--metrics-bind-address", default=None, help="address of /metrics (same as the probes')")
     parser.add_argument("--health-probe-bind-address", default=None, help="address of /healthz and /readyz")
     parser.add_argument("--zap-log-level", type=log_level, default=logging.INFO, help="debug, info, error or N")
     parser.add_argument("--run-for", type=float, default=None, metavar="SECONDS", help="stop after this long")
+
+
+def add_leader_election_arguments(parser: argparse.ArgumentParser) -> None:
+    """controller-runtime's leader-election flags (``kinformer rbac`` takes them too, to grant the Lease)."""
+    parser.add_argument("--leader-elect", action="store_true", help="run only while holding the leader Lease")
+    parser.add_argument("--leader-election-id", default=None, help="the Lease's name (default: the module name)")
+    parser.add_argument("--leader-election-namespace", default="default", help="the Lease's namespace")
+
+
+def configure_leader_election(mgr: Manager, args: argparse.Namespace) -> None:
+    """Give ``mgr`` leader election when ``--leader-elect`` was given."""
+    from kinformer.controller import LeaderElectionConfig
+
+    if args.leader_elect:
+        lease = args.leader_election_id or args.target.partition(":")[0].replace(".", "-").replace("_", "-")
+        mgr.leader_election = LeaderElectionConfig(lease_name=lease, lease_namespace=args.leader_election_namespace)
 
 
 def _health_bind(args: argparse.Namespace) -> str | None:
@@ -61,12 +75,8 @@ def _health_bind(args: argparse.Namespace) -> str | None:
 
 
 def _configure(mgr: Manager, args: argparse.Namespace) -> None:
-    from kinformer.controller import LeaderElectionConfig
-
     mgr.health_bind = _health_bind(args)
-    if args.leader_elect:
-        lease = args.leader_election_id or args.target.partition(":")[0].replace(".", "-").replace("_", "-")
-        mgr.leader_election = LeaderElectionConfig(lease_name=lease, lease_namespace=args.leader_election_namespace)
+    configure_leader_election(mgr, args)
 
 
 async def _client(args: argparse.Namespace) -> Client:
