@@ -15,7 +15,7 @@ import pytest
 import kinformer as ki
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # the example under test lives one directory up
-import configmap_to_secret  # noqa: E402
+import configmap_to_secret
 
 
 async def copied(client: ki.Client, name: str) -> ki.Object | None:
