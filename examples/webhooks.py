@@ -19,7 +19,7 @@ SELECTOR = {"matchLabels": {"webhook-demo": "on"}}  # only the demo's objects go
 
 
 def no_passwords(request: ki.AdmissionRequest) -> None:
-    if "password" in (request.object.get("data") or {}):
+    if "password" in ((request.object or {}).get("data") or {}):
         raise ki.Denied("configmaps must not hold passwords; use a Secret")
 
 

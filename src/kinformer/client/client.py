@@ -367,12 +367,12 @@ class Client:
     # -- verbs --------------------------------------------------------------------------------------------
 
     @overload
-    async def get(self, resource: type[ObjT], name: str, namespace: str | None = None, *,
-                  subresource: str | None = None) -> ObjT: ...
-
-    @overload
     async def get(self, resource: str | Resource, name: str, namespace: str | None = None, *,
                   subresource: str | None = None) -> LazyObject: ...
+
+    @overload
+    async def get(self, resource: type[ObjT], name: str, namespace: str | None = None, *,
+                  subresource: str | None = None) -> ObjT: ...
 
     async def get(self, resource: ResourceRef, name: str, namespace: str | None = None, *,
                   subresource: str | None = None) -> Any:
@@ -473,14 +473,14 @@ class Client:
                 resp.close()
 
     @overload
-    async def create(self, resource: type[ObjT], body: Mapping[str, Any], namespace: str | None = None, *,
-                     field_manager: str | None = None, dry_run: bool = False,
-                     subresource: str | None = None) -> ObjT: ...
-
-    @overload
     async def create(self, resource: str | Resource, body: Mapping[str, Any], namespace: str | None = None, *,
                      field_manager: str | None = None, dry_run: bool = False,
                      subresource: str | None = None) -> LazyObject: ...
+
+    @overload
+    async def create(self, resource: type[ObjT], body: Mapping[str, Any], namespace: str | None = None, *,
+                     field_manager: str | None = None, dry_run: bool = False,
+                     subresource: str | None = None) -> ObjT: ...
 
     async def create(self, resource: ResourceRef, body: Mapping[str, Any], namespace: str | None = None, *,
                      field_manager: str | None = None, dry_run: bool = False,
@@ -493,14 +493,14 @@ class Client:
         return await self._write("POST", path, body, _JSON, field_manager, dry_run)
 
     @overload
-    async def replace(self, resource: type[ObjT], body: Mapping[str, Any], name: str | None = None,
-                      namespace: str | None = None, *, subresource: str | None = None,
-                      field_manager: str | None = None, dry_run: bool = False) -> ObjT: ...
-
-    @overload
     async def replace(self, resource: str | Resource, body: Mapping[str, Any], name: str | None = None,
                       namespace: str | None = None, *, subresource: str | None = None,
                       field_manager: str | None = None, dry_run: bool = False) -> LazyObject: ...
+
+    @overload
+    async def replace(self, resource: type[ObjT], body: Mapping[str, Any], name: str | None = None,
+                      namespace: str | None = None, *, subresource: str | None = None,
+                      field_manager: str | None = None, dry_run: bool = False) -> ObjT: ...
 
     async def replace(self, resource: ResourceRef, body: Mapping[str, Any], name: str | None = None,
                       namespace: str | None = None, *, subresource: str | None = None,
@@ -512,14 +512,14 @@ class Client:
         return await self._write("PUT", path, body, _JSON, field_manager, dry_run)
 
     @overload
-    async def patch(self, resource: type[ObjT], name: str, body: Any, patch_type: str = "merge",
-                    namespace: str | None = None, *, field_manager: str | None = None, force: bool | None = None,
-                    subresource: str | None = None, dry_run: bool = False) -> ObjT: ...
-
-    @overload
     async def patch(self, resource: str | Resource, name: str, body: Any, patch_type: str = "merge",
                     namespace: str | None = None, *, field_manager: str | None = None, force: bool | None = None,
                     subresource: str | None = None, dry_run: bool = False) -> LazyObject: ...
+
+    @overload
+    async def patch(self, resource: type[ObjT], name: str, body: Any, patch_type: str = "merge",
+                    namespace: str | None = None, *, field_manager: str | None = None, force: bool | None = None,
+                    subresource: str | None = None, dry_run: bool = False) -> ObjT: ...
 
     async def patch(self, resource: ResourceRef, name: str, body: Any, patch_type: str = "merge",
                     namespace: str | None = None, *, field_manager: str | None = None, force: bool | None = None,
@@ -660,33 +660,33 @@ class Client:
     # -- status subresource -------------------------------------------------------------------------------
 
     @overload
-    async def get_status(self, resource: type[ObjT], name: str, namespace: str | None = None) -> ObjT: ...
+    async def get_status(self, resource: str | Resource, name: str, namespace: str | None = None) -> LazyObject: ...
 
     @overload
-    async def get_status(self, resource: str | Resource, name: str, namespace: str | None = None) -> LazyObject: ...
+    async def get_status(self, resource: type[ObjT], name: str, namespace: str | None = None) -> ObjT: ...
 
     async def get_status(self, resource: ResourceRef, name: str, namespace: str | None = None) -> Any:
         return await self.get(resource, name, namespace, subresource="status")
 
     @overload
-    async def replace_status(self, resource: type[ObjT], body: Mapping[str, Any], name: str | None = None,
-                             namespace: str | None = None, **kwargs: Any) -> ObjT: ...
-
-    @overload
     async def replace_status(self, resource: str | Resource, body: Mapping[str, Any], name: str | None = None,
                              namespace: str | None = None, **kwargs: Any) -> LazyObject: ...
+
+    @overload
+    async def replace_status(self, resource: type[ObjT], body: Mapping[str, Any], name: str | None = None,
+                             namespace: str | None = None, **kwargs: Any) -> ObjT: ...
 
     async def replace_status(self, resource: ResourceRef, body: Mapping[str, Any], name: str | None = None,
                              namespace: str | None = None, **kwargs: Any) -> Any:
         return await self.replace(resource, body, name, namespace, subresource="status", **kwargs)
 
     @overload
-    async def patch_status(self, resource: type[ObjT], name: str, body: Any, patch_type: str = "merge",
-                           namespace: str | None = None, **kwargs: Any) -> ObjT: ...
-
-    @overload
     async def patch_status(self, resource: str | Resource, name: str, body: Any, patch_type: str = "merge",
                            namespace: str | None = None, **kwargs: Any) -> LazyObject: ...
+
+    @overload
+    async def patch_status(self, resource: type[ObjT], name: str, body: Any, patch_type: str = "merge",
+                           namespace: str | None = None, **kwargs: Any) -> ObjT: ...
 
     async def patch_status(self, resource: ResourceRef, name: str, body: Any, patch_type: str = "merge",
                            namespace: str | None = None, **kwargs: Any) -> Any:
