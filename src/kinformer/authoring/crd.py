@@ -13,9 +13,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from kinformer.authoring.schema import schema_of
+from kinformer.kinds.apiextensions_v1 import (
+    CustomResourceColumnDefinition,
+    CustomResourceDefinition,
+    CustomResourceDefinitionNames,
+    CustomResourceDefinitionVersion,
+    CustomResourceSubresourceScale,
+)
 
 __all__ = ["PrinterColumn", "Scale", "Version", "crd", "default_plural"]
 
@@ -35,11 +42,12 @@ class PrinterColumn:
     priority: int = 0
     format: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "type": self.type, "jsonPath": self.json_path}
-        for key, value in (("description", self.description), ("format", self.format)):
-            if value is not None:
-                out[key] = value
+    def to_dict(self) -> CustomResourceColumnDefinition:
+        out: CustomResourceColumnDefinition = {"name": self.name, "type": self.type, "jsonPath": self.json_path}
+        if self.description is not None:
+            out["description"] = self.description
+        if self.format is not None:
+            out["format"] = self.format
         if self.priority:
             out["priority"] = self.priority
         return out
@@ -53,8 +61,9 @@ class Scale:
     status_replicas_path: str = ".status.replicas"
     label_selector_path: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {"specReplicasPath": self.spec_replicas_path, "statusReplicasPath": self.status_replicas_path}
+    def to_dict(self) -> CustomResourceSubresourceScale:
+        out: CustomResourceSubresourceScale = {"specReplicasPath": self.spec_replicas_path,
+                                               "statusReplicasPath": self.status_replicas_path}
         if self.label_selector_path is not None:
             out["labelSelectorPath"] = self.label_selector_path
         return out
@@ -65,8 +74,8 @@ class Version:
     """One more version of the kind, with its own spec (and status) types."""
 
     name: str
-    spec: Any
-    status: Any = None
+    spec: object
+    status: object = None
     served: bool = True
     storage: bool = False
     deprecated: bool | str = False  # a string is the deprecation warning
@@ -84,7 +93,7 @@ def default_plural(kind: str) -> str:
     return word + "s"
 
 
-def _object_schema(spec: Any, status: Any, description: str) -> dict[str, Any]:
+def _object_schema(spec: object, status: object, description: str) -> dict[str, Any]:
     properties: dict[str, Any] = {
         "apiVersion": {"type": "string", "description": "The versioned schema of this object."},
         "kind": {"type": "string", "description": "The REST resource this object represents."},
@@ -96,7 +105,7 @@ def _object_schema(spec: Any, status: Any, description: str) -> dict[str, Any]:
     return {"type": "object", "description": description, "properties": properties}
 
 
-def _version(v: Version, description: str) -> dict[str, Any]:
+def _version(v: Version, description: str) -> CustomResourceDefinitionVersion:
     out: dict[str, Any] = {"name": v.name, "served": v.served, "storage": v.storage,
                            "schema": {"openAPIV3Schema": _object_schema(v.spec, v.status, description)}}
     subresources: dict[str, Any] = {}
@@ -112,7 +121,7 @@ def _version(v: Version, description: str) -> dict[str, Any]:
         out["deprecated"] = True
         if isinstance(v.deprecated, str):
             out["deprecationWarning"] = v.deprecated
-    return out
+    return cast(CustomResourceDefinitionVersion, out)
 
 
 def _check_names(group: str, kind: str, plural: str, versions: Sequence[Version]) -> None:
@@ -132,11 +141,11 @@ def _check_names(group: str, kind: str, plural: str, versions: Sequence[Version]
         raise ValueError(f"exactly one version must be the storage version, got {names}")
 
 
-def crd(spec: Any, *, group: str, version: str, kind: str, status: Any = None, plural: str | None = None,
+def crd(spec: object, *, group: str, version: str, kind: str, status: object = None, plural: str | None = None,
         singular: str | None = None, scope: Literal["Namespaced", "Cluster"] = "Namespaced",
         short_names: Sequence[str] = (), categories: Sequence[str] = (), list_kind: str | None = None,
         printer_columns: Sequence[PrinterColumn] = (), scale: Scale | None = None,
-        versions: Sequence[Version] = (), description: str | None = None) -> dict[str, Any]:
+        versions: Sequence[Version] = (), description: str | None = None) -> CustomResourceDefinition:
     """The CRD serving ``kind`` in ``group`` at ``version`` (plus ``versions``), its schema from ``spec``/``status``.
 
     ``ValueError`` for names kube-apiserver would refuse; ``TypeError`` for a type that has no structural schema.
@@ -149,7 +158,7 @@ def crd(spec: Any, *, group: str, version: str, kind: str, status: Any = None, p
     _check_names(group, kind, plural, every)
     if scope not in ("Namespaced", "Cluster"):
         raise ValueError(f"scope must be Namespaced or Cluster, got {scope!r}")
-    names: dict[str, Any] = {"plural": plural, "singular": singular or kind.lower(), "kind": kind,
+    names: CustomResourceDefinitionNames = {"plural": plural, "singular": singular or kind.lower(), "kind": kind,
                              "listKind": list_kind or kind + "List"}
     if short_names:
         names["shortNames"] = list(short_names)

@@ -8,9 +8,10 @@ so their order does not matter (except :class:`Rule`, which appends, keeping the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from kinformer.authoring.records import to_json
+from kinformer.kinds.apiextensions_v1 import JSONSchemaProps, ValidationRule
 
 __all__ = [
     "Default",
@@ -34,7 +35,7 @@ __all__ = [
 class SchemaMarker:
     """Base of every marker: :meth:`apply` adds its keywords to ``schema`` in place."""
 
-    def apply(self, schema: dict[str, Any]) -> None:
+    def apply(self, schema: JSONSchemaProps) -> None:
         raise NotImplementedError
 
 
@@ -45,7 +46,7 @@ class Minimum(SchemaMarker):
     value: int | float
     exclusive: bool = False
 
-    def apply(self, schema: dict[str, Any]) -> None:
+    def apply(self, schema: JSONSchemaProps) -> None:
         schema["minimum"] = self.value
         if self.exclusive:
             schema["exclusiveMinimum"] = True
@@ -58,22 +59,25 @@ class Maximum(SchemaMarker):
     value: int | float
     exclusive: bool = False
 
-    def apply(self, schema: dict[str, Any]) -> None:
+    def apply(self, schema: JSONSchemaProps) -> None:
         schema["maximum"] = self.value
         if self.exclusive:
             schema["exclusiveMaximum"] = True
 
 
+CountKeyword = Literal["maxLength", "minLength", "maxItems", "minItems"]
+
+
 @dataclass(frozen=True)
 class _Count(SchemaMarker):
     value: int
-    keyword: str = field(init=False, default="")
+    keyword: CountKeyword = field(init=False, default="maxLength")
 
     def __post_init__(self) -> None:
         if not isinstance(self.value, int) or self.value < 0:
             raise ValueError(f"{type(self).__name__} needs a non-negative int, got {self.value!r}")
 
-    def apply(self, schema: dict[str, Any]) -> None:
+    def apply(self, schema: JSONSchemaProps) -> None:
         schema[self.keyword] = self.value
 
 
@@ -81,28 +85,28 @@ class _Count(SchemaMarker):
 class MaxLength(_Count):
     """The longest string allowed, in characters."""
 
-    keyword: str = field(init=False, default="maxLength")
+    keyword: CountKeyword = field(init=False, default="maxLength")
 
 
 @dataclass(frozen=True)
 class MinLength(_Count):
     """The shortest string allowed, in characters."""
 
-    keyword: str = field(init=False, default="minLength")
+    keyword: CountKeyword = field(init=False, default="minLength")
 
 
 @dataclass(frozen=True)
 class MaxItems(_Count):
     """The most items a list may hold."""
 
-    keyword: str = field(init=False, default="maxItems")
+    keyword: CountKeyword = field(init=False, default="maxItems")
 
 
 @dataclass(frozen=True)
 class MinItems(_Count):
     """The fewest items a list may hold."""
 
-    keyword: str = field(init=False, default="minItems")
+    keyword: CountKeyword = field(init=False, default="minItems")
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,7 @@ class Pattern(SchemaMarker):
 
     regex: str
 
-    def apply(self, schema: dict[str, Any]) -> None:
+    def apply(self, schema: JSONSchemaProps) -> None:
         schema["pattern"] = self.regex
 
 
@@ -121,7 +125,7 @@ class Format(SchemaMarker):
 
     name: str
 
-    def apply(self, schema: dict[str, Any]) -> None:
+    def apply(self, schema: JSONSchemaProps) -> None:
         schema["format"] = self.name
 
 
@@ -130,9 +134,9 @@ class Default(SchemaMarker):
     """The value the server fills in when the field is absent (for types that cannot carry a default, such as
     TypedDicts; a dataclass, Struct or pydantic field default says the same)."""
 
-    value: Any
+    value: object
 
-    def apply(self, schema: dict[str, Any]) -> None:
+    def apply(self, schema: JSONSchemaProps) -> None:
         schema["default"] = to_json(self.value)
 
 
@@ -142,7 +146,7 @@ class Doc(SchemaMarker):
 
     text: str
 
-    def apply(self, schema: dict[str, Any]) -> None:
+    def apply(self, schema: JSONSchemaProps) -> None:
         schema["description"] = self.text
 
 
@@ -159,11 +163,14 @@ class Rule(SchemaMarker):
     reason: str | None = None
     field_path: str | None = None
 
-    def apply(self, schema: dict[str, Any]) -> None:
-        entry: dict[str, Any] = {"rule": self.rule}
-        for key, value in (("message", self.message), ("reason", self.reason), ("fieldPath", self.field_path)):
-            if value is not None:
-                entry[key] = value
+    def apply(self, schema: JSONSchemaProps) -> None:
+        entry: ValidationRule = {"rule": self.rule}
+        if self.message is not None:
+            entry["message"] = self.message
+        if self.reason is not None:
+            entry["reason"] = self.reason
+        if self.field_path is not None:
+            entry["fieldPath"] = self.field_path
         schema.setdefault("x-kubernetes-validations", []).append(entry)
 
 
@@ -180,7 +187,7 @@ class ListType(SchemaMarker):
         if (self.kind == "map") != bool(self.keys):
             raise ValueError("ListType('map') needs keys, and only it takes them")
 
-    def apply(self, schema: dict[str, Any]) -> None:
+    def apply(self, schema: JSONSchemaProps) -> None:
         schema["x-kubernetes-list-type"] = self.kind
         if self.keys:
             schema["x-kubernetes-list-map-keys"] = list(self.keys)
@@ -192,7 +199,7 @@ class MapType(SchemaMarker):
 
     kind: Literal["granular", "atomic"]
 
-    def apply(self, schema: dict[str, Any]) -> None:
+    def apply(self, schema: JSONSchemaProps) -> None:
         schema["x-kubernetes-map-type"] = self.kind
 
 
@@ -200,5 +207,5 @@ class MapType(SchemaMarker):
 class PreserveUnknownFields(SchemaMarker):
     """Keep fields the schema does not name (they are pruned otherwise)."""
 
-    def apply(self, schema: dict[str, Any]) -> None:
+    def apply(self, schema: JSONSchemaProps) -> None:
         schema["x-kubernetes-preserve-unknown-fields"] = True

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kinformer.controller.builder import READ_VERBS, Access
+from kinformer.kinds.rbac_v1 import ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, Subject
 
 if TYPE_CHECKING:
     from kinformer.controller.manager import Manager
@@ -27,6 +28,8 @@ __all__ = ["leader_election_role", "manager_cluster_role", "rbac_documents"]
 #: ``resource`` as a builder spells it -> (API group, plural)
 Resolve = Callable[[str], tuple[str, str]]
 
+RBAC_GROUP = "rbac.authorization.k8s.io"
+RBAC_V1 = f"{RBAC_GROUP}/v1"
 EVENTS = ("events.k8s.io", "events", ("create", "patch"))
 ELECTION_VERBS = ("get", "create", "update")
 SHARDING_VERBS = (*READ_VERBS, "create", "update", "patch", "delete")
@@ -39,7 +42,7 @@ def _grant(grants: Grants, group: str, resource: str, verbs: Iterable[str]) -> N
     grants.setdefault((group, resource), set()).update(verbs)
 
 
-def _rules(grants: Grants) -> list[dict[str, Any]]:
+def _rules(grants: Grants) -> list[PolicyRule]:
     by_verbs: dict[tuple[str, tuple[str, ...]], list[str]] = defaultdict(list)
     for (group, resource), verbs in grants.items():
         by_verbs[(group, tuple(v for v in _VERB_ORDER if v in verbs))].append(resource)
@@ -53,7 +56,7 @@ def _controller_grants(access: Iterable[Access], resolve: Resolve, grants: Grant
         _grant(grants, group, f"{plural}/{a.subresource}" if a.subresource else plural, a.verbs)
 
 
-def manager_cluster_role(mgr: Manager, resolve: Resolve, name: str) -> dict[str, Any]:
+def manager_cluster_role(mgr: Manager, resolve: Resolve, name: str) -> ClusterRole:
     """The ClusterRole ``name`` granting what ``mgr``'s controllers, recorders and metrics endpoint use."""
     grants: Grants = {}
     for builder in mgr.builders:
@@ -63,11 +66,11 @@ def manager_cluster_role(mgr: Manager, resolve: Resolve, name: str) -> dict[str,
     if mgr.metrics_auth is not None:
         _grant(grants, "authentication.k8s.io", "tokenreviews", ("create",))
         _grant(grants, "authorization.k8s.io", "subjectaccessreviews", ("create",))
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+    return {"apiVersion": RBAC_V1, "kind": "ClusterRole", "metadata": {"name": name},
             "rules": _rules(grants)}
 
 
-def leader_election_role(mgr: Manager, name: str) -> dict[str, Any] | None:
+def leader_election_role(mgr: Manager, name: str) -> Role | None:
     """The Role for the Leases of ``mgr``'s leader election or sharding (None when it uses neither)."""
     verbs: tuple[str, ...]
     if mgr.leader_election is not None:
@@ -76,33 +79,46 @@ def leader_election_role(mgr: Manager, name: str) -> dict[str, Any] | None:
         namespace, verbs = mgr.sharding.namespace, SHARDING_VERBS
     else:
         return None
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+    return {"apiVersion": RBAC_V1, "kind": "Role",
             "metadata": {"name": name, "namespace": namespace},
             "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": list(verbs)}]}
 
 
-def _binding(role: dict[str, Any], service_account: str) -> dict[str, Any]:
-    namespace, _, sa = service_account.partition("/")
-    kind = role["kind"] + "Binding"
-    meta = dict(role["metadata"])
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": meta,
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role["kind"],
-                        "name": role["metadata"]["name"]},
-            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}]}
+def _subjects(service_account: str) -> list[Subject]:
+    namespace, _, name = service_account.partition("/")
+    return [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
+
+
+def _cluster_binding(role: ClusterRole, service_account: str) -> ClusterRoleBinding:
+    name = role["metadata"]["name"]
+    return {"apiVersion": RBAC_V1, "kind": "ClusterRoleBinding", "metadata": {"name": name},
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": name},
+            "subjects": _subjects(service_account)}
+
+
+def _binding(role: Role, service_account: str) -> RoleBinding:
+    meta = role["metadata"]
+    return {"apiVersion": RBAC_V1, "kind": "RoleBinding", "metadata": {"name": meta["name"],
+                                                                      "namespace": meta["namespace"]},
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": meta["name"]},
+            "subjects": _subjects(service_account)}
 
 
 def rbac_documents(mgr: Manager, resolve: Resolve, *, name: str = "manager",
-                   service_account: str | None = None) -> list[dict[str, Any]]:
+                   service_account: str | None = None) -> list[ClusterRole | Role | ClusterRoleBinding | RoleBinding]:
     """The ClusterRole ``<name>-role``, the Role ``<name>-leader-election-role`` when needed, and, given
     ``service_account`` ("namespace/name"), the bindings of both to it."""
     if service_account is not None:
         namespace, _, sa = service_account.partition("/")
         if not namespace or not sa:
             raise ValueError(f'service_account must be "namespace/name", got {service_account!r}')
-    roles = [manager_cluster_role(mgr, resolve, f"{name}-role")]
+    cluster_role = manager_cluster_role(mgr, resolve, f"{name}-role")
     election = leader_election_role(mgr, f"{name}-leader-election-role")
+    docs: list[ClusterRole | Role | ClusterRoleBinding | RoleBinding] = [cluster_role]
     if election is not None:
-        roles.append(election)
-    if service_account is None:
-        return roles
-    return roles + [_binding(role, service_account) for role in roles]
+        docs.append(election)
+    if service_account is not None:
+        docs.append(_cluster_binding(cluster_role, service_account))
+        if election is not None:
+            docs.append(_binding(election, service_account))
+    return docs

@@ -35,12 +35,12 @@ class Field:
     doc: str | None = None
 
 
-def _pydantic_model(tp: Any) -> bool:
+def _pydantic_model(tp: object) -> bool:
     pydantic = sys.modules.get("pydantic")
     return pydantic is not None and isinstance(tp, type) and issubclass(tp, pydantic.BaseModel)
 
 
-def is_record(tp: Any) -> bool:
+def is_record(tp: object) -> bool:
     """True for the record types :func:`record_fields` reads."""
     return isinstance(tp, type) and (dataclasses.is_dataclass(tp) or is_typeddict(tp)
                                      or issubclass(tp, msgspec.Struct) or _pydantic_model(tp))
@@ -54,7 +54,7 @@ def record_doc(tp: type) -> str | None:
     return inspect.cleandoc(doc)
 
 
-def to_json(value: Any) -> Any:
+def to_json(value: object) -> object:
     """``value`` as the JSON a default is written with (enums by value, records as objects)."""
     if isinstance(value, enum.Enum):
         return to_json(value.value)

@@ -22,10 +22,11 @@ import enum
 import json
 import types
 import typing
-from typing import Any
+from typing import Any, cast
 
 from kinformer.authoring.markers import SchemaMarker
 from kinformer.authoring.records import MISSING, is_record, record_doc, record_fields
+from kinformer.kinds.apiextensions_v1 import JSONSchemaProps
 
 __all__ = ["schema_of"]
 
@@ -43,9 +44,9 @@ _MAPS = (dict, collections.abc.Mapping)
 _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number"}
 
 
-def schema_of(tp: Any) -> dict[str, Any]:
+def schema_of(tp: object) -> JSONSchemaProps:
     """The structural schema of ``tp`` (``TypeError`` naming the type when it has none)."""
-    return _schema(tp, ())
+    return cast(JSONSchemaProps, _schema(tp, ()))
 
 
 def _schema(tp: Any, seen: tuple[type, ...]) -> dict[str, Any]:
@@ -54,7 +55,7 @@ def _schema(tp: Any, seen: tuple[type, ...]) -> dict[str, Any]:
         schema = _schema(args[0], seen)
         for extra in args[1:]:
             if isinstance(extra, SchemaMarker):
-                extra.apply(schema)
+                extra.apply(cast(JSONSchemaProps, schema))
         return schema
     if tp in _SCALARS:
         return dict(_SCALARS[tp])

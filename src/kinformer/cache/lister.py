@@ -8,11 +8,11 @@ objects are the cache's own.
 
 from __future__ import annotations
 
-from typing import Any, Generic, cast
+from typing import Any, Generic
 
 from kinformer.cache.store import NAMESPACE_INDEX, Indexer
 from kinformer.errors import NotFound
-from kinformer.meta import Object, object_key
+from kinformer.meta import object_key
 from kinformer.selectors import LabelSelector, parse_label_selector
 from kinformer.typed_resources import ObjT
 
@@ -26,11 +26,11 @@ def _selector(label_selector: str | LabelSelector | None) -> LabelSelector | Non
     return None if sel.empty() else sel
 
 
-def _filter(objs: list[Any], selector: LabelSelector | None) -> list[Object]:
+def _filter(objs: list[ObjT], selector: LabelSelector | None) -> list[ObjT]:
     if selector is None:
         return objs
     matches = selector.matches
-    return [o for o in objs if matches(o["metadata"].get("labels"))]
+    return [o for o in objs if matches(o["metadata"].get("labels"))]  # type: ignore[index]
 
 
 class Lister(Generic[ObjT]):
@@ -41,13 +41,13 @@ class Lister(Generic[ObjT]):
 
     __slots__ = ("_indexer", "_namespaced", "_resource")
 
-    def __init__(self, indexer: Indexer, namespaced: bool = True, resource: str = "") -> None:
+    def __init__(self, indexer: Indexer[ObjT], namespaced: bool = True, resource: str = "") -> None:
         self._indexer = indexer
         self._namespaced = namespaced
         self._resource = resource
 
     @property
-    def indexer(self) -> Indexer:
+    def indexer(self) -> Indexer[ObjT]:
         return self._indexer
 
     def list(self, namespace: str | None = None,
@@ -58,7 +58,7 @@ class Lister(Generic[ObjT]):
             objs = self._indexer.by_index(NAMESPACE_INDEX, namespace)
         else:
             objs = self._indexer.list()
-        return cast(list[ObjT], _filter(objs, selector))
+        return _filter(objs, selector)
 
     def get(self, name: str, namespace: str | None = None) -> ObjT:
         """The object ``name`` in ``namespace`` (argument order as ``Client.get``); cluster-scoped objects
@@ -72,7 +72,7 @@ class Lister(Generic[ObjT]):
         obj = self._indexer.get_by_key(key)
         if obj is None:
             raise _not_found(self._resource, name)
-        return cast(ObjT, obj)
+        return obj
 
     def namespaced(self, namespace: str) -> NamespaceLister[ObjT]:
         """A lister restricted to ``namespace``."""
@@ -84,7 +84,7 @@ class NamespaceLister(Generic[ObjT]):
 
     __slots__ = ("_indexer", "_namespace", "_resource")
 
-    def __init__(self, indexer: Indexer, namespace: str, resource: str = "") -> None:
+    def __init__(self, indexer: Indexer[ObjT], namespace: str, resource: str = "") -> None:
         self._indexer = indexer
         self._namespace = namespace
         self._resource = resource
@@ -96,7 +96,7 @@ class NamespaceLister(Generic[ObjT]):
     def list(self, label_selector: str | LabelSelector | None = None) -> list[ObjT]:
         """Objects in this namespace matching ``label_selector``."""
         objs = self._indexer.by_index(NAMESPACE_INDEX, self._namespace)
-        return cast(list[ObjT], _filter(objs, _selector(label_selector)))
+        return _filter(objs, _selector(label_selector))
 
     def get(self, name: str) -> ObjT:
         """The object ``name`` in this namespace; raises :class:`kinformer.errors.NotFound` when absent."""
@@ -104,7 +104,7 @@ class NamespaceLister(Generic[ObjT]):
         obj = self._indexer.get_by_key(key)
         if obj is None:
             raise _not_found(self._resource, name)
-        return cast(ObjT, obj)
+        return obj
 
 
 def _not_found(resource: str, name: str) -> NotFound:

@@ -130,7 +130,7 @@ class SharedIndexInformer(Generic[ObjT]):
         self._default_resync = _clamp_resync(resync)
         self._check_period = self._default_resync
         self._transform = transform
-        self._indexer = Indexer(meta_namespace_key, indexers)
+        self._indexer: Indexer[ObjT] = Indexer(meta_namespace_key, indexers)
         self.watch_idle_timeout = watch_idle_timeout
         self.gc_freeze = gc_freeze
         fifo_type = DeltaFIFO if use_delta_fifo else RealFIFO
@@ -157,7 +157,7 @@ class SharedIndexInformer(Generic[ObjT]):
         """The cache (read-only objects)."""
         return self._indexer
 
-    def get_store(self) -> Indexer:
+    def get_store(self) -> Indexer[ObjT]:
         return self._indexer
 
     def lister(self) -> Lister[ObjT]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kinformer.cache.tombstone import DeletedFinalStateUnknown
 from kinformer.meta import fast_resource_version, meta_namespace_key, namespace_of, split_meta_namespace_key
@@ -37,6 +37,9 @@ KeyFunc = Callable[[Any], str]
 IndexFunc = Callable[[Any], Iterable[str]]
 
 NAMESPACE_INDEX = "namespace"
+
+#: the type of the objects a store holds (unparameterized: any)
+T = TypeVar("T")
 
 
 def meta_namespace_index_func(obj: Any) -> list[str]:
@@ -74,7 +77,7 @@ def _unknown_index(name: str) -> KeyError:
     return KeyError(f"index with name {name!r} does not exist")
 
 
-class Indexer:
+class Indexer(Generic[T]):
     """A thread-safe object store keyed by ``key_func`` with named secondary indices.
 
     Invariants (held under the lock):
@@ -94,7 +97,7 @@ class Indexer:
                  indexers: Mapping[str, IndexFunc] | None = None) -> None:
         self._key_func = key_func
         self._lock = threading.Lock()
-        self._items: dict[str, Any] = {}
+        self._items: dict[str, T] = {}
         self._values: dict[str, tuple[_Entry, ...]] = {}
         # one shared tuple per distinct index values (objects mostly share them: a namespace, an app label)
         self._canon: dict[tuple[_Entry, ...], tuple[_Entry, ...]] = {}
@@ -109,7 +112,7 @@ class Indexer:
 
     # ------------------------------------------------------------------ keys
 
-    def key_of(self, obj: Any) -> str:
+    def key_of(self, obj: T | DeletedFinalStateUnknown) -> str:
         """The store key of ``obj`` (a tombstone's recorded key for DeletedFinalStateUnknown)."""
         if isinstance(obj, DeletedFinalStateUnknown):
             return obj.key
@@ -117,7 +120,7 @@ class Indexer:
 
     # ------------------------------------------------------------------ mutations
 
-    def add(self, obj: Any) -> Any | None:
+    def add(self, obj: T) -> T | None:
         """Insert or replace ``obj`` under its key; return the object it replaced (None if new)."""
         key = self._key_func(obj)
         with self._lock:
@@ -141,11 +144,11 @@ class Indexer:
 
     update = add
 
-    def delete(self, obj: Any) -> Any | None:
+    def delete(self, obj: T | DeletedFinalStateUnknown) -> T | None:
         """Remove the object with ``obj``'s key (tombstones accepted); return what was removed, or None."""
         return self.delete_key(self.key_of(obj))
 
-    def delete_key(self, key: str) -> Any | None:
+    def delete_key(self, key: str) -> T | None:
         """Remove the object stored under ``key``; return it, or None if there was none."""
         with self._lock:
             old = self._items.pop(key, _MISSING)
@@ -164,12 +167,12 @@ class Indexer:
             canon[values] = values
         return values
 
-    def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
+    def replace(self, objs: Iterable[T], resource_version: str = "") -> None:
         """Make the store hold exactly ``objs`` (later duplicates of a key win); indices are rebuilt."""
         key_func = self._key_func
         with self._lock:
             funcs = self._funcs
-            items: dict[str, Any] = {}
+            items: dict[str, T] = {}
             values: dict[str, tuple[_Entry, ...]] = {}
             for obj in objs:
                 key = key_func(obj)
@@ -217,15 +220,15 @@ class Indexer:
 
     # ------------------------------------------------------------------ reads
 
-    def get(self, obj: Any) -> Any | None:
+    def get(self, obj: T | DeletedFinalStateUnknown) -> T | None:
         """The stored object with ``obj``'s key, or None."""
         return self._items.get(self.key_of(obj))
 
-    def get_by_key(self, key: str) -> Any | None:
+    def get_by_key(self, key: str) -> T | None:
         """The object stored under ``key``, or None."""
         return self._items.get(key)
 
-    def list(self) -> list[Any]:
+    def list(self) -> list[T]:
         """A snapshot of every stored object (no particular order)."""
         with self._lock:
             return list(self._items.values())
@@ -274,7 +277,7 @@ class Indexer:
             raise _unknown_index(index_name)
         return index
 
-    def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
+    def index(self, index_name: str, obj: T) -> builtins.list[T]:
         """The stored objects that share at least one of ``obj``'s values in index ``index_name``."""
         func = self._indexers.get(index_name)
         if func is None:
@@ -294,7 +297,7 @@ class Indexer:
         with self._lock:
             return list(self._index(index_name).get(value, ()))
 
-    def by_index(self, index_name: str, value: str) -> builtins.list[Any]:
+    def by_index(self, index_name: str, value: str) -> builtins.list[T]:
         """The objects whose ``index_name`` values include ``value``."""
         with self._lock:
             keys = self._index(index_name).get(value, ())

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from kinformer.cli.run import add_leader_election_arguments, configure_leader_election
 
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_leader_election_arguments(parser)  # as `kinformer run` will be given them: the Lease's Role follows
 
 
-async def _documents(args: argparse.Namespace) -> list[dict[str, Any]]:
+async def _documents(args: argparse.Namespace) -> Sequence[Mapping[str, object]]:
     from kinformer.authoring.rbac import rbac_documents
     from kinformer.cli.offline import OfflineResolver
     from kinformer.cli.target import crds_of, load, manager_of, module_crds

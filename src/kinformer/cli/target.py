@@ -11,6 +11,7 @@ import importlib
 import inspect
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +83,7 @@ def crds_of(value: Any, target: str) -> list[dict[str, Any]]:
     return crds
 
 
-def dump_yaml(docs: list[dict[str, Any]]) -> str:
+def dump_yaml(docs: Sequence[Mapping[str, object]]) -> str:
     """``docs`` as one YAML stream, keys in the order given."""
     import yaml
 

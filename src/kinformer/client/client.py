@@ -41,6 +41,8 @@ from kinformer.typed_resources import ObjT, resource_spec
 #: A resource: its name (any spelling discovery resolves), a resolved Resource, or a class that stands for it
 #: (a :mod:`kinformer.kinds` TypedDict or the user's own; see :mod:`kinformer.typed_resources`).
 ResourceRef = str | Resource | type
+#: A patch body: an object (merge, strategic merge, apply) or a list of operations (JSON patch).
+PatchBody = Mapping[str, object] | Sequence[Mapping[str, object]]
 
 if TYPE_CHECKING:
     from kinformer.client.listwatch import ClientListerWatcher
@@ -473,55 +475,55 @@ class Client:
                 resp.close()
 
     @overload
-    async def create(self, resource: str | Resource, body: Mapping[str, Any], namespace: str | None = None, *,
+    async def create(self, resource: str | Resource, body: Mapping[str, object], namespace: str | None = None, *,
                      field_manager: str | None = None, dry_run: bool = False,
                      subresource: str | None = None) -> LazyObject: ...
 
     @overload
-    async def create(self, resource: type[ObjT], body: Mapping[str, Any], namespace: str | None = None, *,
+    async def create(self, resource: type[ObjT], body: Mapping[str, object], namespace: str | None = None, *,
                      field_manager: str | None = None, dry_run: bool = False,
                      subresource: str | None = None) -> ObjT: ...
 
-    async def create(self, resource: ResourceRef, body: Mapping[str, Any], namespace: str | None = None, *,
+    async def create(self, resource: ResourceRef, body: Mapping[str, object], namespace: str | None = None, *,
                      field_manager: str | None = None, dry_run: bool = False,
                      subresource: str | None = None) -> Any:
         """POST a new object (raises :class:`~kinformer.errors.AlreadyExists`); with ``subresource``, POST
         ``body`` to that subresource of the object ``body`` names (``pods/<name>/binding``, ``.../eviction``)."""
         res = await self.resolve(resource)
-        name = body["metadata"]["name"] if subresource else None
+        name = cast(Mapping[str, Any], body["metadata"])["name"] if subresource else None
         path = res.path(self._object_namespace(res, namespace, body), name, subresource)
         return await self._write("POST", path, body, _JSON, field_manager, dry_run)
 
     @overload
-    async def replace(self, resource: str | Resource, body: Mapping[str, Any], name: str | None = None,
+    async def replace(self, resource: str | Resource, body: Mapping[str, object], name: str | None = None,
                       namespace: str | None = None, *, subresource: str | None = None,
                       field_manager: str | None = None, dry_run: bool = False) -> LazyObject: ...
 
     @overload
-    async def replace(self, resource: type[ObjT], body: Mapping[str, Any], name: str | None = None,
+    async def replace(self, resource: type[ObjT], body: Mapping[str, object], name: str | None = None,
                       namespace: str | None = None, *, subresource: str | None = None,
                       field_manager: str | None = None, dry_run: bool = False) -> ObjT: ...
 
-    async def replace(self, resource: ResourceRef, body: Mapping[str, Any], name: str | None = None,
+    async def replace(self, resource: ResourceRef, body: Mapping[str, object], name: str | None = None,
                       namespace: str | None = None, *, subresource: str | None = None,
                       field_manager: str | None = None, dry_run: bool = False) -> Any:
         """PUT the whole object; a stale ``metadata.resourceVersion`` raises :class:`~kinformer.errors.Conflict`."""
         res = await self.resolve(resource)
-        name = name or body["metadata"]["name"]
+        name = name or cast(Mapping[str, Any], body["metadata"])["name"]
         path = res.path(self._object_namespace(res, namespace, body), name, subresource)
         return await self._write("PUT", path, body, _JSON, field_manager, dry_run)
 
     @overload
-    async def patch(self, resource: str | Resource, name: str, body: Any, patch_type: str = "merge",
+    async def patch(self, resource: str | Resource, name: str, body: PatchBody, patch_type: str = "merge",
                     namespace: str | None = None, *, field_manager: str | None = None, force: bool | None = None,
                     subresource: str | None = None, dry_run: bool = False) -> LazyObject: ...
 
     @overload
-    async def patch(self, resource: type[ObjT], name: str, body: Any, patch_type: str = "merge",
+    async def patch(self, resource: type[ObjT], name: str, body: PatchBody, patch_type: str = "merge",
                     namespace: str | None = None, *, field_manager: str | None = None, force: bool | None = None,
                     subresource: str | None = None, dry_run: bool = False) -> ObjT: ...
 
-    async def patch(self, resource: ResourceRef, name: str, body: Any, patch_type: str = "merge",
+    async def patch(self, resource: ResourceRef, name: str, body: PatchBody, patch_type: str = "merge",
                     namespace: str | None = None, *, field_manager: str | None = None, force: bool | None = None,
                     subresource: str | None = None, dry_run: bool = False) -> Any:
         """PATCH with ``patch_type`` ``"merge"``, ``"json"`` (a list of operations), ``"strategic"`` or
@@ -669,28 +671,36 @@ class Client:
         return await self.get(resource, name, namespace, subresource="status")
 
     @overload
-    async def replace_status(self, resource: str | Resource, body: Mapping[str, Any], name: str | None = None,
-                             namespace: str | None = None, **kwargs: Any) -> LazyObject: ...
+    async def replace_status(self, resource: str | Resource, body: Mapping[str, object], name: str | None = None,
+                             namespace: str | None = None, *, field_manager: str | None = None,
+                             dry_run: bool = False) -> LazyObject: ...
 
     @overload
-    async def replace_status(self, resource: type[ObjT], body: Mapping[str, Any], name: str | None = None,
-                             namespace: str | None = None, **kwargs: Any) -> ObjT: ...
+    async def replace_status(self, resource: type[ObjT], body: Mapping[str, object], name: str | None = None,
+                             namespace: str | None = None, *, field_manager: str | None = None,
+                             dry_run: bool = False) -> ObjT: ...
 
-    async def replace_status(self, resource: ResourceRef, body: Mapping[str, Any], name: str | None = None,
-                             namespace: str | None = None, **kwargs: Any) -> Any:
-        return await self.replace(resource, body, name, namespace, subresource="status", **kwargs)
+    async def replace_status(self, resource: ResourceRef, body: Mapping[str, object], name: str | None = None,
+                             namespace: str | None = None, *, field_manager: str | None = None,
+                             dry_run: bool = False) -> Any:
+        return await self.replace(resource, body, name, namespace, subresource="status", field_manager=field_manager,
+                                  dry_run=dry_run)
 
     @overload
-    async def patch_status(self, resource: str | Resource, name: str, body: Any, patch_type: str = "merge",
-                           namespace: str | None = None, **kwargs: Any) -> LazyObject: ...
+    async def patch_status(self, resource: str | Resource, name: str, body: PatchBody, patch_type: str = "merge",
+                           namespace: str | None = None, *, field_manager: str | None = None,
+                           force: bool | None = None, dry_run: bool = False) -> LazyObject: ...
 
     @overload
-    async def patch_status(self, resource: type[ObjT], name: str, body: Any, patch_type: str = "merge",
-                           namespace: str | None = None, **kwargs: Any) -> ObjT: ...
+    async def patch_status(self, resource: type[ObjT], name: str, body: PatchBody, patch_type: str = "merge",
+                           namespace: str | None = None, *, field_manager: str | None = None,
+                           force: bool | None = None, dry_run: bool = False) -> ObjT: ...
 
-    async def patch_status(self, resource: ResourceRef, name: str, body: Any, patch_type: str = "merge",
-                           namespace: str | None = None, **kwargs: Any) -> Any:
-        return await self.patch(resource, name, body, patch_type, namespace, subresource="status", **kwargs)
+    async def patch_status(self, resource: ResourceRef, name: str, body: PatchBody, patch_type: str = "merge",
+                           namespace: str | None = None, *, field_manager: str | None = None,
+                           force: bool | None = None, dry_run: bool = False) -> Any:
+        return await self.patch(resource, name, body, patch_type, namespace, subresource="status",
+                                field_manager=field_manager, force=force, dry_run=dry_run)
 
     async def version(self) -> dict[str, Any]:
         """The server's ``/version`` document."""
