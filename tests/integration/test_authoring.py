@@ -5,12 +5,14 @@ constraints, and ``kinformer rbac``'s output is enough for the operator to run a
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import pytest
 import yaml
@@ -111,3 +113,42 @@ async def test_rbac_output_is_enough_for_the_operator_as_a_service_account_and_n
                   operator.create("customresourcedefinitions", {**website.CRD, "metadata": {"name": "x.example.com"}})):
         with pytest.raises(ki.Forbidden):
             await write
+
+
+@dataclass
+class WidgetSpec:
+    """A widget."""
+
+    replicas: Annotated[int, ki.Minimum(0)] = 1
+    color: Literal["red", "blue"] = "red"
+
+
+@dataclass
+class WidgetStatus:
+    replicas: int = 0
+    selector: str = ""
+
+
+async def test_several_versions_scale_and_printer_columns_are_served(kube_client: ki.Client) -> None:
+    crd = ki.crd(WidgetSpec, group="example.com", version="v1", kind="Widget", status=WidgetStatus,
+                 scale=ki.Scale(label_selector_path=".status.selector"), short_names=["wd"],
+                 printer_columns=[ki.PrinterColumn("Color", ".spec.color")],
+                 versions=[ki.Version("v1beta1", WidgetSpec, WidgetStatus, deprecated="use example.com/v1")])
+    await kube_client.create("customresourcedefinitions", crd)
+    await ki.wait_for(kube_client, "customresourcedefinitions", "widgets.example.com",
+                      lambda c: any(x["type"] == "Established" and x["status"] == "True"
+                                    for x in ((c or {}).get("status") or {}).get("conditions", [])), timeout=30)
+    kube_client.invalidate_discovery()
+    old = await kube_client.create("example.com/v1beta1/widgets", {"apiVersion": "example.com/v1beta1",
+                                                                     "kind": "Widget", "metadata": {"name": "w"},
+                                                                     "spec": {}}, namespace="default")
+    assert old["spec"] == {"replicas": 1, "color": "red"}
+    current = await kube_client.get("example.com/v1/widgets", "w", namespace="default")
+    assert current["apiVersion"] == "example.com/v1"
+    scale = await kube_client.get("example.com/v1/widgets", "w", namespace="default", subresource="scale")
+    assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 1
+    raw = await kube_client.request_bytes("GET", "/apis/example.com/v1/namespaces/default/widgets",
+                                          headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+    table = json.loads(raw)
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Color"]  # Age only when none are given
+    assert table["rows"][0]["cells"][:2] == ["w", "red"]
