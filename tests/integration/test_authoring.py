@@ -152,3 +152,19 @@ async def test_several_versions_scale_and_printer_columns_are_served(kube_client
     table = json.loads(raw)
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Color"]  # Age only when none are given
     assert table["rows"][0]["cells"][:2] == ["w", "red"]
+
+
+async def test_a_class_reads_its_resource_through_client_informer_lister_and_manager_cache(
+        kube_client: ki.Client) -> None:
+    from kinformer.kinds.core_v1 import ConfigMap
+
+    await kube_client.create(ConfigMap, {"metadata": {"name": "typed"}, "data": {"k": "v"}}, namespace="default")
+    assert (await kube_client.get(ConfigMap, "typed", "default"))["data"] == {"k": "v"}
+    async with ki.SharedInformerFactory(kube_client) as factory:
+        informer = factory.informer(ConfigMap, namespace="default")
+        factory.start()
+        assert await factory.wait_for_cache_sync(timeout=30)
+        assert informer.lister().get("typed", "default")["data"] == {"k": "v"}
+    mgr = ki.Manager(kube_client, metrics_secure=False)
+    assert (await mgr.client.get(ConfigMap, "typed", "default"))["data"] == {"k": "v"}
+    await mgr.factory.shutdown()

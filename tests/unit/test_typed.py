@@ -39,7 +39,8 @@ async def use(client: Client, factory: SharedInformerFactory) -> int:
 
 class Scaler(ObjectReconciler[Deployment]):
     async def reconcile(self, obj: Deployment) -> Result | None:
-        return Result(requeue_after=float(obj["spec"].get("replicas", 0)))
+        cm = await self.client.get(ConfigMap, "limits", "default")  # the Manager's cache, typed
+        return Result(requeue_after=float(obj["spec"].get("replicas", 0)) + len(cm.get("data", {})))
 
 
 def setup(mgr: Manager) -> None:
@@ -66,6 +67,8 @@ async def misuse(client: Client, factory: SharedInformerFactory) -> None:
 
 class Scaler(ObjectReconciler[Deployment]):
     async def reconcile(self, obj: Deployment) -> Result | None:
+        cm = await self.client.get(ConfigMap, "limits", "default")
+        cm["data"]["limit"] + 1  # BAD-5: a str
         return Result(requeue_after=obj["spec"]["paused"] + "s")  # BAD-4: a bool
 '''
 
@@ -91,7 +94,7 @@ def test_mypy_passes_typed_use_and_fails_each_misuse_of_a_typed_field(tmp_path: 
     assert not [e for e in errors if Path(e[0]).name != "bad.py"], out
     lines = bad.read_text().splitlines()
     flagged = {int(line) for file, line in errors if Path(file).name == "bad.py"}
-    for n in range(1, 5):
+    for n in range(1, 6):
         number = next(i for i, text in enumerate(lines, 1) if f"BAD-{n}" in text)
         assert number in flagged, f"mypy did not flag BAD-{n} (line {number}):\n{out}"
 

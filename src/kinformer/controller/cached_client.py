@@ -31,14 +31,16 @@ import contextvars
 import logging
 from collections.abc import Callable, Iterator, Mapping, MutableSequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from kinformer.cache.factory import InformerKey
 from kinformer.errors import NotFound
 from kinformer.listwatch import ListResult
 from kinformer.selectors import field_value, object_fields, parse_field_selector, parse_label_selector
+from kinformer.typed_resources import ObjT, resource_spec
 
 if TYPE_CHECKING:
+    from kinformer.client.discovery import Resource
     from kinformer.controller.manager import Manager
 
 __all__ = ["CachedClient", "PendingWrite", "track_writes", "wait_for_writes"]
@@ -120,6 +122,8 @@ class CachedClient:
     # -- informers ------------------------------------------------------------------------------------
 
     async def _resolve(self, resource: Any) -> Any:
+        if isinstance(resource, type):
+            resource = resource_spec(resource)
         if not isinstance(resource, str):
             return resource
         info = self._resolved.get(resource)
@@ -161,8 +165,17 @@ class CachedClient:
 
     # -- reads ----------------------------------------------------------------------------------------
 
+    @overload
+    async def get(self, resource: str | Resource, name: str, namespace: str | None = None, *,
+                  subresource: str | None = None) -> Any: ...
+
+    @overload
+    async def get(self, resource: type[ObjT], name: str, namespace: str | None = None, *,
+                  subresource: str | None = None) -> ObjT: ...
+
     async def get(self, resource: Any, name: str, namespace: str | None = None, **kwargs: Any) -> Any:
-        """The cached object (raises NotFound); a ``subresource`` read goes to the server."""
+        """The cached object (raises NotFound); a ``subresource`` read goes to the server. A class stands for
+        its resource and types the object (:mod:`kinformer.typed_resources`)."""
         if kwargs.get("subresource"):
             return await self._manager.api_client.get(resource, name, namespace, **kwargs)
         informer = await self.informer_for(resource)
