@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import importlib
 import logging
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kinformer.aio import task_group
@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from kinformer.client import Client
     from kinformer.controller import Manager
     from kinformer.controller.events import EventRecorder
+
+    from .kubelet import Kubelets
+    from .nodes import NodeAgents
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +91,8 @@ class Cluster:
         self.node_count = nodes
         self.options = options or ClusterOptions()
         self.clock = clock
+        self.node_agents: NodeAgents | None = None
+        self.kubelets: Kubelets | None = None
         self.loops: list[tuple[str, Callable[[], Coroutine[Any, Any, None]]]] = []
         self._task: asyncio.Task[None] | None = None
 
@@ -101,6 +106,13 @@ class Cluster:
         ctx = ControllerContext(self)
         for name in self.controller_names:
             _setup_function(name)(ctx)
+        if self.node_count:
+            from .kubelet import Kubelets
+            from .nodes import NodeAgents
+
+            self.node_agents = NodeAgents(ctx, self.node_count)
+            self.kubelets = Kubelets(ctx, self.node_agents)
+            await self.node_agents.register_all()
         self._task = asyncio.create_task(self._run(), name="kinformer-cluster")
         await self._wait_synced()
 
@@ -121,6 +133,37 @@ class Cluster:
                 group.create_task(self.manager.run(), name="kinformer-cluster-manager")
             for name, loop in self.loops:
                 group.create_task(loop(), name=f"kinformer-cluster-{name}")
+
+    # -- the simulated nodes (``nodes=N``) and their faults ---------------------------------------------------
+
+    def _nodes(self) -> tuple[NodeAgents, Kubelets]:
+        if self.node_agents is None or self.kubelets is None:
+            raise RuntimeError("this cluster runs no simulated nodes (nodes=0)")
+        return self.node_agents, self.kubelets
+
+    async def stop_node(self, name: str) -> None:
+        """Stop node ``name``'s kubelet: no more heartbeats nor Lease renewals; its pods stay as they are."""
+        self._nodes()[0].stop(name)
+
+    async def start_node(self, name: str) -> None:
+        """Start node ``name``'s kubelet again: heartbeats, renewals and its pods resume."""
+        agents, kubelets = self._nodes()
+        agents.start(name)
+        kubelets.wake_node(name)
+
+    async def fail_container(self, namespace: str, pod: str, container: str, exit_code: int = 1) -> None:
+        """Make a running container of a pod on a simulated node exit with ``exit_code`` (it restarts per the
+        pod's restartPolicy); KeyError when that pod or container is not running here."""
+        self._nodes()[1].fail_container(namespace, pod, container, exit_code)
+
+    def pod_log(self, pod: Mapping[str, Any], container: str, previous: bool = False) -> str | None:
+        """The simulated log of ``container`` of ``pod``, or None when no simulated node runs the pod;
+        :class:`~kinformer.cluster.kubelet.LogError` as a kubelet refuses (e.g. the container has not started)."""
+        if self.node_agents is None or self.kubelets is None:
+            return None
+        if (pod.get("spec") or {}).get("nodeName") not in self.node_agents.nodes:
+            return None
+        return self.kubelets.log(pod, container, previous)
 
     async def stop(self) -> None:
         """Cancel everything the cluster runs, wait for it, and close the client. Idempotent."""

@@ -13,6 +13,23 @@ class ClusterOptions:
     #: controller-runtime's per-controller worker count (kube-controller-manager's --concurrent-*-syncs).
     workers: int = 5
     # -- simulated nodes and kubelets ----------------------------------------------------------------------
+    #: each simulated node's capacity (and allocatable): cpu, memory and the kubelet's --max-pods.
+    node_cpu: str = "4"
+    node_memory: str = "16Gi"
+    node_pods: int = 110
+    #: the kubelet's nodeLeaseDurationSeconds (kube: 40) and how often it renews its Lease (kube: a quarter of
+    #: the duration, 10 s; scaled down).
+    node_lease_duration_seconds: int = 40
+    node_lease_renew_interval: float = 1.0
+    #: the kubelet's --node-status-update-frequency (kube: 10 s): the Ready condition's heartbeat.
+    node_status_update_frequency: float = 2.0
+    #: how long a container of a pod whose restartPolicy is Never or OnFailure runs before it exits.
+    container_run_seconds: float = 1.0
+    #: how long a container takes to stop after SIGTERM (bounded by the pod's deletion grace period).
+    container_stop_seconds: float = 0.0
+    #: the kubelet's crash-loop back-off: first restart delay (kube: 10 s) doubling up to the cap (kube: 300 s).
+    restart_backoff: float = 0.1
+    restart_backoff_max: float = 5.0
     # -- scheduler -----------------------------------------------------------------------------------------
     #: kube-scheduler's podInitialBackoffSeconds: a pod that failed waits this long before its next attempt,
     #: doubling per failure ...

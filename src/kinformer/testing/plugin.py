@@ -61,6 +61,16 @@ async def kube_server() -> AsyncIterator[APIServer]:
 
 
 @_async_fixture
+async def kube_cluster() -> AsyncIterator[APIServer]:
+    """A server with kube-controller-manager's controllers and three simulated nodes (``server.cluster``);
+    ``kube_server`` stays bare."""
+    from kinformer.server import APIServer
+
+    async with APIServer(storage="memory", controllers=True, nodes=3) as server:
+        yield server
+
+
+@_async_fixture
 async def kube_client(kube_server: APIServer) -> AsyncIterator[Client]:
     from kinformer.client import Client
 
