@@ -126,6 +126,10 @@ def _annotations(pod: Mapping[str, Any]) -> Mapping[str, str]:
     return pod["metadata"].get("annotations") or {}
 
 
+def _terminal(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
 def _exit_code(pod: Mapping[str, Any]) -> int:
     text = _annotations(pod).get(EXIT_CODE_ANNOTATION, "0")
     try:
@@ -235,12 +239,12 @@ class Kubelets:
             self._forget(key)  # a new pod of the same name
             runtime = None
         if runtime is None:
-            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") and not pod["metadata"].get("deletionTimestamp"):
+            if _terminal(pod) and not pod["metadata"].get("deletionTimestamp"):
                 return None  # a terminal pod this kubelet never ran: nothing to do
             runtime = self.runtimes[key] = self._sandbox(pod, node)
         if pod["metadata"].get("deletionTimestamp"):
             return await self._stop(pod, runtime)
-        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        if _terminal(pod):
             return None
         wake = self._advance(pod, runtime)
         await self._write_status(pod, runtime)
@@ -315,7 +319,7 @@ class Kubelets:
         for c in runtime.containers.values():
             if c.state != "terminated":
                 c.exit(KILLED_EXIT_CODE if killed else 0, clock.wall())
-        if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+        if not _terminal(pod):
             await self._write_status(pod, runtime)
         try:
             await self.ctx.client.delete("pods", meta["name"], meta.get("namespace"), grace_period_seconds=0,

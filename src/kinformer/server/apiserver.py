@@ -242,6 +242,7 @@ class APIServer:
         token = "kinformer-cluster-" + secrets.token_urlsafe(24)
         self.security.authenticator.add_token(
             token, UserInfo(name="system:kube-controller-manager", groups=("system:masters",)))
+        self.store.graceful_pods = self.nodes > 0  # kubelets finish graceful pod deletions
         self.cluster = Cluster(self.url, token=token, ca=self.ca_cert, controllers=self.controllers,
                                nodes=self.nodes, options=self.cluster_options, clock=self.clock)
         await self.cluster.start()

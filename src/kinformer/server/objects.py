@@ -25,6 +25,7 @@ import orjson
 from ..clock import REAL_CLOCK, Clock
 from . import status as st
 from .ephemeralcontainers import ephemeral_update_causes, take_ephemeral_containers
+from .gracefuldelete import Graceful, before_delete
 from .ipallocator import ServiceAllocator
 from .jsoncopy import json_copy
 from .query import UINT64_MAX
@@ -201,6 +202,8 @@ class ObjectStore:
         # Hooks run after a successful (non-dry-run) write: (info, object, deleted). They must not mutate
         # the object (it may already be the watch cache's copy).
         self.after_write: list[Callable[[ResourceInfo, dict[str, Any], bool], None]] = []
+        #: kube's graceful deletion of pods bound to a node (:mod:`.gracefuldelete`); on only where kubelets run.
+        self.graceful_pods = False
 
     @staticmethod
     def key(info: ResourceInfo, namespace: str, name: str) -> str:
@@ -475,7 +478,8 @@ class ObjectStore:
             return obj, False, None
         kv = await self.storage.update(old_kv.key, data, old_kv.mod_revision)
         meta["resourceVersion"] = str(kv.mod_revision)
-        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not self._finalizes_elsewhere(info, obj):
+        if (meta.get("deletionTimestamp") and not meta.get("finalizers") and not meta.get("deletionGracePeriodSeconds")
+                and not self._finalizes_elsewhere(info, obj)):
             try:
                 await self.storage.delete(kv.key, kv.mod_revision)
             except (RevisionMismatch, KeyNotFound):
@@ -665,6 +669,14 @@ class ObjectStore:
             if (info.group == "apiextensions.k8s.io" and info.plural == "customresourcedefinitions"
                     and CRD_FINALIZER not in finalizers and not meta.get("deletionTimestamp")):
                 finalizers.append(CRD_FINALIZER)
+            graceful = self._graceful(info, obj, options)
+            if graceful == "pending":
+                return None  # a graceful deletion under way: DeleteOptions change nothing (kube's rule)
+            if graceful == "graceful":
+                meta["finalizers"] = finalizers
+                if not finalizers:
+                    meta.pop("finalizers", None)
+                return obj
             if not finalizers and not self._finalizes_elsewhere(info, obj):
                 return DELETE
             if meta.get("deletionTimestamp"):
@@ -685,6 +697,12 @@ class ObjectStore:
 
         obj, outcome = await self.guaranteed_update(info, namespace, name, try_delete, dry_run=dry_run)
         return obj, outcome == "deleted"
+
+    def _graceful(self, info: ResourceInfo, obj: dict[str, Any], options: Mapping[str, Any]) -> Graceful:
+        """kube's graceful deletion of pods (:mod:`.gracefuldelete`), when this server runs kubelets."""
+        if not self.graceful_pods or info.group or info.plural != "pods":
+            return None
+        return before_delete(obj, options, self.clock.wall())
 
     def _default_gc_policy(self, info: ResourceInfo, finalizers: list[str]) -> str | None:
         """The kind's propagation policy when a delete names none and no GC finalizer decides (batch/v1 Jobs
