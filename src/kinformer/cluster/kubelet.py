@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import Conflict, NotFound
 
-from .nodes import SimulatedNode, rfc3339
+from .nodes import SimulatedNode, parse_time, rfc3339
 
 if TYPE_CHECKING:
     from .cluster import ControllerContext
@@ -119,7 +119,6 @@ class PodRuntime:
     init: list[Container]
     containers: dict[str, Container]
     transitions: dict[str, tuple[str, str]] = field(default_factory=dict)  # condition -> (status, time)
-    stop_at: float | None = None
 
 
 def _annotations(pod: Mapping[str, Any]) -> Mapping[str, str]:
@@ -311,10 +310,10 @@ class Kubelets:
         """Stop a pod being deleted and delete it once its containers have exited (bounded by its grace)."""
         clock, meta = self.ctx.clock, pod["metadata"]
         grace = float(meta.get("deletionGracePeriodSeconds") or 0)
-        if runtime.stop_at is None:
-            runtime.stop_at = clock.now() + min(grace, self.ctx.options.container_stop_seconds)
-        if clock.now() < runtime.stop_at:
-            return Result(requeue_after=runtime.stop_at - clock.now())
+        # the grace runs from the delete request (deletionTimestamp - grace), on the clock's wall time
+        stop_wall = parse_time(meta["deletionTimestamp"]) - grace + min(grace, self.ctx.options.container_stop_seconds)
+        if clock.wall() < stop_wall:
+            return Result(requeue_after=stop_wall - clock.wall())
         killed = self.ctx.options.container_stop_seconds > grace
         for c in runtime.containers.values():
             if c.state != "terminated":

@@ -53,6 +53,11 @@ def rfc3339(wall: float) -> str:
     return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_time(text: str) -> float:
+    """The wall time of a metav1.Time string."""
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+
+
 def micro_time(wall: float) -> str:
     """A metav1.MicroTime string."""
     return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
