@@ -246,6 +246,8 @@ class APIServer:
         self.cluster = Cluster(self.url, token=token, ca=self.ca_cert, controllers=self.controllers,
                                nodes=self.nodes, options=self.cluster_options, clock=self.clock)
         await self.cluster.start()
+        if self.nodes:
+            self.api.pod_logs = self.cluster.pod_log
 
     async def _listen(self) -> None:
         app = build_app(self.api, self.registry, chain=self._handler_chain(), extra_routes=self.security.routes())

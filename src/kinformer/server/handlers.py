@@ -21,6 +21,7 @@ from .bodies import MAX_BODY
 from .objects import ObjectStore
 from .partial_metadata import negotiate_partial
 from .partial_metadata import serve as serve_partial
+from .podlog import PodLogSource, pod_log_response
 from .podsubresources import PodSubresources
 from .query import truthy
 from .reads import RV_WAIT_SECONDS
@@ -32,6 +33,8 @@ from .watch import WatchHandlers
 from .watchcache import WatchCache
 
 __all__ = ["MAX_BODY", "ResourceAPI", "truthy"]
+
+_LOG = frozenset({"log"})
 
 
 class ResourceAPI(WatchHandlers, PodSubresources):
@@ -47,9 +50,12 @@ class ResourceAPI(WatchHandlers, PodSubresources):
         self.bookmark_interval = bookmark_interval
         self.rv_wait = RV_WAIT_SECONDS
         self.closing = asyncio.Event()
+        #: the simulated kubelets' logs (``APIServer(nodes=N)``); None: pods/log is not served
+        self.pod_logs: PodLogSource | None = None
 
     def resolve(self, group: str, version: str, rest: str) -> Target:
-        return resolve_target(self.registry, group, version, rest)
+        served = _LOG if self.pod_logs is not None else frozenset()
+        return resolve_target(self.registry, group, version, rest, served)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         mi = request.match_info
@@ -103,6 +109,8 @@ class ResourceAPI(WatchHandlers, PodSubresources):
             return await self.binding(request, t)
         if t.subresource == "eviction":
             return await self.eviction(request, t)
+        if t.subresource == "log":
+            return await self.pod_log(request, t)
         if method in ("GET", "HEAD"):
             return await self.get(request, t)
         if method == "PUT":
@@ -112,6 +120,13 @@ class ResourceAPI(WatchHandlers, PodSubresources):
         if method == "DELETE" and not t.subresource:
             return await self.delete(request, t)
         raise st.method_not_allowed()
+
+    async def pod_log(self, request: web.Request, t: Target) -> web.Response:
+        """GET ``pods/<name>/log`` (:mod:`.podlog`)."""
+        if request.method not in ("GET", "HEAD"):
+            raise st.method_not_allowed()
+        pod, _ = await self.store.read(t.info, t.namespace, t.name)
+        return pod_log_response(pod, request.query, self.pod_logs, t.info)
 
     # -------------------------------------------------------------------------- tables (kubectl get)
 

@@ -33,8 +33,10 @@ class Target:
     watch: bool
 
 
-def resolve_target(registry: Registry, group: str, version: str, rest: str) -> Target:
-    """The :class:`Target` of the path ``rest`` under a group version; 404 for anything not served."""
+def resolve_target(registry: Registry, group: str, version: str, rest: str,
+                   kubelet: frozenset[str] = frozenset()) -> Target:
+    """The :class:`Target` of the path ``rest`` under a group version; 404 for anything not served.
+    ``kubelet`` names the kubelet subresources served (those the server's simulated kubelets answer)."""
     parts = rest.split("/")
     if parts and parts[-1] == "":
         parts.pop()
@@ -64,7 +66,7 @@ def resolve_target(registry: Registry, group: str, version: str, rest: str) -> T
     name = parts[1] if len(parts) > 1 else ""
     if sub and sub not in info.subresources:
         raise st.route_not_found()
-    if sub and sub not in GENERIC_SUBRESOURCES:
+    if sub and sub not in GENERIC_SUBRESOURCES and sub not in kubelet:
         raise st.subresource_not_served(info, name, sub)
     return Target(info, namespace, name, sub, watch)
 
