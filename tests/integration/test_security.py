@@ -577,7 +577,7 @@ SERVE = "import sys; from kinformer.cli import main; sys.exit(main(sys.argv[1:])
 @contextlib.asynccontextmanager
 async def _kinformer_serve(data: Path, *extra: str) -> AsyncIterator[str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", SERVE, "serve", "--port", "0", "--data", str(data), "--storage", "memory", *extra,
+        sys.executable, "-c", SERVE, "serve", "--bare", "--port", "0", "--data", str(data), "--storage", "memory", *extra,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     assert proc.stdout is not None
     try:
@@ -668,7 +668,7 @@ async def test_a_second_serve_on_one_data_directory_exits_and_touches_nothing(tm
         before = _files(data)
         assert {"kubeconfig", "token", "pki/ca.crt"} <= set(before)
         second = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", SERVE, "serve", "--port", "0", "--data", str(data),
+            sys.executable, "-c", SERVE, "serve", "--bare", "--port", "0", "--data", str(data),
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         try:
             async with asyncio.timeout(30):

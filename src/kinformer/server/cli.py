@@ -21,6 +21,10 @@ cluster (same URL, a ``--port`` each) are replicas of one API server: each repli
 follows etcd, so a write through any replica is seen by all. With TLS, give them the same ``--data``
 (start one first: it generates the CA and token the others reuse) and a ``--kubeconfig`` each.
 
+``kinformer serve`` is a cluster that moves: it runs kube-controller-manager's controllers (those kinformer has)
+and one simulated node with its kubelet (``--nodes N`` for more); ``--bare`` runs neither, an inert server as
+envtest's. Replicas on one etcd should run the cluster in one of them only (``--bare`` for the others).
+
 A data directory belongs to one server: ``kinformer serve`` locks it (:func:`lock_data_dir`) before writing
 anything in it, and a second server on it exits with status 1 naming the directory. Replicas on etcd with a
 ``--kubeconfig`` each share the lock.
@@ -134,6 +138,11 @@ def _flow_control_arguments(parser: argparse.ArgumentParser) -> None:
                              "when installed (default: auto)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="log every request on stderr: method, path, user, status code, milliseconds")
+    parser.add_argument("--nodes", type=int, default=None, metavar="N",
+                        help="simulated nodes and kubelets to run beside kube-controller-manager's controllers "
+                             "(default: 1)")
+    parser.add_argument("--bare", action="store_true",
+                        help="run neither controllers nor nodes: an inert API server, as envtest")
 
 
 def is_loopback(host: str) -> bool:
@@ -285,7 +294,8 @@ async def _serve(args: argparse.Namespace, data: Path, storage: str, tokens: Map
 
     certs = ensure_certs(data / "pki", hosts=_cert_hosts(args.host)) if args.tls else None
     kwargs: dict[str, Any] = {"storage": storage, "host": args.host, "port": args.port, "tls": certs,
-                              "tokens": tokens, "data_dir": str(data), **_security_kwargs(args, certs, policy)}
+                              "tokens": tokens, "data_dir": str(data), **_security_kwargs(args, certs, policy),
+                              **_cluster_kwargs(args)}
     if args.watch_cache_size is not None:
         kwargs["watch_cache_size"] = args.watch_cache_size
     kwargs["watcher_buffer_events"], kwargs["watcher_buffer_bytes"] = args.watcher_buffer_events, \
@@ -309,6 +319,7 @@ async def _serve(args: argparse.Namespace, data: Path, storage: str, tokens: Map
             print(f"storage: {storage}", flush=True)
             print(f"event loop: {'uvloop' if type(loop).__module__.startswith('uvloop') else 'asyncio'}", flush=True)
             print(f"kubeconfig: {kubeconfig}", flush=True)
+            print(f"cluster: {'bare (no controllers, no nodes)' if args.bare else _cluster_line(server)}", flush=True)
             print(f"try: kubectl --kubeconfig {kubeconfig} get ns", flush=True)
             tune_for_server()
             await stop.wait()
@@ -317,6 +328,11 @@ async def _serve(args: argparse.Namespace, data: Path, storage: str, tokens: Map
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
     return 0
+
+
+def _cluster_line(server: Any) -> str:
+    names = ", ".join(server.controllers) or "none"
+    return f"controllers: {names}; simulated nodes: {server.nodes}"
 
 
 def _log_requests_to_stderr() -> None:
@@ -340,6 +356,22 @@ def _check_security_args(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _check_cluster_args(args: argparse.Namespace) -> str | None:
+    """Why ``--nodes`` and ``--bare`` cannot be used as given, or None."""
+    if args.nodes is not None and args.nodes < 0:
+        return "--nodes must be >= 0"
+    if args.bare and args.nodes:
+        return "--bare runs no nodes: drop --nodes or --bare"
+    return None
+
+
+def _cluster_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The controllers and nodes to run: all controllers and one node by default, neither with ``--bare``."""
+    if args.bare:
+        return {"controllers": False, "nodes": 0}
+    return {"controllers": True, "nodes": 1 if args.nodes is None else args.nodes}
+
+
 def main(args: argparse.Namespace) -> int:
     """Run ``kinformer serve``; returns the exit status (2 for unsafe or invalid options)."""
     if not (0 <= args.port <= 65535):
@@ -355,7 +387,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"kinformer serve: refusing to bind non-loopback address {args.host!r} without TLS and token "
               "authentication; drop --no-tls (TLS generates a token) or bind 127.0.0.1", file=sys.stderr)
         return 2
-    problem = _check_security_args(args)
+    problem = _check_security_args(args) or _check_cluster_args(args)
     if problem:
         print(f"kinformer serve: {problem}", file=sys.stderr)
         return 2

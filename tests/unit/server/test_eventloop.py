@@ -41,8 +41,8 @@ def test_auto_picks_uvloop_and_leaves_the_policy_alone() -> None:
 
 
 def _serve(tmp_path: Path, choice: str) -> tuple[subprocess.Popen[str], str, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "kinformer.cli", "serve", "--no-tls", "--port", "0", "--storage",
-                             "memory", "--data", str(tmp_path), "--event-loop", choice],
+    proc = subprocess.Popen([sys.executable, "-m", "kinformer.cli", "serve", "--bare", "--no-tls", "--port", "0",
+                             "--storage", "memory", "--data", str(tmp_path), "--event-loop", choice],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     url = loop = ""
