@@ -1,7 +1,7 @@
 """Helpers for tests of the moving cluster (:mod:`kinformer.cluster`), usable by every controller's tests.
 
 * :func:`wait_for` — poll a condition (plain or async) until it holds, bounded by ``asyncio.timeout``;
-* :func:`wait_for_object` — GET an object until a predicate holds, and return it;
+* :func:`wait_for_object` / :func:`wait_gone` — watch an object until a predicate holds (returned) / it is gone;
 * :func:`pod` — a minimal pod body (optionally bound to a node);
 * :func:`run_pod` — play the kubelet where none runs: bind a pod and write the status a kubelet would
   (Running, Ready, containerStatuses), as kube's controller unit tests use fake pods.
@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from kinformer.client import Client
-from kinformer.errors import NotFound
+from kinformer.controller.wait import wait_for as ki_wait_for
 
 #: the polling period of :func:`wait_for` (real time; the condition, not the period, synchronizes).
 POLL = 0.02
@@ -41,32 +41,15 @@ async def wait_for(condition: Callable[[], bool | Awaitable[bool]], timeout: flo
 
 async def wait_for_object(client: Client, resource: str, name: str, predicate: Callable[[Any], bool],
                           namespace: str | None = None, timeout: float = 10.0) -> Any:
-    """GET ``resource/name`` until ``predicate(obj)`` holds (a missing object never does); returns it."""
-    found: list[Any] = []
-
-    async def check() -> bool:
-        try:
-            obj = await client.get(resource, name, namespace)
-        except NotFound:
-            return False
-        found[:] = [obj]
-        return bool(predicate(obj))
-
-    await wait_for(check, timeout, f"{resource}/{name}: predicate")
-    return found[0]
+    """Watch ``resource/name`` until ``predicate(obj)`` holds (a missing object never does); returns it."""
+    return await ki_wait_for(client, resource, name, lambda obj: obj is not None and predicate(obj),
+                             namespace=namespace, timeout=timeout)
 
 
 async def wait_gone(client: Client, resource: str, name: str, namespace: str | None = None,
                     timeout: float = 10.0) -> None:
-    """Wait until ``resource/name`` no longer exists."""
-    async def gone() -> bool:
-        try:
-            await client.get(resource, name, namespace)
-        except NotFound:
-            return True
-        return False
-
-    await wait_for(gone, timeout, f"{resource}/{name} deleted")
+    """Watch ``resource/name`` until it no longer exists."""
+    await ki_wait_for(client, resource, name, lambda obj: obj is None, namespace=namespace, timeout=timeout)
 
 
 def pod(name: str, *, node: str | None = None, containers: tuple[str, ...] = ("app",),

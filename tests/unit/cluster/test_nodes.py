@@ -51,7 +51,8 @@ async def test_nodes_register_with_labels_capacity_conditions_and_addresses() ->
         assert (ready["status"], ready["reason"]) == ("True", "KubeletReady")
         assert {_condition(node, k)["status"] for k in ("MemoryPressure", "DiskPressure", "PIDPressure")} == {"False"}
         assert {"type": "InternalIP", "address": "172.18.0.3"} in status["addresses"]
-        assert status["nodeInfo"]["kubeletVersion"].startswith("v1.") and status["nodeInfo"]["operatingSystem"] == "linux"
+        info = status["nodeInfo"]
+        assert info["kubeletVersion"].startswith("v1.") and info["operatingSystem"] == "linux"
         lease = await client.get("leases", "node-2", NODE_LEASE_NAMESPACE)
         assert lease["spec"]["holderIdentity"] == "node-2"
         assert lease["spec"]["leaseDurationSeconds"] == 40
