@@ -43,8 +43,8 @@ SIZES = {"flood": 1100, "heads": 500}
 async def start_server(data: str, *extra: str) -> tuple[asyncio.subprocess.Process, str]:
     """``kinformer serve --no-tls`` on a free loopback port, in-memory, no rate limit, with ``extra`` options."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", SERVE, "serve", "--bare", "--no-tls", "--host", "127.0.0.1", "--port", "0", "--data", data,
-        "--storage", "memory", "--rate-limit-qps", "0", *extra,
+        sys.executable, "-c", SERVE, "serve", "--bare", "--no-tls", "--host", "127.0.0.1", "--port", "0",
+        "--data", data, "--storage", "memory", "--rate-limit-qps", "0", *extra,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
     assert proc.stdout is not None
     async with asyncio.timeout(60):

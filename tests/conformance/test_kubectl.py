@@ -76,7 +76,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kubectl, 
     home = tmp_path_factory.mktemp("home")
     log = (data / "serve.log").open("w+")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kinformer.cli", "serve", "--bare", "--port", "0", "--data", str(data), "--storage", "memory"],
+        [sys.executable, "-m", "kinformer.cli", "serve", "--bare", "--port", "0", "--data", str(data),
+         "--storage", "memory"],
         stdout=subprocess.PIPE, stderr=log, text=True)
     kubeconfig = None
     try:

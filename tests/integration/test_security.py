@@ -577,7 +577,8 @@ SERVE = "import sys; from kinformer.cli import main; sys.exit(main(sys.argv[1:])
 @contextlib.asynccontextmanager
 async def _kinformer_serve(data: Path, *extra: str) -> AsyncIterator[str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", SERVE, "serve", "--bare", "--port", "0", "--data", str(data), "--storage", "memory", *extra,
+        sys.executable, "-c", SERVE, "serve", "--bare", "--port", "0", "--data", str(data), "--storage", "memory",
+        *extra,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     assert proc.stdout is not None
     try:
