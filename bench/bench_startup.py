@@ -101,7 +101,8 @@ def _serve() -> dict[str, float]:
     with tempfile.TemporaryDirectory() as data:
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "kinformer.cli", "serve", "--bare", "--port", "0",
-                                 "--data", data, "--storage", "memory"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                                 "--data", data, "--storage", "memory"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             assert proc.stdout is not None
             deadline = time.monotonic() + 60

@@ -69,7 +69,8 @@ class Serve:
         with self.log_path.open("ab") as log:  # the child keeps its own descriptor
             self.proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-c", SERVE, "serve", "--bare", "--no-tls", "--host", "127.0.0.1",
-                "--port", str(self.port), "--data", str(self.data), "--watch-cache-size", "50", stdout=asyncio.subprocess.PIPE, stderr=log)
+                "--port", str(self.port), "--data", str(self.data), "--watch-cache-size", "50",
+                stdout=asyncio.subprocess.PIPE, stderr=log)
         assert self.proc.stdout is not None
         async with asyncio.timeout(START_TIMEOUT):
             while True:
