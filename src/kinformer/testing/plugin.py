@@ -8,7 +8,9 @@ advice instead of breaking pytest's start-up.
 Fixtures (each test gets its own server, so tests never see each other's objects):
 
 * ``kube_server`` — a started :class:`kinformer.server.APIServer` with in-memory storage on 127.0.0.1;
-* ``kube_client`` — a :class:`kinformer.Client` connected to it (closed after the test);
+* ``kube_cluster`` — a started server with kube-controller-manager's controllers and three simulated nodes
+  (``APIServer(controllers=True, nodes=3)``; ``server.cluster`` for faults);
+* ``kube_client`` — a :class:`kinformer.Client` connected to ``kube_server`` (closed after the test);
 * ``kube_factory`` — a :class:`kinformer.SharedInformerFactory` over that client (shut down after the test);
 * ``kube_client_as`` — a factory of clients with another identity, authorized by RBAC like any user:
   ``await kube_client_as("alice", groups=["dev"])`` or ``await kube_client_as(serviceaccount="ns/name")``
