@@ -3,11 +3,8 @@ container selection and its errors as kube-apiserver's validateContainer, tailLi
 
 from __future__ import annotations
 
-import asyncio
-import os
 import shutil
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -87,19 +84,3 @@ async def test_bare_server_refuses_logs() -> None:
         await client.create("pods", pod("p", node="node-1"), NS)
         with pytest.raises(APIError, match="needs the kubelet"):
             await client.logs("p", NS)
-
-
-@pytest.mark.skipif(KUBECTL is None, reason="kubectl binary not found on PATH")
-async def test_kubectl_logs_equals_client_logs(cluster: tuple[APIServer, Client], tmp_path: Path) -> None:
-    from kinformer.server.cli import write_kubeconfig
-
-    server, client = cluster
-    await _running(client, "web")
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url, None, None)
-    assert KUBECTL is not None
-    proc = await asyncio.create_subprocess_exec(
-        KUBECTL, "logs", "web", "-n", NS, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "HOME": str(tmp_path), "KUBECONFIG": str(kubeconfig)})
-    out, err = await asyncio.wait_for(proc.communicate(), 30)
-    assert proc.returncode == 0, err.decode()
-    assert out.decode() == await client.logs("web", NS)
