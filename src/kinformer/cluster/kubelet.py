@@ -237,14 +237,12 @@ class Kubelets:
         if runtime is not None and runtime.uid != pod["metadata"]["uid"]:
             self._forget(key)  # a new pod of the same name
             runtime = None
-        if runtime is None:
-            if _terminal(pod) and not pod["metadata"].get("deletionTimestamp"):
-                return None  # a terminal pod this kubelet never ran: nothing to do
-            runtime = self.runtimes[key] = self._sandbox(pod, node)
         if pod["metadata"].get("deletionTimestamp"):
             return await self._stop(pod, runtime)
         if _terminal(pod):
-            return None
+            return None  # a terminal pod never changes again
+        if runtime is None:
+            runtime = self.runtimes[key] = self._sandbox(pod, node)
         wake = self._advance(pod, runtime)
         await self._write_status(pod, runtime)
         return Result(requeue_after=max(wake - self.ctx.clock.now(), 0.0)) if wake is not None else None
@@ -306,20 +304,23 @@ class Kubelets:
                 wakes.append(c.started + c.ready_delay)
         return min(wakes) if wakes else None
 
-    async def _stop(self, pod: Mapping[str, Any], runtime: PodRuntime) -> Result | None:
-        """Stop a pod being deleted and delete it once its containers have exited (bounded by its grace)."""
+    async def _stop(self, pod: Mapping[str, Any], runtime: PodRuntime | None) -> Result | None:
+        """Stop a pod being deleted and delete it once its containers have exited (bounded by its grace); a pod
+        this kubelet never started is deleted at once."""
         clock, meta = self.ctx.clock, pod["metadata"]
-        grace = float(meta.get("deletionGracePeriodSeconds") or 0)
-        # the grace runs from the delete request (deletionTimestamp - grace), on the clock's wall time
-        stop_wall = parse_time(meta["deletionTimestamp"]) - grace + min(grace, self.ctx.options.container_stop_seconds)
-        if clock.wall() < stop_wall:
-            return Result(requeue_after=stop_wall - clock.wall())
-        killed = self.ctx.options.container_stop_seconds > grace
-        for c in runtime.containers.values():
-            if c.state != "terminated":
-                c.exit(KILLED_EXIT_CODE if killed else 0, clock.wall())
-        if not _terminal(pod):
-            await self._write_status(pod, runtime)
+        if runtime is not None:
+            grace = float(meta.get("deletionGracePeriodSeconds") or 0)
+            # the grace runs from the delete request (deletionTimestamp - grace), on the clock's wall time
+            stop_seconds = min(grace, self.ctx.options.container_stop_seconds)
+            stop_wall = parse_time(meta["deletionTimestamp"]) - grace + stop_seconds
+            if clock.wall() < stop_wall:
+                return Result(requeue_after=stop_wall - clock.wall())
+            killed = self.ctx.options.container_stop_seconds > grace
+            for c in runtime.containers.values():
+                if c.state != "terminated":
+                    c.exit(KILLED_EXIT_CODE if killed else 0, clock.wall())
+            if not _terminal(pod):
+                await self._write_status(pod, runtime)
         try:
             await self.ctx.client.delete("pods", meta["name"], meta.get("namespace"), grace_period_seconds=0,
                                          preconditions={"uid": meta["uid"]})
@@ -357,7 +358,7 @@ class Kubelets:
             "phase": phase, "hostIP": node.internal_ip, "hostIPs": [{"ip": node.internal_ip}],
             "podIP": runtime.ip, "podIPs": [{"ip": runtime.ip}], "startTime": rfc3339(runtime.start_wall),
             "containerStatuses": statuses,
-            "conditions": self._conditions(runtime, phase, [s["name"] for s in statuses if not s["ready"]]),
+            "conditions": self._conditions(pod, runtime, phase, [s["name"] for s in statuses if not s["ready"]]),
         }
         if runtime.init:
             status["initContainerStatuses"] = [self._container_status(c, False) for c in runtime.init]
@@ -377,7 +378,8 @@ class Kubelets:
                 "imageID": c.image.partition("@")[0].rpartition(":")[0] + "@sha256:" + _sha(c.image),
                 "containerID": c.container_id, "started": c.state == "running"}
 
-    def _conditions(self, runtime: PodRuntime, phase: str, unready: list[str]) -> list[dict[str, Any]]:
+    def _conditions(self, pod: Mapping[str, Any], runtime: PodRuntime, phase: str,
+                    unready: list[str]) -> list[dict[str, Any]]:
         terminal = phase in ("Succeeded", "Failed")
         ready: tuple[str, str, str] = ("True", "", "")
         if terminal:
@@ -388,11 +390,17 @@ class Kubelets:
                   ("Initialized", ("True", "PodCompleted" if terminal and runtime.init else "", "")),
                   ("Ready", ready), ("ContainersReady", ready), ("PodScheduled", ("True", "", ""))]
         wall = rfc3339(self.ctx.clock.wall())
+        current = {c.get("type"): c for c in (pod.get("status") or {}).get("conditions") or ()}
         out = []
         for kind, (status, reason, message) in wanted:
+            # lastTransitionTime moves only with the status: as the pod says, else as this kubelet last wrote
+            posted = current.get(kind) or {}
             seen = runtime.transitions.get(kind)
-            if seen is None or seen[0] != status:
-                seen = runtime.transitions[kind] = (status, wall)
+            if posted.get("status") == status and posted.get("lastTransitionTime"):
+                seen = (status, posted["lastTransitionTime"])
+            elif seen is None or seen[0] != status:
+                seen = (status, wall)
+            runtime.transitions[kind] = seen
             cond: dict[str, Any] = {"type": kind, "status": status, "lastTransitionTime": seen[1]}
             if reason:
                 cond["reason"] = reason

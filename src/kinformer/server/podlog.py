@@ -31,9 +31,10 @@ def container_names(spec: Mapping[str, Any]) -> list[str]:
 
 def pick_container(pod: Mapping[str, Any], container: str) -> str:
     """kube's validateContainer."""
-    spec, name = pod.get("spec") or {}, pod["metadata"]["name"]
+    spec: Mapping[str, Any] = pod.get("spec") or {}
+    name = pod["metadata"]["name"]
     if not container:
-        regular = spec.get("containers") or ()
+        regular: list[Any] = list(spec.get("containers") or ())
         if len(regular) == 1:
             return str(regular[0]["name"])
         if not regular:

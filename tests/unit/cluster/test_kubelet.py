@@ -244,3 +244,18 @@ async def test_pod_recreated_under_the_same_name_runs_anew(cluster: tuple[APISer
     await client.create("pods", pod("again", node="node-1"), NS)
     second = await wait_for_object(client, "pods", "again", phase_is("Running"), NS)
     assert second["metadata"]["uid"] != first["metadata"]["uid"]
+
+
+async def test_pod_deleted_while_its_node_is_down_goes_when_the_node_returns(
+        cluster: tuple[APIServer, Client]) -> None:
+    server, client = cluster
+    assert server.cluster is not None
+    await server.cluster.stop_node("node-1")
+    await client.create("pods", pod("orphan", node="node-1"), NS)
+    marked = await client.delete("pods", "orphan", NS)
+    assert marked["metadata"]["deletionGracePeriodSeconds"] == 30  # kube's default grace: the pod stays
+    await client.create("pods", pod("barrier", node="node-2"), NS)
+    await wait_for_object(client, "pods", "barrier", phase_is("Running"), NS)
+    assert (await client.get("pods", "orphan", NS))["metadata"]["deletionTimestamp"]
+    await server.cluster.start_node("node-1")
+    await wait_gone(client, "pods", "orphan", NS)
