@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from kinformer.controller.leaderelection import micro_time
 from kinformer.errors import AlreadyExists, NotFound
 
 if TYPE_CHECKING:
@@ -56,11 +57,6 @@ def rfc3339(wall: float) -> str:
 def parse_time(text: str) -> float:
     """The wall time of a metav1.Time string."""
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-
-
-def micro_time(wall: float) -> str:
-    """A metav1.MicroTime string."""
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _digest(text: str, size: int = 32) -> str:
