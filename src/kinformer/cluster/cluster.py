@@ -1,5 +1,6 @@
-"""``Cluster``: one Manager running kube-controller-manager's controllers (and, once added, the scheduler and
-the simulated kubelets) against an API server's URL.
+"""``Cluster``: one Manager running kube-controller-manager's controllers and the simulated nodes' kubelets
+(:mod:`.nodes`, :mod:`.kubelet`) against an API server's URL, with the nodes' faults (``stop_node``,
+``start_node``, ``fail_container``) and logs (``pod_log``).
 
 Invariants:
 
