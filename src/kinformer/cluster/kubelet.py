@@ -350,15 +350,18 @@ class Kubelets:
         node = self._node_of(pod)
         assert node is not None
         now = self.ctx.clock.now()
-        unready = _annotations(pod).get(UNREADY_ANNOTATION) == "true"
-        statuses = [self._container_status(c, not unready and c.state == "running" and now >= c.started + c.ready_delay)
+        held = _annotations(pod).get(UNREADY_ANNOTATION) == "true"
+        ready = {name: not held and c.state == "running" and now >= c.started + c.ready_delay
+                 for name, c in runtime.containers.items()}
+        statuses = [self._container_status(c, ready[c.name])
                     for c in sorted(runtime.containers.values(), key=lambda c: c.name)]
         phase = _phase(pod["spec"].get("restartPolicy") or "Always", list(runtime.containers.values()))
+        unready = [name for name, ok in ready.items() if not ok]  # in spec order, as kube names them
         status: dict[str, Any] = {
             "phase": phase, "hostIP": node.internal_ip, "hostIPs": [{"ip": node.internal_ip}],
             "podIP": runtime.ip, "podIPs": [{"ip": runtime.ip}], "startTime": rfc3339(runtime.start_wall),
             "containerStatuses": statuses,
-            "conditions": self._conditions(pod, runtime, phase, [s["name"] for s in statuses if not s["ready"]]),
+            "conditions": self._conditions(pod, runtime, phase, unready),
         }
         if runtime.init:
             status["initContainerStatuses"] = [self._container_status(c, False) for c in runtime.init]
@@ -380,14 +383,14 @@ class Kubelets:
 
     def _conditions(self, pod: Mapping[str, Any], runtime: PodRuntime, phase: str,
                     unready: list[str]) -> list[dict[str, Any]]:
-        terminal = phase in ("Succeeded", "Failed")
+        terminal, succeeded = phase in ("Succeeded", "Failed"), phase == "Succeeded"
         ready: tuple[str, str, str] = ("True", "", "")
-        if terminal:
+        if succeeded:
             ready = ("False", "PodCompleted", "")
         elif unready:
             ready = ("False", "ContainersNotReady", f"containers with unready status: [{' '.join(unready)}]")
         wanted = [("PodReadyToStartContainers", ("False", "", "") if terminal else ("True", "", "")),
-                  ("Initialized", ("True", "PodCompleted" if terminal and runtime.init else "", "")),
+                  ("Initialized", ("True", "PodCompleted" if succeeded and runtime.init else "", "")),
                   ("Ready", ready), ("ContainersReady", ready), ("PodScheduled", ("True", "", ""))]
         wall = rfc3339(self.ctx.clock.wall())
         current = {c.get("type"): c for c in (pod.get("status") or {}).get("conditions") or ()}

@@ -160,6 +160,18 @@ async def test_exit_code_annotation_fails_a_never_pod(cluster: tuple[APIServer, 
     done = await wait_for_object(client, "pods", "job-y", phase_is("Failed"), NS)
     terminated = _container(done, "app")["state"]["terminated"]
     assert terminated["exitCode"] == 3 and terminated["reason"] == "Error"
+    ready = _condition(done, "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "ContainersNotReady")
+
+
+async def test_init_containers_complete_before_the_containers_run(cluster: tuple[APIServer, Client]) -> None:
+    _, client = cluster
+    body = pod("inited", node="node-1", initContainers=[{"name": "setup", "image": "busybox"}])
+    await client.create("pods", body, NS)
+    running = await wait_for_object(client, "pods", "inited", phase_is("Running"), NS)
+    (setup,) = running["status"]["initContainerStatuses"]
+    assert setup["name"] == "setup" and setup["state"]["terminated"]["reason"] == "Completed"
+    assert _condition(running, "Initialized")["status"] == "True"
 
 
 async def test_on_failure_pod_restarts_a_failing_container(cluster: tuple[APIServer, Client]) -> None:
