@@ -15,6 +15,7 @@ nodes has no kubelet to finish a graceful deletion, so it deletes pods at once, 
 
 from __future__ import annotations
 
+import calendar
 import time
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -39,8 +40,6 @@ def _stamp(wall: float) -> str:
 
 
 def _parse(stamp: str) -> float:
-    import calendar
-
     return float(calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")))
 
 
