@@ -113,7 +113,7 @@ class PodRuntime:
 
     uid: str
     node: str
-    host: int  # the last byte of the pod's IP in its node's CIDR
+    host: int  # the last byte of the pod's IP in its node's CIDR; 0 once released
     ip: str
     start_wall: float
     init: list[Container]
@@ -250,7 +250,12 @@ class Kubelets:
     def _forget(self, key: str) -> None:
         runtime = self.runtimes.pop(key, None)
         if runtime is not None:
+            self._release_ip(runtime)
+
+    def _release_ip(self, runtime: PodRuntime) -> None:
+        if runtime.host:
             self.used_ips[runtime.node].discard(runtime.host)
+            runtime.host = 0
 
     def _sandbox(self, pod: Mapping[str, Any], node: SimulatedNode) -> PodRuntime:
         """Create the pod's sandbox: an IP from the node's CIDR (.2-.254), its init containers run to completion
@@ -331,8 +336,12 @@ class Kubelets:
     # -- the status ---------------------------------------------------------------------------------------------
 
     async def _write_status(self, pod: Mapping[str, Any], runtime: PodRuntime) -> None:
+        """Patch ``pods/status`` with what the runtime says, when the pod says otherwise; a pod whose containers
+        all ended gives its IP back once that is written."""
         status = self._status(pod, runtime)
         current = pod.get("status") or {}
+        if status["phase"] in ("Succeeded", "Failed"):
+            self._release_ip(runtime)  # its sandbox is gone; its status keeps the IP, as kube's does
         if all(current.get(k) == v for k, v in status.items()):
             return
         meta = pod["metadata"]

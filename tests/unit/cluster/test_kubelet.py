@@ -271,3 +271,13 @@ async def test_pod_deleted_while_its_node_is_down_goes_when_the_node_returns(
     assert (await client.get("pods", "orphan", NS))["metadata"]["deletionTimestamp"]
     await server.cluster.start_node("node-1")
     await wait_gone(client, "pods", "orphan", NS)
+
+
+async def test_a_completed_pod_gives_its_ip_back() -> None:
+    options = ClusterOptions(container_run_seconds=0.0)
+    async with APIServer(nodes=1, cluster_options=options) as server, Client(server.url) as client:
+        await client.create("pods", pod("first", node="node-1", restart_policy="Never"), NS)
+        first = await wait_for_object(client, "pods", "first", phase_is("Succeeded"), NS)
+        await client.create("pods", pod("second", node="node-1"), NS)
+        second = await wait_for_object(client, "pods", "second", phase_is("Running"), NS)
+        assert second["status"]["podIP"] == first["status"]["podIP"] == "10.244.1.2"
