@@ -5,7 +5,9 @@ one container means that one, otherwise 400 "a container name must be specified 
 of: [a b]"; an unknown name is 400 "container <c> is not valid for pod <name>"), then proxies to the kubelet
 of ``spec.nodeName``; a pod not yet on a node answers an empty log. Here the kubelet is the cluster's
 (:meth:`kinformer.cluster.Cluster.pod_log`); its refusals (a container not started yet, no previous instance)
-are 400s as kube's. ``tailLines`` and ``limitBytes`` trim the text; ``follow`` answers what is there and ends.
+are 400s as kube's. ``tailLines`` and ``limitBytes`` trim the text; ``follow`` answers what is there and ends;
+``timestamps``, ``sinceSeconds`` and ``sinceTime`` are accepted and change nothing (the simulated log has no
+line times).
 """
 
 from __future__ import annotations
