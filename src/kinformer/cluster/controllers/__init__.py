@@ -20,6 +20,9 @@ CONTROLLERS: dict[str, str] = {
     "endpointslice": "kinformer.cluster.controllers.endpointslice:setup",
     "disruption": "kinformer.cluster.controllers.disruption:setup",
     "resourcequota": "kinformer.cluster.controllers.resourcequota:setup",
+    # -- statefulset and daemonset (with their ControllerRevision history), pod garbage collector
+    "statefulset": "kinformer.cluster.controllers.statefulset:setup",
+    "daemonset": "kinformer.cluster.controllers.daemonset:setup",
 }
 
 __all__ = ["CONTROLLERS"]

@@ -1,0 +1,146 @@
+"""Controller references and kube's ``ControllerRefManager`` (adoption and release), for the workload
+controllers of this package.
+
+Rules (pkg/controller/controller_ref_manager.go, kube 1.32):
+
+* an object controlled by another owner is left alone;
+* an object this owner controls is kept while the selector (and filter) matches it, else released (its
+  controller reference removed) unless the owner is being deleted;
+* an orphan in the owner's namespace that matches is adopted (a controller reference with
+  ``blockOwnerDeletion``), unless the owner or the orphan is being deleted; the owner is read again from the
+  server first, so a deleted or re-created owner (another uid) adopts nothing (``RecheckDeletionTimestamp``).
+
+Adoption and release are strategic-merge patches that carry the object's uid as a precondition, as kube's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kinformer.controller.reconcile import Request
+from kinformer.errors import NotFound, SelectorError
+from kinformer.selectors import LabelSelector
+
+Obj = Mapping[str, Any]
+
+
+def controller_ref(owner: Obj) -> dict[str, Any]:
+    """``metav1.NewControllerRef``: a reference to ``owner`` with ``controller`` and ``blockOwnerDeletion``."""
+    meta = owner["metadata"]
+    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": meta["uid"],
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def controller_of(obj: Obj) -> Mapping[str, Any] | None:
+    """The object's controller reference (the one with ``controller: true``), if any."""
+    for ref in obj["metadata"].get("ownerReferences") or ():
+        if ref.get("controller"):
+            return ref
+    return None
+
+
+def is_controlled_by(obj: Obj, owner: Obj) -> bool:
+    ref = controller_of(obj)
+    return ref is not None and ref.get("uid") == owner["metadata"]["uid"]
+
+
+def deleting(obj: Obj) -> bool:
+    return bool(obj["metadata"].get("deletionTimestamp"))
+
+
+def orphan_mapper(owners: Any, owner_selector: Callable[[Obj], LabelSelector]) -> Callable[[Obj], list[Request]]:
+    """Map an orphan (no controller reference) to the owners in its namespace whose selector matches it, as
+    kube's ``get<Kind>sForPod`` does; a controlled object maps to nothing (``owns`` handles it).
+    ``owners`` is the owners' informer."""
+
+    def map_orphan(obj: Obj) -> list[Request]:
+        meta = obj.get("metadata") or {}
+        if controller_of(obj) is not None:
+            return []
+        labels = meta.get("labels") or {}
+        out = []
+        for owner in owners.indexer.list():
+            owner_meta = owner["metadata"]
+            if owner_meta.get("namespace") != meta.get("namespace") or not labels:
+                continue
+            try:
+                selector = owner_selector(owner)
+            except SelectorError:
+                continue
+            if not selector.empty() and selector.matches(labels):
+                out.append(Request(owner_meta["namespace"], owner_meta["name"]))
+        return out
+
+    return map_orphan
+
+
+class RefManager:
+    """Claims the objects of ``resource`` for ``owner`` (see the module docstring)."""
+
+    def __init__(self, client: Any, owner: Obj, resource: str, selector: LabelSelector,
+                 match: Callable[[Obj], bool] | None = None) -> None:
+        self.client, self.owner, self.resource, self.selector = client, owner, resource, selector
+        self.match = match or (lambda _obj: True)
+        self._can_adopt: bool | None = None
+
+    def _matches(self, obj: Obj) -> bool:
+        return self.selector.matches(obj["metadata"].get("labels") or {}) and self.match(obj)
+
+    async def claim(self, objects: Iterable[Obj]) -> list[Obj]:
+        """The objects the owner controls once orphans are adopted and mismatches released."""
+        claimed = []
+        for obj in objects:
+            if await self._claim_one(obj):
+                claimed.append(obj)
+        return claimed
+
+    async def _claim_one(self, obj: Obj) -> bool:
+        ref = controller_of(obj)
+        if ref is not None:
+            if ref.get("uid") != self.owner["metadata"]["uid"]:
+                return False
+            if self._matches(obj):
+                return True
+            if not deleting(self.owner):
+                await self._release(obj)
+            return False
+        if deleting(self.owner) or not self._matches(obj) or deleting(obj):
+            return False
+        if obj["metadata"].get("namespace") != self.owner["metadata"].get("namespace"):
+            return False
+        return await self._adopt(obj)
+
+    async def _owner_still_adoptable(self) -> bool:
+        if self._can_adopt is None:
+            meta = self.owner["metadata"]
+            try:
+                fresh = await self.client.api_client.get(f"{self.owner['kind'].lower()}s", meta["name"],
+                                                         namespace=meta["namespace"])
+            except NotFound:
+                fresh = None
+            self._can_adopt = (fresh is not None and fresh["metadata"]["uid"] == meta["uid"]
+                               and not deleting(fresh))
+        return self._can_adopt
+
+    async def _adopt(self, obj: Obj) -> bool:
+        if not await self._owner_still_adoptable():
+            return False
+        meta = obj["metadata"]
+        patch = {"metadata": {"ownerReferences": [controller_ref(self.owner)], "uid": meta["uid"]}}
+        try:
+            await self.client.patch(self.resource, meta["name"], patch, "strategic", namespace=meta["namespace"])
+        except NotFound:
+            return False
+        return True
+
+    async def _release(self, obj: Obj) -> None:
+        meta = obj["metadata"]
+        patch = {"metadata": {"ownerReferences": [{"$patch": "delete", "uid": self.owner["metadata"]["uid"]}],
+                              "uid": meta["uid"]}}
+        with contextlib.suppress(NotFound):
+            await self.client.patch(self.resource, meta["name"], patch, "strategic", namespace=meta["namespace"])
+
+
+__all__ = ["RefManager", "orphan_mapper", "controller_of", "controller_ref", "deleting", "is_controlled_by"]

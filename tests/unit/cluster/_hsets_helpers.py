@@ -1,0 +1,88 @@
+"""Test helpers for the StatefulSet and DaemonSet controller tests: the tests play the kubelet (and, for
+DaemonSet pods, the scheduler) themselves, as kube's controller unit tests use fake pods."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from kinformer.client import Client
+from kinformer.controller.events import EVENTS_RESOURCE
+
+NS = "default"
+
+
+def rfc3339(wall: float) -> str:
+    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def until(check: Callable[[], Awaitable[Any]], timeout: float = 20.0, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
+    last: Any = None
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                last = await check()
+                if last:
+                    return last
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for {what}; last seen: {last!r}") from None
+
+
+async def pods(client: Client, selector: str, namespace: str = NS) -> list[Mapping[str, Any]]:
+    """The pods matching ``selector``, by name."""
+    items = (await client.list("pods", namespace=namespace, label_selector=selector)).items
+    return sorted(items, key=lambda p: p["metadata"]["name"])
+
+
+async def live_pod_names(client: Client, selector: str) -> list[str]:
+    return [p["metadata"]["name"] for p in await pods(client, selector) if not p["metadata"].get("deletionTimestamp")]
+
+
+async def set_running(client: Client, pod: Mapping[str, Any], *, ready: bool = True, wall: float | None = None,
+                      node: str | None = None) -> None:
+    """Play the kubelet: the pod Running, its Ready condition ``ready``, its containers started."""
+    meta = pod["metadata"]
+    now = rfc3339(wall if wall is not None else datetime.now(UTC).timestamp())
+    containers = [{"name": c["name"], "image": c["image"], "imageID": "", "ready": ready, "restartCount": 0,
+                   "started": True, "state": {"running": {"startedAt": now}}} for c in pod["spec"]["containers"]]
+    status = {"phase": "Running", "hostIP": "10.0.0.1", "podIP": "10.244.0.9", "startTime": now,
+              "conditions": [{"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": now},
+                             {"type": "ContainersReady", "status": "True" if ready else "False",
+                              "lastTransitionTime": now}],
+              "containerStatuses": containers}
+    await client.patch_status("pods", meta["name"], {"status": status}, namespace=meta["namespace"])
+
+
+async def set_phase(client: Client, pod: Mapping[str, Any], phase: str) -> None:
+    meta = pod["metadata"]
+    await client.patch_status("pods", meta["name"], {"status": {"phase": phase}}, namespace=meta["namespace"])
+
+
+async def bind(client: Client, pod: Mapping[str, Any], node: str) -> None:
+    """Play the scheduler: bind ``pod`` to ``node`` through pods/binding."""
+    meta = pod["metadata"]
+    body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta["name"]},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+    await client.request_bytes("POST", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/binding",
+                               data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+
+
+async def create_node(client: Client, name: str, labels: Mapping[str, str] | None = None,
+                      taints: list[dict[str, str]] | None = None) -> Mapping[str, Any]:
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+        "kubernetes.io/hostname": name, **(labels or {})}}, "spec": {}}
+    if taints:
+        body["spec"]["taints"] = taints
+    return await client.create("nodes", body)
+
+
+async def events(client: Client, name: str, reason: str | None = None) -> list[Mapping[str, Any]]:
+    """events.k8s.io/v1 Events about the object ``name`` (optionally of one reason)."""
+    items = (await client.list(EVENTS_RESOURCE, namespace=NS)).items
+    return [e for e in items if (e.get("regarding") or {}).get("name") == name
+            and (reason is None or e.get("reason") == reason)]

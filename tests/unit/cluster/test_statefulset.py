@@ -1,0 +1,146 @@
+"""The StatefulSet controller against the embedded server, named after kube's e2e tests
+(test/e2e/apps/statefulset.go); the tests play the kubelet (pods Running and Ready)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from _hsets_helpers import NS, events, live_pod_names, pods, set_phase, set_running, until
+from kinformer.client import Client
+from kinformer.server import APIServer
+
+SELECTOR = "app=db"
+
+
+def statefulset(replicas: int = 3, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": NS},
+            "spec": {"replicas": replicas, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+                     "template": {"metadata": {"labels": {"app": "db"}},
+                                  "spec": {"containers": [{"name": "db", "image": "postgres:16"}]}},
+                     **spec}}
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[Client]:
+    async with APIServer(controllers=["statefulset"]) as server, Client(server.url) as api:
+        yield api
+
+
+async def ready_all(client: Client) -> None:
+    """Make every pod of the set that is not Running yet Running and Ready."""
+    for pod in await pods(client, SELECTOR):
+        if (pod.get("status") or {}).get("phase") != "Running" and not pod["metadata"].get("deletionTimestamp"):
+            await set_running(client, pod)
+
+
+async def get_set(client: Client) -> Any:
+    return await client.get("statefulsets", "db", namespace=NS)
+
+
+async def test_should_provide_basic_identity(client: Client) -> None:
+    await client.create("statefulsets", statefulset(replicas=1, volumeClaimTemplates=[
+        {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                                "resources": {"requests": {"storage": "1Gi"}}}}]))
+    pod = (await until(lambda: pods(client, SELECTOR), what="db-0"))[0]
+    meta, spec = pod["metadata"], pod["spec"]
+    assert meta["name"] == "db-0"
+    assert spec["hostname"] == "db-0" and spec["subdomain"] == "db"
+    sts = await get_set(client)
+    assert meta["labels"]["statefulset.kubernetes.io/pod-name"] == "db-0"
+    assert meta["labels"]["apps.kubernetes.io/pod-index"] == "0"
+    assert meta["ownerReferences"] == [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db",
+                                        "uid": sts["metadata"]["uid"], "controller": True,
+                                        "blockOwnerDeletion": True}]
+    claim = await client.get("persistentvolumeclaims", "data-db-0", namespace=NS)
+    assert claim["metadata"]["labels"] == {"app": "db"}
+    assert {"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}} in spec["volumes"]
+    revision = meta["labels"]["controller-revision-hash"]
+    assert revision.startswith("db-")
+    await client.get("controllerrevisions", revision, namespace=NS)
+
+    async def notes() -> set[str]:
+        return {e["note"] for e in await events(client, "db", "SuccessfulCreate")}
+
+    assert await until(lambda: _if_size(notes, 2), what="SuccessfulCreate events") == {
+        "create Claim data-db-0 Pod db-0 in StatefulSet db success", "create Pod db-0 in StatefulSet db successful"}
+
+
+async def test_scaling_should_happen_in_predictable_order_and_halt_if_any_stateful_pod_is_unhealthy(
+        client: Client) -> None:
+    await client.create("statefulsets", statefulset(replicas=1))
+    await until(lambda: _names_are(client, ["db-0"]), what="db-0")
+    # scale up halts while db-0 is not Ready
+    await client.patch("statefulsets", "db", {"spec": {"replicas": 3}}, namespace=NS)
+    await until(lambda: _status_if(client, observedGeneration=2), what="the scale up seen")
+    assert await live_pod_names(client, SELECTOR) == ["db-0"]
+    for count in (1, 2, 3):
+        expected = [f"db-{i}" for i in range(count)]
+
+        async def created_in_order(expected: list[str] = expected) -> bool:
+            names = await live_pod_names(client, SELECTOR)
+            assert names == expected[:len(names)], names  # never a pod before its predecessor is Ready
+            return names == expected
+
+        await until(created_in_order, what=f"{expected}")
+        await ready_all(client)  # the next pod comes only once this one is Running and Ready
+    status = await until(lambda: _status_if(client, readyReplicas=3), what="3 ready replicas")
+    assert status["replicas"] == 3 and status["availableReplicas"] == 3
+    # scale down halts while the pods are unhealthy
+    for pod in await pods(client, SELECTOR):
+        await set_running(client, pod, ready=False)
+    await until(lambda: _status_if(client, readyReplicas=None), what="no ready replica")
+    await client.patch("statefulsets", "db", {"spec": {"replicas": 0}}, namespace=NS)
+    await until(lambda: _status_if(client, observedGeneration=3), what="the scale down seen")
+    assert await live_pod_names(client, SELECTOR) == ["db-0", "db-1", "db-2"]
+    # healthy again: db-2, then db-1, then db-0 go, in reverse order (the survivors are always a prefix)
+    for pod in await pods(client, SELECTOR):
+        await set_running(client, pod)
+
+    async def gone_in_reverse_order() -> bool:
+        names = await live_pod_names(client, SELECTOR)
+        assert names == [f"db-{i}" for i in range(len(names))], names
+        return not names
+
+    await until(gone_in_reverse_order, what="every pod deleted")
+    deleted = await until(lambda: _if_size(lambda: _notes(client, "SuccessfulDelete"), 3), what="3 deletions")
+    assert deleted == {f"delete Pod db-{i} in StatefulSet db successful" for i in range(3)}
+
+
+async def test_burst_scaling_should_run_to_completion_even_with_unhealthy_pods(client: Client) -> None:
+    await client.create("statefulsets", statefulset(replicas=3, podManagementPolicy="Parallel"))
+    assert await until(lambda: _names_are(client, ["db-0", "db-1", "db-2"]), what="3 pods at once")
+    await client.patch("statefulsets", "db", {"spec": {"replicas": 0}}, namespace=NS)
+    await until(lambda: _names_are(client, []), what="every unready pod deleted")
+
+
+async def test_failed_pods_are_recreated(client: Client) -> None:
+    await client.create("statefulsets", statefulset(replicas=1))
+    first = (await until(lambda: pods(client, SELECTOR), what="db-0"))[0]
+    await set_phase(client, first, "Failed")
+
+    async def recreated() -> Any:
+        current = await pods(client, SELECTOR)
+        return current and current[0]["metadata"]["uid"] != first["metadata"]["uid"]
+
+    await until(recreated, what="db-0 made again")
+
+
+async def _notes(client: Client, reason: str) -> set[str]:
+    return {e["note"] for e in await events(client, "db", reason)}
+
+
+async def _if_size(notes: Any, size: int) -> Any:
+    seen = await notes()
+    return seen if len(seen) == size else None
+
+
+async def _status_if(client: Client, **expected: Any) -> Any:
+    status = (await get_set(client)).get("status") or {}
+    return status if all(status.get(k) == v for k, v in expected.items()) else None
+
+
+async def _names_are(client: Client, names: list[str]) -> bool:
+    return await live_pod_names(client, SELECTOR) == names
