@@ -4,13 +4,16 @@ DaemonSet pods, the scheduler) themselves, as kube's controller unit tests use f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from kinformer.client import Client
 from kinformer.controller.events import EVENTS_RESOURCE
+from kinformer.cluster.controllers.daemonset_nodes import target_node
+from kinformer.errors import Conflict, NotFound
 
 NS = "default"
 
@@ -86,3 +89,45 @@ async def events(client: Client, name: str, reason: str | None = None) -> list[M
     items = (await client.list(EVENTS_RESOURCE, namespace=NS)).items
     return [e for e in items if (e.get("regarding") or {}).get("name") == name
             and (reason is None or e.get("reason") == reason)]
+
+
+async def _play(client: Client, pod: Mapping[str, Any], schedule: bool, unready: tuple[str, ...]) -> None:
+    """One look at one pod: finish its deletion, bind it to the node its affinity names, or run it."""
+    meta, spec = pod["metadata"], pod["spec"]
+    if meta.get("deletionTimestamp"):
+        await client.delete("pods", meta["name"], namespace=meta["namespace"], grace_period_seconds=0,
+                            preconditions={"uid": meta["uid"]})
+        return
+    if schedule and not spec.get("nodeName"):
+        node = target_node(pod)
+        if node is not None:
+            await bind(client, pod, node)
+        return
+    pending = (pod.get("status") or {}).get("phase") in (None, "", "Pending")
+    if pending and (spec.get("nodeName") or not schedule):
+        ready = not any(c["image"] in unready for c in spec["containers"])
+        await set_running(client, pod, ready=ready)
+
+
+@contextlib.asynccontextmanager
+async def kubelet(client: Client, selector: str, *, schedule: bool = False,
+                  unready_images: tuple[str, ...] = ()) -> AsyncIterator[None]:
+    """Play the kubelet (and, with ``schedule``, the scheduler) while the block runs, for the pods matching
+    ``selector``: pods being deleted are removed, pods aimed at a node by their affinity are bound to it, and
+    Pending pods become Running and Ready (Running but not Ready when a container has one of
+    ``unready_images``)."""
+
+    async def run() -> None:
+        while True:
+            for pod in await pods(client, selector):
+                with contextlib.suppress(NotFound, Conflict):
+                    await _play(client, pod, schedule, unready_images)
+            await asyncio.sleep(0.02)
+
+    task = asyncio.create_task(run(), name="test-kubelet")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

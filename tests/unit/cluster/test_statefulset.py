@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from _hsets_helpers import NS, events, live_pod_names, pods, set_phase, set_running, until
+from _hsets_helpers import NS, events, kubelet, live_pod_names, pods, set_phase, set_running, until
 from kinformer.client import Client
 from kinformer.server import APIServer
 
@@ -144,3 +144,77 @@ async def _status_if(client: Client, **expected: Any) -> Any:
 
 async def _names_are(client: Client, names: list[str]) -> bool:
     return await live_pod_names(client, SELECTOR) == names
+
+
+async def _revisions(client: Client) -> Any:
+    status = (await get_set(client)).get("status") or {}
+    return status.get("currentRevision"), status.get("updateRevision")
+
+
+async def _rolled_to(client: Client, revision: str, image: str) -> Any:
+    status = await _status_if(client, currentRevision=revision, updateRevision=revision, updatedReplicas=3,
+                              readyReplicas=3, currentReplicas=3)
+    if status is None:
+        return None
+    current = await pods(client, SELECTOR)
+    return all(p["metadata"]["labels"]["controller-revision-hash"] == revision
+               and p["spec"]["containers"][0]["image"] == image for p in current) and status
+
+
+async def test_should_perform_rolling_updates_and_roll_backs_of_template_modifications(client: Client) -> None:
+    async with kubelet(client, SELECTOR):
+        await client.create("statefulsets", statefulset(replicas=3))
+        status = await until(lambda: _status_if(client, readyReplicas=3), what="3 ready replicas")
+        first = status["currentRevision"]
+        assert status["updateRevision"] == first
+        replaced: list[str] = []
+        uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in await pods(client, SELECTOR)}
+
+        async def watch_order() -> Any:  # note each pod the first time it is seen replaced
+            for pod in await pods(client, SELECTOR):
+                name = pod["metadata"]["name"]
+                if pod["metadata"]["uid"] != uids[name] and name not in replaced:
+                    replaced.append(name)
+            return await _rolled_to(client, second, "postgres:17")
+
+        await client.patch("statefulsets", "db", {"spec": {"template": {"spec": {"containers": [
+            {"name": "db", "image": "postgres:17"}]}}}}, namespace=NS)
+        second = (await until(lambda: _changed_update_revision(client, first), what="a new update revision"))
+        await until(watch_order, what="rolled to the new revision")
+        assert replaced == ["db-2", "db-1", "db-0"]  # highest ordinal first
+        # roll back: the first revision is the update revision again, with the next revision number
+        await client.patch("statefulsets", "db", {"spec": {"template": {"spec": {"containers": [
+            {"name": "db", "image": "postgres:16"}]}}}}, namespace=NS)
+        await until(lambda: _rolled_to(client, first, "postgres:16"), what="rolled back")
+    revision = await client.get("controllerrevisions", first, namespace=NS)
+    assert revision["revision"] == 3
+    assert (await client.get("controllerrevisions", second, namespace=NS))["revision"] == 2
+
+
+async def _changed_update_revision(client: Client, old: str) -> Any:
+    _, update = await _revisions(client)
+    return update if update and update != old else None
+
+
+async def test_should_perform_canary_updates_and_phased_rolling_updates(client: Client) -> None:
+    async with kubelet(client, SELECTOR):
+        await client.create("statefulsets", statefulset(replicas=3, updateStrategy={
+            "type": "RollingUpdate", "rollingUpdate": {"partition": 3}}))
+        first = (await until(lambda: _status_if(client, readyReplicas=3), what="3 ready"))["currentRevision"]
+        await client.patch("statefulsets", "db", {"spec": {"template": {"spec": {"containers": [
+            {"name": "db", "image": "postgres:17"}]}}}}, namespace=NS)
+        second = await until(lambda: _changed_update_revision(client, first), what="a new update revision")
+        status = await until(lambda: _status_if(client, observedGeneration=2), what="the update seen")
+        assert status["currentRevision"] == first and "updatedReplicas" not in status  # 0: omitted, as Go does
+        await client.patch("statefulsets", "db", {"spec": {"updateStrategy": {"rollingUpdate": {"partition": 2}}}},
+                           namespace=NS)
+
+        async def canary() -> Any:
+            by_name = {p["metadata"]["name"]: p["metadata"]["labels"]["controller-revision-hash"]
+                       for p in await pods(client, SELECTOR) if (p.get("status") or {}).get("phase") == "Running"}
+            return by_name == {"db-0": first, "db-1": first, "db-2": second}
+
+        await until(canary, what="only db-2 updated")
+        await client.patch("statefulsets", "db", {"spec": {"updateStrategy": {"rollingUpdate": {"partition": 0}}}},
+                           namespace=NS)
+        await until(lambda: _rolled_to(client, second, "postgres:17"), what="phased roll out complete")

@@ -1,0 +1,208 @@
+"""The DaemonSet controller against the embedded server, named after kube's e2e tests
+(test/e2e/apps/daemon_set.go); the tests create Node objects and play the scheduler and the kubelet."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from _hsets_helpers import NS, create_node, events, kubelet, pods, set_phase, until
+from kinformer.client import Client
+from kinformer.server import APIServer
+
+SELECTOR = "app=ds"
+
+
+def daemonset(**spec: Any) -> dict[str, Any]:
+    template_spec = spec.pop("template_spec", {})
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "ds", "namespace": NS},
+            "spec": {"selector": {"matchLabels": {"app": "ds"}},
+                     "template": {"metadata": {"labels": {"app": "ds"}},
+                                  "spec": {"containers": [{"name": "app", "image": "httpd:2.4"}],
+                                           **template_spec}},
+                     **spec}}
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[Client]:
+    async with APIServer(controllers=["daemonset"]) as server, Client(server.url) as api:
+        yield api
+
+
+async def live(client: Client) -> list[Any]:
+    return [p for p in await pods(client, SELECTOR) if not p["metadata"].get("deletionTimestamp")]
+
+
+async def nodes_running(client: Client) -> dict[str, str]:
+    """node -> the name of the live daemon pod Running there."""
+    return {p["spec"]["nodeName"]: p["metadata"]["name"] for p in await live(client)
+            if p["spec"].get("nodeName") and (p.get("status") or {}).get("phase") == "Running"}
+
+
+async def on_nodes(client: Client, expected: set[str]) -> Any:
+    """True once exactly one daemon pod runs on each of ``expected`` and none elsewhere."""
+    current = await live(client)
+    placed = [p["spec"].get("nodeName") or "" for p in current]
+    return sorted(placed) == sorted(expected) and all(
+        (p.get("status") or {}).get("phase") == "Running" for p in current)
+
+
+async def ds_status(client: Client, **expected: Any) -> Any:
+    status = (await client.get("daemonsets", "ds", namespace=NS)).get("status") or {}
+    return status if all(status.get(k) == v for k, v in expected.items()) else None
+
+
+async def test_should_run_and_stop_simple_daemon(client: Client) -> None:
+    for name in ("node-1", "node-2", "node-3"):
+        await create_node(client, name)
+    async with kubelet(client, SELECTOR, schedule=True):
+        await client.create("daemonsets", daemonset())
+        await until(lambda: on_nodes(client, {"node-1", "node-2", "node-3"}), what="a pod on each node")
+        status = await until(lambda: ds_status(client, numberReady=3, numberAvailable=3), what="3 ready")
+        assert status["desiredNumberScheduled"] == 3 and status["currentNumberScheduled"] == 3
+        assert status["updatedNumberScheduled"] == 3 and status["numberMisscheduled"] == 0
+        assert status["observedGeneration"] == 1
+        # a daemon pod that is deleted is revived
+        victim = (await live(client))[0]
+        await client.delete("pods", victim["metadata"]["name"], namespace=NS)
+
+        async def revived() -> Any:
+            names = (await nodes_running(client)).values()
+            return len(names) == 3 and victim["metadata"]["name"] not in names
+
+        await until(revived, what="the deleted pod replaced")
+        created = [e["note"] for e in await events(client, "ds", "SuccessfulCreate")]
+        assert len(created) == 4 and all(note.startswith("Created pod: ds-") for note in created)
+        # stop: deleting the DaemonSet deletes its pods (garbage collection)
+        await client.delete("daemonsets", "ds", namespace=NS, propagation_policy="Foreground")
+        await until(lambda: _no_pods(client), what="every daemon pod deleted")
+
+
+async def _no_pods(client: Client) -> bool:
+    return not await pods(client, SELECTOR)
+
+
+async def test_should_run_and_stop_complex_daemon(client: Client) -> None:
+    await create_node(client, "node-1")
+    await create_node(client, "node-2")
+    async with kubelet(client, SELECTOR, schedule=True):
+        await client.create("daemonsets", daemonset(template_spec={"nodeSelector": {"color": "blue"}}))
+        await until(lambda: ds_status(client, observedGeneration=1), what="the set seen")
+        assert await live(client) == []  # no node is blue
+        await client.patch("nodes", "node-1", {"metadata": {"labels": {"color": "blue"}}})
+        await until(lambda: on_nodes(client, {"node-1"}), what="a pod on the blue node")
+        await until(lambda: ds_status(client, desiredNumberScheduled=1, numberReady=1), what="1 ready")
+        # the node turns green: its pod goes
+        await client.patch("nodes", "node-1", {"metadata": {"labels": {"color": "green"}}})
+        await until(lambda: on_nodes(client, set()), what="the pod unscheduled from the green node")
+        # the set follows green nodes now
+        await client.patch("daemonsets", "ds", {"spec": {"template": {"spec": {"nodeSelector": {"color": "green"}}},
+                                                         "updateStrategy": {"type": "RollingUpdate"}}}, namespace=NS)
+        await until(lambda: on_nodes(client, {"node-1"}), what="a pod on the green node")
+        status = await until(lambda: ds_status(client, observedGeneration=2, numberReady=1), what="1 ready")
+        assert status["desiredNumberScheduled"] == 1
+
+
+async def test_should_retry_creating_failed_daemon_pods(client: Client) -> None:
+    await create_node(client, "node-1")
+    async with kubelet(client, SELECTOR, schedule=True):
+        await client.create("daemonsets", daemonset())
+        await until(lambda: on_nodes(client, {"node-1"}), what="a pod on node-1")
+        failed = (await live(client))[0]
+        await set_phase(client, failed, "Failed")
+
+        async def replaced() -> Any:
+            running = await nodes_running(client)
+            return running.get("node-1") not in (None, failed["metadata"]["name"])
+
+        await until(replaced, what="the failed pod replaced")
+    warnings = await events(client, "ds", "FailedDaemonPod")
+    assert warnings[0]["type"] == "Warning"
+    assert warnings[0]["note"] == (f"Found failed daemon pod {NS}/{failed['metadata']['name']} on node node-1, "
+                                   "will try to kill it")
+
+
+async def test_daemon_pods_are_aimed_at_their_node_and_tolerate_node_problems(client: Client) -> None:
+    await create_node(client, "node-1", taints=[{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}])
+    await create_node(client, "node-2", taints=[{"key": "dedicated", "value": "db", "effect": "NoSchedule"}])
+    await client.create("daemonsets", daemonset())
+    pod = (await until(lambda: pods(client, SELECTOR), what="a pod"))[0]
+    await until(lambda: ds_status(client, desiredNumberScheduled=1), what="1 desired")
+    assert len(await pods(client, SELECTOR)) == 1  # node-2's taint is not tolerated
+    spec, labels = pod["spec"], pod["metadata"]["labels"]
+    assert spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]}
+    assert "nodeName" not in spec  # the scheduler binds it
+    assert {(t["key"], t["effect"]) for t in spec["tolerations"]} >= {
+        ("node.kubernetes.io/not-ready", "NoExecute"), ("node.kubernetes.io/unreachable", "NoExecute"),
+        ("node.kubernetes.io/disk-pressure", "NoSchedule"), ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+        ("node.kubernetes.io/pid-pressure", "NoSchedule"), ("node.kubernetes.io/unschedulable", "NoSchedule")}
+    assert labels["pod-template-generation"] == "1"
+    revision = await client.get("controllerrevisions", f"ds-{labels['controller-revision-hash']}", namespace=NS)
+    assert revision["revision"] == 1
+    # a node that goes away takes its unscheduled pod with it; a new node gets one
+    await client.delete("nodes", "node-1")
+    await until(lambda: _no_pods(client), what="the pod of the removed node deleted")
+    await create_node(client, "node-3")
+    placed = await until(lambda: pods(client, SELECTOR), what="a pod for node-3")
+    assert placed[0]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["node-3"]
+
+
+async def _images(client: Client) -> dict[str, str]:
+    return {p["spec"]["nodeName"]: p["spec"]["containers"][0]["image"] for p in await live(client)
+            if p["spec"].get("nodeName")}
+
+
+async def test_should_update_pod_when_spec_was_updated_and_update_strategy_is_rolling_update(
+        client: Client) -> None:
+    nodes = {"node-1", "node-2", "node-3"}
+    for name in sorted(nodes):
+        await create_node(client, name)
+    async with kubelet(client, SELECTOR, schedule=True):
+        await client.create("daemonsets", daemonset())
+        await until(lambda: ds_status(client, numberAvailable=3), what="3 available")
+        first_hash = (await live(client))[0]["metadata"]["labels"]["controller-revision-hash"]
+        await client.patch("daemonsets", "ds", {"spec": {"template": {"spec": {"containers": [
+            {"name": "app", "image": "httpd:2.5"}]}}}}, namespace=NS)
+
+        async def rolled() -> Any:
+            running = [p for p in await live(client) if (p.get("status") or {}).get("phase") == "Running"]
+            assert len(running) >= 2, "more than maxUnavailable (1) pods unavailable"
+            return await _images(client) == dict.fromkeys(nodes, "httpd:2.5") and await ds_status(
+                client, updatedNumberScheduled=3, numberAvailable=3, observedGeneration=2)
+
+        await until(rolled, what="every pod updated")
+    new_hash = (await live(client))[0]["metadata"]["labels"]["controller-revision-hash"]
+    assert new_hash != first_hash
+    assert all(p["metadata"]["labels"]["pod-template-generation"] == "2" for p in await live(client))
+    assert (await client.get("controllerrevisions", f"ds-{new_hash}", namespace=NS))["revision"] == 2
+
+
+async def test_should_rollback_without_unnecessary_restarts(client: Client) -> None:
+    for name in ("node-1", "node-2", "node-3"):
+        await create_node(client, name)
+    async with kubelet(client, SELECTOR, schedule=True, unready_images=("httpd:no-such-tag",)):
+        await client.create("daemonsets", daemonset())
+        await until(lambda: ds_status(client, numberAvailable=3), what="3 available")
+        originals = {p["metadata"]["name"] for p in await live(client)}
+        await client.patch("daemonsets", "ds", {"spec": {"template": {"spec": {"containers": [
+            {"name": "app", "image": "httpd:no-such-tag"}]}}}}, namespace=NS)
+
+        async def stuck() -> Any:  # one pod replaced by a pod that never gets ready: the roll out stops there
+            images = await _images(client)
+            running = await nodes_running(client)
+            return sorted(images.values()).count("httpd:no-such-tag") == 1 and len(running) == 3
+
+        await until(stuck, what="the roll out stuck on an unready pod")
+        untouched = {p["metadata"]["name"] for p in await live(client)} & originals
+        assert len(untouched) == 2
+        await client.patch("daemonsets", "ds", {"spec": {"template": {"spec": {"containers": [
+            {"name": "app", "image": "httpd:2.4"}]}}}}, namespace=NS)
+        await until(lambda: ds_status(client, numberAvailable=3, updatedNumberScheduled=3, observedGeneration=3),
+                    what="rolled back")
+        assert set((await _images(client)).values()) == {"httpd:2.4"}
+        # the pods that were never updated were not restarted
+        assert untouched <= {p["metadata"]["name"] for p in await live(client)}
