@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kinformer.client import Client
-from kinformer.controller.events import EVENTS_RESOURCE
 from kinformer.cluster.controllers.daemonset_nodes import target_node
+from kinformer.controller.events import EVENTS_RESOURCE
 from kinformer.errors import Conflict, NotFound
 
 NS = "default"

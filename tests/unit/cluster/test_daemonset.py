@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-
 from _hsets_helpers import NS, create_node, events, kubelet, pods, set_phase, until
+
 from kinformer.client import Client
 from kinformer.server import APIServer
 

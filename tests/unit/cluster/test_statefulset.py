@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-
 from _hsets_helpers import NS, events, kubelet, live_pod_names, pods, set_phase, set_running, until
+
 from kinformer.client import Client
 from kinformer.server import APIServer
 

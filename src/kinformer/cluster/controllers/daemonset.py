@@ -55,7 +55,7 @@ from .daemonset_update import (
     unavailable_count,
 )
 from .podstate import is_pod_available, is_pod_ready, phase, pod_from_template
-from .refs import RefManager, controller_ref, orphan_mapper
+from .refs import RefManager, orphan_mapper
 from .slowstart import slow_start
 
 log = logging.getLogger(__name__)
@@ -336,7 +336,8 @@ class DaemonSetReconciler(ObjectReconciler):
         """``constructHistory``: (the current revision, the old ones)."""
         listed = (await self.client.list("controllerrevisions", namespace=ds["metadata"]["namespace"])).items
         data = history.template_patch(ds)
-        current, old = [], []
+        current: list[Obj] = []
+        old: list[Obj] = []
         for revision in await RefManager(self.client, ds, "controllerrevisions", selector).claim(listed):
             (current if to_plain(revision.get("data")) == data else old).append(revision)
         number = history.next_revision(old)
@@ -352,28 +353,24 @@ class DaemonSetReconciler(ObjectReconciler):
         collision = (ds.get("status") or {}).get("collisionCount")
         hash_ = history.template_hash(ds["spec"]["template"], collision)
         meta = ds["metadata"]
-        body = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
-                "metadata": {"name": history.revision_name(meta["name"], hash_), "namespace": meta["namespace"],
-                             "labels": {**((ds["spec"]["template"].get("metadata") or {}).get("labels") or {}),
-                                        history.CONTROLLER_REVISION_HASH_LABEL: hash_},
-                             "annotations": dict(meta.get("annotations") or {}),
-                             "ownerReferences": [controller_ref(ds)]},
-                "data": history.template_patch(ds), "revision": number}
+        body = history.new_revision(ds, history.template_patch(ds), number, collision, hash_=hash_,
+                                    labels=(ds["spec"]["template"].get("metadata") or {}).get("labels"),
+                                    annotations=meta.get("annotations"))
+        name = body["metadata"]["name"]
         try:
             created: Obj = await self.client.create("controllerrevisions", body, namespace=meta["namespace"])
             return created
         except AlreadyExists:
             pass
-        existing = await self.client.api_client.get("controllerrevisions", body["metadata"]["name"],
-                                                    namespace=meta["namespace"])
+        existing: Obj = await self.client.api_client.get("controllerrevisions", name, namespace=meta["namespace"])
         if to_plain(existing.get("data")) == body["data"]:
-            return existing  # type: ignore[no-any-return]
+            return existing
         fresh = await self.client.api_client.get("daemonsets", meta["name"], namespace=meta["namespace"])
         if (fresh.get("status") or {}).get("collisionCount") != collision:
             raise RuntimeError(f"found a stale collision count of DaemonSet {meta['name']!r}; retrying")
         await self.client.patch_status("daemonsets", meta["name"], {"status": {"collisionCount": (collision or 0) + 1}},
                                        namespace=meta["namespace"])
-        raise RuntimeError(f"revision {body['metadata']['name']} exists with other data; collision count raised")
+        raise RuntimeError(f"revision {name} exists with other data; collision count raised")
 
     async def dedup(self, ds: Obj, selector: LabelSelector, current: Sequence[Obj]) -> Obj:
         """``dedupCurHistories``: keep the highest-numbered of equal revisions, relabel pods to it, delete

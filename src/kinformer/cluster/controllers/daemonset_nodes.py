@@ -175,7 +175,7 @@ def target_node(pod: Obj) -> str | None:
     for term in required.get("nodeSelectorTerms") or ():
         for req in term.get("matchFields") or ():
             if req.get("key") == NODE_NAME_FIELD and req.get("operator") == "In":
-                values = req.get("values") or ()
+                values = list(req.get("values") or ())
                 return str(values[0]) if len(values) == 1 else None
     return None
 

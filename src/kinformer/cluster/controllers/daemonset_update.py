@@ -39,7 +39,7 @@ def is_pod_updated(pod: Obj, hash_: str, generation: int | None) -> bool:
     """``IsPodUpdated``."""
     labels = pod["metadata"].get("labels") or {}
     template_matches = generation is not None and labels.get(TEMPLATE_GENERATION_LABEL) == str(generation)
-    return bool(hash_) and labels.get(CONTROLLER_REVISION_HASH_LABEL) == hash_ or template_matches
+    return (bool(hash_) and labels.get(CONTROLLER_REVISION_HASH_LABEL) == hash_) or template_matches
 
 
 def scaled_value(value: Any, total: int) -> int:

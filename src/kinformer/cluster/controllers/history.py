@@ -12,8 +12,9 @@ Rules carried over from kube 1.32:
 * creating a revision whose name is taken by a revision with other data bumps the collision count and
   retries under the next name; a revision with the same data is taken as is.
 
-Not carried over: Go hashes the raw bytes its own encoder wrote; here the data are re-encoded the same way,
-so hashes match Go's only as far as the JSON does (which it does for the templates kube writes).
+Not carried over: Go hashes the raw bytes its own encoder wrote from the typed object; here the data are
+re-encoded from what the server returned, in Go's map encoding, so a hash equals Go's only where those bytes
+agree (not verified against Go; nothing relies on it: names only have to be stable and distinct here).
 :func:`template_hash` stands for ``controller.ComputeHash`` (used by the DaemonSet controller), which Go
 computes over a ``spew`` dump of the Go struct: same role and alphabet, not the same digits.
 """
@@ -98,11 +99,12 @@ def revision_template(revision: Obj) -> dict[str, Any]:
 
 
 def new_revision(owner: Obj, data: Any, number: int, collision_count: int | None, *,
-                 labels: Mapping[str, str] | None = None,
-                 annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``NewControllerRevision``: a revision of ``owner`` (controlled by it) named after its data's hash."""
+                 labels: Mapping[str, str] | None = None, annotations: Mapping[str, str] | None = None,
+                 hash_: str | None = None) -> dict[str, Any]:
+    """``NewControllerRevision``: a revision of ``owner`` (controlled by it) named after its data's hash (or
+    after ``hash_`` when given)."""
     meta = owner["metadata"]
-    hash_ = hash_revision(data, collision_count)
+    hash_ = hash_ or hash_revision(data, collision_count)
     return {
         "apiVersion": "apps/v1", "kind": "ControllerRevision",
         "metadata": {"name": revision_name(meta["name"], hash_), "namespace": meta["namespace"],

@@ -143,4 +143,4 @@ class RefManager:
             await self.client.patch(self.resource, meta["name"], patch, "strategic", namespace=meta["namespace"])
 
 
-__all__ = ["RefManager", "orphan_mapper", "controller_of", "controller_ref", "deleting", "is_controlled_by"]
+__all__ = ["RefManager", "controller_of", "controller_ref", "deleting", "is_controlled_by", "orphan_mapper"]
