@@ -10,6 +10,7 @@ import pytest
 from _hsets_helpers import NS, events, kubelet, live_pod_names, pods, set_phase, set_running, until
 
 from kinformer.client import Client
+from kinformer.errors import NotFound
 from kinformer.server import APIServer
 
 SELECTOR = "app=db"
@@ -128,6 +129,12 @@ async def test_failed_pods_are_recreated(client: Client) -> None:
     await until(recreated, what="db-0 made again")
 
 
+async def _deletion_order(client: Client) -> list[str]:
+    """The pods the controller deleted, in the order of its SuccessfulDelete events."""
+    deleted = sorted(await events(client, "db", "SuccessfulDelete"), key=lambda e: e["eventTime"])
+    return [e["note"].split()[2] for e in deleted]
+
+
 async def _notes(client: Client, reason: str) -> set[str]:
     return {e["note"] for e in await events(client, "db", reason)}
 
@@ -167,21 +174,12 @@ async def test_should_perform_rolling_updates_and_roll_backs_of_template_modific
         status = await until(lambda: _status_if(client, readyReplicas=3), what="3 ready replicas")
         first = status["currentRevision"]
         assert status["updateRevision"] == first
-        replaced: list[str] = []
-        uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in await pods(client, SELECTOR)}
-
-        async def watch_order() -> Any:  # note each pod the first time it is seen replaced
-            for pod in await pods(client, SELECTOR):
-                name = pod["metadata"]["name"]
-                if pod["metadata"]["uid"] != uids[name] and name not in replaced:
-                    replaced.append(name)
-            return await _rolled_to(client, second, "postgres:17")
-
         await client.patch("statefulsets", "db", {"spec": {"template": {"spec": {"containers": [
             {"name": "db", "image": "postgres:17"}]}}}}, namespace=NS)
         second = (await until(lambda: _changed_update_revision(client, first), what="a new update revision"))
-        await until(watch_order, what="rolled to the new revision")
-        assert replaced == ["db-2", "db-1", "db-0"]  # highest ordinal first
+        await until(lambda: _rolled_to(client, second, "postgres:17"), what="rolled to the new revision")
+        deletions = await until(lambda: _if_size(lambda: _deletion_order(client), 3), what="3 deletions")
+        assert deletions == ["db-2", "db-1", "db-0"]  # highest ordinal first
         # roll back: the first revision is the update revision again, with the next revision number
         await client.patch("statefulsets", "db", {"spec": {"template": {"spec": {"containers": [
             {"name": "db", "image": "postgres:16"}]}}}}, namespace=NS)
@@ -218,3 +216,95 @@ async def test_should_perform_canary_updates_and_phased_rolling_updates(client: 
         await client.patch("statefulsets", "db", {"spec": {"updateStrategy": {"rollingUpdate": {"partition": 0}}}},
                            namespace=NS)
         await until(lambda: _rolled_to(client, second, "postgres:17"), what="phased roll out complete")
+
+
+CLAIMS = [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                                  "resources": {"requests": {"storage": "1Gi"}}}}]
+
+
+async def _claim_owners(client: Client, name: str) -> Any:
+    try:
+        claim = await client.get("persistentvolumeclaims", name, namespace=NS)
+    except NotFound:
+        return None
+    return [(r["kind"], r["name"]) for r in claim["metadata"].get("ownerReferences") or ()]
+
+
+async def test_pvc_retention_policy_delete_when_scaled_and_when_deleted(client: Client) -> None:
+    async with kubelet(client, SELECTOR):
+        await client.create("statefulsets", statefulset(replicas=2, volumeClaimTemplates=CLAIMS,
+                                                        persistentVolumeClaimRetentionPolicy={
+                                                            "whenDeleted": "Delete", "whenScaled": "Delete"}))
+        await until(lambda: _status_if(client, readyReplicas=2), what="2 ready")
+        for name in ("data-db-0", "data-db-1"):  # whenDeleted: the set owns its claims
+            assert await until(lambda name=name: _claim_owners(client, name)) == [("StatefulSet", "db")]
+        await client.patch("statefulsets", "db", {"spec": {"replicas": 1}}, namespace=NS)
+        # whenScaled: the condemned pod owns its claim, which goes with it (garbage collection)
+        await until(lambda: _names_are(client, ["db-0"]), what="db-1 deleted")
+        await until(lambda: _absent(client, "data-db-1"), what="data-db-1 collected")
+        assert await _claim_owners(client, "data-db-0") == [("StatefulSet", "db")]
+
+
+async def _absent(client: Client, claim: str) -> bool:
+    return await _claim_owners(client, claim) is None
+
+
+async def test_pvcs_are_retained_by_default(client: Client) -> None:
+    async with kubelet(client, SELECTOR):
+        await client.create("statefulsets", statefulset(replicas=2, volumeClaimTemplates=CLAIMS))
+        await until(lambda: _status_if(client, readyReplicas=2), what="2 ready")
+        await client.patch("statefulsets", "db", {"spec": {"replicas": 1}}, namespace=NS)
+        await until(lambda: _names_are(client, ["db-0"]), what="db-1 deleted")
+        assert await _claim_owners(client, "data-db-1") == []  # no owner: kept for the next db-1
+
+
+async def test_on_delete_strategy_updates_a_pod_only_when_it_is_deleted(client: Client) -> None:
+    async with kubelet(client, SELECTOR):
+        await client.create("statefulsets", statefulset(replicas=2, updateStrategy={"type": "OnDelete"}))
+        first = (await until(lambda: _status_if(client, readyReplicas=2), what="2 ready"))["currentRevision"]
+        await client.patch("statefulsets", "db", {"spec": {"template": {"spec": {"containers": [
+            {"name": "db", "image": "postgres:17"}]}}}}, namespace=NS)
+        second = await until(lambda: _changed_update_revision(client, first), what="a new update revision")
+        status = await until(lambda: _status_if(client, observedGeneration=2), what="the update seen")
+        assert status["currentReplicas"] == 2 and "updatedReplicas" not in status
+        await client.delete("pods", "db-1", namespace=NS)
+
+        async def db1_updated() -> Any:
+            by_name = {p["metadata"]["name"]: p["metadata"]["labels"]["controller-revision-hash"]
+                       for p in await pods(client, SELECTOR)}
+            return by_name == {"db-0": first, "db-1": second}
+
+        await until(db1_updated, what="db-1 made again at the update revision")
+        await until(lambda: _status_if(client, currentReplicas=1, updatedReplicas=1, readyReplicas=2),
+                    what="one current, one updated")
+
+
+async def test_min_ready_seconds_delays_availability(client: Client) -> None:
+    async with kubelet(client, SELECTOR):
+        await client.create("statefulsets", statefulset(replicas=1, minReadySeconds=1))
+        status = await until(lambda: _status_if(client, readyReplicas=1), what="1 ready")
+        assert status["availableReplicas"] == 0
+        await until(lambda: _status_if(client, availableReplicas=1), what="available after minReadySeconds")
+
+
+async def test_orphan_pods_are_adopted(client: Client) -> None:
+    orphan = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-0", "namespace": NS,
+                                                             "labels": {"app": "db"}},
+              "spec": {"containers": [{"name": "db", "image": "postgres:16"}]}}
+    await client.create("pods", orphan)
+    await client.create("statefulsets", statefulset(replicas=1))
+    sts = await get_set(client)
+
+    async def adopted() -> Any:
+        refs = (await client.get("pods", "db-0", namespace=NS))["metadata"].get("ownerReferences") or []
+        return [r["uid"] for r in refs if r.get("controller")] == [sts["metadata"]["uid"]]
+
+    await until(adopted, what="db-0 adopted")
+    async with kubelet(client, SELECTOR):  # the identity is fixed once the pod is Running and Ready
+        labels = await until(lambda: _labelled(client), what="identity labels restored")
+    assert labels["apps.kubernetes.io/pod-index"] == "0"
+
+
+async def _labelled(client: Client) -> Any:
+    labels = (await client.get("pods", "db-0", namespace=NS))["metadata"].get("labels") or {}
+    return labels if "statefulset.kubernetes.io/pod-name" in labels else None
