@@ -10,6 +10,7 @@ import pytest
 from _hsets_helpers import NS, create_node, events, kubelet, pods, set_phase, until
 
 from kinformer.client import Client
+from kinformer.cluster.controllers.daemonset_nodes import target_node
 from kinformer.server import APIServer
 
 SELECTOR = "app=ds"
@@ -206,3 +207,29 @@ async def test_should_rollback_without_unnecessary_restarts(client: Client) -> N
         assert set((await _images(client)).values()) == {"httpd:2.4"}
         # the pods that were never updated were not restarted
         assert untouched <= {p["metadata"]["name"] for p in await live(client)}
+
+
+async def test_should_surge_pods_onto_nodes_when_spec_was_updated_and_update_strategy_is_rolling_update(
+        client: Client) -> None:
+    nodes = {"node-1", "node-2", "node-3"}
+    for name in sorted(nodes):
+        await create_node(client, name)
+    async with kubelet(client, SELECTOR, schedule=True):
+        await client.create("daemonsets", daemonset(updateStrategy={
+            "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}))
+        await until(lambda: ds_status(client, numberAvailable=3), what="3 available")
+        await client.patch("daemonsets", "ds", {"spec": {"template": {"spec": {"containers": [
+            {"name": "app", "image": "httpd:2.5"}]}}}}, namespace=NS)
+
+        async def surged() -> Any:
+            current = await live(client)
+            per_node: dict[str, int] = {}
+            for pod in current:
+                node = target_node(pod) or ""
+                per_node[node] = per_node.get(node, 0) + 1
+            assert sum(n - 1 for n in per_node.values()) <= 1, f"more than maxSurge extra pods: {per_node}"
+            assert len(await nodes_running(client)) == 3, "a node without a running pod (maxUnavailable 0)"
+            done = await _images(client) == dict.fromkeys(nodes, "httpd:2.5") and len(current) == 3
+            return done and await ds_status(client, updatedNumberScheduled=3, numberAvailable=3)
+
+        await until(surged, what="every pod replaced, one node at a time")
