@@ -306,5 +306,10 @@ async def test_orphan_pods_are_adopted(client: Client) -> None:
 
 
 async def _labelled(client: Client) -> Any:
-    labels = (await client.get("pods", "db-0", namespace=NS))["metadata"].get("labels") or {}
+    """db-0's labels once it has its identity (the adopted pod, fixed, or the one made at the update revision
+    after the rolling update replaced it: it had no revision)."""
+    try:
+        labels = (await client.get("pods", "db-0", namespace=NS))["metadata"].get("labels") or {}
+    except NotFound:
+        return None
     return labels if "statefulset.kubernetes.io/pod-name" in labels else None
