@@ -152,6 +152,20 @@ async def test_daemon_pods_are_aimed_at_their_node_and_tolerate_node_problems(cl
         "nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["node-3"]
 
 
+NODES = {"node-1", "node-2", "node-3"}
+
+
+async def _running_on_three_nodes(client: Client, **spec: Any) -> None:
+    """Three nodes and the set available on each (call inside ``kubelet(..., schedule=True)``)."""
+    await client.create("daemonsets", daemonset(**spec))
+    await until(lambda: ds_status(client, numberAvailable=3), what="3 available")
+
+
+async def _set_image(client: Client, image: str) -> None:
+    await client.patch("daemonsets", "ds", {"spec": {"template": {"spec": {"containers": [
+        {"name": "app", "image": image}]}}}}, namespace=NS)
+
+
 async def _images(client: Client) -> dict[str, str]:
     return {p["spec"]["nodeName"]: p["spec"]["containers"][0]["image"] for p in await live(client)
             if p["spec"].get("nodeName")}
@@ -159,20 +173,17 @@ async def _images(client: Client) -> dict[str, str]:
 
 async def test_should_update_pod_when_spec_was_updated_and_update_strategy_is_rolling_update(
         client: Client) -> None:
-    nodes = {"node-1", "node-2", "node-3"}
-    for name in sorted(nodes):
+    for name in sorted(NODES):
         await create_node(client, name)
     async with kubelet(client, SELECTOR, schedule=True):
-        await client.create("daemonsets", daemonset())
-        await until(lambda: ds_status(client, numberAvailable=3), what="3 available")
+        await _running_on_three_nodes(client)
         first_hash = (await live(client))[0]["metadata"]["labels"]["controller-revision-hash"]
-        await client.patch("daemonsets", "ds", {"spec": {"template": {"spec": {"containers": [
-            {"name": "app", "image": "httpd:2.5"}]}}}}, namespace=NS)
+        await _set_image(client, "httpd:2.5")
 
         async def rolled() -> Any:
             running = [p for p in await live(client) if (p.get("status") or {}).get("phase") == "Running"]
             assert len(running) >= 2, "more than maxUnavailable (1) pods unavailable"
-            return await _images(client) == dict.fromkeys(nodes, "httpd:2.5") and await ds_status(
+            return await _images(client) == dict.fromkeys(NODES, "httpd:2.5") and await ds_status(
                 client, updatedNumberScheduled=3, numberAvailable=3, observedGeneration=2)
 
         await until(rolled, what="every pod updated")
@@ -183,14 +194,12 @@ async def test_should_update_pod_when_spec_was_updated_and_update_strategy_is_ro
 
 
 async def test_should_rollback_without_unnecessary_restarts(client: Client) -> None:
-    for name in ("node-1", "node-2", "node-3"):
+    for name in sorted(NODES):
         await create_node(client, name)
     async with kubelet(client, SELECTOR, schedule=True, unready_images=("httpd:no-such-tag",)):
-        await client.create("daemonsets", daemonset())
-        await until(lambda: ds_status(client, numberAvailable=3), what="3 available")
+        await _running_on_three_nodes(client)
         originals = {p["metadata"]["name"] for p in await live(client)}
-        await client.patch("daemonsets", "ds", {"spec": {"template": {"spec": {"containers": [
-            {"name": "app", "image": "httpd:no-such-tag"}]}}}}, namespace=NS)
+        await _set_image(client, "httpd:no-such-tag")
 
         async def stuck() -> Any:  # one pod replaced by a pod that never gets ready: the roll out stops there
             images = await _images(client)
@@ -200,8 +209,7 @@ async def test_should_rollback_without_unnecessary_restarts(client: Client) -> N
         await until(stuck, what="the roll out stuck on an unready pod")
         untouched = {p["metadata"]["name"] for p in await live(client)} & originals
         assert len(untouched) == 2
-        await client.patch("daemonsets", "ds", {"spec": {"template": {"spec": {"containers": [
-            {"name": "app", "image": "httpd:2.4"}]}}}}, namespace=NS)
+        await _set_image(client, "httpd:2.4")
         await until(lambda: ds_status(client, numberAvailable=3, updatedNumberScheduled=3, observedGeneration=3),
                     what="rolled back")
         assert set((await _images(client)).values()) == {"httpd:2.4"}
@@ -211,15 +219,12 @@ async def test_should_rollback_without_unnecessary_restarts(client: Client) -> N
 
 async def test_should_surge_pods_onto_nodes_when_spec_was_updated_and_update_strategy_is_rolling_update(
         client: Client) -> None:
-    nodes = {"node-1", "node-2", "node-3"}
-    for name in sorted(nodes):
+    for name in sorted(NODES):
         await create_node(client, name)
     async with kubelet(client, SELECTOR, schedule=True):
-        await client.create("daemonsets", daemonset(updateStrategy={
-            "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}))
-        await until(lambda: ds_status(client, numberAvailable=3), what="3 available")
-        await client.patch("daemonsets", "ds", {"spec": {"template": {"spec": {"containers": [
-            {"name": "app", "image": "httpd:2.5"}]}}}}, namespace=NS)
+        await _running_on_three_nodes(client, updateStrategy={
+            "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}})
+        await _set_image(client, "httpd:2.5")
 
         async def surged() -> Any:
             current = await live(client)
@@ -229,7 +234,7 @@ async def test_should_surge_pods_onto_nodes_when_spec_was_updated_and_update_str
                 per_node[node] = per_node.get(node, 0) + 1
             assert sum(n - 1 for n in per_node.values()) <= 1, f"more than maxSurge extra pods: {per_node}"
             assert len(await nodes_running(client)) == 3, "a node without a running pod (maxUnavailable 0)"
-            done = await _images(client) == dict.fromkeys(nodes, "httpd:2.5") and len(current) == 3
+            done = await _images(client) == dict.fromkeys(NODES, "httpd:2.5") and len(current) == 3
             return done and await ds_status(client, updatedNumberScheduled=3, numberAvailable=3)
 
         await until(surged, what="every pod replaced, one node at a time")

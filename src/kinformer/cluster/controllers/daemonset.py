@@ -32,7 +32,6 @@ resync the sets (as kube: only labels and taints count).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,8 +39,8 @@ from typing import Any
 from kinformer.client import to_plain
 from kinformer.controller.predicates import Funcs
 from kinformer.controller.reconcile import ObjectReconciler, Request, Result
-from kinformer.errors import AlreadyExists, APIError, NotFound, SelectorError
-from kinformer.selectors import LabelSelector, label_selector_from_dict
+from kinformer.errors import AlreadyExists, APIError, NotFound
+from kinformer.selectors import LabelSelector
 
 from . import history
 from .daemonset_nodes import add_daemon_tolerations, aim_at_node, should_run, target_node
@@ -55,21 +54,14 @@ from .daemonset_update import (
     unavailable_count,
 )
 from .podstate import is_pod_available, is_pod_ready, phase, pod_from_template
-from .refs import RefManager, orphan_mapper
+from .refs import RefManager, orphan_mapper, owner_selector, valid_selector
 from .slowstart import slow_start
-
-log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
 BURST_REPLICAS = 250
-DEFAULT_REVISION_HISTORY_LIMIT = 10
 BACKOFF_INITIAL, BACKOFF_MAX = 1.0, 15 * 60.0
 _STATUS_FIELDS = ("desiredNumberScheduled", "currentNumberScheduled", "numberMisscheduled", "numberReady",
                   "updatedNumberScheduled", "numberAvailable", "numberUnavailable")
-
-
-def selector_of(ds: Obj) -> LabelSelector:
-    return label_selector_from_dict(ds["spec"].get("selector"))
 
 
 def oldest_first(pods: Sequence[Obj]) -> list[Obj]:
@@ -121,11 +113,8 @@ class DaemonSetReconciler(ObjectReconciler):
         self.backoff = FailedPodBackoff(clock)
 
     async def reconcile(self, ds: Obj) -> Result:
-        try:
-            selector = selector_of(ds)
-        except SelectorError as err:
-            log.warning("DaemonSet %s/%s has an invalid selector: %s", ds["metadata"]["namespace"],
-                        ds["metadata"]["name"], err)
+        selector = valid_selector(ds)
+        if selector is None:
             return Result()
         if ds["metadata"].get("deletionTimestamp"):
             return Result()
@@ -392,8 +381,7 @@ class DaemonSetReconciler(ObjectReconciler):
 
     async def cleanup_history(self, ds: Obj, selector: LabelSelector, old: Sequence[Obj]) -> None:
         """``cleanupHistory``: delete the oldest revisions no pod uses beyond ``revisionHistoryLimit``."""
-        limit = ds["spec"].get("revisionHistoryLimit")
-        to_kill = len(old) - (DEFAULT_REVISION_HISTORY_LIMIT if limit is None else int(limit))
+        to_kill = len(old) - history.history_limit(ds)
         if to_kill <= 0:
             return
         live = {(p["metadata"].get("labels") or {}).get(history.CONTROLLER_REVISION_HASH_LABEL)
@@ -427,7 +415,7 @@ def setup(ctx: Any) -> None:
         .for_("daemonsets") \
         .owns("pods") \
         .owns("controllerrevisions") \
-        .watches("pods", mapper=orphan_mapper(sets, selector_of)) \
+        .watches("pods", mapper=orphan_mapper(sets, owner_selector)) \
         .watches("nodes", Funcs(update=_node_scheduling_changed), mapper=every_set) \
         .workers(ctx.options.workers)
 

@@ -33,6 +33,8 @@ from .refs import controller_ref
 
 #: The label naming the revision (StatefulSet pods: the revision's name; DaemonSet pods: its hash).
 CONTROLLER_REVISION_HASH_LABEL = "controller-revision-hash"
+#: ``spec.revisionHistoryLimit`` when unset (the API server defaults it to the same).
+DEFAULT_REVISION_HISTORY_LIMIT = 10
 _NAME_PREFIX_MAX = 223  # 253 - the longest hash ("-" + up to 29 characters)
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _FNV_OFFSET, _FNV_PRIME = 0x811C9DC5, 0x01000193
@@ -115,6 +117,12 @@ def new_revision(owner: Obj, data: Any, number: int, collision_count: int | None
     }
 
 
+def history_limit(owner: Obj) -> int:
+    """How many old revisions ``owner`` keeps (``spec.revisionHistoryLimit``)."""
+    limit = owner["spec"].get("revisionHistoryLimit")
+    return DEFAULT_REVISION_HISTORY_LIMIT if limit is None else int(limit)
+
+
 def revision_number(revision: Obj) -> int:
     return int(revision.get("revision") or 0)
 
@@ -176,5 +184,5 @@ async def update_revision_number(client: Any, revision: Obj, number: int) -> Any
 
 
 __all__ = ["CONTROLLER_REVISION_HASH_LABEL", "create_revision", "equal_revision", "find_equal_revisions",
-           "hash_revision", "new_revision", "next_revision", "revision_name", "revision_template",
+           "hash_revision", "history_limit", "new_revision", "next_revision", "revision_name", "revision_template",
            "sort_revisions", "template_hash", "template_patch", "update_revision_number"]

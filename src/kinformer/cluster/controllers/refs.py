@@ -16,14 +16,33 @@ Adoption and release are strategic-merge patches that carry the object's uid as 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kinformer.controller.reconcile import Request
 from kinformer.errors import NotFound, SelectorError
-from kinformer.selectors import LabelSelector
+from kinformer.selectors import LabelSelector, label_selector_from_dict
+
+log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
+
+
+def owner_selector(owner: Obj) -> LabelSelector:
+    """The owner's ``spec.selector`` (raises SelectorError when invalid)."""
+    return label_selector_from_dict(owner["spec"].get("selector"))
+
+
+def valid_selector(owner: Obj) -> LabelSelector | None:
+    """The owner's selector, or None (logged) when it is invalid: kube syncs nothing for such an owner."""
+    try:
+        return owner_selector(owner)
+    except SelectorError as err:
+        meta = owner["metadata"]
+        log.warning("%s %s/%s has an invalid selector: %s", owner.get("kind"), meta.get("namespace"),
+                    meta.get("name"), err)
+        return None
 
 
 def controller_ref(owner: Obj) -> dict[str, Any]:

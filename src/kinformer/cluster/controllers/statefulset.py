@@ -27,18 +27,15 @@ off by default in kube 1.32: the one-pod-at-a-time rule applies); status conditi
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kinformer.controller.reconcile import ObjectReconciler, Result
-from kinformer.errors import SelectorError
-from kinformer.selectors import LabelSelector, label_selector_from_dict
 
 from . import history
 from .podstate import is_pod_available, is_pod_ready, is_terminating, phase
-from .refs import RefManager, orphan_mapper
+from .refs import RefManager, orphan_mapper, owner_selector, valid_selector
 from .slowstart import slow_start
 from .statefulset_pods import (
     StatefulPodControl,
@@ -53,16 +50,9 @@ from .statefulset_pods import (
     storage_matches,
 )
 
-log = logging.getLogger(__name__)
-
 Obj = Mapping[str, Any]
-DEFAULT_REVISION_HISTORY_LIMIT = 10
 #: Status fields Go writes even when zero (the others are ``omitempty``).
 _ALWAYS_WRITTEN = ("replicas", "availableReplicas")
-
-
-def selector_of(sts: Obj) -> LabelSelector:
-    return label_selector_from_dict(sts["spec"].get("selector"))
 
 
 def is_created(pod: Obj) -> bool:
@@ -253,11 +243,8 @@ class StatefulSetReconciler(ObjectReconciler):
         self.clock, self.recorder = clock, recorder
 
     async def reconcile(self, sts: Obj) -> Result:
-        try:
-            selector = selector_of(sts)
-        except SelectorError as err:
-            log.warning("StatefulSet %s/%s has an invalid selector: %s", sts["metadata"]["namespace"],
-                        sts["metadata"]["name"], err)
+        selector = valid_selector(sts)
+        if selector is None:
             return Result()
         namespace = sts["metadata"]["namespace"]
         revisions = await RefManager(self.client, sts, "controllerrevisions", selector).claim(
@@ -329,8 +316,7 @@ class StatefulSetReconciler(ObjectReconciler):
         """Delete the oldest revisions that neither the set nor any pod uses, beyond ``revisionHistoryLimit``."""
         live = {current["metadata"]["name"], update["metadata"]["name"], *(pod_revision(p) for p in pods)}
         old = [r for r in revisions if r["metadata"]["name"] not in live]
-        limit = sts["spec"].get("revisionHistoryLimit")
-        limit = DEFAULT_REVISION_HISTORY_LIMIT if limit is None else int(limit)
+        limit = history.history_limit(sts)
         for revision in old[:max(0, len(old) - limit)]:
             await self.client.delete("controllerrevisions", revision["metadata"]["name"],
                                      namespace=revision["metadata"]["namespace"])
@@ -344,7 +330,7 @@ def setup(ctx: Any) -> None:
     manager.controller(reconciler, name="statefulset") \
         .for_("statefulsets") \
         .owns("pods") \
-        .watches("pods", mapper=orphan_mapper(sets, selector_of)) \
+        .watches("pods", mapper=orphan_mapper(sets, owner_selector)) \
         .workers(ctx.options.workers)
 
 
