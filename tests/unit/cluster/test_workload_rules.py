@@ -14,7 +14,6 @@ from kinformer.cluster.controllers.daemonset_nodes import (
     aim_at_node,
     should_run,
     target_node,
-    tolerates,
 )
 from kinformer.cluster.controllers.daemonset_update import RollingUpdate, is_pod_updated, scaled_value
 
@@ -88,17 +87,6 @@ def test_daemon_pods_get_kube_tolerations_once() -> None:
     assert len(keys) == len(set(keys)) == 7
     assert ("node.kubernetes.io/network-unavailable", "NoSchedule") in keys
     assert "tolerationSeconds" not in spec["tolerations"][0]  # replaced by kube's infinite toleration
-
-
-@pytest.mark.parametrize(("toleration", "taint", "expected"), [
-    ({"key": "k", "operator": "Exists"}, {"key": "k", "value": "v", "effect": "NoSchedule"}, True),
-    ({"key": "k", "value": "v"}, {"key": "k", "value": "v", "effect": "NoSchedule"}, True),
-    ({"key": "k", "value": "w"}, {"key": "k", "value": "v", "effect": "NoSchedule"}, False),
-    ({"operator": "Exists"}, {"key": "any", "effect": "NoExecute"}, True),
-    ({"key": "k", "operator": "Exists", "effect": "NoExecute"}, {"key": "k", "effect": "NoSchedule"}, False),
-])
-def test_toleration_matches_taint_as_kube(toleration: Any, taint: Any, expected: bool) -> None:
-    assert tolerates(toleration, taint) is expected
 
 
 def test_should_run_follows_selector_affinity_and_taints() -> None:

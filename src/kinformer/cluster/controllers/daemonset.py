@@ -42,6 +42,7 @@ from kinformer.controller.reconcile import ObjectReconciler, Request, Result
 from kinformer.errors import AlreadyExists, APIError, NotFound
 from kinformer.selectors import LabelSelector
 
+from ..podindex import is_terminal
 from . import history
 from .daemonset_nodes import add_daemon_tolerations, aim_at_node, should_run, target_node
 from .daemonset_update import (
@@ -138,7 +139,7 @@ class DaemonSetReconciler(ObjectReconciler):
         listed = (await self.client.list("pods", namespace=ds["metadata"]["namespace"])).items
         out: dict[str, list[Obj]] = {}
         for pod in await RefManager(self.client, ds, "pods", selector).claim(listed):
-            if phase(pod) in ("Succeeded", "Failed") and pod["metadata"].get("deletionTimestamp"):
+            if is_terminal(pod) and pod["metadata"].get("deletionTimestamp"):
                 continue
             node = target_node(pod)
             if node is not None:

@@ -6,10 +6,9 @@ with the scheduler's node-name, node-affinity and taint predicates it uses.
   ``memory-pressure``, ``pid-pressure`` and ``unschedulable`` NoSchedule, and ``network-unavailable``
   NoSchedule for host-network pods;
 * should run: the template's ``nodeName`` (if any) is the node's, ``nodeSelector`` and required node affinity
-  (``matchExpressions`` on labels with In/NotIn/Exists/DoesNotExist/Gt/Lt, ``matchFields`` on
-  ``metadata.name``; terms ORed, requirements ANDed, an empty term matches nothing) match, and every
-  NoSchedule/NoExecute taint is tolerated; should continue running: the same, except that only NoExecute
-  taints must be tolerated;
+  match (:mod:`kinformer.cluster.nodeaffinity`, as the scheduler matches them), and every NoSchedule/NoExecute
+  taint is tolerated (:mod:`kinformer.cluster.taints`); should continue running: the same, except that only
+  NoExecute taints must be tolerated;
 * a daemon pod is aimed at its node by required node affinity on ``metadata.name``
   (``ReplaceDaemonSetPodNodeNameNodeAffinity``), the scheduler binds it; :func:`target_node` reads the node back
   (``GetTargetNodeName``).
@@ -18,21 +17,32 @@ with the scheduler's node-name, node-affinity and taint predicates it uses.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
+
+from kinformer.cluster.nodeaffinity import required_affinity_matches
+from kinformer.cluster.taints import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    NOT_READY,
+    UNREACHABLE,
+    UNSCHEDULABLE,
+    first_untolerated,
+    node_taints,
+)
 
 Obj = Mapping[str, Any]
 
 NODE_NAME_FIELD = "metadata.name"
 _DAEMON_TOLERATIONS = (
-    ("node.kubernetes.io/not-ready", "NoExecute"),
-    ("node.kubernetes.io/unreachable", "NoExecute"),
-    ("node.kubernetes.io/disk-pressure", "NoSchedule"),
-    ("node.kubernetes.io/memory-pressure", "NoSchedule"),
-    ("node.kubernetes.io/pid-pressure", "NoSchedule"),
-    ("node.kubernetes.io/unschedulable", "NoSchedule"),
+    (NOT_READY, NO_EXECUTE),
+    (UNREACHABLE, NO_EXECUTE),
+    ("node.kubernetes.io/disk-pressure", NO_SCHEDULE),
+    ("node.kubernetes.io/memory-pressure", NO_SCHEDULE),
+    ("node.kubernetes.io/pid-pressure", NO_SCHEDULE),
+    (UNSCHEDULABLE, NO_SCHEDULE),
 )
-_HOST_NETWORK_TOLERATIONS = (("node.kubernetes.io/network-unavailable", "NoSchedule"),)
+_HOST_NETWORK_TOLERATIONS = (("node.kubernetes.io/network-unavailable", NO_SCHEDULE),)
 
 
 # -- tolerations ---------------------------------------------------------------------------------------------
@@ -57,76 +67,6 @@ def add_daemon_tolerations(spec: dict[str, Any]) -> None:
     spec["tolerations"] = tolerations
 
 
-def tolerates(toleration: Obj, taint: Obj) -> bool:
-    """``Toleration.ToleratesTaint``."""
-    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
-        return False
-    if toleration.get("key") and toleration["key"] != taint.get("key"):
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    return operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
-
-
-def untolerated_taint(taints: Iterable[Obj], tolerations: Sequence[Obj], effects: tuple[str, ...]) -> Obj | None:
-    """The first taint of one of ``effects`` that no toleration tolerates."""
-    for taint in taints:
-        if taint.get("effect") in effects and not any(tolerates(t, taint) for t in tolerations):
-            return taint
-    return None
-
-
-# -- node affinity -------------------------------------------------------------------------------------------
-
-
-def _int_or_none(text: str) -> int | None:
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return None
-
-
-def _requirement_matches(req: Obj, values_of: Mapping[str, str]) -> bool:
-    key, op, values = req.get("key", ""), req.get("operator", ""), list(req.get("values") or ())
-    present = key in values_of
-    value = values_of.get(key, "")
-    if op == "In":
-        return present and value in values
-    if op == "NotIn":
-        return not present or value not in values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    if op in ("Gt", "Lt") and present and len(values) == 1:
-        have, bound = _int_or_none(value), _int_or_none(values[0])
-        if have is None or bound is None:
-            return False
-        return have > bound if op == "Gt" else have < bound
-    return False
-
-
-def _term_matches(term: Obj, labels: Mapping[str, str], fields: Mapping[str, str]) -> bool:
-    expressions, field_reqs = term.get("matchExpressions") or (), term.get("matchFields") or ()
-    if not expressions and not field_reqs:
-        return False
-    return (all(_requirement_matches(r, labels) for r in expressions)
-            and all(_requirement_matches(r, fields) for r in field_reqs))
-
-
-def required_affinity_matches(pod_spec: Obj, node: Obj) -> bool:
-    """``GetRequiredNodeAffinity(pod).Match(node)``: nodeSelector and required node affinity."""
-    labels = node["metadata"].get("labels") or {}
-    for key, value in (pod_spec.get("nodeSelector") or {}).items():
-        if labels.get(key) != value:
-            return False
-    required = (((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution"))
-    if required is None:
-        return True
-    fields = {NODE_NAME_FIELD: node["metadata"]["name"]}
-    return any(_term_matches(term, labels, fields) for term in required.get("nodeSelectorTerms") or ())
 
 
 # -- the daemon pod and its node -----------------------------------------------------------------------------
@@ -139,12 +79,11 @@ def should_run(ds: Obj, node: Obj) -> tuple[bool, bool]:
     if template_spec.get("nodeName") not in (None, "", node_name):
         return False, False
     add_daemon_tolerations(template_spec)
-    if not required_affinity_matches(template_spec, node):
+    if not required_affinity_matches({"spec": template_spec}, node):
         return False, False
-    taints = (node.get("spec") or {}).get("taints") or ()
-    tolerations = template_spec["tolerations"]
-    if untolerated_taint(taints, tolerations, ("NoExecute", "NoSchedule")) is not None:
-        return False, untolerated_taint(taints, tolerations, ("NoExecute",)) is None
+    taints, tolerations = node_taints(node), template_spec["tolerations"]
+    if first_untolerated(taints, tolerations, (NO_EXECUTE, NO_SCHEDULE)) is not None:
+        return False, first_untolerated(taints, tolerations, (NO_EXECUTE,)) is None
     return True, True
 
 
@@ -180,5 +119,4 @@ def target_node(pod: Obj) -> str | None:
     return None
 
 
-__all__ = ["add_daemon_tolerations", "aim_at_node", "required_affinity_matches", "should_run", "target_node",
-           "tolerates", "untolerated_taint"]
+__all__ = ["add_daemon_tolerations", "aim_at_node", "should_run", "target_node"]
