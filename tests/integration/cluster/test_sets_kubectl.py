@@ -17,7 +17,7 @@ import yaml
 from kinformer.client import Client
 from kinformer.server import APIServer
 from kinformer.server.cli import write_kubeconfig
-from unit.cluster._hsets_helpers import create_node, kubelet
+from unit.cluster._hsets_helpers import add_node, kubelet
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = [pytest.mark.kubectl, pytest.mark.slow,
@@ -80,7 +80,7 @@ async def test_kubectl_rolls_a_daemonset_out_on_every_node_updates_and_undoes_it
     async with APIServer(controllers=["daemonset"]) as server, Client(server.url) as client:
         kubectl = Kubectl(write_kubeconfig(tmp_path / "kubeconfig", server.url, None, None), tmp_path)
         for name in ("node-1", "node-2"):
-            await create_node(client, name)
+            await add_node(client, name)
         async with kubelet(client, "app=agent", schedule=True):
             await kubectl("apply", "-f", "-", input=yaml.safe_dump(DAEMONSET))
             out = await kubectl("rollout", "status", "daemonset/agent", f"--timeout={TIMEOUT:.0f}s")

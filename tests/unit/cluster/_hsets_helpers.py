@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,26 +14,15 @@ from kinformer.client import Client
 from kinformer.cluster.controllers.daemonset_nodes import target_node
 from kinformer.controller.events import EVENTS_RESOURCE
 from kinformer.errors import Conflict, NotFound
+from unit.cluster._hsched_helpers import add_node, wait_for
 
 NS = "default"
+__all__ = ["NS", "add_node", "bind", "events", "kubelet", "live_pod_names", "pods", "set_phase", "set_running",
+           "wait_for"]
 
 
 def rfc3339(wall: float) -> str:
     return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-async def until(check: Callable[[], Awaitable[Any]], timeout: float = 20.0, what: str = "condition") -> Any:
-    """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
-    last: Any = None
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                last = await check()
-                if last:
-                    return last
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for {what}; last seen: {last!r}") from None
 
 
 async def pods(client: Client, selector: str, namespace: str = NS) -> list[Mapping[str, Any]]:
@@ -75,15 +64,6 @@ async def bind(client: Client, pod: Mapping[str, Any], node: str) -> None:
                                data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
 
 
-async def create_node(client: Client, name: str, labels: Mapping[str, str] | None = None,
-                      taints: list[dict[str, str]] | None = None) -> Mapping[str, Any]:
-    body: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
-        "kubernetes.io/hostname": name, **(labels or {})}}, "spec": {}}
-    if taints:
-        body["spec"]["taints"] = taints
-    return await client.create("nodes", body)
-
-
 async def events(client: Client, name: str, reason: str | None = None) -> list[Mapping[str, Any]]:
     """events.k8s.io/v1 Events about the object ``name`` (optionally of one reason)."""
     items = (await client.list(EVENTS_RESOURCE, namespace=NS)).items
@@ -91,7 +71,8 @@ async def events(client: Client, name: str, reason: str | None = None) -> list[M
             and (reason is None or e.get("reason") == reason)]
 
 
-async def _play(client: Client, pod: Mapping[str, Any], schedule: bool, unready: tuple[str, ...]) -> None:
+async def _play(client: Client, pod: Mapping[str, Any], schedule: bool, bound_only: bool,
+                unready: tuple[str, ...]) -> None:
     """One look at one pod: finish its deletion, bind it to the node its affinity names, or run it."""
     meta, spec = pod["metadata"], pod["spec"]
     if meta.get("deletionTimestamp"):
@@ -104,24 +85,24 @@ async def _play(client: Client, pod: Mapping[str, Any], schedule: bool, unready:
             await bind(client, pod, node)
         return
     pending = (pod.get("status") or {}).get("phase") in (None, "", "Pending")
-    if pending and (spec.get("nodeName") or not schedule):
+    if pending and (spec.get("nodeName") or not (schedule or bound_only)):
         ready = not any(c["image"] in unready for c in spec["containers"])
         await set_running(client, pod, ready=ready)
 
 
 @contextlib.asynccontextmanager
-async def kubelet(client: Client, selector: str, *, schedule: bool = False,
+async def kubelet(client: Client, selector: str, *, schedule: bool = False, bound_only: bool = False,
                   unready_images: tuple[str, ...] = ()) -> AsyncIterator[None]:
     """Play the kubelet (and, with ``schedule``, the scheduler) while the block runs, for the pods matching
     ``selector``: pods being deleted are removed, pods aimed at a node by their affinity are bound to it, and
-    Pending pods become Running and Ready (Running but not Ready when a container has one of
-    ``unready_images``)."""
+    Pending pods (with ``schedule`` or ``bound_only``: bound ones only) become Running and Ready (Running but
+    not Ready when a container has one of ``unready_images``)."""
 
     async def run() -> None:
         while True:
             for pod in await pods(client, selector):
                 with contextlib.suppress(NotFound, Conflict):
-                    await _play(client, pod, schedule, unready_images)
+                    await _play(client, pod, schedule, bound_only, unready_images)
             await asyncio.sleep(0.02)
 
     task = asyncio.create_task(run(), name="test-kubelet")

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from _hsets_helpers import NS, create_node, events, kubelet, pods, set_phase, until
+from _hsets_helpers import NS, add_node, events, kubelet, pods, set_phase, wait_for
 
 from kinformer.client import Client
 from kinformer.cluster.controllers.daemonset_nodes import target_node
@@ -57,11 +57,11 @@ async def ds_status(client: Client, **expected: Any) -> Any:
 
 async def test_should_run_and_stop_simple_daemon(client: Client) -> None:
     for name in ("node-1", "node-2", "node-3"):
-        await create_node(client, name)
+        await add_node(client, name)
     async with kubelet(client, SELECTOR, schedule=True):
         await client.create("daemonsets", daemonset())
-        await until(lambda: on_nodes(client, {"node-1", "node-2", "node-3"}), what="a pod on each node")
-        status = await until(lambda: ds_status(client, numberReady=3, numberAvailable=3), what="3 ready")
+        await wait_for(lambda: on_nodes(client, {"node-1", "node-2", "node-3"}), what="a pod on each node")
+        status = await wait_for(lambda: ds_status(client, numberReady=3, numberAvailable=3), what="3 ready")
         assert status["desiredNumberScheduled"] == 3 and status["currentNumberScheduled"] == 3
         assert status["updatedNumberScheduled"] == 3 and status["numberMisscheduled"] == 0
         assert status["observedGeneration"] == 1
@@ -73,12 +73,12 @@ async def test_should_run_and_stop_simple_daemon(client: Client) -> None:
             names = (await nodes_running(client)).values()
             return len(names) == 3 and victim["metadata"]["name"] not in names
 
-        await until(revived, what="the deleted pod replaced")
+        await wait_for(revived, what="the deleted pod replaced")
         created = [e["note"] for e in await events(client, "ds", "SuccessfulCreate")]
         assert len(created) == 4 and all(note.startswith("Created pod: ds-") for note in created)
         # stop: deleting the DaemonSet deletes its pods (garbage collection)
         await client.delete("daemonsets", "ds", namespace=NS, propagation_policy="Foreground")
-        await until(lambda: _no_pods(client), what="every daemon pod deleted")
+        await wait_for(lambda: _no_pods(client), what="every daemon pod deleted")
 
 
 async def _no_pods(client: Client) -> bool:
@@ -86,31 +86,31 @@ async def _no_pods(client: Client) -> bool:
 
 
 async def test_should_run_and_stop_complex_daemon(client: Client) -> None:
-    await create_node(client, "node-1")
-    await create_node(client, "node-2")
+    await add_node(client, "node-1")
+    await add_node(client, "node-2")
     async with kubelet(client, SELECTOR, schedule=True):
         await client.create("daemonsets", daemonset(template_spec={"nodeSelector": {"color": "blue"}}))
-        await until(lambda: ds_status(client, observedGeneration=1), what="the set seen")
+        await wait_for(lambda: ds_status(client, observedGeneration=1), what="the set seen")
         assert await live(client) == []  # no node is blue
         await client.patch("nodes", "node-1", {"metadata": {"labels": {"color": "blue"}}})
-        await until(lambda: on_nodes(client, {"node-1"}), what="a pod on the blue node")
-        await until(lambda: ds_status(client, desiredNumberScheduled=1, numberReady=1), what="1 ready")
+        await wait_for(lambda: on_nodes(client, {"node-1"}), what="a pod on the blue node")
+        await wait_for(lambda: ds_status(client, desiredNumberScheduled=1, numberReady=1), what="1 ready")
         # the node turns green: its pod goes
         await client.patch("nodes", "node-1", {"metadata": {"labels": {"color": "green"}}})
-        await until(lambda: on_nodes(client, set()), what="the pod unscheduled from the green node")
+        await wait_for(lambda: on_nodes(client, set()), what="the pod unscheduled from the green node")
         # the set follows green nodes now
         await client.patch("daemonsets", "ds", {"spec": {"template": {"spec": {"nodeSelector": {"color": "green"}}},
                                                          "updateStrategy": {"type": "RollingUpdate"}}}, namespace=NS)
-        await until(lambda: on_nodes(client, {"node-1"}), what="a pod on the green node")
-        status = await until(lambda: ds_status(client, observedGeneration=2, numberReady=1), what="1 ready")
+        await wait_for(lambda: on_nodes(client, {"node-1"}), what="a pod on the green node")
+        status = await wait_for(lambda: ds_status(client, observedGeneration=2, numberReady=1), what="1 ready")
         assert status["desiredNumberScheduled"] == 1
 
 
 async def test_should_retry_creating_failed_daemon_pods(client: Client) -> None:
-    await create_node(client, "node-1")
+    await add_node(client, "node-1")
     async with kubelet(client, SELECTOR, schedule=True):
         await client.create("daemonsets", daemonset())
-        await until(lambda: on_nodes(client, {"node-1"}), what="a pod on node-1")
+        await wait_for(lambda: on_nodes(client, {"node-1"}), what="a pod on node-1")
         failed = (await live(client))[0]
         await set_phase(client, failed, "Failed")
 
@@ -118,7 +118,7 @@ async def test_should_retry_creating_failed_daemon_pods(client: Client) -> None:
             running = await nodes_running(client)
             return running.get("node-1") not in (None, failed["metadata"]["name"])
 
-        await until(replaced, what="the failed pod replaced")
+        await wait_for(replaced, what="the failed pod replaced")
     warnings = await events(client, "ds", "FailedDaemonPod")
     assert warnings[0]["type"] == "Warning"
     assert warnings[0]["note"] == (f"Found failed daemon pod {NS}/{failed['metadata']['name']} on node node-1, "
@@ -126,11 +126,11 @@ async def test_should_retry_creating_failed_daemon_pods(client: Client) -> None:
 
 
 async def test_daemon_pods_are_aimed_at_their_node_and_tolerate_node_problems(client: Client) -> None:
-    await create_node(client, "node-1", taints=[{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}])
-    await create_node(client, "node-2", taints=[{"key": "dedicated", "value": "db", "effect": "NoSchedule"}])
+    await add_node(client, "node-1", taints=[{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}])
+    await add_node(client, "node-2", taints=[{"key": "dedicated", "value": "db", "effect": "NoSchedule"}])
     await client.create("daemonsets", daemonset())
-    pod = (await until(lambda: pods(client, SELECTOR), what="a pod"))[0]
-    await until(lambda: ds_status(client, desiredNumberScheduled=1), what="1 desired")
+    pod = (await wait_for(lambda: pods(client, SELECTOR), what="a pod"))[0]
+    await wait_for(lambda: ds_status(client, desiredNumberScheduled=1), what="1 desired")
     assert len(await pods(client, SELECTOR)) == 1  # node-2's taint is not tolerated
     spec, labels = pod["spec"], pod["metadata"]["labels"]
     assert spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
@@ -145,9 +145,9 @@ async def test_daemon_pods_are_aimed_at_their_node_and_tolerate_node_problems(cl
     assert revision["revision"] == 1
     # a node that goes away takes its unscheduled pod with it; a new node gets one
     await client.delete("nodes", "node-1")
-    await until(lambda: _no_pods(client), what="the pod of the removed node deleted")
-    await create_node(client, "node-3")
-    placed = await until(lambda: pods(client, SELECTOR), what="a pod for node-3")
+    await wait_for(lambda: _no_pods(client), what="the pod of the removed node deleted")
+    await add_node(client, "node-3")
+    placed = await wait_for(lambda: pods(client, SELECTOR), what="a pod for node-3")
     assert placed[0]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["node-3"]
 
@@ -158,7 +158,7 @@ NODES = {"node-1", "node-2", "node-3"}
 async def _running_on_three_nodes(client: Client, **spec: Any) -> None:
     """Three nodes and the set available on each (call inside ``kubelet(..., schedule=True)``)."""
     await client.create("daemonsets", daemonset(**spec))
-    await until(lambda: ds_status(client, numberAvailable=3), what="3 available")
+    await wait_for(lambda: ds_status(client, numberAvailable=3), what="3 available")
 
 
 async def _set_image(client: Client, image: str) -> None:
@@ -174,7 +174,7 @@ async def _images(client: Client) -> dict[str, str]:
 async def test_should_update_pod_when_spec_was_updated_and_update_strategy_is_rolling_update(
         client: Client) -> None:
     for name in sorted(NODES):
-        await create_node(client, name)
+        await add_node(client, name)
     async with kubelet(client, SELECTOR, schedule=True):
         await _running_on_three_nodes(client)
         first_hash = (await live(client))[0]["metadata"]["labels"]["controller-revision-hash"]
@@ -186,7 +186,7 @@ async def test_should_update_pod_when_spec_was_updated_and_update_strategy_is_ro
             return await _images(client) == dict.fromkeys(NODES, "httpd:2.5") and await ds_status(
                 client, updatedNumberScheduled=3, numberAvailable=3, observedGeneration=2)
 
-        await until(rolled, what="every pod updated")
+        await wait_for(rolled, what="every pod updated")
     new_hash = (await live(client))[0]["metadata"]["labels"]["controller-revision-hash"]
     assert new_hash != first_hash
     assert all(p["metadata"]["labels"]["pod-template-generation"] == "2" for p in await live(client))
@@ -195,7 +195,7 @@ async def test_should_update_pod_when_spec_was_updated_and_update_strategy_is_ro
 
 async def test_should_rollback_without_unnecessary_restarts(client: Client) -> None:
     for name in sorted(NODES):
-        await create_node(client, name)
+        await add_node(client, name)
     async with kubelet(client, SELECTOR, schedule=True, unready_images=("httpd:no-such-tag",)):
         await _running_on_three_nodes(client)
         originals = {p["metadata"]["name"] for p in await live(client)}
@@ -206,11 +206,11 @@ async def test_should_rollback_without_unnecessary_restarts(client: Client) -> N
             running = await nodes_running(client)
             return sorted(images.values()).count("httpd:no-such-tag") == 1 and len(running) == 3
 
-        await until(stuck, what="the roll out stuck on an unready pod")
+        await wait_for(stuck, what="the roll out stuck on an unready pod")
         untouched = {p["metadata"]["name"] for p in await live(client)} & originals
         assert len(untouched) == 2
         await _set_image(client, "httpd:2.4")
-        await until(lambda: ds_status(client, numberAvailable=3, updatedNumberScheduled=3, observedGeneration=3),
+        await wait_for(lambda: ds_status(client, numberAvailable=3, updatedNumberScheduled=3, observedGeneration=3),
                     what="rolled back")
         assert set((await _images(client)).values()) == {"httpd:2.4"}
         # the pods that were never updated were not restarted
@@ -220,7 +220,7 @@ async def test_should_rollback_without_unnecessary_restarts(client: Client) -> N
 async def test_should_surge_pods_onto_nodes_when_spec_was_updated_and_update_strategy_is_rolling_update(
         client: Client) -> None:
     for name in sorted(NODES):
-        await create_node(client, name)
+        await add_node(client, name)
     async with kubelet(client, SELECTOR, schedule=True):
         await _running_on_three_nodes(client, updateStrategy={
             "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}})
@@ -237,4 +237,16 @@ async def test_should_surge_pods_onto_nodes_when_spec_was_updated_and_update_str
             done = await _images(client) == dict.fromkeys(NODES, "httpd:2.5") and len(current) == 3
             return done and await ds_status(client, updatedNumberScheduled=3, numberAvailable=3)
 
-        await until(surged, what="every pod replaced, one node at a time")
+        await wait_for(surged, what="every pod replaced, one node at a time")
+
+
+async def test_daemon_pods_are_bound_by_the_scheduler_to_the_node_they_are_aimed_at() -> None:
+    async with APIServer(controllers=["daemonset", "scheduler"]) as server, Client(server.url) as client:
+        for name in sorted(NODES):
+            await add_node(client, name)
+        async with kubelet(client, SELECTOR, bound_only=True):
+            await client.create("daemonsets", daemonset())
+            await wait_for(lambda: on_nodes(client, NODES), "a pod bound to each node by the scheduler")
+            for pod in await live(client):
+                assert pod["spec"]["nodeName"] == target_node({"spec": {"affinity": pod["spec"]["affinity"]}})
+            await wait_for(lambda: ds_status(client, numberAvailable=3, numberReady=3), "3 available")

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from _hsets_helpers import NS, events, kubelet, live_pod_names, pods, set_phase, set_running, until
+from _hsets_helpers import NS, events, kubelet, live_pod_names, pods, set_phase, set_running, wait_for
 
 from kinformer.client import Client
 from kinformer.errors import NotFound
@@ -45,7 +45,7 @@ async def test_should_provide_basic_identity(client: Client) -> None:
     await client.create("statefulsets", statefulset(replicas=1, volumeClaimTemplates=[
         {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
                                                 "resources": {"requests": {"storage": "1Gi"}}}}]))
-    pod = (await until(lambda: pods(client, SELECTOR), what="db-0"))[0]
+    pod = (await wait_for(lambda: pods(client, SELECTOR), what="db-0"))[0]
     meta, spec = pod["metadata"], pod["spec"]
     assert meta["name"] == "db-0"
     assert spec["hostname"] == "db-0" and spec["subdomain"] == "db"
@@ -65,17 +65,17 @@ async def test_should_provide_basic_identity(client: Client) -> None:
     async def notes() -> set[str]:
         return {e["note"] for e in await events(client, "db", "SuccessfulCreate")}
 
-    assert await until(lambda: _if_size(notes, 2), what="SuccessfulCreate events") == {
+    assert await wait_for(lambda: _if_size(notes, 2), what="SuccessfulCreate events") == {
         "create Claim data-db-0 Pod db-0 in StatefulSet db success", "create Pod db-0 in StatefulSet db successful"}
 
 
 async def test_scaling_should_happen_in_predictable_order_and_halt_if_any_stateful_pod_is_unhealthy(
         client: Client) -> None:
     await client.create("statefulsets", statefulset(replicas=1))
-    await until(lambda: _names_are(client, ["db-0"]), what="db-0")
+    await wait_for(lambda: _names_are(client, ["db-0"]), what="db-0")
     # scale up halts while db-0 is not Ready
     await client.patch("statefulsets", "db", {"spec": {"replicas": 3}}, namespace=NS)
-    await until(lambda: _status_if(client, observedGeneration=2), what="the scale up seen")
+    await wait_for(lambda: _status_if(client, observedGeneration=2), what="the scale up seen")
     assert await live_pod_names(client, SELECTOR) == ["db-0"]
     for count in (1, 2, 3):
         expected = [f"db-{i}" for i in range(count)]
@@ -85,16 +85,16 @@ async def test_scaling_should_happen_in_predictable_order_and_halt_if_any_statef
             assert names == expected[:len(names)], names  # never a pod before its predecessor is Ready
             return names == expected
 
-        await until(created_in_order, what=f"{expected}")
+        await wait_for(created_in_order, what=f"{expected}")
         await ready_all(client)  # the next pod comes only once this one is Running and Ready
-    status = await until(lambda: _status_if(client, readyReplicas=3), what="3 ready replicas")
+    status = await wait_for(lambda: _status_if(client, readyReplicas=3), what="3 ready replicas")
     assert status["replicas"] == 3 and status["availableReplicas"] == 3
     # scale down halts while the pods are unhealthy
     for pod in await pods(client, SELECTOR):
         await set_running(client, pod, ready=False)
-    await until(lambda: _status_if(client, readyReplicas=None), what="no ready replica")
+    await wait_for(lambda: _status_if(client, readyReplicas=None), what="no ready replica")
     await client.patch("statefulsets", "db", {"spec": {"replicas": 0}}, namespace=NS)
-    await until(lambda: _status_if(client, observedGeneration=3), what="the scale down seen")
+    await wait_for(lambda: _status_if(client, observedGeneration=3), what="the scale down seen")
     assert await live_pod_names(client, SELECTOR) == ["db-0", "db-1", "db-2"]
     # healthy again: db-2, then db-1, then db-0 go, in reverse order (the survivors are always a prefix)
     for pod in await pods(client, SELECTOR):
@@ -105,28 +105,28 @@ async def test_scaling_should_happen_in_predictable_order_and_halt_if_any_statef
         assert names == [f"db-{i}" for i in range(len(names))], names
         return not names
 
-    await until(gone_in_reverse_order, what="every pod deleted")
-    deleted = await until(lambda: _if_size(lambda: _notes(client, "SuccessfulDelete"), 3), what="3 deletions")
+    await wait_for(gone_in_reverse_order, what="every pod deleted")
+    deleted = await wait_for(lambda: _if_size(lambda: _notes(client, "SuccessfulDelete"), 3), what="3 deletions")
     assert deleted == {f"delete Pod db-{i} in StatefulSet db successful" for i in range(3)}
 
 
 async def test_burst_scaling_should_run_to_completion_even_with_unhealthy_pods(client: Client) -> None:
     await client.create("statefulsets", statefulset(replicas=3, podManagementPolicy="Parallel"))
-    assert await until(lambda: _names_are(client, ["db-0", "db-1", "db-2"]), what="3 pods at once")
+    assert await wait_for(lambda: _names_are(client, ["db-0", "db-1", "db-2"]), what="3 pods at once")
     await client.patch("statefulsets", "db", {"spec": {"replicas": 0}}, namespace=NS)
-    await until(lambda: _names_are(client, []), what="every unready pod deleted")
+    await wait_for(lambda: _names_are(client, []), what="every unready pod deleted")
 
 
 async def test_failed_pods_are_recreated(client: Client) -> None:
     await client.create("statefulsets", statefulset(replicas=1))
-    first = (await until(lambda: pods(client, SELECTOR), what="db-0"))[0]
+    first = (await wait_for(lambda: pods(client, SELECTOR), what="db-0"))[0]
     await set_phase(client, first, "Failed")
 
     async def recreated() -> Any:
         current = await pods(client, SELECTOR)
         return current and current[0]["metadata"]["uid"] != first["metadata"]["uid"]
 
-    await until(recreated, what="db-0 made again")
+    await wait_for(recreated, what="db-0 made again")
 
 
 async def _deletion_order(client: Client) -> list[str]:
@@ -171,19 +171,19 @@ async def _rolled_to(client: Client, revision: str, image: str) -> Any:
 async def test_should_perform_rolling_updates_and_roll_backs_of_template_modifications(client: Client) -> None:
     async with kubelet(client, SELECTOR):
         await client.create("statefulsets", statefulset(replicas=3))
-        status = await until(lambda: _status_if(client, readyReplicas=3), what="3 ready replicas")
+        status = await wait_for(lambda: _status_if(client, readyReplicas=3), what="3 ready replicas")
         first = status["currentRevision"]
         assert status["updateRevision"] == first
         await client.patch("statefulsets", "db", {"spec": {"template": {"spec": {"containers": [
             {"name": "db", "image": "postgres:17"}]}}}}, namespace=NS)
-        second = (await until(lambda: _changed_update_revision(client, first), what="a new update revision"))
-        await until(lambda: _rolled_to(client, second, "postgres:17"), what="rolled to the new revision")
-        deletions = await until(lambda: _if_size(lambda: _deletion_order(client), 3), what="3 deletions")
+        second = (await wait_for(lambda: _changed_update_revision(client, first), what="a new update revision"))
+        await wait_for(lambda: _rolled_to(client, second, "postgres:17"), what="rolled to the new revision")
+        deletions = await wait_for(lambda: _if_size(lambda: _deletion_order(client), 3), what="3 deletions")
         assert deletions == ["db-2", "db-1", "db-0"]  # highest ordinal first
         # roll back: the first revision is the update revision again, with the next revision number
         await client.patch("statefulsets", "db", {"spec": {"template": {"spec": {"containers": [
             {"name": "db", "image": "postgres:16"}]}}}}, namespace=NS)
-        await until(lambda: _rolled_to(client, first, "postgres:16"), what="rolled back")
+        await wait_for(lambda: _rolled_to(client, first, "postgres:16"), what="rolled back")
     revision = await client.get("controllerrevisions", first, namespace=NS)
     assert revision["revision"] == 3
     assert (await client.get("controllerrevisions", second, namespace=NS))["revision"] == 2
@@ -198,11 +198,11 @@ async def test_should_perform_canary_updates_and_phased_rolling_updates(client: 
     async with kubelet(client, SELECTOR):
         await client.create("statefulsets", statefulset(replicas=3, updateStrategy={
             "type": "RollingUpdate", "rollingUpdate": {"partition": 3}}))
-        first = (await until(lambda: _status_if(client, readyReplicas=3), what="3 ready"))["currentRevision"]
+        first = (await wait_for(lambda: _status_if(client, readyReplicas=3), what="3 ready"))["currentRevision"]
         await client.patch("statefulsets", "db", {"spec": {"template": {"spec": {"containers": [
             {"name": "db", "image": "postgres:17"}]}}}}, namespace=NS)
-        second = await until(lambda: _changed_update_revision(client, first), what="a new update revision")
-        status = await until(lambda: _status_if(client, observedGeneration=2), what="the update seen")
+        second = await wait_for(lambda: _changed_update_revision(client, first), what="a new update revision")
+        status = await wait_for(lambda: _status_if(client, observedGeneration=2), what="the update seen")
         assert status["currentRevision"] == first and "updatedReplicas" not in status  # 0: omitted, as Go does
         await client.patch("statefulsets", "db", {"spec": {"updateStrategy": {"rollingUpdate": {"partition": 2}}}},
                            namespace=NS)
@@ -212,10 +212,10 @@ async def test_should_perform_canary_updates_and_phased_rolling_updates(client: 
                        for p in await pods(client, SELECTOR) if (p.get("status") or {}).get("phase") == "Running"}
             return by_name == {"db-0": first, "db-1": first, "db-2": second}
 
-        await until(canary, what="only db-2 updated")
+        await wait_for(canary, what="only db-2 updated")
         await client.patch("statefulsets", "db", {"spec": {"updateStrategy": {"rollingUpdate": {"partition": 0}}}},
                            namespace=NS)
-        await until(lambda: _rolled_to(client, second, "postgres:17"), what="phased roll out complete")
+        await wait_for(lambda: _rolled_to(client, second, "postgres:17"), what="phased roll out complete")
 
 
 CLAIMS = [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
@@ -235,13 +235,13 @@ async def test_pvc_retention_policy_delete_when_scaled_and_when_deleted(client: 
         await client.create("statefulsets", statefulset(replicas=2, volumeClaimTemplates=CLAIMS,
                                                         persistentVolumeClaimRetentionPolicy={
                                                             "whenDeleted": "Delete", "whenScaled": "Delete"}))
-        await until(lambda: _status_if(client, readyReplicas=2), what="2 ready")
+        await wait_for(lambda: _status_if(client, readyReplicas=2), what="2 ready")
         for name in ("data-db-0", "data-db-1"):  # whenDeleted: the set owns its claims
-            assert await until(lambda name=name: _claim_owners(client, name)) == [("StatefulSet", "db")]
+            assert await wait_for(lambda name=name: _claim_owners(client, name), f"{name}") == [("StatefulSet", "db")]
         await client.patch("statefulsets", "db", {"spec": {"replicas": 1}}, namespace=NS)
         # whenScaled: the condemned pod owns its claim, which goes with it (garbage collection)
-        await until(lambda: _names_are(client, ["db-0"]), what="db-1 deleted")
-        await until(lambda: _absent(client, "data-db-1"), what="data-db-1 collected")
+        await wait_for(lambda: _names_are(client, ["db-0"]), what="db-1 deleted")
+        await wait_for(lambda: _absent(client, "data-db-1"), what="data-db-1 collected")
         assert await _claim_owners(client, "data-db-0") == [("StatefulSet", "db")]
 
 
@@ -252,20 +252,20 @@ async def _absent(client: Client, claim: str) -> bool:
 async def test_pvcs_are_retained_by_default(client: Client) -> None:
     async with kubelet(client, SELECTOR):
         await client.create("statefulsets", statefulset(replicas=2, volumeClaimTemplates=CLAIMS))
-        await until(lambda: _status_if(client, readyReplicas=2), what="2 ready")
+        await wait_for(lambda: _status_if(client, readyReplicas=2), what="2 ready")
         await client.patch("statefulsets", "db", {"spec": {"replicas": 1}}, namespace=NS)
-        await until(lambda: _names_are(client, ["db-0"]), what="db-1 deleted")
+        await wait_for(lambda: _names_are(client, ["db-0"]), what="db-1 deleted")
         assert await _claim_owners(client, "data-db-1") == []  # no owner: kept for the next db-1
 
 
 async def test_on_delete_strategy_updates_a_pod_only_when_it_is_deleted(client: Client) -> None:
     async with kubelet(client, SELECTOR):
         await client.create("statefulsets", statefulset(replicas=2, updateStrategy={"type": "OnDelete"}))
-        first = (await until(lambda: _status_if(client, readyReplicas=2), what="2 ready"))["currentRevision"]
+        first = (await wait_for(lambda: _status_if(client, readyReplicas=2), what="2 ready"))["currentRevision"]
         await client.patch("statefulsets", "db", {"spec": {"template": {"spec": {"containers": [
             {"name": "db", "image": "postgres:17"}]}}}}, namespace=NS)
-        second = await until(lambda: _changed_update_revision(client, first), what="a new update revision")
-        status = await until(lambda: _status_if(client, observedGeneration=2), what="the update seen")
+        second = await wait_for(lambda: _changed_update_revision(client, first), what="a new update revision")
+        status = await wait_for(lambda: _status_if(client, observedGeneration=2), what="the update seen")
         assert status["currentReplicas"] == 2 and "updatedReplicas" not in status
         await client.delete("pods", "db-1", namespace=NS)
 
@@ -274,17 +274,17 @@ async def test_on_delete_strategy_updates_a_pod_only_when_it_is_deleted(client: 
                        for p in await pods(client, SELECTOR)}
             return by_name == {"db-0": first, "db-1": second}
 
-        await until(db1_updated, what="db-1 made again at the update revision")
-        await until(lambda: _status_if(client, currentReplicas=1, updatedReplicas=1, readyReplicas=2),
+        await wait_for(db1_updated, what="db-1 made again at the update revision")
+        await wait_for(lambda: _status_if(client, currentReplicas=1, updatedReplicas=1, readyReplicas=2),
                     what="one current, one updated")
 
 
 async def test_min_ready_seconds_delays_availability(client: Client) -> None:
     async with kubelet(client, SELECTOR):
         await client.create("statefulsets", statefulset(replicas=1, minReadySeconds=1))
-        status = await until(lambda: _status_if(client, readyReplicas=1), what="1 ready")
+        status = await wait_for(lambda: _status_if(client, readyReplicas=1), what="1 ready")
         assert status["availableReplicas"] == 0
-        await until(lambda: _status_if(client, availableReplicas=1), what="available after minReadySeconds")
+        await wait_for(lambda: _status_if(client, availableReplicas=1), what="available after minReadySeconds")
 
 
 async def test_orphan_pods_are_adopted(client: Client) -> None:
@@ -299,9 +299,9 @@ async def test_orphan_pods_are_adopted(client: Client) -> None:
         refs = (await client.get("pods", "db-0", namespace=NS))["metadata"].get("ownerReferences") or []
         return [r["uid"] for r in refs if r.get("controller")] == [sts["metadata"]["uid"]]
 
-    await until(adopted, what="db-0 adopted")
+    await wait_for(adopted, what="db-0 adopted")
     async with kubelet(client, SELECTOR):  # the identity is fixed once the pod is Running and Ready
-        labels = await until(lambda: _labelled(client), what="identity labels restored")
+        labels = await wait_for(lambda: _labelled(client), what="identity labels restored")
     assert labels["apps.kubernetes.io/pod-index"] == "0"
 
 
