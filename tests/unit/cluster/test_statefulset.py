@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from _hsets_helpers import NS, events, kubelet, live_pod_names, pods, set_phase, set_running, wait_for
 
 from kinformer.client import Client
+from kinformer.clock import FakeClock
 from kinformer.errors import NotFound
 from kinformer.server import APIServer
 
@@ -279,12 +281,26 @@ async def test_on_delete_strategy_updates_a_pod_only_when_it_is_deleted(client: 
                     what="one current, one updated")
 
 
-async def test_min_ready_seconds_delays_availability(client: Client) -> None:
-    async with kubelet(client, SELECTOR):
-        await client.create("statefulsets", statefulset(replicas=1, minReadySeconds=1))
-        status = await wait_for(lambda: _status_if(client, readyReplicas=1), what="1 ready")
+async def test_min_ready_seconds_delays_availability() -> None:
+    clock = FakeClock(wall_start=datetime(2026, 1, 1, tzinfo=UTC).timestamp())
+    async with APIServer(clock=clock, controllers=["statefulset"]) as server, Client(server.url) as client:
+        await client.create("statefulsets", statefulset(replicas=1, minReadySeconds=10))
+        pod = (await wait_for(lambda: pods(client, SELECTOR), "db-0"))[0]
+        await set_running(client, pod, wall=clock.wall())
+        status = await wait_for(lambda: _status_if(client, readyReplicas=1), "1 ready")
         assert status["availableReplicas"] == 0
-        await wait_for(lambda: _status_if(client, availableReplicas=1), what="available after minReadySeconds")
+        # kube syncs the set again minReadySeconds after each sync that found a pod not available yet: at
+        # +10 s the pod has been ready for exactly minReadySeconds (not more: still unavailable), at +20 s it is
+        start = clock.now()
+
+        async def tick() -> Any:
+            if await _status_if(client, availableReplicas=1):
+                return clock.now() - start
+            assert clock.now() - start <= 30, "not available after 30 s of fake time"
+            clock.step(1)
+            return None
+
+        assert 10 < await wait_for(tick, "available after minReadySeconds", timeout=60) <= 21
 
 
 async def test_orphan_pods_are_adopted(client: Client) -> None:
