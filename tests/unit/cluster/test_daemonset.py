@@ -250,3 +250,34 @@ async def test_daemon_pods_are_bound_by_the_scheduler_to_the_node_they_are_aimed
             for pod in await live(client):
                 assert pod["spec"]["nodeName"] == target_node({"spec": {"affinity": pod["spec"]["affinity"]}})
             await wait_for(lambda: ds_status(client, numberAvailable=3, numberReady=3), "3 available")
+
+
+async def test_on_delete_strategy_updates_a_pod_only_when_it_is_deleted(client: Client) -> None:
+    for name in sorted(NODES):
+        await add_node(client, name)
+    async with kubelet(client, SELECTOR, schedule=True):
+        await _running_on_three_nodes(client, updateStrategy={"type": "OnDelete"})
+        await _set_image(client, "httpd:2.5")
+        status = await wait_for(lambda: ds_status(client, observedGeneration=2), "the update seen")
+        assert "updatedNumberScheduled" not in status  # 0: omitted, as Go does
+        assert set((await _images(client)).values()) == {"httpd:2.4"}
+        victim = next(p for p in await live(client) if p["spec"]["nodeName"] == "node-2")
+        await client.delete("pods", victim["metadata"]["name"], namespace=NS)
+
+        async def node2_updated() -> Any:
+            return await _images(client) == {"node-1": "httpd:2.4", "node-2": "httpd:2.5", "node-3": "httpd:2.4"}
+
+        await wait_for(node2_updated, "node-2's pod made again from the new template")
+        await wait_for(lambda: ds_status(client, updatedNumberScheduled=1, numberAvailable=3), "1 updated")
+
+
+async def test_a_no_schedule_taint_keeps_the_running_pod_as_misscheduled(client: Client) -> None:
+    await add_node(client, "node-1")
+    async with kubelet(client, SELECTOR, schedule=True):
+        await client.create("daemonsets", daemonset())
+        await wait_for(lambda: on_nodes(client, {"node-1"}), "a pod on node-1")
+        await client.patch("nodes", "node-1", {"spec": {"taints": [{"key": "maintenance", "effect": "NoSchedule"}]}})
+        status = await wait_for(lambda: ds_status(client, numberMisscheduled=1), "the pod counted misscheduled")
+        assert status["desiredNumberScheduled"] == 0 and len(await live(client)) == 1
+        await client.patch("nodes", "node-1", {"spec": {"taints": [{"key": "maintenance", "effect": "NoExecute"}]}})
+        await wait_for(lambda: _no_pods(client), "the pod deleted under a NoExecute taint it does not tolerate")

@@ -52,7 +52,7 @@ from .statefulset_pods import (
 
 Obj = Mapping[str, Any]
 #: Status fields Go writes even when zero (the others are ``omitempty``).
-_ALWAYS_WRITTEN = ("replicas", "availableReplicas")
+_ALWAYS_WRITTEN = ("replicas", "availableReplicas", "collisionCount")  # collisionCount: a pointer, always set
 
 
 def is_created(pod: Obj) -> bool:
