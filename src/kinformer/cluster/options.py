@@ -55,3 +55,11 @@ class ClusterOptions:
     max_endpoints_per_slice: int = 100
     #: The disruption controller's DeletionTimeout (kube: 2 min): an evicted pod not deleted by then counts again.
     pdb_deletion_timeout: float = 120.0
+    # -- pod garbage collector -----------------------------------------------------------------------------
+    #: gcCheckPeriod (kube 20 s): how often the pod garbage collector looks for pods to collect.
+    pod_gc_period: float = 2.0
+    #: quarantineTime (kube 40 s): how long a node must be missing before its pods are collected.
+    pod_gc_quarantine: float = 4.0
+    #: --terminated-pod-gc-threshold (kube 12500): terminated pods kept before the oldest are collected
+    #: (0: never).
+    terminated_pod_gc_threshold: int = 12500

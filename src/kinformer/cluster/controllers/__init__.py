@@ -23,6 +23,7 @@ CONTROLLERS: dict[str, str] = {
     # -- statefulset and daemonset (with their ControllerRevision history), pod garbage collector
     "statefulset": "kinformer.cluster.controllers.statefulset:setup",
     "daemonset": "kinformer.cluster.controllers.daemonset:setup",
+    "pod-garbage-collector": "kinformer.cluster.controllers.podgc:setup",
 }
 
 __all__ = ["CONTROLLERS"]

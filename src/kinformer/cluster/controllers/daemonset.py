@@ -25,9 +25,9 @@ Implemented:
   ``FailedCreate``/``FailedDelete`` with the error (each about the DaemonSet, the pod as ``related``);
 * expectations: every write is read back before the set's next sync (the Manager's read-your-writes).
 
-Not implemented: pods bound to a node that no longer exists are left to the pod garbage collector (kube's
-podgc), as kube's DaemonSet controller leaves them; node updates that change only the node's status do not
-resync the sets (as kube: only labels and taints count).
+Left to others, as in kube: pods bound to a node that no longer exists are collected by the pod garbage
+collector (:mod:`.podgc`); node updates that change only the node's status do not resync the sets (only
+labels and taints count).
 """
 
 from __future__ import annotations
