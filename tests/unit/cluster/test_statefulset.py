@@ -69,6 +69,28 @@ async def test_should_provide_basic_identity(client: Client) -> None:
 
     assert await wait_for(lambda: _if_size(notes, 2), what="SuccessfulCreate events") == {
         "create Claim data-db-0 Pod db-0 in StatefulSet db success", "create Pod db-0 in StatefulSet db successful"}
+    # deleted, the pod comes back with the same identity and the same claim
+    await client.delete("pods", "db-0", namespace=NS)
+
+    async def back() -> Any:
+        current = await pods(client, SELECTOR)
+        return current and current[0]["metadata"]["uid"] != meta["uid"] and current[0]
+
+    again = await wait_for(back, "db-0 made again")
+    assert again["metadata"]["name"] == "db-0" and again["spec"]["hostname"] == "db-0"
+    assert {"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}} in again["spec"]["volumes"]
+    assert (await client.get("persistentvolumeclaims", "data-db-0", namespace=NS))["metadata"]["uid"] == \
+        claim["metadata"]["uid"]
+
+
+async def test_ordinals_start_names_the_pods_from_it(client: Client) -> None:
+    await client.create("statefulsets", statefulset(replicas=2, podManagementPolicy="Parallel",
+                                                    ordinals={"start": 5}))
+    assert await wait_for(lambda: _names_are(client, ["db-5", "db-6"]), "db-5 and db-6")
+    assert [p["metadata"]["labels"]["apps.kubernetes.io/pod-index"] for p in await pods(client, SELECTOR)] == \
+        ["5", "6"]
+    await client.patch("statefulsets", "db", {"spec": {"ordinals": {"start": 6}}}, namespace=NS)
+    assert await wait_for(lambda: _names_are(client, ["db-6", "db-7"]), "db-5 condemned, db-7 made")
 
 
 async def test_scaling_should_happen_in_predictable_order_and_halt_if_any_stateful_pod_is_unhealthy(
