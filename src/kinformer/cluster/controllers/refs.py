@@ -1,5 +1,7 @@
-"""Controller references and kube's ``ControllerRefManager`` (adoption and release), for the workload
-controllers of this package.
+"""Controller references and kube's ``ControllerRefManager`` (adoption and release) for the StatefulSet and
+DaemonSet controllers: :func:`.workload.claim`'s rules, plus the two kube's ``ClaimPods`` and
+``ClaimControllerRevisions`` also have, a filter on the object (a StatefulSet's pods must carry its name) and
+the re-read of the owner before the first adoption.
 
 Rules (pkg/controller/controller_ref_manager.go, kube 1.32):
 
@@ -15,7 +17,6 @@ Adoption and release are strategic-merge patches that carry the object's uid as 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -23,6 +24,9 @@ from typing import Any
 from kinformer.controller.reconcile import Request
 from kinformer.errors import NotFound, SelectorError
 from kinformer.selectors import LabelSelector, label_selector_from_dict
+
+from . import workload
+from .workload import controller_of
 
 log = logging.getLogger(__name__)
 
@@ -46,18 +50,8 @@ def valid_selector(owner: Obj) -> LabelSelector | None:
 
 
 def controller_ref(owner: Obj) -> dict[str, Any]:
-    """``metav1.NewControllerRef``: a reference to ``owner`` with ``controller`` and ``blockOwnerDeletion``."""
-    meta = owner["metadata"]
-    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": meta["uid"],
-            "controller": True, "blockOwnerDeletion": True}
-
-
-def controller_of(obj: Obj) -> Mapping[str, Any] | None:
-    """The object's controller reference (the one with ``controller: true``), if any."""
-    for ref in obj["metadata"].get("ownerReferences") or ():
-        if ref.get("controller"):
-            return ref
-    return None
+    """``metav1.NewControllerRef`` to ``owner`` (its own apiVersion and kind)."""
+    return workload.controller_ref(owner, owner["apiVersion"], owner["kind"])
 
 
 def is_controlled_by(obj: Obj, owner: Obj) -> bool:
@@ -146,20 +140,10 @@ class RefManager:
     async def _adopt(self, obj: Obj) -> bool:
         if not await self._owner_still_adoptable():
             return False
-        meta = obj["metadata"]
-        patch = {"metadata": {"ownerReferences": [controller_ref(self.owner)], "uid": meta["uid"]}}
-        try:
-            await self.client.patch(self.resource, meta["name"], patch, "strategic", namespace=meta["namespace"])
-        except NotFound:
-            return False
-        return True
+        return await workload.adopt(self.client, self.resource, obj, controller_ref(self.owner))
 
     async def _release(self, obj: Obj) -> None:
-        meta = obj["metadata"]
-        patch = {"metadata": {"ownerReferences": [{"$patch": "delete", "uid": self.owner["metadata"]["uid"]}],
-                              "uid": meta["uid"]}}
-        with contextlib.suppress(NotFound):
-            await self.client.patch(self.resource, meta["name"], patch, "strategic", namespace=meta["namespace"])
+        await workload.release(self.client, self.resource, obj, self.owner["metadata"]["uid"])
 
 
 __all__ = ["RefManager", "controller_of", "controller_ref", "deleting", "is_controlled_by", "orphan_mapper"]
