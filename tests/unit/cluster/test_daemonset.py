@@ -281,3 +281,21 @@ async def test_a_no_schedule_taint_keeps_the_running_pod_as_misscheduled(client:
         assert status["desiredNumberScheduled"] == 0 and len(await live(client)) == 1
         await client.patch("nodes", "node-1", {"spec": {"taints": [{"key": "maintenance", "effect": "NoExecute"}]}})
         await wait_for(lambda: _no_pods(client), "the pod deleted under a NoExecute taint it does not tolerate")
+
+
+async def test_no_node_gets_a_second_pod_while_the_first_creation_is_not_observed_yet(client: Client) -> None:
+    """kube's expectations: here every write is read back before the set's next sync, so the events of the
+    set's own creations (and of ten nodes) never make it create twice."""
+    nodes = {f"node-{i}" for i in range(10)}
+    for name in sorted(nodes):
+        await add_node(client, name)
+    async with kubelet(client, SELECTOR, schedule=True):
+        await client.create("daemonsets", daemonset())
+        await wait_for(lambda: ds_status(client, numberAvailable=10), "10 available")
+
+    async def ten_created() -> Any:
+        return len(await events(client, "ds", "SuccessfulCreate")) == 10
+
+    await wait_for(ten_created, "10 SuccessfulCreate events")
+    assert not await events(client, "ds", "SuccessfulDelete")
+    assert sorted(target_node(p) or "" for p in await pods(client, SELECTOR)) == sorted(nodes)
