@@ -74,11 +74,17 @@ async def test_should_run_and_stop_simple_daemon(client: Client) -> None:
             return len(names) == 3 and victim["metadata"]["name"] not in names
 
         await wait_for(revived, what="the deleted pod replaced")
-        created = [e["note"] for e in await events(client, "ds", "SuccessfulCreate")]
-        assert len(created) == 4 and all(note.startswith("Created pod: ds-") for note in created)
+        created = await wait_for(lambda: _events_if(client, "SuccessfulCreate", 4), "4 SuccessfulCreate events")
+        assert all(e["note"].startswith("Created pod: ds-") and e["type"] == "Normal" for e in created)
         # stop: deleting the DaemonSet deletes its pods (garbage collection)
         await client.delete("daemonsets", "ds", namespace=NS, propagation_policy="Foreground")
         await wait_for(lambda: _no_pods(client), what="every daemon pod deleted")
+
+
+async def _events_if(client: Client, reason: str, count: int) -> Any:
+    """The set's events of ``reason`` once there are ``count`` of them (the recorder writes in the background)."""
+    found = await events(client, "ds", reason)
+    return found if len(found) == count else None
 
 
 async def _no_pods(client: Client) -> bool:
@@ -119,7 +125,7 @@ async def test_should_retry_creating_failed_daemon_pods(client: Client) -> None:
             return running.get("node-1") not in (None, failed["metadata"]["name"])
 
         await wait_for(replaced, what="the failed pod replaced")
-    warnings = await events(client, "ds", "FailedDaemonPod")
+    warnings = await wait_for(lambda: _events_if(client, "FailedDaemonPod", 1), "the FailedDaemonPod event")
     assert warnings[0]["type"] == "Warning"
     assert warnings[0]["note"] == (f"Found failed daemon pod {NS}/{failed['metadata']['name']} on node node-1, "
                                    "will try to kill it")
@@ -293,9 +299,6 @@ async def test_no_node_gets_a_second_pod_while_the_first_creation_is_not_observe
         await client.create("daemonsets", daemonset())
         await wait_for(lambda: ds_status(client, numberAvailable=10), "10 available")
 
-    async def ten_created() -> Any:
-        return len(await events(client, "ds", "SuccessfulCreate")) == 10
-
-    await wait_for(ten_created, "10 SuccessfulCreate events")
+    await wait_for(lambda: _events_if(client, "SuccessfulCreate", 10), "10 SuccessfulCreate events")
     assert not await events(client, "ds", "SuccessfulDelete")
     assert sorted(target_node(p) or "" for p in await pods(client, SELECTOR)) == sorted(nodes)
