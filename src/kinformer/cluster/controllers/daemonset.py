@@ -39,11 +39,12 @@ from typing import Any
 from kinformer.client import to_plain
 from kinformer.controller.predicates import Funcs
 from kinformer.controller.reconcile import ObjectReconciler, Request, Result
-from kinformer.errors import AlreadyExists, APIError, NotFound
+from kinformer.errors import APIError, NotFound
 from kinformer.selectors import LabelSelector
 
 from ..podindex import is_terminal
 from . import history
+from .daemonset_history import DaemonSetHistory
 from .daemonset_nodes import add_daemon_tolerations, aim_at_node, should_run, target_node
 from .daemonset_update import (
     TEMPLATE_GENERATION_LABEL,
@@ -120,14 +121,15 @@ class DaemonSetReconciler(ObjectReconciler):
         if ds["metadata"].get("deletionTimestamp"):
             return Result()
         nodes = list((await self.client.list("nodes")).items)
-        current, old = await self.construct_history(ds, selector)
+        revisions = DaemonSetHistory(self.client, ds, lambda: self.node_pods(ds, selector))
+        current, old = await revisions.construct(selector)
         hash_ = current["metadata"]["labels"][history.CONTROLLER_REVISION_HASH_LABEL]
         plan = await self.manage(ds, selector, nodes, hash_)
         # kube rolls only once the manage loop's writes were observed: here, when it wrote nothing this sync
         rolling = (ds["spec"].get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
         if rolling and not plan.create and not plan.delete:
             await self.rolling_update(ds, selector, nodes, hash_)
-        await self.cleanup_history(ds, selector, old)
+        await revisions.cleanup(old)
         requeue = await self.update_status(ds, selector, nodes, hash_)
         delays = [d for d in (plan.requeue_after, requeue) if d is not None]
         return Result(requeue_after=min(delays)) if delays else Result()
@@ -319,82 +321,6 @@ class DaemonSetReconciler(ObjectReconciler):
         written["observedGeneration"] = generation
         meta = ds["metadata"]
         await self.client.patch_status("daemonsets", meta["name"], {"status": written}, namespace=meta["namespace"])
-
-    # -- history ----------------------------------------------------------------------------------------------
-
-    async def construct_history(self, ds: Obj, selector: LabelSelector) -> tuple[Obj, list[Obj]]:
-        """``constructHistory``: (the current revision, the old ones)."""
-        listed = (await self.client.list("controllerrevisions", namespace=ds["metadata"]["namespace"])).items
-        data = history.template_patch(ds)
-        current: list[Obj] = []
-        old: list[Obj] = []
-        for revision in await RefManager(self.client, ds, "controllerrevisions", selector).claim(listed):
-            (current if to_plain(revision.get("data")) == data else old).append(revision)
-        number = history.next_revision(old)
-        if not current:
-            return await self.snapshot(ds, number), old
-        cur = await self.dedup(ds, selector, current)
-        if history.revision_number(cur) < number:
-            cur = await history.update_revision_number(self.client, cur, number)
-        return cur, old
-
-    async def snapshot(self, ds: Obj, number: int) -> Obj:
-        """A new revision ``<ds>-<hash>`` of the template; a name taken by other data bumps collisionCount."""
-        collision = (ds.get("status") or {}).get("collisionCount")
-        hash_ = history.template_hash(ds["spec"]["template"], collision)
-        meta = ds["metadata"]
-        body = history.new_revision(ds, history.template_patch(ds), number, collision, hash_=hash_,
-                                    labels=(ds["spec"]["template"].get("metadata") or {}).get("labels"),
-                                    annotations=meta.get("annotations"))
-        name = body["metadata"]["name"]
-        try:
-            created: Obj = await self.client.create("controllerrevisions", body, namespace=meta["namespace"])
-            return created
-        except AlreadyExists:
-            pass
-        existing: Obj = await self.client.api_client.get("controllerrevisions", name, namespace=meta["namespace"])
-        if to_plain(existing.get("data")) == body["data"]:
-            return existing
-        fresh = await self.client.api_client.get("daemonsets", meta["name"], namespace=meta["namespace"])
-        if (fresh.get("status") or {}).get("collisionCount") != collision:
-            raise RuntimeError(f"found a stale collision count of DaemonSet {meta['name']!r}; retrying")
-        await self.client.patch_status("daemonsets", meta["name"], {"status": {"collisionCount": (collision or 0) + 1}},
-                                       namespace=meta["namespace"])
-        raise RuntimeError(f"revision {name} exists with other data; collision count raised")
-
-    async def dedup(self, ds: Obj, selector: LabelSelector, current: Sequence[Obj]) -> Obj:
-        """``dedupCurHistories``: keep the highest-numbered of equal revisions, relabel pods to it, delete
-        the others."""
-        keep = max(current, key=history.revision_number)
-        keep_hash = keep["metadata"]["labels"][history.CONTROLLER_REVISION_HASH_LABEL]
-        for revision in current:
-            if revision is keep:
-                continue
-            for pods in (await self.node_pods(ds, selector)).values():
-                for pod in pods:
-                    if (pod["metadata"].get("labels") or {}).get(history.CONTROLLER_REVISION_HASH_LABEL) != keep_hash:
-                        await self.client.patch("pods", pod["metadata"]["name"], {"metadata": {"labels": {
-                            history.CONTROLLER_REVISION_HASH_LABEL: keep_hash}}}, "strategic",
-                            namespace=pod["metadata"]["namespace"])
-            await self.client.delete("controllerrevisions", revision["metadata"]["name"],
-                                     namespace=revision["metadata"]["namespace"])
-        return keep
-
-    async def cleanup_history(self, ds: Obj, selector: LabelSelector, old: Sequence[Obj]) -> None:
-        """``cleanupHistory``: delete the oldest revisions no pod uses beyond ``revisionHistoryLimit``."""
-        to_kill = len(old) - history.history_limit(ds)
-        if to_kill <= 0:
-            return
-        live = {(p["metadata"].get("labels") or {}).get(history.CONTROLLER_REVISION_HASH_LABEL)
-                for pods in (await self.node_pods(ds, selector)).values() for p in pods}
-        for revision in history.sort_revisions(old):
-            if to_kill <= 0:
-                break
-            if revision["metadata"]["labels"].get(history.CONTROLLER_REVISION_HASH_LABEL) in live:
-                continue
-            await self.client.delete("controllerrevisions", revision["metadata"]["name"],
-                                     namespace=revision["metadata"]["namespace"])
-            to_kill -= 1
 
 
 def _node_scheduling_changed(old: Obj, new: Obj) -> bool:

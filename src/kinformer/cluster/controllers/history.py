@@ -6,7 +6,8 @@ Rules carried over from kube 1.32:
 * a revision is named ``<owner>-<hash>`` (the owner's name cut to 223 characters), and carries the hash in
   the ``controller-revision-hash`` label; the hash is FNV-32a over the revision's data (JSON, keys sorted,
   compact, as Go's ``json.Marshal`` of a map writes it) followed by the decimal collision count when there is
-  one, its decimal value "safe-encoded" (each digit mapped into a vowel-free alphabet);
+  one, its decimal value "safe-encoded" (each digit mapped into a vowel-free alphabet); FNV and the encoding
+  are :mod:`.deployment_util`'s (the pod-template-hash's);
 * revision numbers start at 1 and grow by one (``next_revision``); revisions sort by number, then creation
   time, then name; two revisions are equal when their data are;
 * creating a revision whose name is taken by a revision with other data bumps the collision count and
@@ -15,8 +16,6 @@ Rules carried over from kube 1.32:
 Not carried over: Go hashes the raw bytes its own encoder wrote from the typed object; here the data are
 re-encoded from what the server returned, in Go's map encoding, so a hash equals Go's only where those bytes
 agree (not verified against Go; nothing relies on it: names only have to be stable and distinct here).
-:func:`template_hash` stands for ``controller.ComputeHash`` (used by the DaemonSet controller), which Go
-computes over a ``spew`` dump of the Go struct: same role and alphabet, not the same digits.
 """
 
 from __future__ import annotations
@@ -29,6 +28,8 @@ from typing import Any
 from kinformer.client import to_plain
 from kinformer.errors import AlreadyExists
 
+from .deployment_util import _fnv32a as fnv32a
+from .deployment_util import safe_encode
 from .refs import controller_ref
 
 #: The label naming the revision (StatefulSet pods: the revision's name; DaemonSet pods: its hash).
@@ -36,23 +37,8 @@ CONTROLLER_REVISION_HASH_LABEL = "controller-revision-hash"
 #: ``spec.revisionHistoryLimit`` when unset (the API server defaults it to the same).
 DEFAULT_REVISION_HISTORY_LIMIT = 10
 _NAME_PREFIX_MAX = 223  # 253 - the longest hash ("-" + up to 29 characters)
-_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-_FNV_OFFSET, _FNV_PRIME = 0x811C9DC5, 0x01000193
 
 Obj = Mapping[str, Any]
-
-
-def fnv32a(data: bytes, start: int = _FNV_OFFSET) -> int:
-    """The 32-bit FNV-1a hash of ``data`` (continuing from ``start``)."""
-    h = start
-    for byte in data:
-        h = ((h ^ byte) * _FNV_PRIME) & 0xFFFFFFFF
-    return h
-
-
-def safe_encode(text: str) -> str:
-    """apimachinery's ``rand.SafeEncodeString``: each character mapped into an alphabet without vowels."""
-    return "".join(_SAFE_ALPHABET[ord(c) % len(_SAFE_ALPHABET)] for c in text)
 
 
 def go_json(value: Any) -> bytes:
@@ -74,11 +60,6 @@ def _hash(data: bytes, probe: int | None) -> str:
 def hash_revision(data: Any, collision_count: int | None) -> str:
     """``HashControllerRevision``: the hash of a revision's data and the collision count."""
     return _hash(go_json(data), collision_count)
-
-
-def template_hash(template: Any, collision_count: int | None) -> str:
-    """``controller.ComputeHash`` of a pod template (see the module docstring for how it differs)."""
-    return _hash(go_json(template), collision_count)
 
 
 def revision_name(prefix: str, hash_: str) -> str:
@@ -183,6 +164,20 @@ async def update_revision_number(client: Any, revision: Obj, number: int) -> Any
                               namespace=meta["namespace"])
 
 
-__all__ = ["CONTROLLER_REVISION_HASH_LABEL", "create_revision", "equal_revision", "find_equal_revisions",
-           "hash_revision", "history_limit", "new_revision", "next_revision", "revision_name", "revision_template",
-           "sort_revisions", "template_hash", "template_patch", "update_revision_number"]
+__all__ = [
+    "CONTROLLER_REVISION_HASH_LABEL",
+    "create_revision",
+    "equal_revision",
+    "find_equal_revisions",
+    "fnv32a",
+    "hash_revision",
+    "history_limit",
+    "new_revision",
+    "next_revision",
+    "revision_name",
+    "revision_template",
+    "safe_encode",
+    "sort_revisions",
+    "template_patch",
+    "update_revision_number",
+]
