@@ -4,7 +4,7 @@ Implemented:
 
 * one pod per node that should run it (:mod:`.daemonset_nodes`: nodeSelector, required node affinity, taints
   and the tolerations kube adds to daemon pods); the pod is aimed at its node by required node affinity on
-  ``metadata.name`` and left for the scheduler to bind, as kube does since 1.12; labels
+  ``metadata.name`` and left for the scheduler to bind, as kube does (ScheduleDaemonSetPods); labels
   ``controller-revision-hash`` and ``pod-template-generation``; pods adopted and released as kube's
   ``ControllerRefManager`` does;
 * the manage loop: a node that should run the pod and has none gets one; a Failed pod is deleted (a
@@ -13,11 +13,10 @@ Implemented:
   that should no longer run them go (a NoExecute taint they do not tolerate, a label that no longer
   matches); unscheduled pods aimed at a node that is gone go;
 * creations in slow-start batches (1, 2, 4, ...) of at most 250 per sync, deletions at once;
-* ControllerRevisions: the revision whose data equal the template is current (its number raised to the
-  highest, so a roll back reuses it and its pods are not restarted), else a new one ``<ds>-<hash>`` (a taken
-  name with other data bumps ``status.collisionCount``); duplicates are merged; old revisions no pod uses are
-  trimmed to ``revisionHistoryLimit``;
-* updates: ``RollingUpdate`` with ``maxUnavailable`` and ``maxSurge`` (:mod:`.daemonset_update`), ``OnDelete``;
+* ControllerRevisions (:mod:`.daemonset_history`): the revision equal to the template is current (a roll back
+  reuses the old one, whose pods are not restarted), else a new ``<ds>-<hash>``;
+* updates: ``RollingUpdate`` with ``maxUnavailable`` and ``maxSurge`` (:mod:`.daemonset_update`), in a sync
+  where the manage loop wrote nothing (kube: once its expectations are satisfied); ``OnDelete``;
 * status: desiredNumberScheduled, currentNumberScheduled, numberMisscheduled, numberReady, numberAvailable,
   numberUnavailable, updatedNumberScheduled, observedGeneration (written only when something changed); with
   ``minReadySeconds`` the set is synced again after that many seconds while a ready pod is not available yet;
