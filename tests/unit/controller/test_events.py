@@ -108,7 +108,7 @@ async def test_rejected_event_is_dropped(kube_client) -> None:
         name = (await _events(kube_client))[0]["metadata"]["name"]
         # a second recorder whose clock gives the same name: the server answers AlreadyExists (a 4xx)
         other = EventRecorder(kube_client, "copier")
-        other._last_ns = int(name.rsplit(".", 1)[1], 16) - 1
+        other.names.last_ns = int(name.rsplit(".", 1)[1], 16) - 1
         other.clock = FakeClock(wall_start=0.0)
         other.event(cm, "Normal", "Copied", "dup")
         await other.close()
