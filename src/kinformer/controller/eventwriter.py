@@ -199,6 +199,9 @@ class EventWriter:
             self._writer = asyncio.get_running_loop().create_task(self._write_pending(),
                                                                   name=f"event-recorder-{self.component}")
 
+    def _taken(self, entry: PendingEvent) -> None:
+        """Called as the writer takes ``entry`` from the queue (a later change queues it again)."""
+
     def _drop(self, why: str, message: str) -> None:
         self.stats.dropped += 1
         self.stats.reasons[why] = self.stats.reasons.get(why, 0) + 1
@@ -211,6 +214,7 @@ class EventWriter:
         while pending:
             entry = pending.popleft()
             entry.dirty = False
+            self._taken(entry)
             try:
                 await self._write_with_retries(entry)
             except asyncio.CancelledError:
