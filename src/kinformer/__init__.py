@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/unit/test_typed.py
     )
     from kinformer.controller.conditions import find_condition, set_condition
     from kinformer.controller.events import EventRecorder
+    from kinformer.controller.legacyevents import LegacyEventRecorder
     from kinformer.controller.finalizers import ensure_finalizer, remove_finalizer
     from kinformer.controller.logcontext import reconcile_logger
     from kinformer.controller.mutate import create_or_patch, create_or_update
@@ -146,6 +147,7 @@ _EXPORTS: dict[str, str] = {
     "ShardMembershipLost": "kinformer.controller",
     # operator toolkit
     "EventRecorder": "kinformer.controller.events",
+    "LegacyEventRecorder": "kinformer.controller.legacyevents",
     "set_controller_reference": "kinformer.controller.ownership",
     "set_owner_reference": "kinformer.controller.ownership",
     "AlreadyOwnedError": "kinformer.controller.ownership",

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from kinformer.controller.builder import READ_VERBS, Access
+from kinformer.controller.legacyevents import LegacyEventRecorder
 from kinformer.kinds.rbac_v1 import ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, Subject
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ Resolve = Callable[[str], tuple[str, str]]
 RBAC_GROUP = "rbac.authorization.k8s.io"
 RBAC_V1 = f"{RBAC_GROUP}/v1"
 EVENTS = ("events.k8s.io", "events", ("create", "patch"))
+CORE_EVENTS = ("", "events", ("create", "patch"))
 ELECTION_VERBS = ("get", "create", "update")
 SHARDING_VERBS = (*READ_VERBS, "create", "update", "patch", "delete")
 _VERB_ORDER = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
@@ -61,8 +63,8 @@ def manager_cluster_role(mgr: Manager, resolve: Resolve, name: str) -> ClusterRo
     grants: Grants = {}
     for builder in mgr.builders:
         _controller_grants(builder.access(), resolve, grants)
-    if mgr.event_recorders:
-        _grant(grants, *EVENTS)
+    for recorder in mgr.event_recorders:
+        _grant(grants, *(CORE_EVENTS if isinstance(recorder, LegacyEventRecorder) else EVENTS))
     if mgr.metrics_auth is not None:
         _grant(grants, "authentication.k8s.io", "tokenreviews", ("create",))
         _grant(grants, "authorization.k8s.io", "subjectaccessreviews", ("create",))

@@ -41,13 +41,14 @@ import contextlib
 import dataclasses
 import signal
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from kinformer.aio import first_completed, task_group
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.controller.builder import Builder
 from kinformer.controller.controller import Controller
 from kinformer.controller.events import EventRecorder
+from kinformer.controller.legacyevents import LegacyEventRecorder
 from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
 from kinformer.controller.logcontext import context_logger
 from kinformer.controller.metricsauth import MetricsAuth
@@ -102,7 +103,7 @@ class Manager:
         self.shard_member: ShardMember | None = None
         self.client = CachedClient(self)
         self.ryow_timeout = ryow_timeout
-        self._recorders: list[EventRecorder] = []
+        self._recorders: list[EventRecorder | LegacyEventRecorder] = []
         self.clock = clock
         self.leader_election = leader_election
         self.cache_sync_timeout = cache_sync_timeout
@@ -151,15 +152,28 @@ class Manager:
         resource, field_selector=f"{name}=value")`` then reads that index. Spell ``resource`` as elsewhere."""
         self.factory.informer(resource).add_indexers({name: fn})
 
-    def event_recorder(self, component: str, **options: Any) -> EventRecorder:
-        """An :class:`~kinformer.controller.events.EventRecorder` writing through the API client; the
-        Manager flushes and closes it when :meth:`run` ends."""
-        recorder = EventRecorder(self.api_client, component, clock=self.clock, **options)
+    @overload
+    def event_recorder(self, component: str, *, legacy: Literal[False] = False, **options: Any) -> EventRecorder: ...
+
+    @overload
+    def event_recorder(self, component: str, *, legacy: Literal[True], **options: Any) -> LegacyEventRecorder: ...
+
+    def event_recorder(self, component: str, *, legacy: bool = False,
+                       **options: Any) -> EventRecorder | LegacyEventRecorder:
+        """An :class:`~kinformer.controller.events.EventRecorder` (events.k8s.io/v1) writing through the API
+        client, or with ``legacy=True`` a :class:`~kinformer.controller.legacyevents.LegacyEventRecorder`
+        (core/v1, as kube-controller-manager's controllers record); the Manager flushes and closes it when
+        :meth:`run` ends."""
+        recorder: EventRecorder | LegacyEventRecorder
+        if legacy:
+            recorder = LegacyEventRecorder(self.api_client, component, clock=self.clock, **options)
+        else:
+            recorder = EventRecorder(self.api_client, component, clock=self.clock, **options)
         self._recorders.append(recorder)
         return recorder
 
     @property
-    def event_recorders(self) -> tuple[EventRecorder, ...]:
+    def event_recorders(self) -> tuple[EventRecorder | LegacyEventRecorder, ...]:
         """The recorders :meth:`event_recorder` made, in order."""
         return tuple(self._recorders)
 

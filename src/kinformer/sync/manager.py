@@ -13,6 +13,7 @@ from typing import Any
 from kinformer.cache.store import IndexFunc
 from kinformer.controller.builder import Builder
 from kinformer.controller.events import EventRecorder
+from kinformer.controller.legacyevents import LegacyEventRecorder
 from kinformer.controller.manager import Manager as AsyncManager
 from kinformer.controller.reconcile import ObjectReconciler, ReconcilerLike
 from kinformer.sync.client import Client
@@ -55,10 +56,12 @@ class Manager:
         """Index the cache of ``resource`` by ``fn(obj)``."""
         self._loop.call(self.aio.add_index, resource, name, fn)
 
-    def event_recorder(self, component: str, **options: Any) -> EventRecorder:
+    def event_recorder(self, component: str, *, legacy: bool = False,
+                       **options: Any) -> EventRecorder | LegacyEventRecorder:
         """An event recorder bound to the client's loop: ``event()`` returns at once from any thread (a plain
-        reconciler's worker thread included); the Manager flushes it when ``run()`` ends."""
-        return self._loop.call(self.aio.event_recorder, component, **options)
+        reconciler's worker thread included); the Manager flushes it when ``run()`` ends. ``legacy=True``:
+        core/v1 Events, as kube-controller-manager records them."""
+        return self._loop.call(lambda: self.aio.event_recorder(component, legacy=legacy, **options))
 
     @property
     def health_url(self) -> str | None:

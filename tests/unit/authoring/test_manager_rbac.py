@@ -58,6 +58,13 @@ def test_event_recorders_and_secure_metrics_add_their_rights(client: ki.Client) 
                           ("authorization.k8s.io", "subjectaccessreviews"): ["create"]}
 
 
+def test_a_legacy_event_recorder_gets_core_events(client: ki.Client) -> None:
+    mgr = ki.Manager(client, metrics_secure=False)
+    mgr.controller(noop).for_("pods")
+    mgr.event_recorder("deployment-controller", legacy=True)
+    assert rules(mgr) == {("", "pods"): READ, ("", "events"): ["create", "patch"]}
+
+
 def test_leader_election_gets_a_role_for_leases_in_its_namespace_and_bindings(client: ki.Client) -> None:
     mgr = ki.Manager(client, metrics_secure=False,
                      leader_election=ki.LeaderElectionConfig("op-lock", lease_namespace="ops"))
