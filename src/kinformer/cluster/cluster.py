@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kinformer.client import Client
     from kinformer.controller import Manager
     from kinformer.controller.events import EventRecorder
+    from kinformer.controller.legacyevents import LegacyEventRecorder
 
     from .kubelet import Kubelets
     from .nodes import NodeAgents
@@ -51,8 +52,13 @@ class ControllerContext:
         """Run ``loop()`` beside the controllers for as long as the cluster runs (it is cancelled at stop)."""
         self.cluster.loops.append((name, loop))
 
-    def recorder(self, component: str, **options: Any) -> EventRecorder:
-        """An event recorder reporting as ``component`` (e.g. "deployment-controller")."""
+    def recorder(self, component: str, **options: Any) -> LegacyEventRecorder:
+        """The core/v1 event recorder kube-controller-manager's controllers use (client-go's ``tools/record``,
+        source ``component``, e.g. "deployment-controller"): one Event per distinct message, counts on repeats."""
+        return self.manager.event_recorder(component, legacy=True, **options)
+
+    def events_recorder(self, component: str, **options: Any) -> EventRecorder:
+        """An events.k8s.io/v1 recorder (client-go's ``tools/events``), as kube-scheduler records."""
         return self.manager.event_recorder(component, **options)
 
 

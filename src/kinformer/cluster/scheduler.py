@@ -137,7 +137,7 @@ class Scheduler:
         self.client = ctx.client
         self.clock = ctx.clock
         self.options = options
-        self.recorder = ctx.recorder(SCHEDULER_NAME)
+        self.recorder = ctx.events_recorder(SCHEDULER_NAME)
         self.pods: SharedIndexInformer = pods_informer(ctx.manager)
         self.nodes: SharedIndexInformer = ctx.manager.informer("nodes")
         self.assumed: dict[str, Assumed] = {}  # by pod uid

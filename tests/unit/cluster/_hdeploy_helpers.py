@@ -64,8 +64,8 @@ def deployment(name: str, replicas: int, labels: dict[str, str], image: str = "n
 
 
 async def events(client: ki.Client, name: str, namespace: str = NS) -> list[tuple[str, str, int]]:
-    """(reason, note, count) of the events.k8s.io Events about ``name`` (the recorder aggregates repeats of a
-    reason into one Event with a ``series``: count is how many times it happened)."""
-    result = await client.list("events.events.k8s.io", namespace=namespace)
-    return [(e.get("reason"), e.get("note"), (e.get("series") or {}).get("count", 1)) for e in result.items
-            if (e.get("regarding") or {}).get("name") == name]
+    """(reason, message, count) of the core/v1 Events about ``name``, as ``kubectl describe`` shows them (the
+    controllers' legacy recorder writes one Event per distinct message; count is how many times it happened)."""
+    result = await client.list("events", namespace=namespace)
+    return [(e.get("reason"), e.get("message"), e.get("count", 1)) for e in result.items
+            if (e.get("involvedObject") or {}).get("name") == name]

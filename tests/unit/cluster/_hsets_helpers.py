@@ -12,7 +12,6 @@ from typing import Any
 
 from kinformer.client import Client
 from kinformer.cluster.controllers.daemonset_nodes import target_node
-from kinformer.controller.events import EVENTS_RESOURCE
 from kinformer.errors import Conflict, NotFound
 from unit.cluster._hsched_helpers import add_node, wait_for
 
@@ -65,9 +64,9 @@ async def bind(client: Client, pod: Mapping[str, Any], node: str) -> None:
 
 
 async def events(client: Client, name: str, reason: str | None = None) -> list[Mapping[str, Any]]:
-    """events.k8s.io/v1 Events about the object ``name`` (optionally of one reason)."""
-    items = (await client.list(EVENTS_RESOURCE, namespace=NS)).items
-    return [e for e in items if (e.get("regarding") or {}).get("name") == name
+    """core/v1 Events about the object ``name`` (optionally of one reason), as ``kubectl get events`` lists them."""
+    items = (await client.list("events", namespace=NS)).items
+    return [e for e in items if (e.get("involvedObject") or {}).get("name") == name
             and (reason is None or e.get("reason") == reason)]
 
 

@@ -75,7 +75,7 @@ async def test_should_run_and_stop_simple_daemon(client: Client) -> None:
 
         await wait_for(revived, what="the deleted pod replaced")
         created = await wait_for(lambda: _events_if(client, "SuccessfulCreate", 4), "4 SuccessfulCreate events")
-        assert all(e["note"].startswith("Created pod: ds-") and e["type"] == "Normal" for e in created)
+        assert all(e["message"].startswith("Created pod: ds-") and e["type"] == "Normal" for e in created)
         # stop: deleting the DaemonSet deletes its pods (garbage collection)
         await client.delete("daemonsets", "ds", namespace=NS, propagation_policy="Foreground")
         await wait_for(lambda: _no_pods(client), what="every daemon pod deleted")
@@ -127,7 +127,7 @@ async def test_should_retry_creating_failed_daemon_pods(client: Client) -> None:
         await wait_for(replaced, what="the failed pod replaced")
     warnings = await wait_for(lambda: _events_if(client, "FailedDaemonPod", 1), "the FailedDaemonPod event")
     assert warnings[0]["type"] == "Warning"
-    assert warnings[0]["note"] == (f"Found failed daemon pod {NS}/{failed['metadata']['name']} on node node-1, "
+    assert warnings[0]["message"] == (f"Found failed daemon pod {NS}/{failed['metadata']['name']} on node node-1, "
                                    "will try to kill it")
 
 

@@ -65,7 +65,7 @@ async def test_should_provide_basic_identity(client: Client) -> None:
     await client.get("controllerrevisions", revision, namespace=NS)
 
     async def notes() -> set[str]:
-        return {e["note"] for e in await events(client, "db", "SuccessfulCreate")}
+        return {e["message"] for e in await events(client, "db", "SuccessfulCreate")}
 
     assert await wait_for(lambda: _if_size(notes, 2), what="SuccessfulCreate events") == {
         "create Claim data-db-0 Pod db-0 in StatefulSet db success", "create Pod db-0 in StatefulSet db successful"}
@@ -155,12 +155,13 @@ async def test_failed_pods_are_recreated(client: Client) -> None:
 
 async def _deletion_order(client: Client) -> list[str]:
     """The pods the controller deleted, in the order of its SuccessfulDelete events."""
-    deleted = sorted(await events(client, "db", "SuccessfulDelete"), key=lambda e: e["eventTime"])
-    return [e["note"].split()[2] for e in deleted]
+    # an Event's name ends in the hex nanoseconds it was first recorded at: one recorder's names sort in time
+    deleted = sorted(await events(client, "db", "SuccessfulDelete"), key=lambda e: e["metadata"]["name"])
+    return [e["message"].split()[2] for e in deleted]
 
 
 async def _notes(client: Client, reason: str) -> set[str]:
-    return {e["note"] for e in await events(client, "db", reason)}
+    return {e["message"] for e in await events(client, "db", reason)}
 
 
 async def _if_size(notes: Any, size: int) -> Any:

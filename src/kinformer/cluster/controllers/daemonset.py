@@ -21,7 +21,7 @@ Implemented:
   numberUnavailable, updatedNumberScheduled, observedGeneration (written only when something changed); with
   ``minReadySeconds`` the set is synced again after that many seconds while a ready pod is not available yet;
 * events: ``SuccessfulCreate`` "Created pod: <name>", ``SuccessfulDelete`` "Deleted pod: <name>",
-  ``FailedCreate``/``FailedDelete`` with the error (each about the DaemonSet, the pod as ``related``);
+  ``FailedCreate``/``FailedDelete`` with the error (each about the DaemonSet, one Event per message);
 * expectations: every write is read back before the set's next sync (the Manager's read-your-writes).
 
 Left to others, as in kube: pods bound to a node that no longer exists are collected by the pod garbage
@@ -157,7 +157,7 @@ class DaemonSetReconciler(ObjectReconciler):
         meta = pod["metadata"]
         self.recorder.event(ds, "Warning", "FailedDaemonPod",
                             f"Found failed daemon pod {meta['namespace']}/{meta['name']} on node {node}, "
-                            "will try to kill it", related=pod)
+                            "will try to kill it")
         plan.delete.append(meta["name"])
 
     def _pods_on_node(self, ds: Obj, node: Obj, pods: Sequence[Obj] | None, hash_: str, plan: _Plan) -> None:
@@ -176,8 +176,7 @@ class DaemonSetReconciler(ObjectReconciler):
                 elif phase(pod) == "Succeeded":
                     self.recorder.event(ds, "Normal", "SucceededDaemonPod",
                                         f"Found succeeded daemon pod {pod['metadata']['namespace']}/"
-                                        f"{pod['metadata']['name']} on node {name}, will try to delete it",
-                                        related=pod)
+                                        f"{pod['metadata']['name']} on node {name}, will try to delete it")
                     plan.delete.append(pod["metadata"]["name"])
                 else:
                     running.append(pod)
@@ -242,8 +241,7 @@ class DaemonSetReconciler(ObjectReconciler):
             except APIError as err:
                 self.recorder.event(ds, "Warning", "FailedCreate", f"Error creating: {err}")
                 raise
-            self.recorder.event(ds, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}",
-                                related=pod)
+            self.recorder.event(ds, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
 
         async def delete_pod(name: str) -> None:
             try:
@@ -253,9 +251,7 @@ class DaemonSetReconciler(ObjectReconciler):
             except APIError as err:
                 self.recorder.event(ds, "Warning", "FailedDelete", f"Error deleting: {err}")
                 raise
-            self.recorder.event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {name}",
-                                related={"apiVersion": "v1", "kind": "Pod",
-                                         "metadata": {"name": name, "namespace": namespace}})
+            self.recorder.event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {name}")
 
         await slow_start(list(create)[:BURST_REPLICAS], create_on)
         await slow_start(list(delete)[:BURST_REPLICAS], delete_pod, initial=BURST_REPLICAS)

@@ -42,7 +42,7 @@ from kinformer.errors import AlreadyExists, APIError, NotFound
 from kinformer.selectors import label_selector_from_dict
 
 from . import deployment_util as du
-from .workload import Obj, claim, controller_of, controller_ref, meta, parse_time, record
+from .workload import Obj, claim, controller_of, controller_ref, meta, parse_time
 
 if TYPE_CHECKING:
     from kinformer.cluster.cluster import ControllerContext
@@ -118,8 +118,8 @@ class DeploymentController:
         d = _own(cached)
         selector = (d.get("spec") or {}).get("selector") or {}
         if not selector.get("matchLabels") and not selector.get("matchExpressions"):
-            record(self.recorder, cached, "Warning", "SelectingAll",
-                   "This deployment is selecting all pods. A non-empty selector is required.")
+            self.recorder.event(cached, "Warning", "SelectingAll",
+                                "This deployment is selecting all pods. A non-empty selector is required.")
             if (d.get("status") or {}).get("observedGeneration", 0) < meta(d).get("generation", 0):
                 d.setdefault("status", {})["observedGeneration"] = meta(d).get("generation")
                 await self._update_status(d)
@@ -248,10 +248,11 @@ class DeploymentController:
                 du.set_condition(status, du.new_condition("Progressing", "False", du.FAILED_RS_CREATE, message,
                                                           self.clock.wall()))
                 await self._update_status(d)
-            record(self.recorder, d, "Warning", du.FAILED_RS_CREATE, message)
+            self.recorder.event(d, "Warning", du.FAILED_RS_CREATE, message)
             raise
         if count > 0:
-            record(self.recorder, d, "Normal", "ScalingReplicaSet", f"Scaled up replica set {name} from 0 to {count}")
+            self.recorder.event(d, "Normal", "ScalingReplicaSet",
+                                f"Scaled up replica set {name} from 0 to {count}")
         await self._set_revision(d, new_revision)
         if du.has_progress_deadline(d):
             du.set_condition(d.setdefault("status", {}), du.new_condition(
@@ -319,8 +320,8 @@ class DeploymentController:
         await self._replace_rs(rs)
         if old == size:
             return False
-        record(self.recorder, d, "Normal", "ScalingReplicaSet",
-               f"Scaled {operation} replica set {meta(rs)['name']} from {old} to {size}")
+        self.recorder.event(d, "Normal", "ScalingReplicaSet",
+                            f"Scaled {operation} replica set {meta(rs)['name']} from {old} to {size}")
         return True
 
     async def _scale_to(self, d: Obj, rs: dict[str, Any], size: int) -> bool:

@@ -50,7 +50,6 @@ from .workload import (
     meta,
     parse_time,
     ready_condition,
-    record,
     rfc3339,
 )
 
@@ -353,9 +352,9 @@ class ReplicaSetController:
             except (APIError, ValueError) as err:
                 if _namespace_terminating(err):
                     return
-                record(self.recorder, rs, "Warning", "FailedCreate", f"Error creating: {_message(err)}")
+                self.recorder.event(rs, "Warning", "FailedCreate", f"Error creating: {_message(err)}")
                 raise
-            record(self.recorder, rs, "Normal", "SuccessfulCreate", f"Created pod: {meta(pod)['name']}")
+            self.recorder.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {meta(pod)['name']}")
 
         successes, error = await slow_start_batch(count, SLOW_START_INITIAL_BATCH, create_one)
         for _ in range(count - successes):
@@ -376,9 +375,9 @@ class ReplicaSetController:
                 return None
             except APIError as err:
                 self.expectations.deletion_observed(key, _key(pod))
-                record(self.recorder, rs, "Warning", "FailedDelete", f"Error deleting: {_message(err)}")
+                self.recorder.event(rs, "Warning", "FailedDelete", f"Error deleting: {_message(err)}")
                 return RuntimeError(f"unable to delete pods: {_message(err)}")
-            record(self.recorder, rs, "Normal", "SuccessfulDelete", f"Deleted pod: {name}")
+            self.recorder.event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {name}")
             return None
 
         errors = [e for e in await asyncio.gather(*(delete_one(p) for p in victims)) if e is not None]

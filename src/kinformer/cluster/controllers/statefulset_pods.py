@@ -204,23 +204,22 @@ class StatefulPodControl:
         self.client, self.recorder = client, recorder
 
     def _pod_event(self, verb: str, sts: Obj, pod: Obj, err: Exception | None) -> None:
-        """One Event per pod (the pod is the Event's ``related`` object, so two pods' events never merge)."""
+        """kube's ``recordPodEvent``: the message names the pod, so each pod's events are their own Event."""
         name, set_name = pod["metadata"]["name"], sts["metadata"]["name"]
         if err is None:
             self.recorder.event(sts, "Normal", f"Successful{verb.title()}",
-                                f"{verb} Pod {name} in StatefulSet {set_name} successful", related=pod)
+                                f"{verb} Pod {name} in StatefulSet {set_name} successful")
         else:
             self.recorder.event(sts, "Warning", f"Failed{verb.title()}",
-                                f"{verb} Pod {name} in StatefulSet {set_name} failed error: {err}", related=pod)
+                                f"{verb} Pod {name} in StatefulSet {set_name} failed error: {err}")
 
     def _claim_event(self, verb: str, sts: Obj, pod: Obj, claim: Obj, err: Exception | None) -> None:
         names = f"Claim {claim['metadata']['name']} Pod {pod['metadata']['name']} in StatefulSet " \
                 f"{sts['metadata']['name']}"
         if err is None:
-            self.recorder.event(sts, "Normal", f"Successful{verb.title()}", f"{verb} {names} success", related=claim)
+            self.recorder.event(sts, "Normal", f"Successful{verb.title()}", f"{verb} {names} success")
         else:
-            self.recorder.event(sts, "Warning", f"Failed{verb.title()}", f"{verb} {names} failed error: {err}",
-                                related=claim)
+            self.recorder.event(sts, "Warning", f"Failed{verb.title()}", f"{verb} {names} failed error: {err}")
 
     async def get_claim(self, namespace: str, name: str) -> Obj | None:
         try:

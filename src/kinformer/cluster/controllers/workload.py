@@ -14,8 +14,7 @@ Rules carried over from kube 1.32:
   deletion of named pods) a controller does not act again on that key until the informer has observed them,
   or until ``ttl`` (kube's 5 minutes) has passed.
 * :class:`Wakeups` lets a controller's own informer handlers enqueue keys (``Builder.source``), so expectations
-  are lowered before the key they concern is reconciled; :func:`record` writes events one per distinct message,
-  as kube-controller-manager's legacy recorder shows them.
+  are lowered before the key they concern is reconciled.
 """
 
 from __future__ import annotations
@@ -202,9 +201,3 @@ async def claim(client: Any, resource: str, owner: Obj, owner_ref: Mapping[str, 
             claimed.append(obj)
     return claimed
 
-
-def record(recorder: Any, obj: Obj, type_: str, reason: str, message: str) -> None:
-    """Record an event the way kube-controller-manager's legacy recorder shows it: one Event per distinct
-    message (its correlator keys on the message), where the events.k8s.io recorder would fold every message of
-    a reason into one series. The message doubles as the Event's ``action`` (at most 128 characters)."""
-    recorder.event(obj, type_, reason, message, action=message[:128])
