@@ -58,8 +58,8 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/unit/test_typed.py
     )
     from kinformer.controller.conditions import find_condition, set_condition
     from kinformer.controller.events import EventRecorder
-    from kinformer.controller.legacyevents import LegacyEventRecorder
     from kinformer.controller.finalizers import ensure_finalizer, remove_finalizer
+    from kinformer.controller.legacyevents import LegacyEventRecorder
     from kinformer.controller.logcontext import reconcile_logger
     from kinformer.controller.mutate import create_or_patch, create_or_update
     from kinformer.controller.ownership import AlreadyOwnedError, set_controller_reference, set_owner_reference

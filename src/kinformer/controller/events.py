@@ -39,8 +39,15 @@ from typing import Any
 
 from kinformer.clock import REAL_CLOCK, Clock
 
-from .eventwriter import EVENT_TYPES, EventWriter, PendingEvent, RecorderStats, TokenBuckets, micro_time
-from .eventwriter import object_reference
+from .eventwriter import (
+    EVENT_TYPES,
+    EventWriter,
+    PendingEvent,
+    RecorderStats,
+    TokenBuckets,
+    micro_time,
+    object_reference,
+)
 
 __all__ = ["EVENT_TYPES", "EventRecorder", "RecorderStats", "object_reference"]
 

@@ -48,8 +48,8 @@ from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.controller.builder import Builder
 from kinformer.controller.controller import Controller
 from kinformer.controller.events import EventRecorder
-from kinformer.controller.legacyevents import LegacyEventRecorder
 from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
+from kinformer.controller.legacyevents import LegacyEventRecorder
 from kinformer.controller.logcontext import context_logger
 from kinformer.controller.metricsauth import MetricsAuth
 from kinformer.controller.reconcile import ObjectReconciler, ReconcilerLike
@@ -157,6 +157,10 @@ class Manager:
 
     @overload
     def event_recorder(self, component: str, *, legacy: Literal[True], **options: Any) -> LegacyEventRecorder: ...
+
+    @overload
+    def event_recorder(self, component: str, *, legacy: bool,
+                       **options: Any) -> EventRecorder | LegacyEventRecorder: ...
 
     def event_recorder(self, component: str, *, legacy: bool = False,
                        **options: Any) -> EventRecorder | LegacyEventRecorder:

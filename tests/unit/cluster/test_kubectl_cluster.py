@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _hdeploy_helpers import deployment, events
+
 from cluster_helpers import is_ready, pod, wait_for, wait_for_object
 from kinformer.client import Client
 from kinformer.errors import NotFound
