@@ -68,18 +68,23 @@ async def test_deleted_event_is_created_again_with_its_count(kube_client) -> Non
     assert again["metadata"]["name"] == first["metadata"]["name"] and again["count"] == 2
 
 
+def _distinct(recorder: LegacyEventRecorder, obj: dict, reason: str, verb: str, pods: range) -> None:
+    """One event of ``reason`` per pod, each with its own message (as the replica set controller's)."""
+    for i in pods:
+        recorder.event(obj, "Normal", reason, f"{verb} pod: p{i}")
+
+
 async def test_similar_events_are_combined_from_the_tenth_distinct_message(kube_client) -> None:
     clock = FakeClock()
     cm = await kube_client.create("configmaps", configmap("src"), namespace=NS)
     async with LegacyEventRecorder(kube_client, "replicaset-controller", clock=clock) as recorder:
-        for i in range(9):
-            recorder.event(cm, "Normal", "SuccessfulCreate", f"Created pod: p{i}")
+        _distinct(recorder, cm, "SuccessfulCreate", "Created", range(9))
         await recorder.flush(timeout=10)
         assert len(await _events(kube_client)) == 9
-        recorder.event(cm, "Normal", "SuccessfulCreate", "Created pod: p9")
+        _distinct(recorder, cm, "SuccessfulCreate", "Created", range(9, 10))
         await recorder.flush(timeout=10)
         clock.step(1)
-        recorder.event(cm, "Normal", "SuccessfulCreate", "Created pod: p10")
+        _distinct(recorder, cm, "SuccessfulCreate", "Created", range(10, 11))
         recorder.event(cm, "Warning", "SuccessfulCreate", "another type is another group")
         await recorder.flush(timeout=10)
     events = await _events(kube_client)
@@ -97,10 +102,9 @@ async def test_aggregation_restarts_after_ten_quiet_minutes(kube_client) -> None
     clock = FakeClock()
     cm = await kube_client.create("configmaps", configmap("src"), namespace=NS)
     async with LegacyEventRecorder(kube_client, "replicaset-controller", clock=clock) as recorder:
-        for i in range(9):
-            recorder.event(cm, "Normal", "SuccessfulDelete", f"Deleted pod: p{i}")
+        _distinct(recorder, cm, "SuccessfulDelete", "Deleted", range(9))
         clock.step(601)
-        recorder.event(cm, "Normal", "SuccessfulDelete", "Deleted pod: p9")
+        _distinct(recorder, cm, "SuccessfulDelete", "Deleted", range(9, 10))
         await recorder.flush(timeout=10)
     events = await _events(kube_client)
     assert len(events) == 10 and not any(e["message"].startswith(COMBINED_PREFIX) for e in events)
