@@ -301,3 +301,19 @@ def test_node_keeps_the_status_it_is_created_with_as_a_kubelet_registers_it():
                                                         "conditions": [{"type": "Ready", "status": "True"}]}}
     created = create(info("", "Node", "nodes"), copy.deepcopy(node))
     assert created["status"] == node["status"]
+
+
+def test_load_balancer_without_node_port_allocation_gets_only_the_node_ports_it_asks_for():
+    table, _, _ = services()
+    strategy = table[("", "services")]
+    svc = {"metadata": {"name": "lb"}, "spec": {"type": "LoadBalancer", "allocateLoadBalancerNodePorts": False,
+                                                "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 81,
+                                                                                       "nodePort": 30081}],
+                                                "selector": {"a": "b"}}}
+    strategy.prepare_for_create(SVC, svc)
+    assert "nodePort" not in svc["spec"]["ports"][0]
+    assert svc["spec"]["ports"][1]["nodePort"] == 30081
+    allocated = {"metadata": {"name": "lb2"}, "spec": {"type": "LoadBalancer", "ports": [{"port": 80}],
+                                                       "selector": {"a": "b"}}}
+    strategy.prepare_for_create(SVC, allocated)
+    assert 30000 <= allocated["spec"]["ports"][0]["nodePort"] <= 32767

@@ -110,8 +110,11 @@ class ServiceStrategy(ReturnedOnDeleteMixin, KindStrategy):
                 raise ServiceInvalid(invalid(f"spec.ipFamilies[{i}]", requested, "not configured on this cluster"))
 
     def _node_ports(self, spec: dict[str, Any], old_ports: Mapping[tuple[Any, Any], int] | None = None) -> None:
+        """Allocate each port's nodePort (the one asked for, the one it had, or a free one). A LoadBalancer with
+        ``allocateLoadBalancerNodePorts: false`` gets only those asked for or kept, as kube allocates them."""
         if self.allocator is None:
             return
+        allocate_free = not (spec.get("type") == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is False)
         taken: list[int] = []
         for i, port in enumerate(p for p in spec.get("ports") or () if isinstance(p, dict)):
             if port.get("nodePort"):
@@ -122,6 +125,8 @@ class ServiceStrategy(ReturnedOnDeleteMixin, KindStrategy):
             elif old_ports is not None and (port.get("port"), port.get("protocol")) in old_ports:
                 port["nodePort"] = old_ports[(port.get("port"), port.get("protocol"))]
                 taken.append(port["nodePort"])
+                continue
+            elif not allocate_free:
                 continue
             else:
                 requested = None
