@@ -63,3 +63,9 @@ class ClusterOptions:
     #: --terminated-pod-gc-threshold (kube 12500): terminated pods kept before the oldest are collected
     #: (0: never).
     terminated_pod_gc_threshold: int = 12500
+    # -- job, cronjob, ttl-after-finished -----------------------------------------------------------------
+    #: the Job controller's first delay before replacing a failed pod (kube's DefaultJobPodFailureBackOff, 10 s),
+    #: doubled per further failure since the last success
+    job_backoff_base: float = 1.0
+    #: the longest such delay (kube's MaxJobPodFailureBackOff, 6 min)
+    job_backoff_max: float = 36.0

@@ -24,6 +24,10 @@ CONTROLLERS: dict[str, str] = {
     "statefulset": "kinformer.cluster.controllers.statefulset:setup",
     "daemonset": "kinformer.cluster.controllers.daemonset:setup",
     "pod-garbage-collector": "kinformer.cluster.controllers.podgc:setup",
+    # -- job, cronjob and the TTL-after-finished controller (kube-controller-manager) ------------------------
+    "job": "kinformer.cluster.controllers.job:setup",
+    "cronjob": "kinformer.cluster.controllers.cronjob:setup",
+    "ttl-after-finished": "kinformer.cluster.controllers.ttlafterfinished:setup",
 }
 
 __all__ = ["CONTROLLERS"]

@@ -1,0 +1,599 @@
+"""The Job controller (kube 1.32 pkg/controller/job): runs a Job's pods to completion.
+
+Implemented, as kube does it:
+
+* NonIndexed and Indexed completion modes: ``completions`` / ``parallelism`` bound the active pods; an
+  Indexed pod carries its index in the ``batch.kubernetes.io/job-completion-index`` annotation and label,
+  ``JOB_COMPLETION_INDEX`` in every container's env, hostname ``<job>-<index>``, and the Job's
+  ``status.completedIndexes`` lists the succeeded indexes;
+* pod tracking with the ``batch.kubernetes.io/job-tracking`` finalizer: a finished pod's uid is first written
+  to ``status.uncountedTerminatedPods``, then its finalizer is removed, then it moves to ``succeeded`` /
+  ``failed`` (so a pod is counted exactly once, even across a controller crash); pods of a finished or
+  deleted Job lose the finalizer too;
+* ``backoffLimit`` (failures, and container restarts for ``restartPolicy: OnFailure``), with new pods held
+  back exponentially after failures (``ClusterOptions.job_backoff_base`` doubling up to ``job_backoff_max``;
+  kube: 10 s and 6 min); ``activeDeadlineSeconds``; ``podFailurePolicy`` (FailJob, Ignore, Count on
+  ``onExitCodes`` and ``onPodConditions``); ``podReplacementPolicy`` (terminating pods count as failed and
+  are replaced at once unless it is Failed or a pod failure policy is set); ``suspend`` (pods deleted,
+  Suspended condition, startTime reset on resume);
+* the 1.32 interim conditions: FailureTarget (or SuccessCriteriaMet) is written first, and Failed (or
+  Complete, with ``completionTime``) once no pod is left terminating nor uncounted;
+* ``status.active``/``ready``/``terminating``/``succeeded``/``failed``/``startTime``; events
+  SuccessfulCreate, FailedCreate, SuccessfulDelete, Suspended, Resumed, Completed, and the failure reason
+  (BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy) as a Warning;
+* expectations: a write's watch event is in the cache before the Job's next sync (the Manager's
+  read-your-writes), so a sync never double-creates or recounts; pods are created in slow-start batches
+  (1, 2, 4, ...), at most 500 creations or deletions per sync.
+
+Not implemented: ``backoffLimitPerIndex``/``maxFailedIndexes`` (FailIndex, ``failedIndexes``),
+``successPolicy``, ``managedBy`` other than the built-in controller (such Jobs are left alone), adoption of
+orphan pods that match a Job's selector, and the 1 s batching of pod-triggered syncs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kinformer.controller.reconcile import Request, Result
+from kinformer.errors import NotFound
+
+from .batch import as_dict, condition, ensure_condition, format_time, is_finished, new_condition, parse_time
+from .job_backoff import BackoffRecord, BackoffStore
+from .job_indexes import format_indexes, parse_indexes
+from .job_pods import (
+    COMPLETION_INDEX,
+    TRACKING_FINALIZER,
+    active_pods_for_removal,
+    completion_index,
+    finish_time,
+    has_tracking_finalizer,
+    is_active,
+    is_failed,
+    is_ready,
+    is_terminating,
+    match_failure_policy,
+    only_replace_failed,
+    phase,
+    restart_count,
+)
+
+if TYPE_CHECKING:
+    from kinformer.cluster.cluster import ControllerContext
+
+__all__ = ["JobController", "setup"]
+
+#: kube's MaxPodCreateDeletePerSync
+MAX_POD_CHANGES_PER_SYNC = 500
+#: the index of pods by the uid of the Job that controls them
+OWNER_INDEX = "job-controller/owner-uid"
+JOB_CONTROLLER = "kubernetes.io/job-controller"
+_REMOVE_FINALIZER = {"metadata": {"$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER]}}
+Pod = Mapping[str, Any]
+
+
+def _owner_uid(pod: Pod) -> list[str]:
+    for ref in pod["metadata"].get("ownerReferences") or ():
+        if ref.get("controller") and ref.get("kind") == "Job" and ref.get("apiVersion") == "batch/v1":
+            return [ref.get("uid", "")]
+    return []
+
+
+def _spec_int(job: Mapping[str, Any], name: str) -> int | None:
+    value = (job.get("spec") or {}).get(name)
+    return int(value) if isinstance(value, int) else None
+
+
+def _suspended(job: Mapping[str, Any]) -> bool:
+    return (job.get("spec") or {}).get("suspend") is True
+
+
+def _indexed(job: Mapping[str, Any]) -> bool:
+    return (job.get("spec") or {}).get("completionMode") == "Indexed"
+
+
+def _failed_from_target(target: Mapping[str, Any], now: float) -> dict[str, Any]:
+    return new_condition("Failed", "True", target.get("reason", ""), target.get("message", ""), now)
+
+
+def _past_backoff_limit_on_failure(job: Mapping[str, Any], pods: Sequence[Pod]) -> bool:
+    """restartPolicy OnFailure: the active pods' container restarts reached backoffLimit."""
+    template_spec = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    if template_spec.get("restartPolicy") != "OnFailure":
+        return False
+    restarts = sum(restart_count(p) for p in pods if phase(p) in ("Running", "Pending"))
+    limit = _spec_int(job, "backoffLimit") or 0
+    return restarts > 0 if limit == 0 else restarts >= limit
+
+
+@dataclass
+class _Sync:
+    """One sync of one Job (kube's syncJobCtx): the Job being written and what the sync learnt."""
+
+    job: dict[str, Any]
+    pods: list[Pod]
+    now: float
+    active: list[Pod] = field(default_factory=list)
+    ready: int = 0
+    terminating: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    succeeded_indexes: set[int] = field(default_factory=set)
+    finished: dict[str, Any] | None = None
+    backoff: BackoffRecord = field(default_factory=BackoffRecord)
+    requeue_after: list[float] = field(default_factory=list)
+
+    @property
+    def status(self) -> dict[str, Any]:
+        status: dict[str, Any] = self.job.setdefault("status", {})
+        return status
+
+    @property
+    def key(self) -> str:
+        meta = self.job["metadata"]
+        return f"{meta['namespace']}/{meta['name']}"
+
+    def uncounted(self, which: str) -> list[str]:
+        lists: dict[str, list[str]] = self.status.setdefault("uncountedTerminatedPods", {})
+        return lists.setdefault(which, [])
+
+
+class JobController:
+    """Reconciles Jobs: creates and deletes their pods and keeps their status (see the module doc)."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.client = ctx.manager.client
+        self.clock = ctx.clock
+        self.options = ctx.options
+        self.recorder = ctx.recorder("job-controller")
+        self.pods = ctx.manager.informer("pods")
+        self.backoff = BackoffStore()
+        if OWNER_INDEX not in self.pods.indexer.get_indexers():
+            self.pods.add_indexers({OWNER_INDEX: _owner_uid})
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def _pods_of(self, uid: str) -> list[Pod]:
+        return list(self.pods.indexer.by_index(OWNER_INDEX, uid))
+
+    def _orphaned_pods(self, namespace: str, job_name: str) -> list[Pod]:
+        """Pods whose controller is a Job named ``job_name`` that is no longer cached."""
+        return [p for p in self.pods.lister().list(namespace)
+                if any(r.get("kind") == "Job" and r.get("name") == job_name and r.get("controller")
+                       for r in p["metadata"].get("ownerReferences") or ())]
+
+    # -- reconcile --------------------------------------------------------------------------------
+
+    async def reconcile(self, request: Request) -> Result | None:
+        try:
+            cached = await self.client.get("jobs", request.name, request.namespace)
+        except NotFound:
+            self.backoff.remove(request.key)
+            await self._remove_finalizers(self._orphaned_pods(request.namespace, request.name))
+            return None
+        uid = cached["metadata"].get("uid", "")
+        if is_finished(cached):
+            self.backoff.remove(request.key)
+            await self._remove_finalizers(self._pods_of(uid))
+            return None
+        managed_by = (cached.get("spec") or {}).get("managedBy")
+        if managed_by not in (None, JOB_CONTROLLER):
+            return None
+        sync = _Sync(as_dict(cached), self._pods_of(uid), self.clock.wall())
+        await self._sync(sync)
+        self.backoff.update(sync.key, sync.backoff)
+        return Result(requeue_after=min(sync.requeue_after)) if sync.requeue_after else None
+
+    async def _sync(self, sync: _Sync) -> None:
+        job, status = sync.job, sync.status
+        status.setdefault("uncountedTerminatedPods", {})
+        started = status.get("startTime")
+        self._count(sync)
+        if not status.get("startTime") and not _suspended(job):
+            status["startTime"] = format_time(sync.now)
+        self._decide_failure(sync)
+        suspend_changed = False
+        if sync.finished is not None:
+            await self._remove_active(sync, list(sync.active), keep_finalizers=True)
+        else:
+            if not job["metadata"].get("deletionTimestamp"):
+                await self._manage(sync)
+                suspend_changed = self._update_suspended(sync)
+            self._decide_success(sync)
+        needs_update = (suspend_changed or started != status.get("startTime")
+                        or len(sync.active) != status.get("active", 0) or sync.ready != status.get("ready")
+                        or sync.terminating != status.get("terminating"))
+        status["active"], status["ready"], status["terminating"] = len(sync.active), sync.ready, sync.terminating
+        await self._track(sync, needs_update)
+
+    # -- counting ---------------------------------------------------------------------------------
+
+    def _count(self, sync: _Sync) -> None:
+        job, status = sync.job, sync.status
+        sync.active = [p for p in sync.pods if is_active(p)]
+        sync.ready = sum(1 for p in sync.active if is_ready(p))
+        sync.terminating = sum(1 for p in sync.pods if is_terminating(p))
+        done_succeeded, done_failed = set(sync.uncounted("succeeded")), set(sync.uncounted("failed"))
+        tracked = [p for p in sync.pods if has_tracking_finalizer(p)]
+        new_succeeded = [p for p in tracked if phase(p) == "Succeeded" and p["metadata"]["uid"] not in done_succeeded]
+        new_failed = [p for p in tracked if is_failed(p, job) and p["metadata"]["uid"] not in done_failed]
+        policy = (job.get("spec") or {}).get("podFailurePolicy")
+        counted_failed = [p for p in new_failed if match_failure_policy(policy, p).counts]
+        sync.succeeded = int(status.get("succeeded") or 0) + len(new_succeeded) + len(done_succeeded)
+        sync.failed = int(status.get("failed") or 0) + len(counted_failed) + len(done_failed)
+        if _indexed(job):
+            completions = _spec_int(job, "completions") or 0
+            sync.succeeded_indexes = parse_indexes(status.get("completedIndexes"), completions)
+            for pod in new_succeeded:
+                index = completion_index(pod)
+                if index is not None and index < completions:
+                    sync.succeeded_indexes.add(index)
+            sync.succeeded = len(sync.succeeded_indexes)
+        sync.backoff = self.backoff.next_record(sync.key, [finish_time(p, sync.now) for p in new_succeeded],
+                                                [finish_time(p, sync.now) for p in new_failed])
+
+    # -- finishing --------------------------------------------------------------------------------
+
+    def _decide_failure(self, sync: _Sync) -> None:
+        """The failure (or earlier success) that finishes the Job, if any (kube's finishedCondition)."""
+        job, now = sync.job, sync.now
+        met = condition(job, "SuccessCriteriaMet")
+        if met is not None and met.get("status") == "True":
+            sync.finished = new_condition("Complete", "True", met.get("reason", ""), met.get("message", ""), now)
+            return
+        target = condition(job, "FailureTarget")
+        if target is not None and target.get("status") == "True":
+            sync.finished = _failed_from_target(target, now)
+            return
+        message = self._fail_job_message(job, sync.pods)
+        if message is not None:
+            sync.finished = new_condition("FailureTarget", "True", "PodFailurePolicy", message, now)
+        elif sync.failed > (_spec_int(job, "backoffLimit") or 0) or _past_backoff_limit_on_failure(job, sync.pods):
+            sync.finished = new_condition("FailureTarget", "True", "BackoffLimitExceeded",
+                                          "Job has reached the specified backoff limit", now)
+        elif self._past_deadline(job, now):
+            sync.finished = new_condition("FailureTarget", "True", "DeadlineExceeded",
+                                          "Job was active longer than specified deadline", now)
+        else:
+            self._requeue_for_deadline(sync)
+
+    @staticmethod
+    def _fail_job_message(job: Mapping[str, Any], pods: Sequence[Pod]) -> str | None:
+        policy = (job.get("spec") or {}).get("podFailurePolicy")
+        if policy is None:
+            return None
+        for pod in pods:
+            if is_failed(pod, job):
+                match = match_failure_policy(policy, pod)
+                if match.message is not None:
+                    return match.message
+        return None
+
+    @staticmethod
+    def _past_deadline(job: Mapping[str, Any], now: float) -> bool:
+        deadline = _spec_int(job, "activeDeadlineSeconds")
+        started = parse_time((job.get("status") or {}).get("startTime"))
+        if deadline is None or started is None or _suspended(job):
+            return False
+        return now - started >= deadline
+
+    @staticmethod
+    def _requeue_for_deadline(sync: _Sync) -> None:
+        deadline = _spec_int(sync.job, "activeDeadlineSeconds")
+        started = parse_time(sync.status.get("startTime"))
+        if deadline is not None and started is not None and not _suspended(sync.job):
+            sync.requeue_after.append(max(0.0, deadline - (sync.now - started)))
+
+    def _decide_success(self, sync: _Sync) -> None:
+        completions = _spec_int(sync.job, "completions")
+        if completions is None:
+            complete = sync.succeeded > 0 and not sync.active
+        else:
+            complete = sync.succeeded >= completions and not sync.active
+        if complete:
+            sync.finished = new_condition("SuccessCriteriaMet", "True", "CompletionsReached",
+                                          "Reached expected number of succeeded pods", sync.now)
+
+    def _update_suspended(self, sync: _Sync) -> bool:
+        """The Suspended condition after manageJob ran; on resume, startTime restarts the deadline."""
+        job, now = sync.job, sync.now
+        if _suspended(job):
+            changed = ensure_condition(sync.status, "Suspended", "True", "JobSuspended", "Job suspended", now)
+            if changed:
+                self.recorder.event(job, "Normal", "Suspended", "Job suspended")
+            return changed
+        changed = ensure_condition(sync.status, "Suspended", "False", "JobResumed", "Job resumed", now)
+        if changed:
+            self.recorder.event(job, "Normal", "Resumed", "Job resumed")
+            sync.status["startTime"] = format_time(now)
+        return changed
+
+    # -- managing pods ----------------------------------------------------------------------------
+
+    def _want_active(self, sync: _Sync) -> int:
+        parallelism = _spec_int(sync.job, "parallelism") or 0
+        completions = _spec_int(sync.job, "completions")
+        if completions is None:
+            return len(sync.active) if sync.succeeded > 0 else parallelism
+        return max(0, min(parallelism, completions - sync.succeeded))
+
+    async def _manage(self, sync: _Sync) -> None:
+        """kube's manageJob: delete what is too much, else create what is missing (after backoff)."""
+        job = sync.job
+        if _suspended(job):
+            await self._remove_active(sync, list(sync.active), keep_finalizers=False)
+            return
+        want = self._want_active(sync)
+        doomed = active_pods_for_removal(job, sync.active, max(0, len(sync.active) - want))
+        if doomed:
+            await self._remove_active(sync, doomed[:MAX_POD_CHANGES_PER_SYNC], keep_finalizers=False)
+            return
+        terminating = sync.terminating if only_replace_failed(job) else 0
+        missing = want - terminating - len(sync.active)
+        if missing <= 0:
+            return
+        wait = sync.backoff.remaining(sync.now, self.options.job_backoff_base, self.options.job_backoff_max)
+        if wait > 0:
+            sync.requeue_after.append(wait)
+            return
+        missing = min(missing, MAX_POD_CHANGES_PER_SYNC)
+        indexes: list[int | None] = [None] * missing
+        if _indexed(job):
+            indexes = list(self._pending_indexes(sync, missing))
+        sync.active += await self._create_pods(job, indexes)
+
+    async def _remove_active(self, sync: _Sync, pods: list[Pod], *, keep_finalizers: bool) -> None:
+        """Delete active ``pods``; they leave ``active`` (and ``ready``) and join ``terminating``."""
+        deleted = await self._delete_pods(sync.job, pods, keep_finalizers=keep_finalizers)
+        gone = {p["metadata"]["uid"] for p in deleted}
+        sync.active = [p for p in sync.active if p["metadata"]["uid"] not in gone]
+        sync.ready -= sum(1 for p in deleted if is_ready(p))
+        sync.terminating += len(deleted)
+
+    @staticmethod
+    def _pending_indexes(sync: _Sync, count: int) -> list[int]:
+        """The lowest indexes neither succeeded nor held by an active pod."""
+        completions = _spec_int(sync.job, "completions") or 0
+        taken = sync.succeeded_indexes | {completion_index(p) for p in sync.active if completion_index(p) is not None}
+        return [i for i in range(completions) if i not in taken][:count]
+
+    def _pod_body(self, job: Mapping[str, Any], index: int | None) -> dict[str, Any]:
+        """kube's GetPodFromTemplate plus the tracking finalizer and, for an index, its annotation, label,
+        env and hostname."""
+        meta, template = job["metadata"], as_dict(job["spec"]["template"])
+        tmeta = template.get("metadata") or {}
+        pod_meta: dict[str, Any] = {
+            "generateName": f"{meta['name']}-" if index is None else f"{meta['name']}-{index}-",
+            "namespace": meta["namespace"],
+            "labels": dict(tmeta.get("labels") or {}),
+            "annotations": dict(tmeta.get("annotations") or {}),
+            "finalizers": [*(f for f in tmeta.get("finalizers") or () if f != TRACKING_FINALIZER),
+                           TRACKING_FINALIZER],
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"],
+                                 "controller": True, "blockOwnerDeletion": True}],
+        }
+        spec = template.get("spec") or {}
+        if index is not None:
+            pod_meta["annotations"][COMPLETION_INDEX] = str(index)
+            pod_meta["labels"][COMPLETION_INDEX] = str(index)
+            spec["hostname"] = f"{meta['name']}-{index}"
+            _add_index_env(spec)
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
+
+    async def _create_pods(self, job: Mapping[str, Any], indexes: Sequence[int | None]) -> list[Pod]:
+        """Create one pod per entry of ``indexes`` in slow-start batches (1, 2, 4, ...); stop at a failure."""
+        created: list[Pod] = []
+        start, batch = 0, 1
+        while start < len(indexes):
+            chunk = indexes[start:start + batch]
+            results = await asyncio.gather(*(self._create_pod(job, i) for i in chunk))
+            created += [pod for pod in results if pod is not None]
+            if None in results:
+                break
+            start, batch = start + len(chunk), batch * 2
+        return created
+
+    async def _create_pod(self, job: Mapping[str, Any], index: int | None) -> Pod | None:
+        try:
+            pod = await self.client.create("pods", self._pod_body(job, index), job["metadata"]["namespace"])
+        except Exception as err:  # noqa: BLE001 - reported as kube does, and the sync retried
+            self.recorder.event(job, "Warning", "FailedCreate", f"Error creating: {err}")
+            raise
+        self.recorder.event(job, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
+        return pod
+
+    async def _delete_pods(self, job: Mapping[str, Any], pods: Sequence[Pod], *, keep_finalizers: bool) -> list[Pod]:
+        """Delete ``pods`` (all attempted; the first error is raised after); unless ``keep_finalizers`` (a
+        finishing Job counts them first) remove their tracking finalizer before. Returns the pods deleted."""
+        results = await asyncio.gather(*(self._delete_pod(job, p, keep_finalizers) for p in pods),
+                                       return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return list(pods)
+
+    async def _delete_pod(self, job: Mapping[str, Any], pod: Pod, keep_finalizers: bool) -> None:
+        meta = pod["metadata"]
+        try:
+            if not keep_finalizers and has_tracking_finalizer(pod):
+                await self._remove_finalizer(pod)
+            await self.client.delete("pods", meta["name"], meta["namespace"])
+        except NotFound:
+            return
+        except Exception as err:
+            self.recorder.event(job, "Warning", "FailedDelete", f"Error deleting: {err}")
+            raise
+        self.recorder.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
+
+    async def _remove_finalizer(self, pod: Pod) -> None:
+        meta = pod["metadata"]
+        try:
+            await self.client.patch("pods", meta["name"], _REMOVE_FINALIZER, "strategic", meta["namespace"])
+        except NotFound:
+            pass  # gone: nothing holds it any more
+
+    async def _remove_finalizers(self, pods: Sequence[Pod]) -> None:
+        """Remove the tracking finalizer from each of ``pods`` that has it (all attempted; the first error
+        is raised after)."""
+        results = await asyncio.gather(*(self._remove_finalizer(p) for p in pods if has_tracking_finalizer(p)),
+                                       return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+
+    # -- tracking ---------------------------------------------------------------------------------
+
+    async def _track(self, sync: _Sync, needs_flush: bool) -> None:
+        """kube's trackJobStatusAndRemoveFinalizers: record finished pods as uncounted, write that, remove
+        their finalizers, count them, then write the finishing condition once nothing is left uncounted."""
+        with_finalizer = {p["metadata"]["uid"] for p in sync.pods if has_tracking_finalizer(p)}
+        needs_flush |= _count_uncounted(sync.status, with_finalizer)
+        to_release, new_indexes = [], []
+        policy = (sync.job.get("spec") or {}).get("podFailurePolicy")
+        for pod in sync.pods:
+            if not has_tracking_finalizer(pod):
+                continue
+            uid, failed = pod["metadata"]["uid"], is_failed(pod, sync.job)
+            if not self._can_release(sync, pod, failed):
+                continue
+            to_release.append(pod)
+            if phase(pod) == "Succeeded" and uid not in sync.uncounted("failed"):
+                if _indexed(sync.job):
+                    index = completion_index(pod)
+                    if index is not None and index < (_spec_int(sync.job, "completions") or 0):
+                        new_indexes.append(index)
+                elif uid not in sync.uncounted("succeeded"):
+                    sync.uncounted("succeeded").append(uid)
+                    needs_flush = True
+            elif failed or (sync.finished is not None and sync.finished["type"] != "SuccessCriteriaMet"):
+                if uid not in sync.uncounted("failed") and self._countable(sync, pod) \
+                        and match_failure_policy(policy, pod).counts:
+                    sync.uncounted("failed").append(uid)
+                    needs_flush = True
+        if _indexed(sync.job):
+            needs_flush |= self._record_indexes(sync, new_indexes)
+        needs_flush |= self._add_interim_condition(sync)
+        needs_flush = await self._flush(sync, to_release, with_finalizer, needs_flush)
+        finished = self._enact_finished(sync)
+        if needs_flush or finished:
+            await self._write_status(sync)
+        if finished:
+            self._record_finished(sync)
+
+    @staticmethod
+    def _can_release(sync: _Sync, pod: Pod, failed: bool) -> bool:
+        return bool(sync.job["metadata"].get("deletionTimestamp") or sync.finished is not None
+                    or phase(pod) == "Succeeded" or failed)
+
+    @staticmethod
+    def _countable(sync: _Sync, pod: Pod) -> bool:
+        if not _indexed(sync.job):
+            return True
+        index = completion_index(pod)
+        return index is not None and index < (_spec_int(sync.job, "completions") or 0)
+
+    @staticmethod
+    def _record_indexes(sync: _Sync, new_indexes: list[int]) -> bool:
+        completions = _spec_int(sync.job, "completions") or 0
+        indexes = parse_indexes(sync.status.get("completedIndexes"), completions) | set(new_indexes)
+        text = format_indexes(indexes)
+        changed = text != (sync.status.get("completedIndexes") or "")
+        sync.status["completedIndexes"] = text
+        sync.status["succeeded"] = len(indexes)
+        return changed
+
+    @staticmethod
+    def _add_interim_condition(sync: _Sync) -> bool:
+        """Write FailureTarget / SuccessCriteriaMet before finalizers go; aim for Failed / Complete after."""
+        finished = sync.finished
+        if finished is None:
+            return False
+        conditions = sync.status.setdefault("conditions", [])
+        if finished["type"] == "FailureTarget":
+            conditions.append(finished)
+            sync.finished = _failed_from_target(finished, sync.now)
+            return True
+        if finished["type"] == "SuccessCriteriaMet":
+            added = condition(sync.job, "SuccessCriteriaMet") is None
+            if added:
+                conditions.append(finished)
+            sync.finished = new_condition("Complete", "True", finished["reason"], finished["message"], sync.now)
+            return added
+        return False
+
+    async def _flush(self, sync: _Sync, to_release: list[Pod], with_finalizer: set[str], needs_flush: bool) -> bool:
+        """Write the uncounted pods, remove their finalizers, and count those released."""
+        if needs_flush:
+            await self._write_status(sync)
+            needs_flush = False
+        if to_release:
+            await self._remove_finalizers(to_release)
+            with_finalizer -= {p["metadata"]["uid"] for p in to_release}
+        return _count_uncounted(sync.status, with_finalizer) or needs_flush
+
+    def _enact_finished(self, sync: _Sync) -> bool:
+        finished = sync.finished
+        if finished is None or sync.uncounted("succeeded") or sync.uncounted("failed") or sync.terminating > 0:
+            return False
+        ensure_condition(sync.status, finished["type"], finished["status"], finished["reason"], finished["message"],
+                         sync.now)
+        if finished["type"] == "Complete":
+            sync.status["completionTime"] = format_time(sync.now)
+        return True
+
+    def _record_finished(self, sync: _Sync) -> None:
+        job, finished = sync.job, sync.finished
+        assert finished is not None
+        if finished["type"] != "Complete":
+            self.recorder.event(job, "Warning", finished["reason"], finished["message"])
+            return
+        completions = _spec_int(job, "completions")
+        if completions is not None and int(sync.status.get("succeeded") or 0) > completions:
+            self.recorder.event(job, "Warning", "TooManySucceededPods",
+                                "Too many succeeded pods running after completion count reached")
+        self.recorder.event(job, "Normal", "Completed", "Job completed")
+
+    async def _write_status(self, sync: _Sync) -> None:
+        """PUT the status (a conflict fails the sync, which is retried with backoff)."""
+        body = sync.job
+        for name in ("active", "succeeded", "failed"):
+            if not body["status"].get(name):
+                body["status"].pop(name, None)  # omitempty, as kube serializes int32 counters
+        uncounted = body["status"].get("uncountedTerminatedPods") or {}
+        body["status"]["uncountedTerminatedPods"] = {k: v for k, v in uncounted.items() if v}
+        if not body["status"].get("completedIndexes"):
+            body["status"].pop("completedIndexes", None)
+        sync.job = as_dict(await self.client.replace_status("jobs", body))
+
+
+def _count_uncounted(status: dict[str, Any], with_finalizer: set[str]) -> bool:
+    """kube's cleanUncountedPodsWithoutFinalizers: uncounted pods whose finalizer is gone become counted."""
+    lists = status.setdefault("uncountedTerminatedPods", {})
+    changed = False
+    for which, counter in (("succeeded", "succeeded"), ("failed", "failed")):
+        uids = lists.get(which) or []
+        left = [uid for uid in uids if uid in with_finalizer]
+        if len(left) != len(uids):
+            status[counter] = int(status.get(counter) or 0) + len(uids) - len(left)
+            lists[which] = left
+            changed = True
+    return changed
+
+
+def _add_index_env(spec: dict[str, Any]) -> None:
+    """JOB_COMPLETION_INDEX from the index annotation in every container that does not set it."""
+    env = {"name": "JOB_COMPLETION_INDEX",
+           "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{COMPLETION_INDEX}']"}}}
+    for group in ("initContainers", "containers"):
+        for container in spec.get(group) or ():
+            variables = container.setdefault("env", [])
+            if not any(v.get("name") == "JOB_COMPLETION_INDEX" for v in variables):
+                variables.append(dict(env))
+
+
+def setup(ctx: ControllerContext) -> None:
+    """Register the Job controller: Jobs, and the pods they control."""
+    controller = JobController(ctx)
+    ctx.manager.controller(controller, "job").for_("jobs").owns("pods").workers(ctx.options.workers)

@@ -1,0 +1,131 @@
+"""Helpers of the job, cronjob and ttl-after-finished tests: a server running only those controllers on a
+fake clock, a bounded wait, and the kubelet's part played by hand (pods patched to Running, Succeeded or
+Failed with containerStatuses), as kube's controller unit tests use fake pods."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from kinformer.client import Client
+from kinformer.clock import FakeClock
+from kinformer.cluster import ClusterOptions
+from kinformer.cluster.controllers.batch import format_time
+from kinformer.server import APIServer
+
+T = TypeVar("T")
+NS = "default"
+WAIT = 20.0  # real seconds a condition may take on a loaded 2-core machine
+
+
+@asynccontextmanager
+async def batch_cluster(*controllers: str, clock: FakeClock | None = None,
+                        options: ClusterOptions | None = None) -> AsyncIterator[tuple[APIServer, Client, FakeClock]]:
+    """A server running ``controllers`` on a fake clock, and a client of it."""
+    clock = clock or FakeClock(wall_start=1_800_000_000.0)
+    async with APIServer(compaction_interval=0, clock=clock, controllers=list(controllers),
+                         cluster_options=options) as server:
+        client = Client(server.url)
+        try:
+            yield server, client, clock
+        finally:
+            await client.close()
+
+
+async def eventually(probe: Callable[[], Awaitable[T | None]], what: str, timeout: float = WAIT) -> T:
+    """Poll ``probe`` until it returns something truthy (bounded); that value."""
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                value = await probe()
+                if value:
+                    return value
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for {what}") from None
+
+
+def job_body(name: str, **spec: Any) -> dict[str, Any]:
+    template = spec.pop("template", None) or {
+        "spec": {"restartPolicy": spec.pop("restart_policy", "Never"),
+                 "containers": [{"name": "c", "image": "busybox"}]}}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"template": template, **spec}}
+
+
+async def job_pods(client: Client, job: str, *, active_only: bool = False) -> list[Any]:
+    pods = (await client.list("pods", NS, label_selector=f"batch.kubernetes.io/job-name={job}")).items
+    if active_only:
+        pods = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+                and not p["metadata"].get("deletionTimestamp")]
+    return sorted(pods, key=lambda p: p["metadata"]["name"])
+
+
+async def wait_pods(client: Client, job: str, count: int) -> list[Any]:
+    """Wait until ``job`` has exactly ``count`` active pods; them."""
+    async def probe() -> list[Any] | None:
+        pods = await job_pods(client, job, active_only=True)
+        return pods if len(pods) == count else None
+
+    return await eventually(probe, f"{count} active pods of job {job}") if count else []
+
+
+async def wait_job(client: Client, name: str, check: Callable[[Mapping[str, Any]], bool], what: str) -> Any:
+    async def probe() -> Any:
+        job = await client.get("jobs", name, NS)
+        return job if check(job) else None
+
+    return await eventually(probe, f"job {name}: {what}")
+
+
+def has_condition(type_: str, status: str = "True") -> Callable[[Mapping[str, Any]], bool]:
+    def check(obj: Mapping[str, Any]) -> bool:
+        return any(c.get("type") == type_ and c.get("status") == status
+                   for c in (obj.get("status") or {}).get("conditions") or ())
+    return check
+
+
+def condition_of(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any]:
+    return next(c for c in obj["status"]["conditions"] if c["type"] == type_)
+
+
+async def run_pod(client: Client, pod: Mapping[str, Any], clock: FakeClock, *, ready: bool = True) -> Any:
+    """The kubelet's part: the pod runs (and is Ready)."""
+    stamp = format_time(clock.wall())
+    status = {"phase": "Running",
+              "conditions": [{"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": stamp}],
+              "containerStatuses": [{"name": c["name"], "image": c["image"], "imageID": "", "ready": ready,
+                                     "restartCount": 0, "state": {"running": {"startedAt": stamp}}}
+                                    for c in pod["spec"]["containers"]]}
+    return await client.patch_status("pods", pod["metadata"]["name"], {"status": status}, namespace=NS)
+
+
+async def finish_pod(client: Client, pod: Mapping[str, Any], clock: FakeClock, exit_code: int = 0, *,
+                     conditions: list[dict[str, Any]] | None = None) -> Any:
+    """The kubelet's part: every container terminated with ``exit_code``; the pod Succeeded or Failed."""
+    stamp = format_time(clock.wall())
+    terminated = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
+                  "startedAt": stamp, "finishedAt": stamp}
+    status = {"phase": "Succeeded" if exit_code == 0 else "Failed",
+              "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": stamp}, *(conditions or [])],
+              "containerStatuses": [{"name": c["name"], "image": c["image"], "imageID": "", "ready": False,
+                                     "restartCount": 0, "state": {"terminated": terminated}}
+                                    for c in pod["spec"]["containers"]]}
+    return await client.patch_status("pods", pod["metadata"]["name"], {"status": status}, namespace=NS)
+
+
+async def events_of(client: Client, name: str) -> list[tuple[str, str, str]]:
+    """(type, reason, note) of the events.k8s.io Events about object ``name``."""
+    events = (await client.list("events.events.k8s.io", NS)).items
+    return [(e.get("type"), e.get("reason"), e.get("note", "")) for e in events
+            if (e.get("regarding") or {}).get("name") == name]
+
+
+async def wait_event(client: Client, name: str, reason: str) -> list[tuple[str, str, str]]:
+    async def probe() -> list[tuple[str, str, str]] | None:
+        found = [e for e in await events_of(client, name) if e[1] == reason]
+        return found or None
+
+    return await eventually(probe, f"a {reason} event about {name}")
