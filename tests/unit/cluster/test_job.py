@@ -3,12 +3,19 @@ play the kubelet (pods patched to Running / Succeeded / Failed)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from kinformer.cluster.controllers.job_pods import COMPLETION_INDEX as INDEX
+from kinformer.cluster.controllers.job_pods import TRACKING_FINALIZER as TRACKING
 from unit.cluster._hjobs_helpers import (
     NS,
     batch_cluster,
+    condition_of,
+    eventually,
     finish_pod,
     has_condition,
     job_body,
+    job_pods,
     run_pod,
     wait_event,
     wait_job,
@@ -34,3 +41,197 @@ async def test_should_run_a_job_to_completion_when_tasks_succeed() -> None:
         assert [c["type"] for c in status["conditions"]] == ["SuccessCriteriaMet", "Complete"]
         assert status["uncountedTerminatedPods"] == {}
         await wait_event(client, "all-succeed", "Completed")
+
+
+async def test_should_run_a_job_to_completion_with_cpu_requests() -> None:
+    template = {"spec": {"restartPolicy": "Never", "containers": [
+        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "100m"}}}]}}
+    async with batch_cluster("job") as (_, client, clock):
+        await client.create("jobs", job_body("cpu", completions=2, parallelism=2, template=template), NS)
+        pods = await wait_pods(client, "cpu", 2)
+        assert all(p["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "100m" for p in pods)
+        for pod in pods:
+            await finish_pod(client, pod, clock)
+        job = await wait_job(client, "cpu", COMPLETE, "Complete")
+        assert job["status"]["succeeded"] == 2
+
+
+async def test_job_pods_are_controlled_tracked_and_labelled_as_kube_makes_them() -> None:
+    async with batch_cluster("job") as (_, client, clock):
+        job = await client.create("jobs", job_body("shape"), NS)
+        (pod,) = await wait_pods(client, "shape", 1)
+        meta = pod["metadata"]
+        assert meta["generateName"] == "shape-" and meta["finalizers"] == [TRACKING]
+        assert meta["ownerReferences"] == [{"apiVersion": "batch/v1", "kind": "Job", "name": "shape",
+                                            "uid": job["metadata"]["uid"], "controller": True,
+                                            "blockOwnerDeletion": True}]
+        uid = job["metadata"]["uid"]
+        for key in ("controller-uid", "batch.kubernetes.io/controller-uid"):
+            assert meta["labels"][key] == uid
+        for key in ("job-name", "batch.kubernetes.io/job-name"):
+            assert meta["labels"][key] == "shape"
+        await wait_event(client, "shape", "SuccessfulCreate")
+        await finish_pod(client, pod, clock)
+        await wait_job(client, "shape", COMPLETE, "Complete")
+        (done,) = await job_pods(client, "shape")
+        assert not done["metadata"].get("finalizers")  # counted, then released
+
+
+async def test_should_fail_when_exceeds_active_deadline() -> None:
+    async with batch_cluster("job") as (_, client, clock):
+        await client.create("jobs", job_body("deadline", parallelism=2, completions=4, activeDeadlineSeconds=10), NS)
+        await wait_pods(client, "deadline", 2)
+        clock.step(9)
+        await wait_job(client, "deadline", lambda j: j["status"].get("active") == 2, "2 active")
+        clock.step(1)
+        job = await wait_job(client, "deadline", has_condition("Failed"), "Failed")
+        failed = condition_of(job, "Failed")
+        assert (failed["reason"], failed["message"]) == ("DeadlineExceeded",
+                                                         "Job was active longer than specified deadline")
+        assert has_condition("FailureTarget")(job)
+        assert job["status"]["failed"] == 2 and "active" not in job["status"]
+        assert await job_pods(client, "deadline") == []  # unscheduled pods go as soon as they are released
+        assert ("Warning", "DeadlineExceeded", "Job was active longer than specified deadline") in \
+            await wait_event(client, "deadline", "DeadlineExceeded")
+
+
+async def test_should_not_create_pods_when_created_in_suspend_state() -> None:
+    async with batch_cluster("job") as (_, client, _clock):
+        await client.create("jobs", job_body("suspended", parallelism=2, completions=2, suspend=True), NS)
+        job = await wait_job(client, "suspended", has_condition("Suspended"), "Suspended")
+        suspended = condition_of(job, "Suspended")
+        assert (suspended["reason"], suspended["message"]) == ("JobSuspended", "Job suspended")
+        assert "startTime" not in job["status"] and await job_pods(client, "suspended") == []
+        await wait_event(client, "suspended", "Suspended")
+        await client.patch("jobs", "suspended", {"spec": {"suspend": False}}, namespace=NS)
+        await wait_pods(client, "suspended", 2)
+        job = await wait_job(client, "suspended", has_condition("Suspended", "False"), "resumed")
+        assert condition_of(job, "Suspended")["reason"] == "JobResumed" and job["status"]["startTime"]
+        await wait_event(client, "suspended", "Resumed")
+
+
+async def test_should_delete_pods_when_suspended() -> None:
+    async with batch_cluster("job") as (_, client, clock):
+        await client.create("jobs", job_body("pause", parallelism=2, completions=2), NS)
+        for pod in await wait_pods(client, "pause", 2):
+            await run_pod(client, pod, clock)
+        await client.patch("jobs", "pause", {"spec": {"suspend": True}}, namespace=NS)
+        job = await wait_job(client, "pause", has_condition("Suspended"), "Suspended")
+        await wait_pods(client, "pause", 0)
+        await eventually(lambda: _no_pods(client, "pause"), "the suspended job's pods gone")
+        job = await client.get("jobs", "pause", NS)
+        assert "failed" not in job["status"]  # pods the controller deletes are not failures
+        await wait_event(client, "pause", "SuccessfulDelete")
+
+
+async def _no_pods(client: Any, job: str) -> bool:
+    return not await job_pods(client, job)
+
+
+async def test_indexed_job_should_run_to_completion() -> None:
+    async with batch_cluster("job") as (_, client, clock):
+        await client.create("jobs", job_body("indexed", completions=4, parallelism=2, completionMode="Indexed"), NS)
+        seen = []
+        for _ in range(2):
+            pods = await wait_pods(client, "indexed", 2)
+            for pod in pods:
+                index = pod["metadata"]["annotations"][INDEX]
+                assert pod["metadata"]["labels"][INDEX] == index
+                assert pod["metadata"]["generateName"] == f"indexed-{index}-"
+                assert pod["spec"]["hostname"] == f"indexed-{index}"
+                env = pod["spec"]["containers"][0]["env"]
+                assert env == [{"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
+                    "apiVersion": "v1", "fieldPath": f"metadata.annotations['{INDEX}']"}}}]
+                seen.append(int(index))
+                await finish_pod(client, pod, clock)
+        assert sorted(seen) == [0, 1, 2, 3]
+        job = await wait_job(client, "indexed", COMPLETE, "Complete")
+        assert job["status"]["completedIndexes"] == "0-3" and job["status"]["succeeded"] == 4
+
+
+async def test_indexed_job_replaces_a_failed_index_with_the_same_index() -> None:
+    async with batch_cluster("job") as (_, client, clock):
+        await client.create("jobs", job_body("retry-index", completions=2, parallelism=2,
+                                             completionMode="Indexed"), NS)
+        pods = await wait_pods(client, "retry-index", 2)
+        by_index = {p["metadata"]["annotations"][INDEX]: p for p in pods}
+        await finish_pod(client, by_index["0"], clock)
+        await finish_pod(client, by_index["1"], clock, exit_code=1)
+        await wait_job(client, "retry-index", lambda j: j["status"].get("completedIndexes") == "0"
+                       and j["status"].get("failed") == 1, "index 0 done, one failure")
+        clock.step(1)  # the first backoff
+        (again,) = await wait_pods(client, "retry-index", 1)
+        assert again["metadata"]["annotations"][INDEX] == "1"
+
+
+async def test_should_allow_to_use_the_pod_failure_policy_on_exit_code_to_fail_the_job_early() -> None:
+    policy = {"rules": [{"action": "FailJob", "onExitCodes": {"containerName": "c", "operator": "In",
+                                                              "values": [42]}}]}
+    async with batch_cluster("job") as (_, client, clock):
+        await client.create("jobs", job_body("policy", completions=4, parallelism=2, backoffLimit=6,
+                                             podFailurePolicy=policy), NS)
+        first, second = await wait_pods(client, "policy", 2)
+        await run_pod(client, second, clock)
+        await finish_pod(client, first, clock, exit_code=42)
+        job = await wait_job(client, "policy", has_condition("Failed"), "Failed")
+        failed = condition_of(job, "Failed")
+        assert failed["reason"] == "PodFailurePolicy"
+        assert failed["message"] == (f"Container c for pod {NS}/{first['metadata']['name']} failed with exit code "
+                                     "42 matching FailJob rule at index 0")
+        assert job["status"]["failed"] == 2  # the failed pod and the running one, deleted
+
+
+async def test_should_allow_to_use_the_pod_failure_policy_to_not_count_the_failure_towards_the_backoff_limit(
+) -> None:
+    policy = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+    disrupted = [{"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}]
+    async with batch_cluster("job") as (_, client, clock):
+        await client.create("jobs", job_body("ignore", backoffLimit=0, podFailurePolicy=policy), NS)
+        (pod,) = await wait_pods(client, "ignore", 1)
+        await finish_pod(client, pod, clock, exit_code=137, conditions=disrupted)
+        await wait_job(client, "ignore", lambda j: not j["status"].get("active"), "the pod no longer active")
+        clock.step(1)  # ignored failures still delay the replacement (kube's backoff counts every failed pod)
+        (replacement,) = await wait_pods(client, "ignore", 1)
+        assert replacement["metadata"]["name"] != pod["metadata"]["name"]
+        job = await client.get("jobs", "ignore", NS)
+        assert "failed" not in job["status"] and not has_condition("Failed")(job)
+        await finish_pod(client, replacement, clock)
+        await wait_job(client, "ignore", COMPLETE, "Complete")
+
+
+async def test_should_fail_to_exceed_backoff_limit_with_exponential_backoff() -> None:
+    async with batch_cluster("job") as (_, client, clock):
+        await client.create("jobs", job_body("backoff", backoffLimit=2), NS)
+        (pod,) = await wait_pods(client, "backoff", 1)
+        await finish_pod(client, pod, clock, exit_code=1)
+        await wait_job(client, "backoff", lambda j: j["status"].get("failed") == 1, "one failure counted")
+        assert await job_pods(client, "backoff", active_only=True) == []  # held back for 1 s (kube: 10 s)
+        clock.step(1)
+        (pod,) = await wait_pods(client, "backoff", 1)
+        await finish_pod(client, pod, clock, exit_code=1)
+        await wait_job(client, "backoff", lambda j: j["status"].get("failed") == 2, "two failures counted")
+        clock.step(1)
+        assert await job_pods(client, "backoff", active_only=True) == []  # the second delay is 2 s
+        clock.step(1)
+        (pod,) = await wait_pods(client, "backoff", 1)
+        await finish_pod(client, pod, clock, exit_code=1)
+        job = await wait_job(client, "backoff", has_condition("Failed"), "Failed")
+        failed = condition_of(job, "Failed")
+        assert (failed["reason"], failed["message"]) == ("BackoffLimitExceeded",
+                                                         "Job has reached the specified backoff limit")
+        assert job["status"]["failed"] == 3
+        await wait_event(client, "backoff", "BackoffLimitExceeded")
+
+
+async def test_deleting_a_job_releases_its_pods_finalizers() -> None:
+    async with batch_cluster("job") as (_, client, clock):
+        await client.create("jobs", job_body("gone"), NS)
+        (pod,) = await wait_pods(client, "gone", 1)
+        await run_pod(client, pod, clock)
+        await client.delete("jobs", "gone", NS, propagation_policy="Orphan")
+
+        async def released() -> bool:
+            current = await client.get("pods", pod["metadata"]["name"], NS)
+            return not current["metadata"].get("finalizers")
+
+        await eventually(released, "the orphaned pod's tracking finalizer removed")

@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kinformer.controller.predicates import Funcs
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import NotFound
 
@@ -418,7 +419,7 @@ class JobController:
         meta = pod["metadata"]
         try:
             if not keep_finalizers and has_tracking_finalizer(pod):
-                await self._remove_finalizer(pod)
+                await self.remove_finalizer(pod)
             await self.client.delete("pods", meta["name"], meta["namespace"])
         except NotFound:
             return
@@ -427,7 +428,8 @@ class JobController:
             raise
         self.recorder.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
 
-    async def _remove_finalizer(self, pod: Pod) -> None:
+    async def remove_finalizer(self, pod: Pod) -> None:
+        """Remove the tracking finalizer from ``pod`` (gone already is fine)."""
         meta = pod["metadata"]
         try:
             await self.client.patch("pods", meta["name"], _REMOVE_FINALIZER, "strategic", meta["namespace"])
@@ -437,7 +439,7 @@ class JobController:
     async def _remove_finalizers(self, pods: Sequence[Pod]) -> None:
         """Remove the tracking finalizer from each of ``pods`` that has it (all attempted; the first error
         is raised after)."""
-        results = await asyncio.gather(*(self._remove_finalizer(p) for p in pods if has_tracking_finalizer(p)),
+        results = await asyncio.gather(*(self.remove_finalizer(p) for p in pods if has_tracking_finalizer(p)),
                                        return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
@@ -563,8 +565,9 @@ class JobController:
                 body["status"].pop(name, None)  # omitempty, as kube serializes int32 counters
         uncounted = body["status"].get("uncountedTerminatedPods") or {}
         body["status"]["uncountedTerminatedPods"] = {k: v for k, v in uncounted.items() if v}
-        if not body["status"].get("completedIndexes"):
-            body["status"].pop("completedIndexes", None)
+        for name in ("completedIndexes", "conditions"):
+            if not body["status"].get(name):
+                body["status"].pop(name, None)
         sync.job = as_dict(await self.client.replace_status("jobs", body))
 
 
@@ -593,7 +596,47 @@ def _add_index_env(spec: dict[str, Any]) -> None:
                 variables.append(dict(env))
 
 
+class OrphanPodReleaser:
+    """kube's orphan pod queue: a pod still holding the tracking finalizer whose controlling Job is gone,
+    finished, or was replaced by another of the same name (or which lost its controller reference, e.g. an
+    orphaning delete of its Job) loses the finalizer, so it can be deleted."""
+
+    def __init__(self, ctx: ControllerContext, jobs: JobController) -> None:
+        self.client = ctx.manager.client
+        self.jobs = jobs
+
+    async def reconcile(self, request: Request) -> None:
+        try:
+            pod = await self.client.get("pods", request.name, request.namespace)
+        except NotFound:
+            return
+        if has_tracking_finalizer(pod) and await self._orphaned(pod):
+            await self.jobs.remove_finalizer(pod)
+
+    async def _orphaned(self, pod: Pod) -> bool:
+        refs = [r for r in pod["metadata"].get("ownerReferences") or () if r.get("controller")]
+        if not refs:
+            return True
+        ref = refs[0]
+        if ref.get("kind") != "Job" or ref.get("apiVersion") != "batch/v1":
+            return False  # another controller's pod: not ours to release
+        try:
+            job = await self.client.get("jobs", ref.get("name", ""), pod["metadata"]["namespace"])
+        except NotFound:
+            return True
+        if job["metadata"].get("uid") != ref.get("uid"):
+            return True
+        return is_finished(job) and (job.get("spec") or {}).get("managedBy") in (None, JOB_CONTROLLER)
+
+
+def _tracked(pod: Mapping[str, Any]) -> bool:
+    return has_tracking_finalizer(pod)
+
+
 def setup(ctx: ControllerContext) -> None:
-    """Register the Job controller: Jobs, and the pods they control."""
+    """Register the Job controller (Jobs, and the pods they control) and the orphan pod releaser."""
     controller = JobController(ctx)
     ctx.manager.controller(controller, "job").for_("jobs").owns("pods").workers(ctx.options.workers)
+    releaser = OrphanPodReleaser(ctx, controller)
+    tracked = Funcs(create=_tracked, update=lambda _old, new: _tracked(new), delete=lambda _pod: False)
+    ctx.manager.controller(releaser, "job-orphan-pod").for_("pods", tracked).workers(ctx.options.workers)
