@@ -129,3 +129,17 @@ async def wait_event(client: Client, name: str, reason: str) -> list[tuple[str, 
         return found or None
 
     return await eventually(probe, f"a {reason} event about {name}")
+
+
+async def settle(server: APIServer, controller: str) -> None:
+    """Wait until ``controller`` is idle with a requeue pending on the clock: stepping the fake clock right
+    after this (with no await between) moves time past a deadline the controller has already registered,
+    never under a reconcile that is still computing one."""
+    assert server.cluster is not None
+    ctrl = next(c for c in server.cluster.manager.controllers if c.name == controller)
+
+    async def idle() -> bool:
+        queue = ctrl.queue
+        return queue.waiting_count >= 1 and len(queue) == 0 and ctrl.stats.active == 0
+
+    await eventually(idle, f"the {controller} controller idle with a requeue pending")

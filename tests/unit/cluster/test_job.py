@@ -17,6 +17,7 @@ from unit.cluster._hjobs_helpers import (
     job_body,
     job_pods,
     run_pod,
+    settle,
     wait_event,
     wait_job,
     wait_pods,
@@ -78,11 +79,15 @@ async def test_job_pods_are_controlled_tracked_and_labelled_as_kube_makes_them()
 
 
 async def test_should_fail_when_exceeds_active_deadline() -> None:
-    async with batch_cluster("job") as (_, client, clock):
+    async with batch_cluster("job") as (server, client, clock):
         await client.create("jobs", job_body("deadline", parallelism=2, completions=4, activeDeadlineSeconds=10), NS)
         await wait_pods(client, "deadline", 2)
-        clock.step(9)
         await wait_job(client, "deadline", lambda j: j["status"].get("active") == 2, "2 active")
+        await settle(server, "job")
+        clock.step(9)
+        await settle(server, "job")
+        job = await client.get("jobs", "deadline", NS)
+        assert not has_condition("FailureTarget")(job) and job["status"]["active"] == 2
         clock.step(1)
         job = await wait_job(client, "deadline", has_condition("Failed"), "Failed")
         failed = condition_of(job, "Failed")
@@ -150,7 +155,7 @@ async def test_indexed_job_should_run_to_completion() -> None:
 
 
 async def test_indexed_job_replaces_a_failed_index_with_the_same_index() -> None:
-    async with batch_cluster("job") as (_, client, clock):
+    async with batch_cluster("job") as (server, client, clock):
         await client.create("jobs", job_body("retry-index", completions=2, parallelism=2,
                                              completionMode="Indexed"), NS)
         pods = await wait_pods(client, "retry-index", 2)
@@ -159,6 +164,7 @@ async def test_indexed_job_replaces_a_failed_index_with_the_same_index() -> None
         await finish_pod(client, by_index["1"], clock, exit_code=1)
         await wait_job(client, "retry-index", lambda j: j["status"].get("completedIndexes") == "0"
                        and j["status"].get("failed") == 1, "index 0 done, one failure")
+        await settle(server, "job")
         clock.step(1)  # the first backoff
         (again,) = await wait_pods(client, "retry-index", 1)
         assert again["metadata"]["annotations"][INDEX] == "1"
@@ -185,11 +191,12 @@ async def test_should_allow_to_use_the_pod_failure_policy_to_not_count_the_failu
 ) -> None:
     policy = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
     disrupted = [{"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}]
-    async with batch_cluster("job") as (_, client, clock):
+    async with batch_cluster("job") as (server, client, clock):
         await client.create("jobs", job_body("ignore", backoffLimit=0, podFailurePolicy=policy), NS)
         (pod,) = await wait_pods(client, "ignore", 1)
         await finish_pod(client, pod, clock, exit_code=137, conditions=disrupted)
         await wait_job(client, "ignore", lambda j: not j["status"].get("active"), "the pod no longer active")
+        await settle(server, "job")
         clock.step(1)  # ignored failures still delay the replacement (kube's backoff counts every failed pod)
         (replacement,) = await wait_pods(client, "ignore", 1)
         assert replacement["metadata"]["name"] != pod["metadata"]["name"]
@@ -200,17 +207,20 @@ async def test_should_allow_to_use_the_pod_failure_policy_to_not_count_the_failu
 
 
 async def test_should_fail_to_exceed_backoff_limit_with_exponential_backoff() -> None:
-    async with batch_cluster("job") as (_, client, clock):
+    async with batch_cluster("job") as (server, client, clock):
         await client.create("jobs", job_body("backoff", backoffLimit=2), NS)
         (pod,) = await wait_pods(client, "backoff", 1)
         await finish_pod(client, pod, clock, exit_code=1)
         await wait_job(client, "backoff", lambda j: j["status"].get("failed") == 1, "one failure counted")
+        await settle(server, "job")
         assert await job_pods(client, "backoff", active_only=True) == []  # held back for 1 s (kube: 10 s)
         clock.step(1)
         (pod,) = await wait_pods(client, "backoff", 1)
         await finish_pod(client, pod, clock, exit_code=1)
         await wait_job(client, "backoff", lambda j: j["status"].get("failed") == 2, "two failures counted")
+        await settle(server, "job")
         clock.step(1)
+        await settle(server, "job")
         assert await job_pods(client, "backoff", active_only=True) == []  # the second delay is 2 s
         clock.step(1)
         (pod,) = await wait_pods(client, "backoff", 1)
