@@ -1,0 +1,53 @@
+"""Issue 24's "Done when" for jobs, through kubectl: ``kubectl create job`` then ``kubectl wait
+--for=condition=complete`` on a server running the job controller. Until simulated kubelets run pods, the
+test plays the kubelet (the pod exits 0)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kinformer.client import Client
+from kinformer.clock import REAL_CLOCK
+from kinformer.server import APIServer
+from kinformer.server.cli import write_kubeconfig
+from unit.cluster._hjobs_helpers import NS, finish_pod, wait_pods
+
+pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+
+
+async def _kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    proc = await asyncio.create_subprocess_exec("kubectl", "--kubeconfig", str(kubeconfig), "--request-timeout=20s",
+                                                *args, env=env, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    async with asyncio.timeout(60):
+        out, err = await proc.communicate()
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def test_kubectl_create_job_then_wait_for_condition_complete(tmp_path: Path) -> None:
+    async with APIServer(compaction_interval=0, controllers=["job"]) as server:
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url, None, None)
+        code, out, err = await _kubectl(kubeconfig, "create", "job", "x", "--image=busybox")
+        assert code == 0, err
+        assert out.strip() == "job.batch/x created"
+        waiting = asyncio.create_task(_kubectl(kubeconfig, "wait", "--for=condition=complete", "job/x",
+                                               "--timeout=50s"))
+        async with Client(server.url) as client:
+            (pod,) = await wait_pods(client, "x", 1)
+            await finish_pod(client, pod, REAL_CLOCK)  # the kubelet's part: busybox exited 0
+        code, out, err = await waiting
+        assert code == 0, err
+        assert out.strip() == "job.batch/x condition met"
+        code, out, err = await _kubectl(kubeconfig, "get", "job", "x", "-o",
+                                        "jsonpath={.status.succeeded} {.status.conditions[*].type}")
+        assert (code, out) == (0, "1 SuccessCriteriaMet Complete"), err
+        code, out, err = await _kubectl(kubeconfig, "get", "events", "-n", NS, "-o",
+                                        "jsonpath={range .items[*]}{.reason}{'\\n'}{end}")
+        assert code == 0, err
+        assert {"SuccessfulCreate", "Completed"} <= set(out.split())
