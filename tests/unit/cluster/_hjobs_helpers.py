@@ -119,7 +119,7 @@ async def finish_pod(client: Client, pod: Mapping[str, Any], clock: FakeClock, e
 async def events_of(client: Client, name: str) -> list[tuple[str, str, str]]:
     """(type, reason, note) of the events.k8s.io Events about object ``name``."""
     events = (await client.list("events.events.k8s.io", NS)).items
-    return [(e.get("type"), e.get("reason"), e.get("note", "")) for e in events
+    return [(str(e.get("type")), str(e.get("reason")), str(e.get("note", ""))) for e in events
             if (e.get("regarding") or {}).get("name") == name]
 
 

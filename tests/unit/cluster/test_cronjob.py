@@ -12,7 +12,7 @@ from kinformer.clock import FakeClock
 from kinformer.cluster.controllers.batch import format_time
 from kinformer.cluster.controllers.cronjob import NEXT_SCHEDULE_DELTA
 from kinformer.server import APIServer
-from unit.cluster._hjobs_helpers import NS, batch_cluster, eventually, events_of, settle, wait_event
+from unit.cluster._hjobs_helpers import NS, batch_cluster, events_of, eventually, settle, wait_event
 
 START = 1_800_000_000.0  # 2027-01-15T08:00:00Z, on a minute
 
@@ -159,7 +159,7 @@ async def test_should_delete_failed_finished_jobs_with_limit_of_one_job() -> Non
 async def _history_limit(kind: str, **limits: int) -> None:
     name = "history"
     async with batch_cluster("cronjob") as (server, client, clock):
-        await client.create("cronjobs", cronjob_body(name, **limits), NS)
+        await client.create("cronjobs", cronjob_body(name, "*/1 * * * ?", **limits), NS)
         for count in (1, 2):
             await minute(server, clock)
             jobs = await wait_jobs(client, name, count)

@@ -324,7 +324,7 @@ class CronJobController:
             await self.client.delete("jobs", meta["name"], meta["namespace"], propagation_policy="Background")
         except NotFound:
             pass
-        except Exception as err:  # noqa: BLE001 - reported as kube does; the caller decides
+        except Exception as err:
             self.recorder.event(cj, "Warning", "FailedDelete", f"Deleted job: {err}")
             return False
         self._forget(cj, meta["uid"])

@@ -399,7 +399,7 @@ class JobController:
     async def _create_pod(self, job: Mapping[str, Any], index: int | None) -> Pod | None:
         try:
             pod = await self.client.create("pods", self._pod_body(job, index), job["metadata"]["namespace"])
-        except Exception as err:  # noqa: BLE001 - reported as kube does, and the sync retried
+        except Exception as err:
             self.recorder.event(job, "Warning", "FailedCreate", f"Error creating: {err}")
             raise
         self.recorder.event(job, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
