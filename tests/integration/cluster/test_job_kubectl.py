@@ -5,12 +5,12 @@ test plays the kubelet (the pod exits 0)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
+from integration.test_security import _kubectl
 from kinformer.client import Client
 from kinformer.clock import REAL_CLOCK
 from kinformer.server import APIServer
@@ -18,16 +18,6 @@ from kinformer.server.cli import write_kubeconfig
 from unit.cluster._hjobs_helpers import NS, finish_pod, wait_pods
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
-
-
-async def _kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    proc = await asyncio.create_subprocess_exec("kubectl", "--kubeconfig", str(kubeconfig), "--request-timeout=20s",
-                                                *args, env=env, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE)
-    async with asyncio.timeout(60):
-        out, err = await proc.communicate()
-    return proc.returncode or 0, out.decode(), err.decode()
 
 
 async def test_kubectl_create_job_then_wait_for_condition_complete(tmp_path: Path) -> None:

@@ -110,13 +110,20 @@ async def test_jobs_are_named_annotated_and_owned_as_kube_makes_them() -> None:
                                                                               meta["uid"])
 
 
+async def _first_job_then_next_minute(server: APIServer, client: Client, clock: FakeClock, name: str,
+                                      policy: str) -> Any:
+    """A CronJob of ``policy`` ran its first Job, still active; the next minute has come. That Job."""
+    await client.create("cronjobs", cronjob_body(name, concurrencyPolicy=policy), NS)
+    await minute(server, clock)
+    (first,) = await wait_jobs(client, name, 1)
+    await wait_cronjob(client, name, lambda s: s.get("active"), "the job active")
+    await minute(server, clock)
+    return first
+
+
 async def test_should_not_schedule_new_jobs_when_forbid_concurrent() -> None:
     async with batch_cluster("cronjob") as (server, client, clock):
-        await client.create("cronjobs", cronjob_body("forbid", concurrencyPolicy="Forbid"), NS)
-        await minute(server, clock)
-        (first,) = await wait_jobs(client, "forbid", 1)
-        await wait_cronjob(client, "forbid", lambda s: s.get("active"), "the job active")
-        await minute(server, clock)
+        first = await _first_job_then_next_minute(server, client, clock, "forbid", "Forbid")
         await wait_event(client, "forbid", "JobAlreadyActive")
         assert [j["metadata"]["name"] for j in await jobs_of(client, "forbid")] == [first["metadata"]["name"]]
         await finish_job(client, first, clock)
@@ -130,11 +137,7 @@ async def test_should_not_schedule_new_jobs_when_forbid_concurrent() -> None:
 
 async def test_should_replace_jobs_when_replace_concurrent() -> None:
     async with batch_cluster("cronjob") as (server, client, clock):
-        await client.create("cronjobs", cronjob_body("replace", concurrencyPolicy="Replace"), NS)
-        await minute(server, clock)
-        (first,) = await wait_jobs(client, "replace", 1)
-        await wait_cronjob(client, "replace", lambda s: s.get("active"), "the job active")
-        await minute(server, clock)
+        first = await _first_job_then_next_minute(server, client, clock, "replace", "Replace")
 
         async def replaced() -> list[Any] | None:
             jobs = [j for j in await jobs_of(client, "replace") if not j["metadata"].get("deletionTimestamp")]

@@ -46,27 +46,20 @@ class TTLAfterFinishedController:
         self.clock = ctx.clock
 
     async def reconcile(self, request: Request) -> Result | None:
-        try:
-            job = await self.client.get("jobs", request.name, request.namespace)
-        except NotFound:
-            return None
-        left = time_left(job, self.clock.wall())
-        if left is None:
-            return None
-        if left > 0:
-            return Result(requeue_after=left)
-        try:  # the TTL may have changed since the cache saw it
-            fresh = await self.api.get("jobs", request.name, request.namespace)
-        except NotFound:
-            return None
-        left = time_left(fresh, self.clock.wall())
-        if left is None:
-            return None
-        if left > 0:
-            return Result(requeue_after=left)
+        # first the cache; a Job that is due is read again from the API (its TTL may have changed since)
+        for read in (self.client.get, self.api.get):
+            try:
+                job = await read("jobs", request.name, request.namespace)
+            except NotFound:
+                return None
+            left = time_left(job, self.clock.wall())
+            if left is None:
+                return None
+            if left > 0:
+                return Result(requeue_after=left)
         try:
             await self.client.delete("jobs", request.name, request.namespace, propagation_policy="Foreground",
-                                     preconditions={"uid": fresh["metadata"]["uid"]})
+                                     preconditions={"uid": job["metadata"]["uid"]})
         except (NotFound, Conflict):
             pass  # gone, or a new Job of that name: not ours to delete
         return None
