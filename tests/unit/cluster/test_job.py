@@ -245,3 +245,56 @@ async def test_deleting_a_job_releases_its_pods_finalizers() -> None:
             return not current["metadata"].get("finalizers")
 
         await eventually(released, "the orphaned pod's tracking finalizer removed")
+
+
+async def test_should_scale_a_job_up_and_down() -> None:
+    async with batch_cluster("job") as (_, client, clock):
+        await client.create("jobs", job_body("scale", parallelism=1, completions=5), NS)
+        await wait_pods(client, "scale", 1)
+        await client.patch("jobs", "scale", {"spec": {"parallelism": 3}}, namespace=NS)
+        pods = await wait_pods(client, "scale", 3)
+        await run_pod(client, pods[0], clock)  # ready pods go last
+        await client.patch("jobs", "scale", {"spec": {"parallelism": 1}}, namespace=NS)
+        (kept,) = await wait_pods(client, "scale", 1)
+        assert kept["metadata"]["name"] == pods[0]["metadata"]["name"]
+        job = await wait_job(client, "scale", lambda j: j["status"].get("active") == 1, "1 active")
+        assert "failed" not in job["status"]
+
+
+async def test_should_fail_when_container_restarts_reach_the_backoff_limit_with_restart_policy_on_failure() -> None:
+    async with batch_cluster("job") as (_, client, clock):
+        await client.create("jobs", job_body("restarts", backoffLimit=2, restart_policy="OnFailure"), NS)
+        (pod,) = await wait_pods(client, "restarts", 1)
+        running = await run_pod(client, pod, clock)
+        status = running["status"]
+        status["containerStatuses"][0]["restartCount"] = 2
+        await client.patch_status("pods", pod["metadata"]["name"], {"status": status}, namespace=NS)
+        job = await wait_job(client, "restarts", has_condition("Failed"), "Failed")
+        assert condition_of(job, "Failed")["reason"] == "BackoffLimitExceeded"
+        assert job["status"]["failed"] == 1  # the running pod, deleted when the Job failed
+
+
+async def test_job_without_completions_completes_once_a_pod_succeeded_and_the_others_finished() -> None:
+    async with batch_cluster("job") as (_, client, clock):
+        body = job_body("queue", parallelism=2)
+        await client.create("jobs", body, NS)
+        job = await client.get("jobs", "queue", NS)
+        assert "completions" not in job["spec"]  # a work queue: parallelism given, completions not defaulted
+        first, second = await wait_pods(client, "queue", 2)
+        await finish_pod(client, first, clock)
+        job = await wait_job(client, "queue", lambda j: j["status"].get("succeeded") == 1, "one success")
+        assert not has_condition("Complete")(job)  # the other pod still runs
+        assert len(await job_pods(client, "queue", active_only=True)) == 1  # and is not replaced
+        await finish_pod(client, second, clock, exit_code=1)
+        job = await wait_job(client, "queue", COMPLETE, "Complete")
+        assert (job["status"]["succeeded"], job["status"]["failed"]) == (1, 1)
+
+
+async def test_events_are_about_the_job() -> None:
+    async with batch_cluster("job") as (_, client, _clock):
+        job = await client.create("jobs", job_body("regarding"), NS)
+        await wait_pods(client, "regarding", 1)
+        await wait_event(client, "regarding", "SuccessfulCreate")
+        (event,) = [e for e in (await client.list("events.events.k8s.io", NS)).items if e["reason"] == "SuccessfulCreate"]
+        assert event["regarding"]["kind"] == "Job" and event["regarding"]["uid"] == job["metadata"]["uid"]
+        assert event["reportingController"] == "job-controller"

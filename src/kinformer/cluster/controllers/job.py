@@ -125,6 +125,8 @@ class _Sync:
     finished: dict[str, Any] | None = None
     backoff: BackoffRecord = field(default_factory=BackoffRecord)
     requeue_after: list[float] = field(default_factory=list)
+    #: the first pod creation that failed (the sync still writes the status, then fails)
+    error: BaseException | None = None
 
     @property
     def status(self) -> dict[str, Any]:
@@ -184,7 +186,8 @@ class JobController:
             return None
         sync = _Sync(as_dict(cached), self._pods_of(uid), self.clock.wall())
         await self._sync(sync)
-        self.backoff.update(sync.key, sync.backoff)
+        if sync.error is not None:
+            raise sync.error  # after the status was written, as kube returns manageJob's error last
         return Result(requeue_after=min(sync.requeue_after)) if sync.requeue_after else None
 
     async def _sync(self, sync: _Sync) -> None:
@@ -217,7 +220,7 @@ class JobController:
         sync.ready = sum(1 for p in sync.active if is_ready(p))
         sync.terminating = sum(1 for p in sync.pods if is_terminating(p))
         done_succeeded, done_failed = set(sync.uncounted("succeeded")), set(sync.uncounted("failed"))
-        tracked = [p for p in sync.pods if has_tracking_finalizer(p)]
+        tracked = [p for p in sync.pods if has_tracking_finalizer(p) and self._has_valid_index(job, p)]
         new_succeeded = [p for p in tracked if phase(p) == "Succeeded" and p["metadata"]["uid"] not in done_succeeded]
         new_failed = [p for p in tracked if is_failed(p, job) and p["metadata"]["uid"] not in done_failed]
         policy = (job.get("spec") or {}).get("podFailurePolicy")
@@ -234,6 +237,14 @@ class JobController:
             sync.succeeded = len(sync.succeeded_indexes)
         sync.backoff = self.backoff.next_record(sync.key, [finish_time(p, sync.now) for p in new_succeeded],
                                                 [finish_time(p, sync.now) for p in new_failed])
+
+    @staticmethod
+    def _has_valid_index(job: Mapping[str, Any], pod: Pod) -> bool:
+        """A NonIndexed Job's pod, or an Indexed Job's pod with an index below completions."""
+        if not _indexed(job):
+            return True
+        index = completion_index(pod)
+        return index is not None and index < (_spec_int(job, "completions") or 0)
 
     # -- finishing --------------------------------------------------------------------------------
 
@@ -343,7 +354,8 @@ class JobController:
         indexes: list[int | None] = [None] * missing
         if _indexed(job):
             indexes = list(self._pending_indexes(sync, missing))
-        sync.active += await self._create_pods(job, indexes)
+        created, sync.error = await self._create_pods(job, indexes)
+        sync.active += created
 
     async def _remove_active(self, sync: _Sync, pods: list[Pod], *, keep_finalizers: bool) -> None:
         """Delete active ``pods``; they leave ``active`` (and ``ready``) and join ``terminating``."""
@@ -383,22 +395,25 @@ class JobController:
             _add_index_env(spec)
         return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
 
-    async def _create_pods(self, job: Mapping[str, Any], indexes: Sequence[int | None]) -> list[Pod]:
-        """Create one pod per entry of ``indexes`` in slow-start batches (1, 2, 4, ...); stop at a failure."""
+    async def _create_pods(self, job: Mapping[str, Any],
+                           indexes: Sequence[int | None]) -> tuple[list[Pod], BaseException | None]:
+        """Create one pod per entry of ``indexes`` in slow-start batches (1, 2, 4, ...); after a batch with a
+        failure the rest is skipped. The pods created, and the first error."""
         created: list[Pod] = []
         start, batch = 0, 1
         while start < len(indexes):
             chunk = indexes[start:start + batch]
-            results = await asyncio.gather(*(self._create_pod(job, i) for i in chunk))
-            created += [pod for pod in results if pod is not None]
-            if None in results:
-                break
+            results = await asyncio.gather(*(self._create_pod(job, i) for i in chunk), return_exceptions=True)
+            created += [r for r in results if not isinstance(r, BaseException)]
+            errors = [r for r in results if isinstance(r, BaseException)]
+            if errors:
+                return created, errors[0]
             start, batch = start + len(chunk), batch * 2
-        return created
+        return created, None
 
-    async def _create_pod(self, job: Mapping[str, Any], index: int | None) -> Pod | None:
+    async def _create_pod(self, job: Mapping[str, Any], index: int | None) -> Pod:
         try:
-            pod = await self.client.create("pods", self._pod_body(job, index), job["metadata"]["namespace"])
+            pod: Pod = await self.client.create("pods", self._pod_body(job, index), job["metadata"]["namespace"])
         except Exception as err:
             self.recorder.event(job, "Warning", "FailedCreate", f"Error creating: {err}")
             raise
@@ -453,27 +468,22 @@ class JobController:
         with_finalizer = {p["metadata"]["uid"] for p in sync.pods if has_tracking_finalizer(p)}
         needs_flush |= _count_uncounted(sync.status, with_finalizer)
         to_release, new_indexes = [], []
-        policy = (sync.job.get("spec") or {}).get("podFailurePolicy")
         for pod in sync.pods:
-            if not has_tracking_finalizer(pod):
-                continue
-            uid, failed = pod["metadata"]["uid"], is_failed(pod, sync.job)
-            if not self._can_release(sync, pod, failed):
+            failed = is_failed(pod, sync.job)
+            if not has_tracking_finalizer(pod) or not self._can_release(sync, pod, failed):
                 continue
             to_release.append(pod)
-            if phase(pod) == "Succeeded" and uid not in sync.uncounted("failed"):
+            if phase(pod) == "Succeeded" and pod["metadata"]["uid"] not in sync.uncounted("failed"):
                 if _indexed(sync.job):
-                    index = completion_index(pod)
-                    if index is not None and index < (_spec_int(sync.job, "completions") or 0):
-                        new_indexes.append(index)
-                elif uid not in sync.uncounted("succeeded"):
-                    sync.uncounted("succeeded").append(uid)
-                    needs_flush = True
+                    if self._has_valid_index(sync.job, pod):
+                        new_indexes.append(completion_index(pod) or 0)
+                else:
+                    needs_flush |= _add_uncounted(sync.uncounted("succeeded"), pod)
             elif failed or (sync.finished is not None and sync.finished["type"] != "SuccessCriteriaMet"):
-                if uid not in sync.uncounted("failed") and self._countable(sync, pod) \
-                        and match_failure_policy(policy, pod).counts:
-                    sync.uncounted("failed").append(uid)
-                    needs_flush = True
+                # once the Job is finishing, every pod not succeeded counts as failed
+                policy = (sync.job.get("spec") or {}).get("podFailurePolicy")
+                if self._has_valid_index(sync.job, pod) and match_failure_policy(policy, pod).counts:
+                    needs_flush |= _add_uncounted(sync.uncounted("failed"), pod)
         if _indexed(sync.job):
             needs_flush |= self._record_indexes(sync, new_indexes)
         needs_flush |= self._add_interim_condition(sync)
@@ -486,15 +496,9 @@ class JobController:
 
     @staticmethod
     def _can_release(sync: _Sync, pod: Pod, failed: bool) -> bool:
+        """A pod's finalizer goes once it succeeded or failed, or when the whole Job finishes or is deleted."""
         return bool(sync.job["metadata"].get("deletionTimestamp") or sync.finished is not None
                     or phase(pod) == "Succeeded" or failed)
-
-    @staticmethod
-    def _countable(sync: _Sync, pod: Pod) -> bool:
-        if not _indexed(sync.job):
-            return True
-        index = completion_index(pod)
-        return index is not None and index < (_spec_int(sync.job, "completions") or 0)
 
     @staticmethod
     def _record_indexes(sync: _Sync, new_indexes: list[int]) -> bool:
@@ -529,6 +533,7 @@ class JobController:
         """Write the uncounted pods, remove their finalizers, and count those released."""
         if needs_flush:
             await self._write_status(sync)
+            self.backoff.update(sync.key, sync.backoff)
             needs_flush = False
         if to_release:
             await self._remove_finalizers(to_release)
@@ -569,6 +574,15 @@ class JobController:
             if not body["status"].get(name):
                 body["status"].pop(name, None)
         sync.job = as_dict(await self.client.replace_status("jobs", body))
+
+
+def _add_uncounted(uids: list[str], pod: Pod) -> bool:
+    """Add the pod's uid to an uncounted list unless it is there; whether it was added."""
+    uid = pod["metadata"]["uid"]
+    if uid in uids:
+        return False
+    uids.append(uid)
+    return True
 
 
 def _count_uncounted(status: dict[str, Any], with_finalizer: set[str]) -> bool:
