@@ -295,6 +295,7 @@ async def test_events_are_about_the_job() -> None:
         job = await client.create("jobs", job_body("regarding"), NS)
         await wait_pods(client, "regarding", 1)
         await wait_event(client, "regarding", "SuccessfulCreate")
-        (event,) = [e for e in (await client.list("events.events.k8s.io", NS)).items if e["reason"] == "SuccessfulCreate"]
+        events = (await client.list("events.events.k8s.io", NS)).items
+        (event,) = [e for e in events if e["reason"] == "SuccessfulCreate"]
         assert event["regarding"]["kind"] == "Job" and event["regarding"]["uid"] == job["metadata"]["uid"]
         assert event["reportingController"] == "job-controller"
