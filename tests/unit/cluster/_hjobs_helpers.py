@@ -13,6 +13,7 @@ from kinformer.client import Client
 from kinformer.clock import FakeClock
 from kinformer.cluster import ClusterOptions
 from kinformer.cluster.controllers.batch import format_time
+from kinformer.controller import Controller
 from kinformer.server import APIServer
 
 T = TypeVar("T")
@@ -135,11 +136,14 @@ async def settle(server: APIServer, controller: str) -> None:
     """Wait until ``controller`` is idle with a requeue pending on the clock: stepping the fake clock right
     after this (with no await between) moves time past a deadline the controller has already registered,
     never under a reconcile that is still computing one."""
-    assert server.cluster is not None
-    ctrl = next(c for c in server.cluster.manager.controllers if c.name == controller)
-
     async def idle() -> bool:
-        queue = ctrl.queue
-        return queue.waiting_count >= 1 and len(queue) == 0 and ctrl.stats.active == 0
+        ctrl = controller_named(server, controller)
+        return ctrl is not None and ctrl.queue.waiting_count >= 1 and len(ctrl.queue) == 0 and ctrl.stats.active == 0
 
     await eventually(idle, f"the {controller} controller idle with a requeue pending")
+
+
+def controller_named(server: APIServer, name: str) -> Controller | None:
+    """The cluster's running controller ``name`` (None until the Manager has built it)."""
+    assert server.cluster is not None
+    return next((c for c in server.cluster.manager.controllers if c.name == name), None)

@@ -12,7 +12,15 @@ from kinformer.clock import FakeClock
 from kinformer.cluster.controllers.batch import format_time
 from kinformer.cluster.controllers.cronjob import NEXT_SCHEDULE_DELTA
 from kinformer.server import APIServer
-from unit.cluster._hjobs_helpers import NS, batch_cluster, events_of, eventually, settle, wait_event
+from unit.cluster._hjobs_helpers import (
+    NS,
+    batch_cluster,
+    controller_named,
+    events_of,
+    eventually,
+    settle,
+    wait_event,
+)
 
 START = 1_800_000_000.0  # 2027-01-15T08:00:00Z, on a minute
 
@@ -198,9 +206,8 @@ async def test_should_not_schedule_jobs_when_suspended() -> None:
 
 
 async def _synced_suspended(server: APIServer) -> bool:
-    assert server.cluster is not None
-    ctrl = next(c for c in server.cluster.manager.controllers if c.name == "cronjob")
-    return ctrl.stats.successes >= 2 and ctrl.stats.active == 0 and len(ctrl.queue) == 0
+    ctrl = controller_named(server, "cronjob")
+    return ctrl is not None and ctrl.stats.successes >= 2 and ctrl.stats.active == 0 and len(ctrl.queue) == 0
 
 
 async def test_too_many_missed_start_times_warn_and_run_the_latest_only() -> None:

@@ -9,6 +9,7 @@ from kinformer.errors import NotFound
 from unit.cluster._hjobs_helpers import (
     NS,
     batch_cluster,
+    controller_named,
     eventually,
     finish_pod,
     has_condition,
@@ -47,14 +48,13 @@ async def test_unfinished_job_is_never_deleted() -> None:
         await client.create("jobs", job_body("running", ttlSecondsAfterFinished=0), NS)
         await wait_pods(client, "running", 1)
         await wait_job(client, "running", lambda j: j["status"].get("active") == 1, "1 active")
-        assert server.cluster is not None
-        ttl = next(c for c in server.cluster.manager.controllers if c.name == "ttl-after-finished")
-
         async def looked_at_twice() -> bool:  # the job's creation and its status update
-            return ttl.stats.successes >= 2 and ttl.stats.active == 0 and len(ttl.queue) == 0
+            ttl = controller_named(server, "ttl-after-finished")
+            return ttl is not None and ttl.stats.successes >= 2 and ttl.stats.active == 0 and len(ttl.queue) == 0
 
         await eventually(looked_at_twice, "the TTL controller saw the running job")
-        assert ttl.queue.waiting_count == 0  # nothing scheduled: it waits for the job to finish
+        ttl = controller_named(server, "ttl-after-finished")
+        assert ttl is not None and ttl.queue.waiting_count == 0  # nothing scheduled: it waits for the job to finish
         clock.step(3600)
         assert not await _gone(client, "running")
 
