@@ -161,20 +161,13 @@ class JobController:
     def _pods_of(self, uid: str) -> list[Pod]:
         return list(self.pods.indexer.by_index(OWNER_INDEX, uid))
 
-    def _orphaned_pods(self, namespace: str, job_name: str) -> list[Pod]:
-        """Pods whose controller is a Job named ``job_name`` that is no longer cached."""
-        return [p for p in self.pods.lister().list(namespace)
-                if any(r.get("kind") == "Job" and r.get("name") == job_name and r.get("controller")
-                       for r in p["metadata"].get("ownerReferences") or ())]
-
     # -- reconcile --------------------------------------------------------------------------------
 
     async def reconcile(self, request: Request) -> Result | None:
         try:
             cached = await self.client.get("jobs", request.name, request.namespace)
         except NotFound:
-            self.backoff.remove(request.key)
-            await self._remove_finalizers(self._orphaned_pods(request.namespace, request.name))
+            self.backoff.remove(request.key)  # its pods' finalizers: OrphanPodReleaser
             return None
         uid = cached["metadata"].get("uid", "")
         if is_finished(cached):
@@ -201,11 +194,15 @@ class JobController:
         suspend_changed = False
         if sync.finished is not None:
             await self._remove_active(sync, list(sync.active), keep_finalizers=True)
+            if sync.error is not None:
+                sync.finished = None  # not finished while a pod may be left behind
         else:
-            if not job["metadata"].get("deletionTimestamp"):
+            managed = not job["metadata"].get("deletionTimestamp")
+            if managed:
                 await self._manage(sync)
-                suspend_changed = self._update_suspended(sync)
             self._decide_success(sync)
+            if managed and sync.finished is None:
+                suspend_changed = self._update_suspended(sync)
         needs_update = (suspend_changed or started != status.get("startTime")
                         or len(sync.active) != status.get("active", 0) or sync.ready != status.get("ready")
                         or sync.terminating != status.get("terminating"))
@@ -358,8 +355,10 @@ class JobController:
         sync.active += created
 
     async def _remove_active(self, sync: _Sync, pods: list[Pod], *, keep_finalizers: bool) -> None:
-        """Delete active ``pods``; they leave ``active`` (and ``ready``) and join ``terminating``."""
-        deleted = await self._delete_pods(sync.job, pods, keep_finalizers=keep_finalizers)
+        """Delete active ``pods``; those deleted leave ``active`` (and ``ready``) and join ``terminating``; a
+        failure fails the sync once the status is written."""
+        deleted, error = await self._delete_pods(sync.job, pods, keep_finalizers=keep_finalizers)
+        sync.error = sync.error or error
         gone = {p["metadata"]["uid"] for p in deleted}
         sync.active = [p for p in sync.active if p["metadata"]["uid"] not in gone]
         sync.ready -= sum(1 for p in deleted if is_ready(p))
@@ -420,15 +419,15 @@ class JobController:
         self.recorder.event(job, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
         return pod
 
-    async def _delete_pods(self, job: Mapping[str, Any], pods: Sequence[Pod], *, keep_finalizers: bool) -> list[Pod]:
-        """Delete ``pods`` (all attempted; the first error is raised after); unless ``keep_finalizers`` (a
-        finishing Job counts them first) remove their tracking finalizer before. Returns the pods deleted."""
+    async def _delete_pods(self, job: Mapping[str, Any], pods: Sequence[Pod], *,
+                           keep_finalizers: bool) -> tuple[list[Pod], BaseException | None]:
+        """Delete ``pods`` (all attempted); unless ``keep_finalizers`` (a finishing Job counts them first)
+        remove their tracking finalizer before. The pods deleted, and the first error."""
         results = await asyncio.gather(*(self._delete_pod(job, p, keep_finalizers) for p in pods),
                                        return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-        return list(pods)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        deleted = [p for p, r in zip(pods, results, strict=True) if not isinstance(r, BaseException)]
+        return deleted, errors[0] if errors else None
 
     async def _delete_pod(self, job: Mapping[str, Any], pod: Pod, keep_finalizers: bool) -> None:
         meta = pod["metadata"]
