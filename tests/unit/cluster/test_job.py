@@ -299,3 +299,36 @@ async def test_events_are_about_the_job() -> None:
         (event,) = [e for e in events if e["reason"] == "SuccessfulCreate"]
         assert event["regarding"]["kind"] == "Job" and event["regarding"]["uid"] == job["metadata"]["uid"]
         assert event["reportingController"] == "job-controller"
+
+
+async def test_with_success_policy_succeeded_indexes_rule_should_succeed_even_when_some_indexes_remain_pending(
+) -> None:
+    policy = {"rules": [{"succeededIndexes": "0"}]}
+    async with batch_cluster("job") as (_, client, clock):
+        await client.create("jobs", job_body("leader", completions=3, parallelism=3, completionMode="Indexed",
+                                             successPolicy=policy), NS)
+        pods = {p["metadata"]["annotations"][INDEX]: p for p in await wait_pods(client, "leader", 3)}
+        await run_pod(client, pods["1"], clock)
+        await finish_pod(client, pods["0"], clock)
+        job = await wait_job(client, "leader", COMPLETE, "Complete")
+        complete = condition_of(job, "Complete")
+        assert (complete["reason"], complete["message"]) == ("SuccessPolicy", "Matched rules at index 0")
+        assert condition_of(job, "SuccessCriteriaMet")["reason"] == "SuccessPolicy"
+        assert job["status"]["completedIndexes"] == "0" and job["status"]["succeeded"] == 1
+        assert "failed" not in job["status"]  # the pods deleted on success are not failures
+        assert await job_pods(client, "leader", active_only=True) == []
+
+
+async def test_with_success_policy_succeeded_count_rule_should_succeed_even_when_some_indexes_remain_pending(
+) -> None:
+    policy = {"rules": [{"succeededCount": 2}]}
+    async with batch_cluster("job") as (_, client, clock):
+        await client.create("jobs", job_body("quorum", completions=4, parallelism=4, completionMode="Indexed",
+                                             successPolicy=policy), NS)
+        pods = await wait_pods(client, "quorum", 4)
+        await finish_pod(client, pods[0], clock)
+        job = await wait_job(client, "quorum", lambda j: j["status"].get("succeeded") == 1, "one index done")
+        assert not has_condition("SuccessCriteriaMet")(job)
+        await finish_pod(client, pods[1], clock)
+        job = await wait_job(client, "quorum", COMPLETE, "Complete")
+        assert job["status"]["succeeded"] == 2

@@ -16,6 +16,8 @@ Implemented, as kube does it:
   ``onExitCodes`` and ``onPodConditions``); ``podReplacementPolicy`` (terminating pods count as failed and
   are replaced at once unless it is Failed or a pod failure policy is set); ``suspend`` (pods deleted,
   Suspended condition, startTime reset on resume);
+* ``successPolicy`` of Indexed Jobs (``succeededIndexes`` / ``succeededCount`` rules: the Job succeeds
+  early with reason SuccessPolicy and its remaining pods are deleted);
 * the 1.32 interim conditions: FailureTarget (or SuccessCriteriaMet) is written first, and Failed (or
   Complete, with ``completionTime``) once no pod is left terminating nor uncounted;
 * ``status.active``/``ready``/``terminating``/``succeeded``/``failed``/``startTime``; events
@@ -26,7 +28,7 @@ Implemented, as kube does it:
   (1, 2, 4, ...), at most 500 creations or deletions per sync.
 
 Not implemented: ``backoffLimitPerIndex``/``maxFailedIndexes`` (FailIndex, ``failedIndexes``),
-``successPolicy``, ``managedBy`` other than the built-in controller (such Jobs are left alone), adoption of
+``managedBy`` other than the built-in controller (such Jobs are left alone), adoption of
 orphan pods that match a Job's selector, and the 1 s batching of pod-triggered syncs.
 """
 
@@ -60,6 +62,7 @@ from .job_pods import (
     phase,
     restart_count,
 )
+from .job_success import match_success_policy
 
 if TYPE_CHECKING:
     from kinformer.cluster.cluster import ControllerContext
@@ -191,6 +194,7 @@ class JobController:
         if not status.get("startTime") and not _suspended(job):
             status["startTime"] = format_time(sync.now)
         self._decide_failure(sync)
+        self._decide_success_policy(sync)
         suspend_changed = False
         if sync.finished is not None:
             await self._remove_active(sync, list(sync.active), keep_finalizers=True)
@@ -294,6 +298,16 @@ class JobController:
         started = parse_time(sync.status.get("startTime"))
         if deadline is not None and started is not None and not _suspended(sync.job):
             sync.requeue_after.append(max(0.0, deadline - (sync.now - started)))
+
+    @staticmethod
+    def _decide_success_policy(sync: _Sync) -> None:
+        """An Indexed Job whose successPolicy matched succeeds early (its remaining pods are deleted)."""
+        if sync.finished is not None or not _indexed(sync.job):
+            return
+        policy = (sync.job.get("spec") or {}).get("successPolicy")
+        message = match_success_policy(policy, _spec_int(sync.job, "completions") or 0, sync.succeeded_indexes)
+        if message is not None:
+            sync.finished = new_condition("SuccessCriteriaMet", "True", "SuccessPolicy", message, sync.now)
 
     def _decide_success(self, sync: _Sync) -> None:
         completions = _spec_int(sync.job, "completions")
