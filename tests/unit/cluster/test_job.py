@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kinformer.cluster.controllers.job_perindex import INDEX_FAILURE_COUNT as FAILURES
 from kinformer.cluster.controllers.job_pods import COMPLETION_INDEX as INDEX
 from kinformer.cluster.controllers.job_pods import TRACKING_FINALIZER as TRACKING
 from unit.cluster._hjobs_helpers import (
@@ -332,3 +333,64 @@ async def test_with_success_policy_succeeded_count_rule_should_succeed_even_when
         await finish_pod(client, pods[1], clock)
         job = await wait_job(client, "quorum", COMPLETE, "Complete")
         assert job["status"]["succeeded"] == 2
+
+
+def _by_index(pods: list[Any]) -> dict[int, Any]:
+    return {int(p["metadata"]["annotations"][INDEX]): p for p in pods}
+
+
+async def test_should_execute_all_indexes_despite_some_failing_when_using_backoff_limit_per_index() -> None:
+    async with batch_cluster("job") as (server, client, clock):
+        await client.create("jobs", job_body("per-index", completions=3, parallelism=3, completionMode="Indexed",
+                                             backoffLimitPerIndex=1), NS)
+        pods = _by_index(await wait_pods(client, "per-index", 3))
+        assert pods[1]["metadata"]["annotations"][FAILURES] == "0"
+        await finish_pod(client, pods[0], clock)
+        await finish_pod(client, pods[1], clock, exit_code=1)
+        await wait_job(client, "per-index", lambda j: j["status"].get("completedIndexes") == "0", "index 0 done")
+        await settle(server, "job")
+        assert _by_index(await job_pods(client, "per-index", active_only=True)).keys() == {2}  # index 1 backs off
+        job = await client.get("jobs", "per-index", NS)
+        assert "failed" not in job["status"]  # the failed pod keeps its finalizer until its index is replaced
+        clock.step(1)
+        retry = _by_index(await wait_pods(client, "per-index", 2))[1]
+        assert retry["metadata"]["annotations"][FAILURES] == "1"
+        await wait_job(client, "per-index", lambda j: j["status"].get("failed") == 1, "the first failure counted")
+        await finish_pod(client, retry, clock, exit_code=1)  # index 1 used its budget: it failed for good
+        job = await wait_job(client, "per-index", lambda j: j["status"].get("failedIndexes") == "1", "index 1 failed")
+        assert not has_condition("FailureTarget")(job)  # index 2 still runs
+        await finish_pod(client, pods[2], clock)
+        job = await wait_job(client, "per-index", has_condition("Failed"), "Failed")
+        failed = condition_of(job, "Failed")
+        assert (failed["reason"], failed["message"]) == ("FailedIndexes", "Job has failed indexes")
+        status = job["status"]
+        assert (status["completedIndexes"], status["failedIndexes"], status["succeeded"], status["failed"]) == \
+            ("0,2", "1", 2, 2)
+
+
+async def test_should_terminate_job_execution_when_the_number_of_failed_indexes_exceeds_max_failed_indexes(
+) -> None:
+    async with batch_cluster("job") as (_, client, clock):
+        await client.create("jobs", job_body("max-failed", completions=4, parallelism=4, completionMode="Indexed",
+                                             backoffLimitPerIndex=0, maxFailedIndexes=0), NS)
+        pods = _by_index(await wait_pods(client, "max-failed", 4))
+        await finish_pod(client, pods[0], clock, exit_code=1)
+        job = await wait_job(client, "max-failed", has_condition("Failed"), "Failed")
+        assert condition_of(job, "Failed")["reason"] == "MaxFailedIndexesExceeded"
+        assert job["status"]["failedIndexes"] == "0" and job["status"]["failed"] == 4  # the other 3 deleted
+        assert await job_pods(client, "max-failed", active_only=True) == []
+
+
+async def test_should_mark_indexes_as_failed_when_the_fail_index_action_is_matched_in_pod_failure_policy() -> None:
+    policy = {"rules": [{"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [42]}}]}
+    async with batch_cluster("job") as (_, client, clock):
+        await client.create("jobs", job_body("fail-index", completions=2, parallelism=2, completionMode="Indexed",
+                                             backoffLimitPerIndex=5, podFailurePolicy=policy), NS)
+        pods = _by_index(await wait_pods(client, "fail-index", 2))
+        await finish_pod(client, pods[0], clock, exit_code=42)
+        job = await wait_job(client, "fail-index", lambda j: j["status"].get("failedIndexes") == "0", "index 0 failed")
+        assert len(await job_pods(client, "fail-index", active_only=True)) == 1  # not retried despite the budget
+        await finish_pod(client, pods[1], clock)
+        job = await wait_job(client, "fail-index", has_condition("Failed"), "Failed")
+        assert condition_of(job, "Failed")["reason"] == "FailedIndexes"
+        assert (job["status"]["failedIndexes"], job["status"]["completedIndexes"]) == ("0", "1")

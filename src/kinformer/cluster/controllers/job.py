@@ -16,6 +16,9 @@ Implemented, as kube does it:
   ``onExitCodes`` and ``onPodConditions``); ``podReplacementPolicy`` (terminating pods count as failed and
   are replaced at once unless it is Failed or a pod failure policy is set); ``suspend`` (pods deleted,
   Suspended condition, startTime reset on resume);
+* ``backoffLimitPerIndex`` / ``maxFailedIndexes`` of Indexed Jobs (per-index failure counts and backoff,
+  the FailIndex action, ``status.failedIndexes``, FailedIndexes / MaxFailedIndexesExceeded; see
+  :mod:`.job_perindex`);
 * ``successPolicy`` of Indexed Jobs (``succeededIndexes`` / ``succeededCount`` rules: the Job succeeds
   early with reason SuccessPolicy and its remaining pods are deleted);
 * the 1.32 interim conditions: FailureTarget (or SuccessCriteriaMet) is written first, and Failed (or
@@ -27,9 +30,9 @@ Implemented, as kube does it:
   read-your-writes), so a sync never double-creates or recounts; pods are created in slow-start batches
   (1, 2, 4, ...), at most 500 creations or deletions per sync.
 
-Not implemented: ``backoffLimitPerIndex``/``maxFailedIndexes`` (FailIndex, ``failedIndexes``),
-``managedBy`` other than the built-in controller (such Jobs are left alone), adoption of
-orphan pods that match a Job's selector, and the 1 s batching of pod-triggered syncs.
+Not implemented: ``managedBy`` other than the built-in controller (such Jobs are left alone), adoption of
+orphan pods that match a Job's selector (and release of owned pods that stopped matching), the 1 s batching
+of pod-triggered syncs, the cap of 500 uncounted pods per sync, and the job metrics.
 """
 
 from __future__ import annotations
@@ -46,6 +49,13 @@ from kinformer.errors import NotFound
 from .batch import as_dict, condition, ensure_condition, format_time, is_finished, new_condition, parse_time
 from .job_backoff import BackoffRecord, BackoffStore
 from .job_indexes import format_indexes, parse_indexes
+from .job_perindex import (
+    delayed_deletions,
+    failed_indexes,
+    failure_annotations,
+    has_backoff_limit_per_index,
+    remaining_for_index,
+)
 from .job_pods import (
     COMPLETION_INDEX,
     TRACKING_FINALIZER,
@@ -125,6 +135,9 @@ class _Sync:
     succeeded: int = 0
     failed: int = 0
     succeeded_indexes: set[int] = field(default_factory=set)
+    #: with backoffLimitPerIndex: the failed indexes, and per pending index its last failed pod
+    failed_indexes: set[int] | None = None
+    delayed: dict[int, Pod] = field(default_factory=dict)
     finished: dict[str, Any] | None = None
     backoff: BackoffRecord = field(default_factory=BackoffRecord)
     requeue_after: list[float] = field(default_factory=list)
@@ -194,6 +207,7 @@ class JobController:
         if not status.get("startTime") and not _suspended(job):
             status["startTime"] = format_time(sync.now)
         self._decide_failure(sync)
+        self._decide_failed_indexes(sync)
         self._decide_success_policy(sync)
         suspend_changed = False
         if sync.finished is not None:
@@ -236,6 +250,10 @@ class JobController:
                 if index is not None and index < completions:
                     sync.succeeded_indexes.add(index)
             sync.succeeded = len(sync.succeeded_indexes)
+        if has_backoff_limit_per_index(job):
+            sync.failed_indexes = failed_indexes(job, sync.pods)
+            done = sync.succeeded_indexes | sync.failed_indexes | _indexes_of(sync.active)
+            sync.delayed = delayed_deletions(job, sync.pods, done, sync.now)
         sync.backoff = self.backoff.next_record(sync.key, [finish_time(p, sync.now) for p in new_succeeded],
                                                 [finish_time(p, sync.now) for p in new_failed])
 
@@ -300,6 +318,21 @@ class JobController:
             sync.requeue_after.append(max(0.0, deadline - (sync.now - started)))
 
     @staticmethod
+    def _decide_failed_indexes(sync: _Sync) -> None:
+        """backoffLimitPerIndex: too many failed indexes, or every index done with some failed."""
+        failed = sync.failed_indexes
+        if sync.finished is not None or not failed:
+            return
+        spec = sync.job["spec"]
+        most = spec.get("maxFailedIndexes")
+        if most is not None and len(failed) > most:
+            sync.finished = new_condition("FailureTarget", "True", "MaxFailedIndexesExceeded",
+                                          "Job has exceeded the specified maximal number of failed indexes", sync.now)
+        elif len(failed) + len(sync.succeeded_indexes) >= int(spec.get("completions") or 0):
+            sync.finished = new_condition("FailureTarget", "True", "FailedIndexes", "Job has failed indexes",
+                                          sync.now)
+
+    @staticmethod
     def _decide_success_policy(sync: _Sync) -> None:
         """An Indexed Job whose successPolicy matched succeeds early (its remaining pods are deleted)."""
         if sync.finished is not None or not _indexed(sync.job):
@@ -357,16 +390,27 @@ class JobController:
         missing = want - terminating - len(sync.active)
         if missing <= 0:
             return
-        wait = sync.backoff.remaining(sync.now, self.options.job_backoff_base, self.options.job_backoff_max)
-        if wait > 0:
-            sync.requeue_after.append(wait)
-            return
-        missing = min(missing, MAX_POD_CHANGES_PER_SYNC)
-        indexes: list[int | None] = [None] * missing
-        if _indexed(job):
-            indexes = list(self._pending_indexes(sync, missing))
-        created, sync.error = await self._create_pods(job, indexes)
+        indexes = self._to_create(sync, min(missing, MAX_POD_CHANGES_PER_SYNC))
+        created, sync.error = await self._create_pods(job, indexes, sync.delayed)
         sync.active += created
+
+    def _to_create(self, sync: _Sync, missing: int) -> list[int | None]:
+        """The pods to create now, by index (None for a NonIndexed Job); none while the backoff holds them
+        (the requeue is noted). With backoffLimitPerIndex each index has its own backoff."""
+        base, cap = self.options.job_backoff_base, self.options.job_backoff_max
+        if sync.failed_indexes is None:
+            wait = sync.backoff.remaining(sync.now, base, cap)
+            if wait > 0:
+                sync.requeue_after.append(wait)
+                return []
+            return list(self._pending_indexes(sync, missing)) if _indexed(sync.job) else [None] * missing
+        pending = self._pending_indexes(sync, missing)
+        waits = {i: remaining_for_index(sync.delayed.get(i), sync.now, base, cap) for i in pending}
+        ready: list[int | None] = [i for i in pending if waits[i] <= 0]
+        held = [w for w in waits.values() if w > 0]
+        if held:
+            sync.requeue_after.append(min(held))  # kube waits for the next pod event; this comes back itself
+        return ready
 
     async def _remove_active(self, sync: _Sync, pods: list[Pod], *, keep_finalizers: bool) -> None:
         """Delete active ``pods``; those deleted leave ``active`` (and ``ready``) and join ``terminating``; a
@@ -382,10 +426,10 @@ class JobController:
     def _pending_indexes(sync: _Sync, count: int) -> list[int]:
         """The lowest indexes neither succeeded nor held by an active pod."""
         completions = _spec_int(sync.job, "completions") or 0
-        taken = sync.succeeded_indexes | {completion_index(p) for p in sync.active if completion_index(p) is not None}
+        taken = sync.succeeded_indexes | (sync.failed_indexes or set()) | _indexes_of(sync.active)
         return [i for i in range(completions) if i not in taken][:count]
 
-    def _pod_body(self, job: Mapping[str, Any], index: int | None) -> dict[str, Any]:
+    def _pod_body(self, job: Mapping[str, Any], index: int | None, replaced: Pod | None = None) -> dict[str, Any]:
         """kube's GetPodFromTemplate plus the tracking finalizer and, for an index, its annotation, label,
         env and hostname."""
         meta, template = job["metadata"], as_dict(job["spec"]["template"])
@@ -406,17 +450,20 @@ class JobController:
             pod_meta["labels"][COMPLETION_INDEX] = str(index)
             spec["hostname"] = f"{meta['name']}-{index}"
             _add_index_env(spec)
+            if has_backoff_limit_per_index(job):
+                pod_meta["annotations"].update(failure_annotations(job, replaced))
         return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
 
-    async def _create_pods(self, job: Mapping[str, Any],
-                           indexes: Sequence[int | None]) -> tuple[list[Pod], BaseException | None]:
+    async def _create_pods(self, job: Mapping[str, Any], indexes: Sequence[int | None],
+                           replacing: Mapping[int, Pod]) -> tuple[list[Pod], BaseException | None]:
         """Create one pod per entry of ``indexes`` in slow-start batches (1, 2, 4, ...); after a batch with a
         failure the rest is skipped. The pods created, and the first error."""
         created: list[Pod] = []
         start, batch = 0, 1
         while start < len(indexes):
             chunk = indexes[start:start + batch]
-            results = await asyncio.gather(*(self._create_pod(job, i) for i in chunk), return_exceptions=True)
+            results = await asyncio.gather(*(self._create_pod(job, i, replacing.get(i) if i is not None else None)
+                                             for i in chunk), return_exceptions=True)
             created += [r for r in results if not isinstance(r, BaseException)]
             errors = [r for r in results if isinstance(r, BaseException)]
             if errors:
@@ -424,9 +471,10 @@ class JobController:
             start, batch = start + len(chunk), batch * 2
         return created, None
 
-    async def _create_pod(self, job: Mapping[str, Any], index: int | None) -> Pod:
+    async def _create_pod(self, job: Mapping[str, Any], index: int | None, replaced: Pod | None) -> Pod:
+        body = self._pod_body(job, index, replaced)
         try:
-            pod: Pod = await self.client.create("pods", self._pod_body(job, index), job["metadata"]["namespace"])
+            pod: Pod = await self.client.create("pods", body, job["metadata"]["namespace"])
         except Exception as err:
             self.recorder.event(job, "Warning", "FailedCreate", f"Error creating: {err}")
             raise
@@ -509,9 +557,15 @@ class JobController:
 
     @staticmethod
     def _can_release(sync: _Sync, pod: Pod, failed: bool) -> bool:
-        """A pod's finalizer goes once it succeeded or failed, or when the whole Job finishes or is deleted."""
-        return bool(sync.job["metadata"].get("deletionTimestamp") or sync.finished is not None
-                    or phase(pod) == "Succeeded" or failed)
+        """A pod's finalizer goes once it succeeded or failed (unless, with backoffLimitPerIndex, it is the last
+        failed pod of an index not yet replaced), or when the whole Job finishes or is deleted."""
+        if sync.job["metadata"].get("deletionTimestamp") or sync.finished is not None or phase(pod) == "Succeeded":
+            return True
+        if not failed:
+            return False
+        index = completion_index(pod)
+        delayed = sync.delayed.get(index) if index is not None else None
+        return delayed is None or delayed["metadata"]["uid"] != pod["metadata"]["uid"]
 
     @staticmethod
     def _record_indexes(sync: _Sync, new_indexes: list[int]) -> bool:
@@ -521,6 +575,10 @@ class JobController:
         changed = text != (sync.status.get("completedIndexes") or "")
         sync.status["completedIndexes"] = text
         sync.status["succeeded"] = len(indexes)
+        if sync.failed_indexes is not None:
+            failed = format_indexes(sync.failed_indexes)
+            changed |= sync.status.get("failedIndexes") != failed
+            sync.status["failedIndexes"] = failed
         return changed
 
     @staticmethod
@@ -587,6 +645,10 @@ class JobController:
             if not body["status"].get(name):
                 body["status"].pop(name, None)
         sync.job = as_dict(await self.client.replace_status("jobs", body))
+
+
+def _indexes_of(pods: Sequence[Pod]) -> set[int]:
+    return {i for i in map(completion_index, pods) if i is not None}
 
 
 def _add_uncounted(uids: list[str], pod: Pod) -> bool:
