@@ -394,3 +394,40 @@ async def test_should_mark_indexes_as_failed_when_the_fail_index_action_is_match
         job = await wait_job(client, "fail-index", has_condition("Failed"), "Failed")
         assert condition_of(job, "Failed")["reason"] == "FailedIndexes"
         assert (job["status"]["failedIndexes"], job["status"]["completedIndexes"]) == ("0", "1")
+
+
+async def test_should_adopt_matching_orphans_and_release_non_matching_pods() -> None:
+    template = {"metadata": {"labels": {"app": "adopt"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+    async with batch_cluster("job") as (_, client, _clock):
+        job = await client.create("jobs", job_body("adopt", parallelism=2, completions=2, manualSelector=True,
+                                                   selector={"matchLabels": {"app": "adopt"}}, template=template), NS)
+        owned = await eventually(lambda: _owned(client, job, 2), "two pods")
+        # one pod stops matching: released (and replaced); an orphan that matches: adopted
+        await client.patch("pods", owned[0]["metadata"]["name"], {"metadata": {"labels": {"app": "other"}}},
+                           namespace=NS)
+
+        async def released() -> bool:
+            pod = await client.get("pods", owned[0]["metadata"]["name"], NS)
+            return not pod["metadata"].get("ownerReferences")
+
+        await eventually(released, "the non-matching pod released")
+        await eventually(lambda: _owned(client, job, 2), "a replacement")
+        orphan = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stray", "labels": {"app": "adopt"}},
+                  "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+        await client.create("pods", orphan, NS)
+
+        async def adopted() -> bool:
+            pod = await client.get("pods", "stray", NS)
+            refs = pod["metadata"].get("ownerReferences") or []
+            return [r["uid"] for r in refs if r.get("controller")] == [job["metadata"]["uid"]]
+
+        await eventually(adopted, "the orphan adopted")
+        await eventually(lambda: _owned(client, job, 2), "back to two pods: one deleted as too many")
+
+
+async def _owned(client: Any, job: Any, count: int) -> list[Any] | None:
+    pods = [p for p in (await client.list("pods", NS)).items
+            if any(r.get("uid") == job["metadata"]["uid"] for r in p["metadata"].get("ownerReferences") or ())
+            and not p["metadata"].get("deletionTimestamp")]
+    return pods if len(pods) == count else None

@@ -30,9 +30,11 @@ Implemented, as kube does it:
   read-your-writes), so a sync never double-creates or recounts; pods are created in slow-start batches
   (1, 2, 4, ...), at most 500 creations or deletions per sync.
 
-Not implemented: ``managedBy`` other than the built-in controller (such Jobs are left alone), adoption of
-orphan pods that match a Job's selector (and release of owned pods that stopped matching), the 1 s batching
-of pod-triggered syncs, the cap of 500 uncounted pods per sync, and the job metrics.
+* adoption of orphan pods matching the Job's selector and release of owned pods that stopped matching
+  (:mod:`.job_claim`); labels, selector and ``manualSelector`` are the API server's (its Job strategy).
+
+Not implemented: ``managedBy`` other than the built-in controller (such Jobs are left alone), the 1 s
+batching of pod-triggered syncs, the cap of 500 uncounted pods per sync, and the job metrics.
 """
 
 from __future__ import annotations
@@ -45,9 +47,11 @@ from typing import TYPE_CHECKING, Any
 from kinformer.controller.predicates import Funcs
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import NotFound
+from kinformer.selectors import label_selector_from_dict
 
 from .batch import as_dict, condition, ensure_condition, format_time, is_finished, new_condition, parse_time
 from .job_backoff import BackoffRecord, BackoffStore
+from .job_claim import controller_ref, job_reference, ownership_patch, plan_claims
 from .job_indexes import format_indexes, parse_indexes
 from .job_perindex import (
     delayed_deletions,
@@ -167,7 +171,9 @@ class JobController:
         self.clock = ctx.clock
         self.options = ctx.options
         self.recorder = ctx.recorder("job-controller")
+        self.api = ctx.client  # fresh reads (adoption rechecks the Job as kube does)
         self.pods = ctx.manager.informer("pods")
+        self.jobs = ctx.manager.informer("jobs")
         self.backoff = BackoffStore()
         if OWNER_INDEX not in self.pods.indexer.get_indexers():
             self.pods.add_indexers({OWNER_INDEX: _owner_uid})
@@ -176,6 +182,47 @@ class JobController:
 
     def _pods_of(self, uid: str) -> list[Pod]:
         return list(self.pods.indexer.by_index(OWNER_INDEX, uid))
+
+    async def _claim_pods(self, job: Mapping[str, Any]) -> list[Pod]:
+        """The Job's pods after adopting matching orphans and releasing owned pods that stopped matching."""
+        namespace = job["metadata"]["namespace"]
+        plan = plan_claims(job, self._pods_of(job["metadata"]["uid"]), self.pods.lister().list(namespace))
+        for pod in plan.release:
+            refs = [r for r in pod["metadata"].get("ownerReferences") or () if r.get("uid") != job["metadata"]["uid"]]
+            await self._patch_owners(pod, refs)
+        if plan.adopt and await self._can_adopt(job):
+            for pod in plan.adopt:
+                refs = [*(pod["metadata"].get("ownerReferences") or ()), job_reference(job)]
+                adopted = await self._patch_owners(pod, refs)
+                if adopted is not None:
+                    plan.keep.append(adopted)
+        return plan.keep
+
+    async def _patch_owners(self, pod: Pod, references: list[Mapping[str, Any]]) -> Pod | None:
+        meta = pod["metadata"]
+        try:
+            patched: Pod = await self.client.patch("pods", meta["name"], ownership_patch(pod, references), "json",
+                                                   meta["namespace"])
+        except NotFound:
+            return None
+        return patched
+
+    async def _can_adopt(self, job: Mapping[str, Any]) -> bool:
+        """kube's RecheckDeletionTimestamp: the Job as the API has it now is the same and not being deleted."""
+        try:
+            fresh = await self.api.get("jobs", job["metadata"]["name"], job["metadata"]["namespace"])
+        except NotFound:
+            return False
+        return fresh["metadata"].get("uid") == job["metadata"]["uid"] and not fresh["metadata"].get("deletionTimestamp")
+
+    def jobs_for_orphan(self, pod: Pod) -> list[Request]:
+        """The Jobs whose selector matches an orphan pod (kube enqueues them to adopt it)."""
+        if controller_ref(pod) is not None or pod["metadata"].get("deletionTimestamp"):
+            return []
+        namespace = pod["metadata"].get("namespace", "")
+        labels = pod["metadata"].get("labels")
+        return [Request(namespace, job["metadata"]["name"]) for job in self.jobs.lister().list(namespace)
+                if label_selector_from_dict((job.get("spec") or {}).get("selector")).matches(labels)]
 
     # -- reconcile --------------------------------------------------------------------------------
 
@@ -193,7 +240,7 @@ class JobController:
         managed_by = (cached.get("spec") or {}).get("managedBy")
         if managed_by not in (None, JOB_CONTROLLER):
             return None
-        sync = _Sync(as_dict(cached), self._pods_of(uid), self.clock.wall())
+        sync = _Sync(as_dict(cached), await self._claim_pods(cached), self.clock.wall())
         await self._sync(sync)
         if sync.error is not None:
             raise sync.error  # after the status was written, as kube returns manageJob's error last
@@ -441,8 +488,7 @@ class JobController:
             "annotations": dict(tmeta.get("annotations") or {}),
             "finalizers": [*(f for f in tmeta.get("finalizers") or () if f != TRACKING_FINALIZER),
                            TRACKING_FINALIZER],
-            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"],
-                                 "controller": True, "blockOwnerDeletion": True}],
+            "ownerReferences": [job_reference(job)],
         }
         spec = template.get("spec") or {}
         if index is not None:
@@ -725,7 +771,8 @@ def _tracked(pod: Mapping[str, Any]) -> bool:
 def setup(ctx: ControllerContext) -> None:
     """Register the Job controller (Jobs, and the pods they control) and the orphan pod releaser."""
     controller = JobController(ctx)
-    ctx.manager.controller(controller, "job").for_("jobs").owns("pods").workers(ctx.options.workers)
+    ctx.manager.controller(controller, "job").for_("jobs").owns("pods") \
+        .watches("pods", mapper=controller.jobs_for_orphan).workers(ctx.options.workers)
     releaser = OrphanPodReleaser(ctx, controller)
     tracked = Funcs(create=_tracked, update=lambda _old, new: _tracked(new), delete=lambda _pod: False)
     ctx.manager.controller(releaser, "job-orphan-pod").for_("pods", tracked).workers(ctx.options.workers)
