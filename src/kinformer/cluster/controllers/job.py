@@ -1,4 +1,5 @@
-"""The Job controller (kube 1.32 pkg/controller/job): runs a Job's pods to completion.
+"""The Job controller (kube 1.32 pkg/controller/job): runs a Job's pods to completion. This module does the
+API calls; what a sync counts and decides is :mod:`.job_sync`.
 
 Implemented, as kube does it:
 
@@ -9,7 +10,7 @@ Implemented, as kube does it:
 * pod tracking with the ``batch.kubernetes.io/job-tracking`` finalizer: a finished pod's uid is first written
   to ``status.uncountedTerminatedPods``, then its finalizer is removed, then it moves to ``succeeded`` /
   ``failed`` (so a pod is counted exactly once, even across a controller crash); pods of a finished or
-  deleted Job lose the finalizer too;
+  deleted Job lose the finalizer too (:mod:`.job_orphans`);
 * ``backoffLimit`` (failures, and container restarts for ``restartPolicy: OnFailure``), with new pods held
   back exponentially after failures (``ClusterOptions.job_backoff_base`` doubling up to ``job_backoff_max``;
   kube: 10 s and 6 min); ``activeDeadlineSeconds``; ``podFailurePolicy`` (FailJob, Ignore, Count on
@@ -28,8 +29,7 @@ Implemented, as kube does it:
   (BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy) as a Warning;
 * expectations: a write's watch event is in the cache before the Job's next sync (the Manager's
   read-your-writes), so a sync never double-creates or recounts; pods are created in slow-start batches
-  (1, 2, 4, ...), at most 500 creations or deletions per sync.
-
+  (1, 2, 4, ...), at most 500 creations or deletions per sync;
 * adoption of orphan pods matching the Job's selector and release of owned pods that stopped matching
   (:mod:`.job_claim`); labels, selector and ``manualSelector`` are the API server's (its Job strategy).
 
@@ -41,21 +41,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kinformer.controller.predicates import Funcs
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import NotFound
 from kinformer.selectors import label_selector_from_dict
 
-from .batch import as_dict, condition, ensure_condition, format_time, is_finished, new_condition, parse_time
-from .job_backoff import BackoffRecord, BackoffStore
+from .batch import as_dict, condition, ensure_condition, format_time, is_finished, new_condition
+from .job_backoff import BackoffStore
 from .job_claim import controller_ref, job_reference, ownership_patch, plan_claims
 from .job_indexes import format_indexes, parse_indexes
+from .job_orphans import JOB_CONTROLLER, remove_tracking_finalizer, setup_orphan_pod_releaser
 from .job_perindex import (
-    delayed_deletions,
-    failed_indexes,
     failure_annotations,
     has_backoff_limit_per_index,
     remaining_for_index,
@@ -65,18 +62,28 @@ from .job_pods import (
     TRACKING_FINALIZER,
     active_pods_for_removal,
     completion_index,
-    finish_time,
     has_tracking_finalizer,
-    is_active,
     is_failed,
     is_ready,
-    is_terminating,
     match_failure_policy,
     only_replace_failed,
     phase,
-    restart_count,
 )
-from .job_success import match_success_policy
+from .job_sync import (
+    JobSync,
+    count,
+    decide_failed_indexes,
+    decide_failure,
+    decide_success,
+    decide_success_policy,
+    failed_from_target,
+    has_valid_index,
+    indexed,
+    pending_indexes,
+    spec_int,
+    suspended,
+    want_active,
+)
 
 if TYPE_CHECKING:
     from kinformer.cluster.cluster import ControllerContext
@@ -87,8 +94,6 @@ __all__ = ["JobController", "setup"]
 MAX_POD_CHANGES_PER_SYNC = 500
 #: the index of pods by the uid of the Job that controls them
 OWNER_INDEX = "job-controller/owner-uid"
-JOB_CONTROLLER = "kubernetes.io/job-controller"
-_REMOVE_FINALIZER = {"metadata": {"$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER]}}
 Pod = Mapping[str, Any]
 
 
@@ -97,70 +102,6 @@ def _owner_uid(pod: Pod) -> list[str]:
         if ref.get("controller") and ref.get("kind") == "Job" and ref.get("apiVersion") == "batch/v1":
             return [ref.get("uid", "")]
     return []
-
-
-def _spec_int(job: Mapping[str, Any], name: str) -> int | None:
-    value = (job.get("spec") or {}).get(name)
-    return int(value) if isinstance(value, int) else None
-
-
-def _suspended(job: Mapping[str, Any]) -> bool:
-    return (job.get("spec") or {}).get("suspend") is True
-
-
-def _indexed(job: Mapping[str, Any]) -> bool:
-    return (job.get("spec") or {}).get("completionMode") == "Indexed"
-
-
-def _failed_from_target(target: Mapping[str, Any], now: float) -> dict[str, Any]:
-    return new_condition("Failed", "True", target.get("reason", ""), target.get("message", ""), now)
-
-
-def _past_backoff_limit_on_failure(job: Mapping[str, Any], pods: Sequence[Pod]) -> bool:
-    """restartPolicy OnFailure: the active pods' container restarts reached backoffLimit."""
-    template_spec = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
-    if template_spec.get("restartPolicy") != "OnFailure":
-        return False
-    restarts = sum(restart_count(p) for p in pods if phase(p) in ("Running", "Pending"))
-    limit = _spec_int(job, "backoffLimit") or 0
-    return restarts > 0 if limit == 0 else restarts >= limit
-
-
-@dataclass
-class _Sync:
-    """One sync of one Job (kube's syncJobCtx): the Job being written and what the sync learnt."""
-
-    job: dict[str, Any]
-    pods: list[Pod]
-    now: float
-    active: list[Pod] = field(default_factory=list)
-    ready: int = 0
-    terminating: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    succeeded_indexes: set[int] = field(default_factory=set)
-    #: with backoffLimitPerIndex: the failed indexes, and per pending index its last failed pod
-    failed_indexes: set[int] | None = None
-    delayed: dict[int, Pod] = field(default_factory=dict)
-    finished: dict[str, Any] | None = None
-    backoff: BackoffRecord = field(default_factory=BackoffRecord)
-    requeue_after: list[float] = field(default_factory=list)
-    #: the first pod creation that failed (the sync still writes the status, then fails)
-    error: BaseException | None = None
-
-    @property
-    def status(self) -> dict[str, Any]:
-        status: dict[str, Any] = self.job.setdefault("status", {})
-        return status
-
-    @property
-    def key(self) -> str:
-        meta = self.job["metadata"]
-        return f"{meta['namespace']}/{meta['name']}"
-
-    def uncounted(self, which: str) -> list[str]:
-        lists: dict[str, list[str]] = self.status.setdefault("uncountedTerminatedPods", {})
-        return lists.setdefault(which, [])
 
 
 class JobController:
@@ -240,22 +181,22 @@ class JobController:
         managed_by = (cached.get("spec") or {}).get("managedBy")
         if managed_by not in (None, JOB_CONTROLLER):
             return None
-        sync = _Sync(as_dict(cached), await self._claim_pods(cached), self.clock.wall())
+        sync = JobSync(as_dict(cached), await self._claim_pods(cached), self.clock.wall())
         await self._sync(sync)
         if sync.error is not None:
             raise sync.error  # after the status was written, as kube returns manageJob's error last
         return Result(requeue_after=min(sync.requeue_after)) if sync.requeue_after else None
 
-    async def _sync(self, sync: _Sync) -> None:
+    async def _sync(self, sync: JobSync) -> None:
         job, status = sync.job, sync.status
         status.setdefault("uncountedTerminatedPods", {})
         started = status.get("startTime")
-        self._count(sync)
-        if not status.get("startTime") and not _suspended(job):
+        count(sync, self.backoff)
+        if not status.get("startTime") and not suspended(job):
             status["startTime"] = format_time(sync.now)
-        self._decide_failure(sync)
-        self._decide_failed_indexes(sync)
-        self._decide_success_policy(sync)
+        decide_failure(sync)
+        decide_failed_indexes(sync)
+        decide_success_policy(sync)
         suspend_changed = False
         if sync.finished is not None:
             await self._remove_active(sync, list(sync.active), keep_finalizers=True)
@@ -265,144 +206,19 @@ class JobController:
             managed = not job["metadata"].get("deletionTimestamp")
             if managed:
                 await self._manage(sync)
-            self._decide_success(sync)
+            decide_success(sync)
             if managed and sync.finished is None:
-                suspend_changed = self._update_suspended(sync)
+                suspend_changed = self._updatesuspended(sync)
         needs_update = (suspend_changed or started != status.get("startTime")
                         or len(sync.active) != status.get("active", 0) or sync.ready != status.get("ready")
                         or sync.terminating != status.get("terminating"))
         status["active"], status["ready"], status["terminating"] = len(sync.active), sync.ready, sync.terminating
         await self._track(sync, needs_update)
 
-    # -- counting ---------------------------------------------------------------------------------
-
-    def _count(self, sync: _Sync) -> None:
-        job, status = sync.job, sync.status
-        sync.active = [p for p in sync.pods if is_active(p)]
-        sync.ready = sum(1 for p in sync.active if is_ready(p))
-        sync.terminating = sum(1 for p in sync.pods if is_terminating(p))
-        done_succeeded, done_failed = set(sync.uncounted("succeeded")), set(sync.uncounted("failed"))
-        tracked = [p for p in sync.pods if has_tracking_finalizer(p) and self._has_valid_index(job, p)]
-        new_succeeded = [p for p in tracked if phase(p) == "Succeeded" and p["metadata"]["uid"] not in done_succeeded]
-        new_failed = [p for p in tracked if is_failed(p, job) and p["metadata"]["uid"] not in done_failed]
-        policy = (job.get("spec") or {}).get("podFailurePolicy")
-        counted_failed = [p for p in new_failed if match_failure_policy(policy, p).counts]
-        sync.succeeded = int(status.get("succeeded") or 0) + len(new_succeeded) + len(done_succeeded)
-        sync.failed = int(status.get("failed") or 0) + len(counted_failed) + len(done_failed)
-        if _indexed(job):
-            completions = _spec_int(job, "completions") or 0
-            sync.succeeded_indexes = parse_indexes(status.get("completedIndexes"), completions)
-            for pod in new_succeeded:
-                index = completion_index(pod)
-                if index is not None and index < completions:
-                    sync.succeeded_indexes.add(index)
-            sync.succeeded = len(sync.succeeded_indexes)
-        if has_backoff_limit_per_index(job):
-            sync.failed_indexes = failed_indexes(job, sync.pods)
-            done = sync.succeeded_indexes | sync.failed_indexes | _indexes_of(sync.active)
-            sync.delayed = delayed_deletions(job, sync.pods, done, sync.now)
-        sync.backoff = self.backoff.next_record(sync.key, [finish_time(p, sync.now) for p in new_succeeded],
-                                                [finish_time(p, sync.now) for p in new_failed])
-
-    @staticmethod
-    def _has_valid_index(job: Mapping[str, Any], pod: Pod) -> bool:
-        """A NonIndexed Job's pod, or an Indexed Job's pod with an index below completions."""
-        if not _indexed(job):
-            return True
-        index = completion_index(pod)
-        return index is not None and index < (_spec_int(job, "completions") or 0)
-
-    # -- finishing --------------------------------------------------------------------------------
-
-    def _decide_failure(self, sync: _Sync) -> None:
-        """The failure (or earlier success) that finishes the Job, if any (kube's finishedCondition)."""
-        job, now = sync.job, sync.now
-        met = condition(job, "SuccessCriteriaMet")
-        if met is not None and met.get("status") == "True":
-            sync.finished = new_condition("Complete", "True", met.get("reason", ""), met.get("message", ""), now)
-            return
-        target = condition(job, "FailureTarget")
-        if target is not None and target.get("status") == "True":
-            sync.finished = _failed_from_target(target, now)
-            return
-        message = self._fail_job_message(job, sync.pods)
-        if message is not None:
-            sync.finished = new_condition("FailureTarget", "True", "PodFailurePolicy", message, now)
-        elif sync.failed > (_spec_int(job, "backoffLimit") or 0) or _past_backoff_limit_on_failure(job, sync.pods):
-            sync.finished = new_condition("FailureTarget", "True", "BackoffLimitExceeded",
-                                          "Job has reached the specified backoff limit", now)
-        elif self._past_deadline(job, now):
-            sync.finished = new_condition("FailureTarget", "True", "DeadlineExceeded",
-                                          "Job was active longer than specified deadline", now)
-        else:
-            self._requeue_for_deadline(sync)
-
-    @staticmethod
-    def _fail_job_message(job: Mapping[str, Any], pods: Sequence[Pod]) -> str | None:
-        policy = (job.get("spec") or {}).get("podFailurePolicy")
-        if policy is None:
-            return None
-        for pod in pods:
-            if is_failed(pod, job):
-                match = match_failure_policy(policy, pod)
-                if match.message is not None:
-                    return match.message
-        return None
-
-    @staticmethod
-    def _past_deadline(job: Mapping[str, Any], now: float) -> bool:
-        deadline = _spec_int(job, "activeDeadlineSeconds")
-        started = parse_time((job.get("status") or {}).get("startTime"))
-        if deadline is None or started is None or _suspended(job):
-            return False
-        return now - started >= deadline
-
-    @staticmethod
-    def _requeue_for_deadline(sync: _Sync) -> None:
-        deadline = _spec_int(sync.job, "activeDeadlineSeconds")
-        started = parse_time(sync.status.get("startTime"))
-        if deadline is not None and started is not None and not _suspended(sync.job):
-            sync.requeue_after.append(max(0.0, deadline - (sync.now - started)))
-
-    @staticmethod
-    def _decide_failed_indexes(sync: _Sync) -> None:
-        """backoffLimitPerIndex: too many failed indexes, or every index done with some failed."""
-        failed = sync.failed_indexes
-        if sync.finished is not None or not failed:
-            return
-        spec = sync.job["spec"]
-        most = spec.get("maxFailedIndexes")
-        if most is not None and len(failed) > most:
-            sync.finished = new_condition("FailureTarget", "True", "MaxFailedIndexesExceeded",
-                                          "Job has exceeded the specified maximal number of failed indexes", sync.now)
-        elif len(failed) + len(sync.succeeded_indexes) >= int(spec.get("completions") or 0):
-            sync.finished = new_condition("FailureTarget", "True", "FailedIndexes", "Job has failed indexes",
-                                          sync.now)
-
-    @staticmethod
-    def _decide_success_policy(sync: _Sync) -> None:
-        """An Indexed Job whose successPolicy matched succeeds early (its remaining pods are deleted)."""
-        if sync.finished is not None or not _indexed(sync.job):
-            return
-        policy = (sync.job.get("spec") or {}).get("successPolicy")
-        message = match_success_policy(policy, _spec_int(sync.job, "completions") or 0, sync.succeeded_indexes)
-        if message is not None:
-            sync.finished = new_condition("SuccessCriteriaMet", "True", "SuccessPolicy", message, sync.now)
-
-    def _decide_success(self, sync: _Sync) -> None:
-        completions = _spec_int(sync.job, "completions")
-        if completions is None:
-            complete = sync.succeeded > 0 and not sync.active
-        else:
-            complete = sync.succeeded >= completions and not sync.active
-        if complete:
-            sync.finished = new_condition("SuccessCriteriaMet", "True", "CompletionsReached",
-                                          "Reached expected number of succeeded pods", sync.now)
-
-    def _update_suspended(self, sync: _Sync) -> bool:
+    def _updatesuspended(self, sync: JobSync) -> bool:
         """The Suspended condition after manageJob ran; on resume, startTime restarts the deadline."""
         job, now = sync.job, sync.now
-        if _suspended(job):
+        if suspended(job):
             changed = ensure_condition(sync.status, "Suspended", "True", "JobSuspended", "Job suspended", now)
             if changed:
                 self.recorder.event(job, "Normal", "Suspended", "Job suspended")
@@ -415,20 +231,13 @@ class JobController:
 
     # -- managing pods ----------------------------------------------------------------------------
 
-    def _want_active(self, sync: _Sync) -> int:
-        parallelism = _spec_int(sync.job, "parallelism") or 0
-        completions = _spec_int(sync.job, "completions")
-        if completions is None:
-            return len(sync.active) if sync.succeeded > 0 else parallelism
-        return max(0, min(parallelism, completions - sync.succeeded))
-
-    async def _manage(self, sync: _Sync) -> None:
+    async def _manage(self, sync: JobSync) -> None:
         """kube's manageJob: delete what is too much, else create what is missing (after backoff)."""
         job = sync.job
-        if _suspended(job):
+        if suspended(job):
             await self._remove_active(sync, list(sync.active), keep_finalizers=False)
             return
-        want = self._want_active(sync)
+        want = want_active(sync)
         doomed = active_pods_for_removal(job, sync.active, max(0, len(sync.active) - want))
         if doomed:
             await self._remove_active(sync, doomed[:MAX_POD_CHANGES_PER_SYNC], keep_finalizers=False)
@@ -441,7 +250,7 @@ class JobController:
         created, sync.error = await self._create_pods(job, indexes, sync.delayed)
         sync.active += created
 
-    def _to_create(self, sync: _Sync, missing: int) -> list[int | None]:
+    def _to_create(self, sync: JobSync, missing: int) -> list[int | None]:
         """The pods to create now, by index (None for a NonIndexed Job); none while the backoff holds them
         (the requeue is noted). With backoffLimitPerIndex each index has its own backoff."""
         base, cap = self.options.job_backoff_base, self.options.job_backoff_max
@@ -450,8 +259,8 @@ class JobController:
             if wait > 0:
                 sync.requeue_after.append(wait)
                 return []
-            return list(self._pending_indexes(sync, missing)) if _indexed(sync.job) else [None] * missing
-        pending = self._pending_indexes(sync, missing)
+            return list(pending_indexes(sync, missing)) if indexed(sync.job) else [None] * missing
+        pending = pending_indexes(sync, missing)
         waits = {i: remaining_for_index(sync.delayed.get(i), sync.now, base, cap) for i in pending}
         ready: list[int | None] = [i for i in pending if waits[i] <= 0]
         held = [w for w in waits.values() if w > 0]
@@ -459,7 +268,7 @@ class JobController:
             sync.requeue_after.append(min(held))  # kube waits for the next pod event; this comes back itself
         return ready
 
-    async def _remove_active(self, sync: _Sync, pods: list[Pod], *, keep_finalizers: bool) -> None:
+    async def _remove_active(self, sync: JobSync, pods: list[Pod], *, keep_finalizers: bool) -> None:
         """Delete active ``pods``; those deleted leave ``active`` (and ``ready``) and join ``terminating``; a
         failure fails the sync once the status is written."""
         deleted, error = await self._delete_pods(sync.job, pods, keep_finalizers=keep_finalizers)
@@ -468,13 +277,6 @@ class JobController:
         sync.active = [p for p in sync.active if p["metadata"]["uid"] not in gone]
         sync.ready -= sum(1 for p in deleted if is_ready(p))
         sync.terminating += len(deleted)
-
-    @staticmethod
-    def _pending_indexes(sync: _Sync, count: int) -> list[int]:
-        """The lowest indexes neither succeeded nor held by an active pod."""
-        completions = _spec_int(sync.job, "completions") or 0
-        taken = sync.succeeded_indexes | (sync.failed_indexes or set()) | _indexes_of(sync.active)
-        return [i for i in range(completions) if i not in taken][:count]
 
     def _pod_body(self, job: Mapping[str, Any], index: int | None, replaced: Pod | None = None) -> dict[str, Any]:
         """kube's GetPodFromTemplate plus the tracking finalizer and, for an index, its annotation, label,
@@ -541,7 +343,7 @@ class JobController:
         meta = pod["metadata"]
         try:
             if not keep_finalizers and has_tracking_finalizer(pod):
-                await self.remove_finalizer(pod)
+                await remove_tracking_finalizer(self.client, pod)
             await self.client.delete("pods", meta["name"], meta["namespace"])
         except NotFound:
             return
@@ -550,18 +352,11 @@ class JobController:
             raise
         self.recorder.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
 
-    async def remove_finalizer(self, pod: Pod) -> None:
-        """Remove the tracking finalizer from ``pod`` (gone already is fine)."""
-        meta = pod["metadata"]
-        try:
-            await self.client.patch("pods", meta["name"], _REMOVE_FINALIZER, "strategic", meta["namespace"])
-        except NotFound:
-            pass  # gone: nothing holds it any more
-
     async def _remove_finalizers(self, pods: Sequence[Pod]) -> None:
         """Remove the tracking finalizer from each of ``pods`` that has it (all attempted; the first error
         is raised after)."""
-        results = await asyncio.gather(*(self.remove_finalizer(p) for p in pods if has_tracking_finalizer(p)),
+        tracked = [p for p in pods if has_tracking_finalizer(p)]
+        results = await asyncio.gather(*(remove_tracking_finalizer(self.client, p) for p in tracked),
                                        return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
@@ -569,7 +364,7 @@ class JobController:
 
     # -- tracking ---------------------------------------------------------------------------------
 
-    async def _track(self, sync: _Sync, needs_flush: bool) -> None:
+    async def _track(self, sync: JobSync, needs_flush: bool) -> None:
         """kube's trackJobStatusAndRemoveFinalizers: record finished pods as uncounted, write that, remove
         their finalizers, count them, then write the finishing condition once nothing is left uncounted."""
         with_finalizer = {p["metadata"]["uid"] for p in sync.pods if has_tracking_finalizer(p)}
@@ -581,17 +376,17 @@ class JobController:
                 continue
             to_release.append(pod)
             if phase(pod) == "Succeeded" and pod["metadata"]["uid"] not in sync.uncounted("failed"):
-                if _indexed(sync.job):
-                    if self._has_valid_index(sync.job, pod):
+                if indexed(sync.job):
+                    if has_valid_index(sync.job, pod):
                         new_indexes.append(completion_index(pod) or 0)
                 else:
                     needs_flush |= _add_uncounted(sync.uncounted("succeeded"), pod)
             elif failed or (sync.finished is not None and sync.finished["type"] != "SuccessCriteriaMet"):
                 # once the Job is finishing, every pod not succeeded counts as failed
                 policy = (sync.job.get("spec") or {}).get("podFailurePolicy")
-                if self._has_valid_index(sync.job, pod) and match_failure_policy(policy, pod).counts:
+                if has_valid_index(sync.job, pod) and match_failure_policy(policy, pod).counts:
                     needs_flush |= _add_uncounted(sync.uncounted("failed"), pod)
-        if _indexed(sync.job):
+        if indexed(sync.job):
             needs_flush |= self._record_indexes(sync, new_indexes)
         needs_flush |= self._add_interim_condition(sync)
         needs_flush = await self._flush(sync, to_release, with_finalizer, needs_flush)
@@ -602,7 +397,7 @@ class JobController:
             self._record_finished(sync)
 
     @staticmethod
-    def _can_release(sync: _Sync, pod: Pod, failed: bool) -> bool:
+    def _can_release(sync: JobSync, pod: Pod, failed: bool) -> bool:
         """A pod's finalizer goes once it succeeded or failed (unless, with backoffLimitPerIndex, it is the last
         failed pod of an index not yet replaced), or when the whole Job finishes or is deleted."""
         if sync.job["metadata"].get("deletionTimestamp") or sync.finished is not None or phase(pod) == "Succeeded":
@@ -614,8 +409,8 @@ class JobController:
         return delayed is None or delayed["metadata"]["uid"] != pod["metadata"]["uid"]
 
     @staticmethod
-    def _record_indexes(sync: _Sync, new_indexes: list[int]) -> bool:
-        completions = _spec_int(sync.job, "completions") or 0
+    def _record_indexes(sync: JobSync, new_indexes: list[int]) -> bool:
+        completions = spec_int(sync.job, "completions") or 0
         indexes = parse_indexes(sync.status.get("completedIndexes"), completions) | set(new_indexes)
         text = format_indexes(indexes)
         changed = text != (sync.status.get("completedIndexes") or "")
@@ -628,7 +423,7 @@ class JobController:
         return changed
 
     @staticmethod
-    def _add_interim_condition(sync: _Sync) -> bool:
+    def _add_interim_condition(sync: JobSync) -> bool:
         """Write FailureTarget / SuccessCriteriaMet before finalizers go; aim for Failed / Complete after."""
         finished = sync.finished
         if finished is None:
@@ -636,7 +431,7 @@ class JobController:
         conditions = sync.status.setdefault("conditions", [])
         if finished["type"] == "FailureTarget":
             conditions.append(finished)
-            sync.finished = _failed_from_target(finished, sync.now)
+            sync.finished = failed_from_target(finished, sync.now)
             return True
         if finished["type"] == "SuccessCriteriaMet":
             added = condition(sync.job, "SuccessCriteriaMet") is None
@@ -646,7 +441,7 @@ class JobController:
             return added
         return False
 
-    async def _flush(self, sync: _Sync, to_release: list[Pod], with_finalizer: set[str], needs_flush: bool) -> bool:
+    async def _flush(self, sync: JobSync, to_release: list[Pod], with_finalizer: set[str], needs_flush: bool) -> bool:
         """Write the uncounted pods, remove their finalizers, and count those released."""
         if needs_flush:
             await self._write_status(sync)
@@ -657,7 +452,7 @@ class JobController:
             with_finalizer -= {p["metadata"]["uid"] for p in to_release}
         return _count_uncounted(sync.status, with_finalizer) or needs_flush
 
-    def _enact_finished(self, sync: _Sync) -> bool:
+    def _enact_finished(self, sync: JobSync) -> bool:
         finished = sync.finished
         if finished is None or sync.uncounted("succeeded") or sync.uncounted("failed") or sync.terminating > 0:
             return False
@@ -667,19 +462,19 @@ class JobController:
             sync.status["completionTime"] = format_time(sync.now)
         return True
 
-    def _record_finished(self, sync: _Sync) -> None:
+    def _record_finished(self, sync: JobSync) -> None:
         job, finished = sync.job, sync.finished
         assert finished is not None
         if finished["type"] != "Complete":
             self.recorder.event(job, "Warning", finished["reason"], finished["message"])
             return
-        completions = _spec_int(job, "completions")
+        completions = spec_int(job, "completions")
         if completions is not None and int(sync.status.get("succeeded") or 0) > completions:
             self.recorder.event(job, "Warning", "TooManySucceededPods",
                                 "Too many succeeded pods running after completion count reached")
         self.recorder.event(job, "Normal", "Completed", "Job completed")
 
-    async def _write_status(self, sync: _Sync) -> None:
+    async def _write_status(self, sync: JobSync) -> None:
         """PUT the status (a conflict fails the sync, which is retried with backoff)."""
         body = sync.job
         for name in ("active", "succeeded", "failed"):
@@ -691,10 +486,6 @@ class JobController:
             if not body["status"].get(name):
                 body["status"].pop(name, None)
         sync.job = as_dict(await self.client.replace_status("jobs", body))
-
-
-def _indexes_of(pods: Sequence[Pod]) -> set[int]:
-    return {i for i in map(completion_index, pods) if i is not None}
 
 
 def _add_uncounted(uids: list[str], pod: Pod) -> bool:
@@ -731,48 +522,9 @@ def _add_index_env(spec: dict[str, Any]) -> None:
                 variables.append(dict(env))
 
 
-class OrphanPodReleaser:
-    """kube's orphan pod queue: a pod still holding the tracking finalizer whose controlling Job is gone,
-    finished, or was replaced by another of the same name (or which lost its controller reference, e.g. an
-    orphaning delete of its Job) loses the finalizer, so it can be deleted."""
-
-    def __init__(self, ctx: ControllerContext, jobs: JobController) -> None:
-        self.client = ctx.manager.client
-        self.jobs = jobs
-
-    async def reconcile(self, request: Request) -> None:
-        try:
-            pod = await self.client.get("pods", request.name, request.namespace)
-        except NotFound:
-            return
-        if has_tracking_finalizer(pod) and await self._orphaned(pod):
-            await self.jobs.remove_finalizer(pod)
-
-    async def _orphaned(self, pod: Pod) -> bool:
-        refs = [r for r in pod["metadata"].get("ownerReferences") or () if r.get("controller")]
-        if not refs:
-            return True
-        ref = refs[0]
-        if ref.get("kind") != "Job" or ref.get("apiVersion") != "batch/v1":
-            return False  # another controller's pod: not ours to release
-        try:
-            job = await self.client.get("jobs", ref.get("name", ""), pod["metadata"]["namespace"])
-        except NotFound:
-            return True
-        if job["metadata"].get("uid") != ref.get("uid"):
-            return True
-        return is_finished(job) and (job.get("spec") or {}).get("managedBy") in (None, JOB_CONTROLLER)
-
-
-def _tracked(pod: Mapping[str, Any]) -> bool:
-    return has_tracking_finalizer(pod)
-
-
 def setup(ctx: ControllerContext) -> None:
     """Register the Job controller (Jobs, and the pods they control) and the orphan pod releaser."""
     controller = JobController(ctx)
     ctx.manager.controller(controller, "job").for_("jobs").owns("pods") \
         .watches("pods", mapper=controller.jobs_for_orphan).workers(ctx.options.workers)
-    releaser = OrphanPodReleaser(ctx, controller)
-    tracked = Funcs(create=_tracked, update=lambda _old, new: _tracked(new), delete=lambda _pod: False)
-    ctx.manager.controller(releaser, "job-orphan-pod").for_("pods", tracked).workers(ctx.options.workers)
+    setup_orphan_pod_releaser(ctx)
