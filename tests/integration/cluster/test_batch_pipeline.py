@@ -1,0 +1,46 @@
+"""The three batch controllers together, as kube-controller-manager runs them, on a fake clock: a CronJob's
+Job runs its pod (the test plays the kubelet), completes, is seen by the CronJob, and is deleted by its TTL."""
+
+from __future__ import annotations
+
+from kinformer.cluster.controllers.batch import format_time
+from kinformer.errors import NotFound
+from unit.cluster._hjobs_helpers import (
+    NS,
+    batch_cluster,
+    eventually,
+    finish_pod,
+    has_condition,
+    settle,
+    wait_event,
+    wait_job,
+    wait_pods,
+)
+from unit.cluster.test_cronjob import START, cronjob_body, minute, wait_cronjob
+
+
+async def test_a_cronjobs_job_runs_completes_is_recorded_and_expires() -> None:
+    async with batch_cluster("job", "cronjob", "ttl-after-finished") as (server, client, clock):
+        body = cronjob_body("nightly", "*/1 * * * *")
+        body["spec"]["jobTemplate"]["spec"]["ttlSecondsAfterFinished"] = 30
+        await client.create("cronjobs", body, NS)
+        await minute(server, clock)
+        name = f"nightly-{int(START) // 60 + 1}"
+        (pod,) = await wait_pods(client, name, 1)
+        await finish_pod(client, pod, clock)
+        job = await wait_job(client, name, has_condition("Complete"), "Complete")
+        cj = await wait_cronjob(client, "nightly", lambda s: s.get("lastSuccessfulTime"), "lastSuccessfulTime")
+        assert cj["status"]["lastSuccessfulTime"] == job["status"]["completionTime"] == format_time(START + 60.1)
+        assert not cj["status"].get("active")
+        await wait_event(client, "nightly", "SawCompletedJob")
+        await settle(server, "ttl-after-finished")
+        clock.step(30)
+
+        async def expired() -> bool:
+            try:
+                await client.get("jobs", name, NS)
+            except NotFound:
+                return True
+            return False
+
+        await eventually(expired, "the job deleted 30 s after it finished")
