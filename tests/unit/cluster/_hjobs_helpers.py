@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from kinformer.client import Client
-from kinformer.clock import FakeClock
+from kinformer.clock import Clock, FakeClock
 from kinformer.cluster import ClusterOptions
 from kinformer.cluster.controllers.batch import format_time
 from kinformer.controller import Controller
@@ -92,7 +92,7 @@ def condition_of(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any]:
     return next(c for c in obj["status"]["conditions"] if c["type"] == type_)
 
 
-async def run_pod(client: Client, pod: Mapping[str, Any], clock: FakeClock, *, ready: bool = True) -> Any:
+async def run_pod(client: Client, pod: Mapping[str, Any], clock: Clock, *, ready: bool = True) -> Any:
     """The kubelet's part: the pod runs (and is Ready)."""
     stamp = format_time(clock.wall())
     status = {"phase": "Running",
@@ -103,7 +103,7 @@ async def run_pod(client: Client, pod: Mapping[str, Any], clock: FakeClock, *, r
     return await client.patch_status("pods", pod["metadata"]["name"], {"status": status}, namespace=NS)
 
 
-async def finish_pod(client: Client, pod: Mapping[str, Any], clock: FakeClock, exit_code: int = 0, *,
+async def finish_pod(client: Client, pod: Mapping[str, Any], clock: Clock, exit_code: int = 0, *,
                      conditions: list[dict[str, Any]] | None = None) -> Any:
     """The kubelet's part: every container terminated with ``exit_code``; the pod Succeeded or Failed."""
     stamp = format_time(clock.wall())
