@@ -156,6 +156,9 @@ class CronJobController:
             if not active and finished is None:
                 fresh = await self.api.get("cronjobs", cj["metadata"]["name"], cj["metadata"]["namespace"])
                 if any(ref.get("uid") == meta["uid"] for ref in (fresh.get("status") or {}).get("active") or ()):
+                    cj.clear()  # the cache was behind: carry on from the CronJob as the API has it
+                    cj.update(as_dict(fresh))
+                    status = cj.setdefault("status", {})
                     continue
                 self.recorder.event(cj, "Warning", "UnexpectedJob",
                                     f"Saw a job that the controller did not create or forgot: {meta['name']}")
@@ -259,7 +262,7 @@ class CronJobController:
             return requeue, changed
         if spec.get("concurrencyPolicy") == "Replace":
             changed |= await self._replace_active(cj)
-        job = await self._create_job(cj, scheduled, schedule)
+        job = await self._create_job(cj, scheduled)
         if job is None:
             return requeue, changed
         status.setdefault("active", []).append(
@@ -283,12 +286,13 @@ class CronJobController:
             changed = True
         return changed
 
-    def _job_body(self, cj: Mapping[str, Any], scheduled: datetime, schedule: Schedule) -> dict[str, Any]:
+    def _job_body(self, cj: Mapping[str, Any], scheduled: datetime) -> dict[str, Any]:
         template = as_dict(cj["spec"].get("jobTemplate") or {})
         tmeta = template.get("metadata") or {}
         meta = cj["metadata"]
         annotations = dict(tmeta.get("annotations") or {})
-        annotations[SCHEDULED_TIMESTAMP] = _rfc3339(scheduled.astimezone(schedule.zone))
+        # in spec.timeZone (UTC without one), whatever zone a CRON_TZ prefix gave the schedule
+        annotations[SCHEDULED_TIMESTAMP] = _rfc3339(scheduled.astimezone(load_zone(cj["spec"].get("timeZone") or "")))
         return {"apiVersion": "batch/v1", "kind": "Job",
                 "metadata": {"name": job_name(meta["name"], scheduled), "namespace": meta["namespace"],
                              "labels": dict(tmeta.get("labels") or {}), "annotations": annotations,
@@ -297,9 +301,9 @@ class CronJobController:
                                                   "blockOwnerDeletion": True}]},
                 "spec": template.get("spec") or {}}
 
-    async def _create_job(self, cj: dict[str, Any], scheduled: datetime, schedule: Schedule) -> Job | None:
+    async def _create_job(self, cj: dict[str, Any], scheduled: datetime) -> Job | None:
         """Create the Job of ``scheduled``; None when one by that name exists that we need not record."""
-        body = self._job_body(cj, scheduled, schedule)
+        body = self._job_body(cj, scheduled)
         namespace = cj["metadata"]["namespace"]
         try:
             job = await self.client.create("jobs", body, namespace)
