@@ -243,3 +243,19 @@ async def test_an_active_job_that_went_missing_leaves_the_active_list() -> None:
         await wait_cronjob(client, "missing", lambda s: not s.get("active"), "the deleted job no longer active")
         assert ("Normal", "MissingJob", f"Active job went missing: {job['metadata']['name']}") in \
             await wait_event(client, "missing", "MissingJob")
+
+
+async def test_a_schedule_that_never_fires_is_reported_and_not_requeued() -> None:
+    async with batch_cluster("cronjob") as (_, client, _clock):
+        await client.create("cronjobs", cronjob_body("never", "0 0 30 2 *"), NS)
+        (event,) = await wait_event(client, "never", "InvalidSchedule")
+        assert event == ("Warning", "InvalidSchedule", "invalid schedule: 0 0 30 2 * : time difference between two "
+                                                       "schedules is less than 1 second")
+
+
+async def test_an_unknown_time_zone_is_reported() -> None:
+    async with batch_cluster("cronjob") as (_, client, _clock):
+        # kube-apiserver refuses such a zone; this server accepts it, and the controller reports it as kube's does
+        await client.create("cronjobs", cronjob_body("mars", timeZone="Mars/Olympus"), NS)
+        (event,) = await wait_event(client, "mars", "UnknownTimeZone")
+        assert event[0] == "Warning" and event[2].startswith('invalid timeZone: "Mars/Olympus"')
