@@ -431,3 +431,14 @@ async def _owned(client: Any, job: Any, count: int) -> list[Any] | None:
             if any(r.get("uid") == job["metadata"]["uid"] for r in p["metadata"].get("ownerReferences") or ())
             and not p["metadata"].get("deletionTimestamp")]
     return pods if len(pods) == count else None
+
+
+async def test_a_wide_job_creates_its_pods_in_slow_start_batches_and_counts_each_once() -> None:
+    async with batch_cluster("job") as (_, client, clock):
+        await client.create("jobs", job_body("wide", completions=40, parallelism=20), NS)
+        for _ in range(2):
+            for pod in await wait_pods(client, "wide", 20):
+                await finish_pod(client, pod, clock)
+        job = await wait_job(client, "wide", COMPLETE, "Complete")
+        assert job["status"]["succeeded"] == 40 and "failed" not in job["status"]
+        assert len(await job_pods(client, "wide")) == 40  # never a pod too many

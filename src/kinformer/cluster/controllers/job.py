@@ -29,12 +29,12 @@ Implemented, as kube does it:
   (BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy) as a Warning;
 * expectations: a write's watch event is in the cache before the Job's next sync (the Manager's
   read-your-writes), so a sync never double-creates or recounts; pods are created in slow-start batches
-  (1, 2, 4, ...), at most 500 creations or deletions per sync;
+  (1, 2, 4, ...), at most 500 creations or deletions and 500 newly counted pods per sync;
 * adoption of orphan pods matching the Job's selector and release of owned pods that stopped matching
   (:mod:`.job_claim`); labels, selector and ``manualSelector`` are the API server's (its Job strategy).
 
 Not implemented: ``managedBy`` other than the built-in controller (such Jobs are left alone), the 1 s
-batching of pod-triggered syncs, the cap of 500 uncounted pods per sync, and the job metrics.
+batching of pod-triggered syncs, and the job metrics.
 """
 
 from __future__ import annotations
@@ -92,6 +92,8 @@ __all__ = ["JobController", "setup"]
 
 #: kube's MaxPodCreateDeletePerSync
 MAX_POD_CHANGES_PER_SYNC = 500
+#: kube's MaxUncountedPods: finished pods recorded (and released) per sync
+MAX_UNCOUNTED = 500
 #: the index of pods by the uid of the Job that controls them
 OWNER_INDEX = "job-controller/owner-uid"
 Pod = Mapping[str, Any]
@@ -369,7 +371,10 @@ class JobController:
         their finalizers, count them, then write the finishing condition once nothing is left uncounted."""
         with_finalizer = {p["metadata"]["uid"] for p in sync.pods if has_tracking_finalizer(p)}
         needs_flush |= _count_uncounted(sync.status, with_finalizer)
-        to_release, new_indexes = [], []
+        to_release: list[Pod] = []
+        new_indexes: list[int] = []
+        recorded = parse_indexes(sync.status.get("completedIndexes"), spec_int(sync.job, "completions") or 0)
+        capped = False
         for pod in sync.pods:
             failed = is_failed(pod, sync.job)
             if not has_tracking_finalizer(pod) or not self._can_release(sync, pod, failed):
@@ -377,8 +382,9 @@ class JobController:
             to_release.append(pod)
             if phase(pod) == "Succeeded" and pod["metadata"]["uid"] not in sync.uncounted("failed"):
                 if indexed(sync.job):
-                    if has_valid_index(sync.job, pod):
-                        new_indexes.append(completion_index(pod) or 0)
+                    index = completion_index(pod)
+                    if has_valid_index(sync.job, pod) and index not in recorded:
+                        new_indexes.append(index or 0)
                 else:
                     needs_flush |= _add_uncounted(sync.uncounted("succeeded"), pod)
             elif failed or (sync.finished is not None and sync.finished["type"] != "SuccessCriteriaMet"):
@@ -386,11 +392,14 @@ class JobController:
                 policy = (sync.job.get("spec") or {}).get("podFailurePolicy")
                 if has_valid_index(sync.job, pod) and match_failure_policy(policy, pod).counts:
                     needs_flush |= _add_uncounted(sync.uncounted("failed"), pod)
+            if len(new_indexes) + len(sync.uncounted("succeeded")) + len(sync.uncounted("failed")) >= MAX_UNCOUNTED:
+                capped = True  # the rest waits for the next sync: the status stays small, other Jobs get a turn
+                break
         if indexed(sync.job):
             needs_flush |= self._record_indexes(sync, new_indexes)
         needs_flush |= self._add_interim_condition(sync)
         needs_flush = await self._flush(sync, to_release, with_finalizer, needs_flush)
-        finished = self._enact_finished(sync)
+        finished = not capped and self._enact_finished(sync)
         if needs_flush or finished:
             await self._write_status(sync)
         if finished:
