@@ -210,14 +210,14 @@ class JobController:
                 await self._manage(sync)
             decide_success(sync)
             if managed and sync.finished is None:
-                suspend_changed = self._updatesuspended(sync)
+                suspend_changed = self._update_suspended(sync)
         needs_update = (suspend_changed or started != status.get("startTime")
                         or len(sync.active) != status.get("active", 0) or sync.ready != status.get("ready")
                         or sync.terminating != status.get("terminating"))
         status["active"], status["ready"], status["terminating"] = len(sync.active), sync.ready, sync.terminating
         await self._track(sync, needs_update)
 
-    def _updatesuspended(self, sync: JobSync) -> bool:
+    def _update_suspended(self, sync: JobSync) -> bool:
         """The Suspended condition after manageJob ran; on resume, startTime restarts the deadline."""
         job, now = sync.job, sync.now
         if suspended(job):
