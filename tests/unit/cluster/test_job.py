@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from kinformer.cluster import ClusterOptions
 from kinformer.cluster.controllers.job_perindex import INDEX_FAILURE_COUNT as FAILURES
 from kinformer.cluster.controllers.job_pods import COMPLETION_INDEX as INDEX
 from kinformer.cluster.controllers.job_pods import TRACKING_FINALIZER as TRACKING
@@ -442,3 +445,9 @@ async def test_a_wide_job_creates_its_pods_in_slow_start_batches_and_counts_each
         job = await wait_job(client, "wide", COMPLETE, "Complete")
         assert job["status"]["succeeded"] == 40 and "failed" not in job["status"]
         assert len(await job_pods(client, "wide")) == 40  # never a pod too many
+
+
+async def test_bad_backoff_options_are_refused_with_a_clear_error() -> None:
+    with pytest.raises(ValueError, match=r"0 < job_backoff_base <= job_backoff_max, got 5\.0 and 1\.0"):
+        async with batch_cluster("job", options=ClusterOptions(job_backoff_base=5.0, job_backoff_max=1.0)):
+            pass

@@ -110,9 +110,13 @@ class JobController:
     """Reconciles Jobs: creates and deletes their pods and keeps their status (see the module doc)."""
 
     def __init__(self, ctx: ControllerContext) -> None:
+        options = ctx.options
+        if not 0 < options.job_backoff_base <= options.job_backoff_max:
+            raise ValueError("ClusterOptions needs 0 < job_backoff_base <= job_backoff_max, got "
+                             f"{options.job_backoff_base} and {options.job_backoff_max}")
         self.client = ctx.manager.client
         self.clock = ctx.clock
-        self.options = ctx.options
+        self.options = options
         self.recorder = ctx.recorder("job-controller")
         self.api = ctx.client  # fresh reads (adoption rechecks the Job as kube does)
         self.pods = ctx.manager.informer("pods")
