@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kinformer.controller.reconcile import Request, Result
-from kinformer.errors import NotFound
+from kinformer.errors import APIError, NotFound
 from kinformer.selectors import label_selector_from_dict
 
 from .batch import as_dict, condition, ensure_condition, format_time, is_finished, new_condition
@@ -330,7 +330,8 @@ class JobController:
         try:
             pod: Pod = await self.client.create("pods", body, job["metadata"]["namespace"])
         except Exception as err:
-            self.recorder.event(job, "Warning", "FailedCreate", f"Error creating: {err}")
+            if not _namespace_terminating(err):  # then every creation fails: kube reports nothing
+                self.recorder.event(job, "Warning", "FailedCreate", f"Error creating: {err}")
             raise
         self.recorder.event(job, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
         return pod
@@ -499,6 +500,10 @@ class JobController:
             if not body["status"].get(name):
                 body["status"].pop(name, None)
         sync.job = as_dict(await self.client.replace_status("jobs", body))
+
+
+def _namespace_terminating(err: BaseException) -> bool:
+    return isinstance(err, APIError) and any(c.get("reason") == "NamespaceTerminating" for c in err.causes)
 
 
 def _add_uncounted(uids: list[str], pod: Pod) -> bool:
