@@ -311,7 +311,8 @@ class JobController:
     async def _create_pods(self, job: Mapping[str, Any], indexes: Sequence[int | None],
                            replacing: Mapping[int, Pod]) -> tuple[list[Pod], BaseException | None]:
         """Create one pod per entry of ``indexes`` in slow-start batches (1, 2, 4, ...); after a batch with a
-        failure the rest is skipped. The pods created, and the first error."""
+        failure the rest is skipped (a terminating namespace is no failure: nothing can be created there). The
+        pods created, and the first error."""
         created: list[Pod] = []
         start, batch = 0, 1
         while start < len(indexes):
@@ -319,7 +320,7 @@ class JobController:
             results = await asyncio.gather(*(self._create_pod(job, i, replacing.get(i) if i is not None else None)
                                              for i in chunk), return_exceptions=True)
             created += [r for r in results if not isinstance(r, BaseException)]
-            errors = [r for r in results if isinstance(r, BaseException)]
+            errors = [r for r in results if isinstance(r, BaseException) and not _namespace_terminating(r)]
             if errors:
                 return created, errors[0]
             start, batch = start + len(chunk), batch * 2
