@@ -10,8 +10,10 @@ from collections.abc import Mapping, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
+from kinformer.errors import APIError
+
 __all__ = ["as_dict", "condition", "ensure_condition", "finished_condition", "format_time", "is_finished",
-           "new_condition", "parse_time"]
+           "namespace_terminating", "new_condition", "parse_time"]
 
 
 def format_time(wall: float) -> str:
@@ -75,3 +77,8 @@ def finished_condition(job: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def is_finished(job: Mapping[str, Any]) -> bool:
     return finished_condition(job) is not None
+
+
+def namespace_terminating(err: BaseException) -> bool:
+    """A create refused because the namespace is being deleted (kube's NamespaceTerminatingCause)."""
+    return isinstance(err, APIError) and any(c.get("reason") == "NamespaceTerminating" for c in err.causes)

@@ -44,10 +44,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kinformer.controller.reconcile import Request, Result
-from kinformer.errors import APIError, NotFound
+from kinformer.errors import NotFound
 from kinformer.selectors import label_selector_from_dict
 
-from .batch import as_dict, condition, ensure_condition, format_time, is_finished, new_condition
+from .batch import as_dict, condition, ensure_condition, format_time, is_finished, namespace_terminating, new_condition
 from .job_backoff import BackoffStore
 from .job_claim import controller_ref, job_reference, ownership_patch, plan_claims
 from .job_indexes import format_indexes, parse_indexes
@@ -320,7 +320,7 @@ class JobController:
             results = await asyncio.gather(*(self._create_pod(job, i, replacing.get(i) if i is not None else None)
                                              for i in chunk), return_exceptions=True)
             created += [r for r in results if not isinstance(r, BaseException)]
-            errors = [r for r in results if isinstance(r, BaseException) and not _namespace_terminating(r)]
+            errors = [r for r in results if isinstance(r, BaseException) and not namespace_terminating(r)]
             if errors:
                 return created, errors[0]
             start, batch = start + len(chunk), batch * 2
@@ -331,7 +331,7 @@ class JobController:
         try:
             pod: Pod = await self.client.create("pods", body, job["metadata"]["namespace"])
         except Exception as err:
-            if not _namespace_terminating(err):  # then every creation fails: kube reports nothing
+            if not namespace_terminating(err):  # then every creation fails: kube reports nothing
                 self.recorder.event(job, "Warning", "FailedCreate", f"Error creating: {err}")
             raise
         self.recorder.event(job, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
@@ -501,10 +501,6 @@ class JobController:
             if not body["status"].get(name):
                 body["status"].pop(name, None)
         sync.job = as_dict(await self.client.replace_status("jobs", body))
-
-
-def _namespace_terminating(err: BaseException) -> bool:
-    return isinstance(err, APIError) and any(c.get("reason") == "NamespaceTerminating" for c in err.causes)
 
 
 def _add_uncounted(uids: list[str], pod: Pod) -> bool:
