@@ -41,3 +41,6 @@ async def test_kubectl_create_job_then_wait_for_condition_complete(tmp_path: Pat
                                         "jsonpath={range .items[*]}{.reason}{'\\n'}{end}")
         assert code == 0, err
         assert {"SuccessfulCreate", "Completed"} <= set(out.split())
+        code, out, err = await _kubectl(kubeconfig, "describe", "job", "x")
+        assert code == 0, err
+        assert "job-controller" in out and "Created pod: x-" in out and "Job completed" in out
