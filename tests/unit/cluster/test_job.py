@@ -451,3 +451,24 @@ async def test_bad_backoff_options_are_refused_with_a_clear_error() -> None:
     with pytest.raises(ValueError, match=r"0 < job_backoff_base <= job_backoff_max, got 5\.0 and 1\.0"):
         async with batch_cluster("job", options=ClusterOptions(job_backoff_base=5.0, job_backoff_max=1.0)):
             pass
+
+
+async def test_a_refused_pod_creation_is_reported_and_retried() -> None:
+    refuse_pods = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                   "metadata": {"name": "down"},
+                   "webhooks": [{"name": "down.example.com", "clientConfig": {"url": "https://127.0.0.1:9/validate"},
+                                 "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                                            "resources": ["pods"]}],
+                                 "failurePolicy": "Fail", "timeoutSeconds": 2, "sideEffects": "None",
+                                 "admissionReviewVersions": ["v1"]}]}
+    async with batch_cluster("job") as (server, client, clock):
+        await client.create("admissionregistration.k8s.io/v1/validatingwebhookconfigurations", refuse_pods)
+        await client.create("jobs", job_body("refused", parallelism=3, completions=3), NS)
+        (event,) = await wait_event(client, "refused", "FailedCreate")
+        assert event[0] == "Warning" and event[2].startswith("Error creating: ")
+        job = await wait_job(client, "refused", lambda j: j["status"].get("startTime"), "the status written")
+        assert "active" not in job["status"]  # the failed creation is not counted, the sync failed after the write
+        await client.delete("admissionregistration.k8s.io/v1/validatingwebhookconfigurations", "down")
+        await settle(server, "job")  # the failed sync waits for its rate-limited retry, on the clock
+        clock.step(1)
+        await wait_pods(client, "refused", 3)

@@ -13,7 +13,7 @@ from typing import Any
 from kinformer.errors import APIError
 
 __all__ = ["as_dict", "condition", "ensure_condition", "finished_condition", "format_time", "is_finished",
-           "namespace_terminating", "new_condition", "parse_time"]
+           "namespace_terminating", "new_condition", "parse_time", "report_failed_create"]
 
 
 def format_time(wall: float) -> str:
@@ -82,3 +82,10 @@ def is_finished(job: Mapping[str, Any]) -> bool:
 def namespace_terminating(err: BaseException) -> bool:
     """A create refused because the namespace is being deleted (kube's NamespaceTerminatingCause)."""
     return isinstance(err, APIError) and any(c.get("reason") == "NamespaceTerminating" for c in err.causes)
+
+
+def report_failed_create(recorder: Any, owner: Mapping[str, Any], err: BaseException, prefix: str) -> None:
+    """The FailedCreate Warning kube's controllers record on ``owner`` ("<prefix>: <error>"); none when the
+    namespace is terminating (every creation fails there)."""
+    if not namespace_terminating(err):
+        recorder.event(owner, "Warning", "FailedCreate", f"{prefix}: {err}")

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import AlreadyExists, NotFound
 
-from .batch import as_dict, finished_condition, format_time, namespace_terminating, parse_time
+from .batch import as_dict, finished_condition, format_time, parse_time, report_failed_create
 from .cron import CronError, Schedule, load_zone, parse_schedule
 
 if TYPE_CHECKING:
@@ -315,8 +315,7 @@ class CronJobController:
                 return None
             return job
         except Exception as err:
-            if not namespace_terminating(err):  # then any creation fails: kube reports nothing
-                self.recorder.event(cj, "Warning", "FailedCreate", f"Error creating job: {err}")
+            report_failed_create(self.recorder, cj, err, "Error creating job")
             raise
         self.recorder.event(cj, "Normal", "SuccessfulCreate", f"Created job {job['metadata']['name']}")
         return job

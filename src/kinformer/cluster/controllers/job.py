@@ -47,7 +47,16 @@ from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import NotFound
 from kinformer.selectors import label_selector_from_dict
 
-from .batch import as_dict, condition, ensure_condition, format_time, is_finished, namespace_terminating, new_condition
+from .batch import (
+    as_dict,
+    condition,
+    ensure_condition,
+    format_time,
+    is_finished,
+    namespace_terminating,
+    new_condition,
+    report_failed_create,
+)
 from .job_backoff import BackoffStore
 from .job_claim import controller_ref, job_reference, ownership_patch, plan_claims
 from .job_indexes import format_indexes, parse_indexes
@@ -331,8 +340,7 @@ class JobController:
         try:
             pod: Pod = await self.client.create("pods", body, job["metadata"]["namespace"])
         except Exception as err:
-            if not namespace_terminating(err):  # then every creation fails: kube reports nothing
-                self.recorder.event(job, "Warning", "FailedCreate", f"Error creating: {err}")
+            report_failed_create(self.recorder, job, err, "Error creating")
             raise
         self.recorder.event(job, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
         return pod
