@@ -1,31 +1,21 @@
 """What the job, cronjob and ttl-after-finished controllers share about batch/v1 objects: Job conditions
-(the JobCondition rules, which differ from metav1.Condition's), whether a Job finished and when, and the
-RFC 3339 timestamps the API writes (whole seconds, UTC).
+(the JobCondition rules, which differ from metav1.Condition's), whether a Job finished, and the FailedCreate
+event; timestamps are :mod:`.workload`'s (RFC 3339, whole seconds, UTC).
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, MutableMapping
-from datetime import UTC, datetime
 from typing import Any
 
 from kinformer.errors import APIError
 
+from .workload import parse_time, record
+from .workload import rfc3339 as format_time
+
 __all__ = ["as_dict", "condition", "ensure_condition", "finished_condition", "format_time", "is_finished",
            "namespace_terminating", "new_condition", "parse_time", "report_failed_create"]
-
-
-def format_time(wall: float) -> str:
-    """``wall`` (seconds since the epoch) as the API's RFC 3339 form, to the second."""
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: str | None) -> float | None:
-    """An RFC 3339 timestamp as seconds since the epoch (None for None or "")."""
-    if not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def as_dict(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -88,4 +78,4 @@ def report_failed_create(recorder: Any, owner: Mapping[str, Any], err: BaseExcep
     """The FailedCreate Warning kube's controllers record on ``owner`` ("<prefix>: <error>"); none when the
     namespace is terminating (every creation fails there)."""
     if not namespace_terminating(err):
-        recorder.event(owner, "Warning", "FailedCreate", f"{prefix}: {err}")
+        record(recorder, owner, "Warning", "FailedCreate", f"{prefix}: {err}")

@@ -16,8 +16,8 @@ Implemented, as kube does it:
   running child gives UnexpectedJob), ``lastScheduleTime``, ``lastSuccessfulTime``;
 * ``successfulJobsHistoryLimit`` / ``failedJobsHistoryLimit``: the oldest finished Jobs (by start time)
   beyond them are deleted in the background (SuccessfulDelete);
-* events SuccessfulCreate, FailedCreate, SawCompletedJob, SuccessfulDelete, FailedDelete, MissSchedule,
-  UnknownTimeZone, UnparseableSchedule, InvalidSchedule.
+* events (one per distinct message, :func:`.workload.record`) SuccessfulCreate, FailedCreate, SawCompletedJob,
+  SuccessfulDelete, FailedDelete, MissSchedule, UnknownTimeZone, UnparseableSchedule, InvalidSchedule.
 
 Not implemented: the creation-skew metric.
 """
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import AlreadyExists, NotFound
 
+from . import workload
 from .batch import as_dict, finished_condition, format_time, parse_time, report_failed_create
 from .cron import CronError, Schedule, load_zone, parse_schedule
 
@@ -129,6 +130,9 @@ class CronJobController:
         if OWNER_INDEX not in self.jobs.indexer.get_indexers():
             self.jobs.add_indexers({OWNER_INDEX: _owner_uid})
 
+    def _event(self, cj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+        workload.record(self.recorder, cj, type_, reason, message)
+
     async def reconcile(self, request: Request) -> Result | None:
         try:
             cached = await self.client.get("cronjobs", request.name, request.namespace)
@@ -160,12 +164,12 @@ class CronJobController:
                     cj.update(as_dict(fresh))
                     status = cj.setdefault("status", {})
                     continue
-                self.recorder.event(cj, "Warning", "UnexpectedJob",
-                                    f"Saw a job that the controller did not create or forgot: {meta['name']}")
+                self._event(cj, "Warning", "UnexpectedJob",
+                            f"Saw a job that the controller did not create or forgot: {meta['name']}")
             elif active and finished is not None:
                 self._forget(cj, meta["uid"])
-                self.recorder.event(cj, "Normal", "SawCompletedJob",
-                                    f"Saw completed job: {meta['name']}, condition: {finished['type']}")
+                self._event(cj, "Normal", "SawCompletedJob",
+                            f"Saw completed job: {meta['name']}, condition: {finished['type']}")
                 changed = True
             elif finished is not None and finished["type"] == "Complete":
                 changed |= self._note_success(status, (job.get("status") or {}).get("completionTime"))
@@ -175,7 +179,7 @@ class CronJobController:
             try:
                 await self.api.get("jobs", ref.get("name", ""), ref.get("namespace") or cj["metadata"]["namespace"])
             except NotFound:
-                self.recorder.event(cj, "Normal", "MissingJob", f"Active job went missing: {ref.get('name')}")
+                self._event(cj, "Normal", "MissingJob", f"Active job went missing: {ref.get('name')}")
                 self._forget(cj, ref.get("uid", ""))
                 changed = True
         return changed
@@ -207,17 +211,17 @@ class CronJobController:
             try:
                 load_zone(zone)
             except CronError as err:
-                self.recorder.event(cj, "Warning", "UnknownTimeZone", f'invalid timeZone: "{zone}": {err}')
+                self._event(cj, "Warning", "UnknownTimeZone", f'invalid timeZone: "{zone}": {err}')
                 return None
         if "TZ" in text:
-            self.recorder.event(cj, "Warning", "UnsupportedSchedule",
-                                f'CRON_TZ or TZ used in schedule "{text}" is not officially supported, see '
-                                "https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details")
+            self._event(cj, "Warning", "UnsupportedSchedule",
+                        f'CRON_TZ or TZ used in schedule "{text}" is not officially supported, see '
+                        "https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details")
             zone = None
         try:
             return parse_schedule(text, zone or "")
         except CronError as err:
-            self.recorder.event(cj, "Warning", "UnparseableSchedule", f'unparseable schedule: "{text}" : {err}')
+            self._event(cj, "Warning", "UnparseableSchedule", f'unparseable schedule: "{text}" : {err}')
             return None
 
     def _next_unmet(self, cj: Mapping[str, Any], now: datetime, schedule: Schedule) -> datetime | None:
@@ -226,8 +230,8 @@ class CronJobController:
         if recent is None or recent > now:
             return None
         if missed > MAX_MISSED:
-            self.recorder.event(cj, "Warning", "TooManyMissedTimes", "too many missed start times. Set or "
-                                "decrease .spec.startingDeadlineSeconds or check clock skew")
+            self._event(cj, "Warning", "TooManyMissedTimes", "too many missed start times. Set or "
+                        "decrease .spec.startingDeadlineSeconds or check clock skew")
         return recent
 
     async def _sync(self, cj: dict[str, Any], jobs: Sequence[Job], now: datetime) -> tuple[float | None, bool]:
@@ -242,23 +246,23 @@ class CronJobController:
         try:
             scheduled = self._next_unmet(cj, now, schedule)
         except CronError as err:
-            self.recorder.event(cj, "Warning", "InvalidSchedule", f"invalid schedule: {spec.get('schedule')} : {err}")
+            self._event(cj, "Warning", "InvalidSchedule", f"invalid schedule: {spec.get('schedule')} : {err}")
             return None, changed
         requeue = _requeue_after(cj, now, schedule)
         if scheduled is None:
             return requeue, changed
         deadline = spec.get("startingDeadlineSeconds")
         if deadline is not None and scheduled + timedelta(seconds=deadline) < now:
-            self.recorder.event(cj, "Warning", "MissSchedule", "Missed scheduled time to start a job: "
-                                f"{format_datetime(scheduled.astimezone(UTC))}")
+            self._event(cj, "Warning", "MissSchedule", "Missed scheduled time to start a job: "
+                        f"{format_datetime(scheduled.astimezone(UTC))}")
             return requeue, changed
         name = job_name(cj["metadata"]["name"], scheduled)
         if any(ref.get("name") == name for ref in status.get("active") or ()) \
                 or parse_time(status.get("lastScheduleTime")) == scheduled.timestamp():
             return requeue, changed
         if spec.get("concurrencyPolicy") == "Forbid" and status.get("active"):
-            self.recorder.event(cj, "Normal", "JobAlreadyActive", "Not starting job because prior execution is "
-                                "running and concurrency policy is Forbid")
+            self._event(cj, "Normal", "JobAlreadyActive", "Not starting job because prior execution is running and "
+                        "concurrency policy is Forbid")
             return requeue, changed
         if spec.get("concurrencyPolicy") == "Replace":
             changed |= await self._replace_active(cj)
@@ -278,7 +282,7 @@ class CronJobController:
             try:
                 job = await self.api.get("jobs", ref.get("name", ""), ref.get("namespace"))
             except Exception as err:
-                self.recorder.event(cj, "Warning", "FailedGet", f"Get job: {err}")
+                self._event(cj, "Warning", "FailedGet", f"Get job: {err}")
                 raise
             if not await self._delete_job(cj, job):
                 meta = job["metadata"]
@@ -317,7 +321,7 @@ class CronJobController:
         except Exception as err:
             report_failed_create(self.recorder, cj, err, "Error creating job")
             raise
-        self.recorder.event(cj, "Normal", "SuccessfulCreate", f"Created job {job['metadata']['name']}")
+        self._event(cj, "Normal", "SuccessfulCreate", f"Created job {job['metadata']['name']}")
         return job
 
     # -- history ----------------------------------------------------------------------------------
@@ -329,10 +333,10 @@ class CronJobController:
         except NotFound:
             pass
         except Exception as err:
-            self.recorder.event(cj, "Warning", "FailedDelete", f"Deleted job: {err}")
+            self._event(cj, "Warning", "FailedDelete", f"Deleted job: {err}")
             return False
         self._forget(cj, meta["uid"])
-        self.recorder.event(cj, "Normal", "SuccessfulDelete", f"Deleted job {meta['name']}")
+        self._event(cj, "Normal", "SuccessfulDelete", f"Deleted job {meta['name']}")
         return True
 
     async def _clean_up_finished(self, cj: dict[str, Any], jobs: Sequence[Job]) -> bool:

@@ -31,7 +31,8 @@ Implemented, as kube does it:
   read-your-writes), so a sync never double-creates or recounts; pods are created in slow-start batches
   (1, 2, 4, ...), at most 500 creations or deletions and 500 newly counted pods per sync;
 * adoption of orphan pods matching the Job's selector and release of owned pods that stopped matching
-  (:mod:`.job_claim`); labels, selector and ``manualSelector`` are the API server's (its Job strategy).
+  (:class:`.refs.RefManager`); labels, selector and ``manualSelector`` are the API server's (its Job
+  strategy); events one per distinct message, as kube's legacy recorder shows them (:func:`.workload.record`).
 
 Not implemented: ``managedBy`` other than the built-in controller (such Jobs are left alone), the 1 s
 batching of pod-triggered syncs, and the job metrics.
@@ -45,8 +46,8 @@ from typing import TYPE_CHECKING, Any
 
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import NotFound
-from kinformer.selectors import label_selector_from_dict
 
+from . import workload
 from .batch import (
     as_dict,
     condition,
@@ -58,7 +59,6 @@ from .batch import (
     report_failed_create,
 )
 from .job_backoff import BackoffStore
-from .job_claim import controller_ref, job_reference, ownership_patch, plan_claims
 from .job_indexes import format_indexes, parse_indexes
 from .job_orphans import JOB_CONTROLLER, remove_tracking_finalizer, setup_orphan_pod_releaser
 from .job_perindex import (
@@ -93,6 +93,7 @@ from .job_sync import (
     suspended,
     want_active,
 )
+from .refs import RefManager, orphan_mapper, owner_selector, valid_selector
 
 if TYPE_CHECKING:
     from kinformer.cluster.cluster import ControllerContext
@@ -127,7 +128,6 @@ class JobController:
         self.clock = ctx.clock
         self.options = options
         self.recorder = ctx.recorder("job-controller")
-        self.api = ctx.client  # fresh reads (adoption rechecks the Job as kube does)
         self.pods = ctx.manager.informer("pods")
         self.jobs = ctx.manager.informer("jobs")
         self.backoff = BackoffStore()
@@ -139,46 +139,15 @@ class JobController:
     def _pods_of(self, uid: str) -> list[Pod]:
         return list(self.pods.indexer.by_index(OWNER_INDEX, uid))
 
-    async def _claim_pods(self, job: Mapping[str, Any]) -> list[Pod]:
-        """The Job's pods after adopting matching orphans and releasing owned pods that stopped matching."""
-        namespace = job["metadata"]["namespace"]
-        plan = plan_claims(job, self._pods_of(job["metadata"]["uid"]), self.pods.lister().list(namespace))
-        for pod in plan.release:
-            refs = [r for r in pod["metadata"].get("ownerReferences") or () if r.get("uid") != job["metadata"]["uid"]]
-            await self._patch_owners(pod, refs)
-        if plan.adopt and await self._can_adopt(job):
-            for pod in plan.adopt:
-                refs = [*(pod["metadata"].get("ownerReferences") or ()), job_reference(job)]
-                adopted = await self._patch_owners(pod, refs)
-                if adopted is not None:
-                    plan.keep.append(adopted)
-        return plan.keep
-
-    async def _patch_owners(self, pod: Pod, references: list[Mapping[str, Any]]) -> Pod | None:
-        meta = pod["metadata"]
-        try:
-            patched: Pod = await self.client.patch("pods", meta["name"], ownership_patch(pod, references), "json",
-                                                   meta["namespace"])
-        except NotFound:
-            return None
-        return patched
-
-    async def _can_adopt(self, job: Mapping[str, Any]) -> bool:
-        """kube's RecheckDeletionTimestamp: the Job as the API has it now is the same and not being deleted."""
-        try:
-            fresh = await self.api.get("jobs", job["metadata"]["name"], job["metadata"]["namespace"])
-        except NotFound:
-            return False
-        return fresh["metadata"].get("uid") == job["metadata"]["uid"] and not fresh["metadata"].get("deletionTimestamp")
-
-    def jobs_for_orphan(self, pod: Pod) -> list[Request]:
-        """The Jobs whose selector matches an orphan pod (kube enqueues them to adopt it)."""
-        if controller_ref(pod) is not None or pod["metadata"].get("deletionTimestamp"):
+    async def _claim_pods(self, job: dict[str, Any]) -> list[Pod]:
+        """The Job's pods after adopting matching orphans and releasing owned pods that stopped matching
+        (kube's ClaimPods, :class:`.refs.RefManager`)."""
+        selector = valid_selector(job)
+        if selector is None:
             return []
-        namespace = pod["metadata"].get("namespace", "")
-        labels = pod["metadata"].get("labels")
-        return [Request(namespace, job["metadata"]["name"]) for job in self.jobs.lister().list(namespace)
-                if label_selector_from_dict((job.get("spec") or {}).get("selector")).matches(labels)]
+        namespace = job["metadata"]["namespace"]
+        manager = RefManager(self.client, job, "pods", selector)
+        return await manager.claim(self.pods.lister().list(namespace))
 
     # -- reconcile --------------------------------------------------------------------------------
 
@@ -196,7 +165,8 @@ class JobController:
         managed_by = (cached.get("spec") or {}).get("managedBy")
         if managed_by not in (None, JOB_CONTROLLER):
             return None
-        sync = JobSync(as_dict(cached), await self._claim_pods(cached), self.clock.wall())
+        job = {**as_dict(cached), "apiVersion": "batch/v1", "kind": "Job"}  # informer objects may lack them
+        sync = JobSync(job, await self._claim_pods(job), self.clock.wall())
         await self._sync(sync)
         if sync.error is not None:
             raise sync.error  # after the status was written, as kube returns manageJob's error last
@@ -236,11 +206,11 @@ class JobController:
         if suspended(job):
             changed = ensure_condition(sync.status, "Suspended", "True", "JobSuspended", "Job suspended", now)
             if changed:
-                self.recorder.event(job, "Normal", "Suspended", "Job suspended")
+                workload.record(self.recorder, job, "Normal", "Suspended", "Job suspended")
             return changed
         changed = ensure_condition(sync.status, "Suspended", "False", "JobResumed", "Job resumed", now)
         if changed:
-            self.recorder.event(job, "Normal", "Resumed", "Job resumed")
+            workload.record(self.recorder, job, "Normal", "Resumed", "Job resumed")
             sync.status["startTime"] = format_time(now)
         return changed
 
@@ -305,7 +275,7 @@ class JobController:
             "annotations": dict(tmeta.get("annotations") or {}),
             "finalizers": [*(f for f in tmeta.get("finalizers") or () if f != TRACKING_FINALIZER),
                            TRACKING_FINALIZER],
-            "ownerReferences": [job_reference(job)],
+            "ownerReferences": [workload.controller_ref(job, "batch/v1", "Job")],
         }
         spec = template.get("spec") or {}
         if index is not None:
@@ -342,7 +312,7 @@ class JobController:
         except Exception as err:
             report_failed_create(self.recorder, job, err, "Error creating")
             raise
-        self.recorder.event(job, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
+        workload.record(self.recorder, job, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
         return pod
 
     async def _delete_pods(self, job: Mapping[str, Any], pods: Sequence[Pod], *,
@@ -364,9 +334,9 @@ class JobController:
         except NotFound:
             return
         except Exception as err:
-            self.recorder.event(job, "Warning", "FailedDelete", f"Error deleting: {err}")
+            workload.record(self.recorder, job, "Warning", "FailedDelete", f"Error deleting: {err}")
             raise
-        self.recorder.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
+        workload.record(self.recorder, job, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
 
     async def _remove_finalizers(self, pods: Sequence[Pod]) -> None:
         """Remove the tracking finalizer from each of ``pods`` that has it (all attempted; the first error
@@ -489,13 +459,13 @@ class JobController:
         job, finished = sync.job, sync.finished
         assert finished is not None
         if finished["type"] != "Complete":
-            self.recorder.event(job, "Warning", finished["reason"], finished["message"])
+            workload.record(self.recorder, job, "Warning", finished["reason"], finished["message"])
             return
         completions = spec_int(job, "completions")
         if completions is not None and int(sync.status.get("succeeded") or 0) > completions:
-            self.recorder.event(job, "Warning", "TooManySucceededPods",
+            workload.record(self.recorder, job, "Warning", "TooManySucceededPods",
                                 "Too many succeeded pods running after completion count reached")
-        self.recorder.event(job, "Normal", "Completed", "Job completed")
+        workload.record(self.recorder, job, "Normal", "Completed", "Job completed")
 
     async def _write_status(self, sync: JobSync) -> None:
         """PUT the status (a conflict fails the sync, which is retried with backoff)."""
@@ -549,5 +519,5 @@ def setup(ctx: ControllerContext) -> None:
     """Register the Job controller (Jobs, and the pods they control) and the orphan pod releaser."""
     controller = JobController(ctx)
     ctx.manager.controller(controller, "job").for_("jobs").owns("pods") \
-        .watches("pods", mapper=controller.jobs_for_orphan).workers(ctx.options.workers)
+        .watches("pods", mapper=orphan_mapper(controller.jobs, owner_selector)).workers(ctx.options.workers)
     setup_orphan_pod_releaser(ctx)
