@@ -4,7 +4,6 @@ Failed with containerStatuses), as kube's controller unit tests use fake pods.""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -15,6 +14,7 @@ from kinformer.cluster import ClusterOptions
 from kinformer.cluster.controllers.batch import format_time
 from kinformer.controller import Controller
 from kinformer.server import APIServer
+from unit.cluster._hsched_helpers import wait_for
 
 T = TypeVar("T")
 NS = "default"
@@ -37,15 +37,8 @@ async def batch_cluster(*controllers: str, clock: FakeClock | None = None,
 
 async def eventually(probe: Callable[[], Awaitable[T | None]], what: str, timeout: float = WAIT) -> T:
     """Poll ``probe`` until it returns something truthy (bounded); that value."""
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                value = await probe()
-                if value:
-                    return value
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for {what}") from None
+    value: T = await wait_for(probe, what, timeout)
+    return value
 
 
 def job_body(name: str, **spec: Any) -> dict[str, Any]:

@@ -93,7 +93,9 @@ from .job_sync import (
     suspended,
     want_active,
 )
+from .podstate import pod_from_template
 from .refs import RefManager, orphan_mapper, owner_selector, valid_selector
+from .slowstart import slow_start
 
 if TYPE_CHECKING:
     from kinformer.cluster.cluster import ControllerContext
@@ -263,29 +265,25 @@ class JobController:
         sync.ready -= sum(1 for p in deleted if is_ready(p))
         sync.terminating += len(deleted)
 
-    def _pod_body(self, job: Mapping[str, Any], index: int | None, replaced: Pod | None = None) -> dict[str, Any]:
+    @staticmethod
+    def _pod_body(job: Mapping[str, Any], index: int | None, replaced: Pod | None = None) -> dict[str, Any]:
         """kube's GetPodFromTemplate plus the tracking finalizer and, for an index, its annotation, label,
-        env and hostname."""
-        meta, template = job["metadata"], as_dict(job["spec"]["template"])
-        tmeta = template.get("metadata") or {}
-        pod_meta: dict[str, Any] = {
-            "generateName": f"{meta['name']}-" if index is None else f"{meta['name']}-{index}-",
-            "namespace": meta["namespace"],
-            "labels": dict(tmeta.get("labels") or {}),
-            "annotations": dict(tmeta.get("annotations") or {}),
-            "finalizers": [*(f for f in tmeta.get("finalizers") or () if f != TRACKING_FINALIZER),
-                           TRACKING_FINALIZER],
-            "ownerReferences": [workload.controller_ref(job, "batch/v1", "Job")],
-        }
-        spec = template.get("spec") or {}
+        env, hostname and name prefix (and, with backoffLimitPerIndex, the failure counts it inherits)."""
+        pod = pod_from_template(job["spec"]["template"], job)
+        meta = pod["metadata"]
+        finalizers = meta.setdefault("finalizers", [])
+        if TRACKING_FINALIZER not in finalizers:
+            finalizers.append(TRACKING_FINALIZER)
         if index is not None:
-            pod_meta["annotations"][COMPLETION_INDEX] = str(index)
-            pod_meta["labels"][COMPLETION_INDEX] = str(index)
-            spec["hostname"] = f"{meta['name']}-{index}"
-            _add_index_env(spec)
+            name = job["metadata"]["name"]
+            meta["generateName"] = f"{name}-{index}-"
+            meta.setdefault("annotations", {})[COMPLETION_INDEX] = str(index)
+            meta.setdefault("labels", {})[COMPLETION_INDEX] = str(index)
+            pod["spec"]["hostname"] = f"{name}-{index}"
+            _add_index_env(pod["spec"])
             if has_backoff_limit_per_index(job):
-                pod_meta["annotations"].update(failure_annotations(job, replaced))
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
+                meta["annotations"].update(failure_annotations(job, replaced))
+        return pod
 
     async def _create_pods(self, job: Mapping[str, Any], indexes: Sequence[int | None],
                            replacing: Mapping[int, Pod]) -> tuple[list[Pod], BaseException | None]:
@@ -293,16 +291,18 @@ class JobController:
         failure the rest is skipped (a terminating namespace is no failure: nothing can be created there). The
         pods created, and the first error."""
         created: list[Pod] = []
-        start, batch = 0, 1
-        while start < len(indexes):
-            chunk = indexes[start:start + batch]
-            results = await asyncio.gather(*(self._create_pod(job, i, replacing.get(i) if i is not None else None)
-                                             for i in chunk), return_exceptions=True)
-            created += [r for r in results if not isinstance(r, BaseException)]
-            errors = [r for r in results if isinstance(r, BaseException) and not namespace_terminating(r)]
-            if errors:
-                return created, errors[0]
-            start, batch = start + len(chunk), batch * 2
+
+        async def create(index: int | None) -> None:
+            try:
+                created.append(await self._create_pod(job, index, None if index is None else replacing.get(index)))
+            except Exception as err:
+                if not namespace_terminating(err):
+                    raise
+
+        try:
+            await slow_start(indexes, create)
+        except Exception as err:
+            return created, err
         return created, None
 
     async def _create_pod(self, job: Mapping[str, Any], index: int | None, replaced: Pod | None) -> Pod:

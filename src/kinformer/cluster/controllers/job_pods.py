@@ -11,7 +11,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kinformer.cluster.podindex import is_terminal
+
 from .batch import parse_time
+from .workload import is_pod_active as is_active
+from .workload import is_pod_ready as is_ready
 
 __all__ = ["COMPLETION_INDEX", "TRACKING_FINALIZER", "PolicyMatch", "active_pods_for_removal",
            "completion_index", "finish_time", "has_tracking_finalizer", "is_active", "is_failed", "is_ready",
@@ -29,29 +33,13 @@ def phase(pod: Pod) -> str:
     return (pod.get("status") or {}).get("phase") or "Pending"
 
 
-def is_terminal(pod: Pod) -> bool:
-    return phase(pod) in ("Succeeded", "Failed")
-
-
 def is_deleting(pod: Pod) -> bool:
     return bool(pod["metadata"].get("deletionTimestamp"))
-
-
-def is_active(pod: Pod) -> bool:
-    """Neither finished nor being deleted (controller.FilterActivePods)."""
-    return not is_terminal(pod) and not is_deleting(pod)
 
 
 def is_terminating(pod: Pod) -> bool:
     """Being deleted but not finished (controller.CountTerminatingPods)."""
     return is_deleting(pod) and not is_terminal(pod)
-
-
-def is_ready(pod: Pod) -> bool:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return False
 
 
 def has_tracking_finalizer(pod: Pod) -> bool:
