@@ -44,3 +44,17 @@ async def test_kubectl_create_job_then_wait_for_condition_complete(tmp_path: Pat
         code, out, err = await _kubectl(kubeconfig, "describe", "job", "x")
         assert code == 0, err
         assert "job-controller" in out and "Created pod: x-" in out and "Job completed" in out
+
+
+async def test_kubectl_create_job_completes_on_simulated_nodes(tmp_path: Path) -> None:
+    """Issue 24's "Done when", as it comes: the scheduler binds the pod, the simulated kubelet runs busybox to
+    exit 0, the Job controller completes the Job; nothing is played by the test."""
+    async with APIServer(compaction_interval=0, controllers=["job", "scheduler"], nodes=1) as server:
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url, None, None)
+        code, out, err = await _kubectl(kubeconfig, "create", "job", "x", "--image=busybox")
+        assert code == 0, err
+        code, out, err = await _kubectl(kubeconfig, "wait", "--for=condition=complete", "job/x", "--timeout=50s")
+        assert (code, out.strip()) == (0, "job.batch/x condition met"), err
+        code, out, err = await _kubectl(kubeconfig, "get", "job", "x", "-o",
+                                        "jsonpath={.status.succeeded} {.status.uncountedTerminatedPods}")
+        assert (code, out) == (0, "1 {}"), err
