@@ -3,14 +3,17 @@ Job runs its pod (the test plays the kubelet), completes, is seen by the CronJob
 
 from __future__ import annotations
 
+from kinformer.client import Client
 from kinformer.cluster.controllers.batch import format_time
 from kinformer.errors import NotFound
+from kinformer.server import APIServer
 from unit.cluster._hjobs_helpers import (
     NS,
     batch_cluster,
     eventually,
     finish_pod,
     has_condition,
+    job_body,
     settle,
     wait_event,
     wait_job,
@@ -44,3 +47,16 @@ async def test_a_cronjobs_job_runs_completes_is_recorded_and_expires() -> None:
             return False
 
         await eventually(expired, "the job deleted 30 s after it finished")
+
+
+async def test_a_job_whose_pods_exit_non_zero_fails_on_simulated_nodes() -> None:
+    """The documented way to fail Job pods on simulated kubelets: the ``kinformer.io/exit-code`` annotation."""
+    template = {"metadata": {"annotations": {"kinformer.io/exit-code": "3"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+    policy = {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [3]}}]}
+    async with APIServer(compaction_interval=0, controllers=["job", "scheduler"], nodes=1) as server, \
+            Client(server.url) as client:
+        await client.create("jobs", job_body("exit3", template=template, podFailurePolicy=policy), NS)
+        job = await wait_job(client, "exit3", has_condition("Failed"), "Failed")
+        failed = next(c for c in job["status"]["conditions"] if c["type"] == "Failed")
+        assert failed["reason"] == "PodFailurePolicy" and "failed with exit code 3" in failed["message"]
