@@ -19,7 +19,7 @@ from .workload import is_pod_ready as is_ready
 
 __all__ = ["COMPLETION_INDEX", "TRACKING_FINALIZER", "PolicyMatch", "active_pods_for_removal",
            "completion_index", "finish_time", "has_tracking_finalizer", "is_active", "is_failed", "is_ready",
-           "is_terminating", "match_failure_policy", "only_replace_failed", "restart_count"]
+           "is_terminating", "match_failure_policy", "only_replace_failed", "phase", "restart_count"]
 
 #: the finalizer the Job controller puts on its pods until it has counted them
 TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
