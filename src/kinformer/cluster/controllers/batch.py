@@ -11,7 +11,7 @@ from typing import Any
 
 from kinformer.errors import APIError
 
-from .workload import parse_time, record
+from .workload import parse_time
 from .workload import rfc3339 as format_time
 
 __all__ = ["as_dict", "condition", "ensure_condition", "finished_condition", "format_time", "is_finished",
@@ -78,4 +78,4 @@ def report_failed_create(recorder: Any, owner: Mapping[str, Any], err: BaseExcep
     """The FailedCreate Warning kube's controllers record on ``owner`` ("<prefix>: <error>"); none when the
     namespace is terminating (every creation fails there)."""
     if not namespace_terminating(err):
-        record(recorder, owner, "Warning", "FailedCreate", f"{prefix}: {err}")
+        recorder.event(owner, "Warning", "FailedCreate", f"{prefix}: {err}")

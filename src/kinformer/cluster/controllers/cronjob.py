@@ -16,8 +16,8 @@ Implemented, as kube does it:
   running child gives UnexpectedJob), ``lastScheduleTime``, ``lastSuccessfulTime``;
 * ``successfulJobsHistoryLimit`` / ``failedJobsHistoryLimit``: the oldest finished Jobs (by start time)
   beyond them are deleted in the background (SuccessfulDelete);
-* events (one per distinct message, :func:`.workload.record`) SuccessfulCreate, FailedCreate, SawCompletedJob,
-  SuccessfulDelete, FailedDelete, MissSchedule, UnknownTimeZone, UnparseableSchedule, InvalidSchedule.
+* events (through the legacy core/v1 recorder: one per distinct message) SuccessfulCreate, FailedCreate,
+  SawCompletedJob, SuccessfulDelete, FailedDelete, MissSchedule, UnknownTimeZone, UnparseableSchedule, InvalidSchedule.
 
 Not implemented: the creation-skew metric.
 """
@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import AlreadyExists, NotFound
 
-from . import workload
 from .batch import as_dict, finished_condition, format_time, parse_time, report_failed_create
 from .cron import CronError, Schedule, load_zone, parse_schedule
 
@@ -131,7 +130,7 @@ class CronJobController:
             self.jobs.add_indexers({OWNER_INDEX: _owner_uid})
 
     def _event(self, cj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
-        workload.record(self.recorder, cj, type_, reason, message)
+        self.recorder.event(cj, type_, reason, message)
 
     async def reconcile(self, request: Request) -> Result | None:
         try:

@@ -32,7 +32,7 @@ Implemented, as kube does it:
   (1, 2, 4, ...), at most 500 creations or deletions and 500 newly counted pods per sync;
 * adoption of orphan pods matching the Job's selector and release of owned pods that stopped matching
   (:class:`.refs.RefManager`); labels, selector and ``manualSelector`` are the API server's (its Job
-  strategy); events one per distinct message, as kube's legacy recorder shows them (:func:`.workload.record`).
+  strategy); events through the legacy core/v1 recorder (one per distinct message, as kube shows them).
 
 Not implemented: ``managedBy`` other than the built-in controller (such Jobs are left alone), the 1 s
 batching of pod-triggered syncs, and the job metrics.
@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING, Any
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import NotFound
 
-from . import workload
 from .batch import (
     as_dict,
     condition,
@@ -208,11 +207,11 @@ class JobController:
         if suspended(job):
             changed = ensure_condition(sync.status, "Suspended", "True", "JobSuspended", "Job suspended", now)
             if changed:
-                workload.record(self.recorder, job, "Normal", "Suspended", "Job suspended")
+                self.recorder.event(job, "Normal", "Suspended", "Job suspended")
             return changed
         changed = ensure_condition(sync.status, "Suspended", "False", "JobResumed", "Job resumed", now)
         if changed:
-            workload.record(self.recorder, job, "Normal", "Resumed", "Job resumed")
+            self.recorder.event(job, "Normal", "Resumed", "Job resumed")
             sync.status["startTime"] = format_time(now)
         return changed
 
@@ -312,7 +311,7 @@ class JobController:
         except Exception as err:
             report_failed_create(self.recorder, job, err, "Error creating")
             raise
-        workload.record(self.recorder, job, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
+        self.recorder.event(job, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
         return pod
 
     async def _delete_pods(self, job: Mapping[str, Any], pods: Sequence[Pod], *,
@@ -334,9 +333,9 @@ class JobController:
         except NotFound:
             return
         except Exception as err:
-            workload.record(self.recorder, job, "Warning", "FailedDelete", f"Error deleting: {err}")
+            self.recorder.event(job, "Warning", "FailedDelete", f"Error deleting: {err}")
             raise
-        workload.record(self.recorder, job, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
+        self.recorder.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
 
     async def _remove_finalizers(self, pods: Sequence[Pod]) -> None:
         """Remove the tracking finalizer from each of ``pods`` that has it (all attempted; the first error
@@ -459,13 +458,13 @@ class JobController:
         job, finished = sync.job, sync.finished
         assert finished is not None
         if finished["type"] != "Complete":
-            workload.record(self.recorder, job, "Warning", finished["reason"], finished["message"])
+            self.recorder.event(job, "Warning", finished["reason"], finished["message"])
             return
         completions = spec_int(job, "completions")
         if completions is not None and int(sync.status.get("succeeded") or 0) > completions:
-            workload.record(self.recorder, job, "Warning", "TooManySucceededPods",
+            self.recorder.event(job, "Warning", "TooManySucceededPods",
                                 "Too many succeeded pods running after completion count reached")
-        workload.record(self.recorder, job, "Normal", "Completed", "Job completed")
+        self.recorder.event(job, "Normal", "Completed", "Job completed")
 
     async def _write_status(self, sync: JobSync) -> None:
         """PUT the status (a conflict fails the sync, which is retried with backoff)."""
