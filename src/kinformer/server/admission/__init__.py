@@ -1,0 +1,1 @@
+"""Admission: kube's built-in admission plugins and the admission webhooks the server calls."""

@@ -1,0 +1,1 @@
+"""Who a request is and what it may do: authentication, authorization, RBAC, tokens, impersonation."""

@@ -1,0 +1,1 @@
+"""The server's own controllers: garbage collection, namespaces, APIServices, CSR signing, bootstrap."""

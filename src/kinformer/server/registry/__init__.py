@@ -1,0 +1,1 @@
+"""The generic registry: the served resources, the store, strategies, defaults, validation, patches."""
