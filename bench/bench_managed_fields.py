@@ -28,10 +28,10 @@ CASES = ("create with the client's managedFields", "create without managedFields
 CHILD = r"""
 import copy, json, sys, time
 try:
-    from kinformer.server.managedfields import update_managed_fields
+    from kinformer.server.registry.managedfields import update_managed_fields
 except ImportError:  # trees from before the managedfields module
-    from kinformer.server.apply import update_managed_fields
-from kinformer.server.registry import Registry
+    from kinformer.server.registry.apply import update_managed_fields
+from kinformer.server.registry.resources import Registry
 
 info = Registry().get("", "v1", "pods")
 pod = json.load(open(sys.argv[1]))

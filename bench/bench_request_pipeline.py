@@ -174,7 +174,7 @@ async def profile(n: int) -> None:
     from kinformer.server import APIServer
 
     async with APIServer("memory", compaction_interval=0) as server:
-        gc.collect()  # the collector as kinformer.server.gc_tuning sets it in a server process
+        gc.collect()  # the collector as kinformer.server.python_gc sets it in a server process
         gc.freeze()
         gc.set_threshold(20_000, 10, 100)
         await asyncio.to_thread(minimal_sequential, server.url, CMS, configmap_bodies(200, "warm"))

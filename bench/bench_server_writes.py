@@ -125,7 +125,7 @@ async def serve(storage: str) -> None:
     async with APIServer(storage, compaction_interval=0) as server:
         print(server.url, flush=True)
         with contextlib.suppress(ImportError):  # as `kinformer serve` does (older trees do not)
-            from kinformer.server.gc_tuning import tune_for_server
+            from kinformer.server.python_gc import tune_for_server
 
             tune_for_server()
         prof = None
@@ -181,7 +181,7 @@ async def serve_floor() -> None:
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     print(f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}", flush=True)  # type: ignore[union-attr]
-    from kinformer.server.gc_tuning import tune_for_server
+    from kinformer.server.python_gc import tune_for_server
 
     tune_for_server()  # the collector as in `kinformer serve`: kept objects are not rescanned at every create
     try:
@@ -309,7 +309,7 @@ async def profile(n: int, dump: str | None = None) -> None:
     from kinformer.server import APIServer
 
     async with APIServer("memory", compaction_interval=0) as server:
-        gc.collect()  # the collector as kinformer.server.gc_tuning sets it in a server process, for every tree
+        gc.collect()  # the collector as kinformer.server.python_gc sets it in a server process, for every tree
         gc.freeze()
         gc.set_threshold(20_000, 10, 100)
         await asyncio.to_thread(minimal_sequential, server.url, PODS, pod_bodies(50, "warm"))

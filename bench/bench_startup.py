@@ -55,8 +55,8 @@ def _rss_mb(pid: int | None = None) -> float:
 
 
 def _eager() -> None:
-    from kinformer.server import apidefs, schemas
-    from kinformer.server.registry import BUILTINS
+    from kinformer.server.registry.resources import BUILTINS
+    from kinformer.server.schema import apidefs, schemas
 
     defs = apidefs.definitions()
     for name in defs:

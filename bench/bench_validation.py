@@ -1,6 +1,6 @@
 """Schema validation of built-in kinds alone, CPU µs per call, baseline vs current.
 
-What a create of a built-in spends in :mod:`kinformer.server.validation`, on a fresh decoded body each call:
+What a create of a built-in spends in :mod:`kinformer.server.registry.validation`, on a fresh decoded body each call:
 the decode-time checks (``unknown_fields`` for ``fieldValidation`` then ``prune_builtin``, on the same body, as
 the write path calls them), ``validate_object`` (schema, metadata and kind rules) on a fresh body, and the two
 together as a create has them (validation sees a shallow copy of the checked body with its own metadata). Objects:
@@ -28,8 +28,8 @@ CASES = ("decode-time checks (unknown fields + pruning)", "validate_object", "bo
 
 CHILD = r"""
 import copy, json, sys, time
-from kinformer.server.registry import Registry
-from kinformer.server.validation import prune_builtin, unknown_fields, validate_object
+from kinformer.server.registry.resources import Registry
+from kinformer.server.registry.validation import prune_builtin, unknown_fields, validate_object
 
 registry = Registry()
 pod = json.load(open(sys.argv[1]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kinformer.server.tables import builtin_printer
+from kinformer.server.endpoints.tables import builtin_printer
 
 NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 CREATED = "2023-11-14T22:08:20Z"  # NOW - 5 min

@@ -1,4 +1,4 @@
-"""Regenerate ``src/kinformer/server/builtin_catalog.py``: the resources kube-apiserver 1.32 serves by default.
+"""Regenerate ``src/kinformer/server/schema/builtin_catalog.py``: the resources kube-apiserver 1.32 serves by default.
 
 Source of the facts:
 
@@ -22,7 +22,7 @@ import re
 import sys
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "src" / "kinformer" / "server" / "builtin_catalog.py"
+OUT = Path(__file__).resolve().parent.parent / "src" / "kinformer" / "server" / "schema" / "builtin_catalog.py"
 
 _ALL = ("all",)
 _EXT = ("api-extensions",)

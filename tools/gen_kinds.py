@@ -1,5 +1,5 @@
 """Generate ``src/kinformer/kinds/``: TypedDict views of every built-in kind, from the API definitions the
-embedded server serves (``kinformer.server.apidefs``, kube 1.32).
+embedded server serves (``kinformer.server.schema.apidefs``, kube 1.32).
 
 Run from a checkout: ``python tools/gen_kinds.py`` (``--check`` exits 1 when the package is out of date).
 One module per API group-version (``core_v1``, ``apps_v1``...; ``apimachinery`` holds meta/v1 and the
@@ -24,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from kinformer.server import apidefs  # noqa: E402
+from kinformer.server.schema import apidefs  # noqa: E402
 
 PACKAGE = ROOT / "src" / "kinformer" / "kinds"
 APIMACHINERY = "io.k8s.apimachinery.pkg."

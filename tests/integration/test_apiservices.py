@@ -6,7 +6,7 @@ from typing import Any
 
 from test_server_lifecycle import CRD, crd_body
 
-from kinformer.server.apiservices import BUILTIN_PRIORITIES
+from kinformer.server.controllers.apiservices import BUILTIN_PRIORITIES
 from testlib import call, wait_until
 
 APISERVICES = "/apis/apiregistration.k8s.io/v1/apiservices"

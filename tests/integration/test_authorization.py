@@ -14,7 +14,7 @@ import pytest
 from test_etcd_storage import ETCD, start_single
 
 from kinformer.server import APIServer
-from kinformer.server.auth import UserInfo
+from kinformer.server.auth.authentication import UserInfo
 from testlib import call, wait_until
 
 RBAC = "rbac.authorization.k8s.io"

@@ -12,7 +12,7 @@ import pytest
 
 from kinformer.clock import FakeClock
 from kinformer.server import APIServer
-from kinformer.server.bootstrap import KUBERNETES_SERVICE_INTERVAL
+from kinformer.server.controllers.bootstrap import KUBERNETES_SERVICE_INTERVAL
 from testlib import call
 
 NS = "/api/v1/namespaces"

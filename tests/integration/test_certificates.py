@@ -222,7 +222,7 @@ async def test_the_bootstrap_approver_role_grants_approval_of_its_signer_only(ad
 
 
 def test_the_built_in_signer_never_issues_a_system_masters_certificate(pki):
-    from kinformer.server.csrsigning import issue
+    from kinformer.server.controllers.csrsigning import issue
 
     request, _ = _request("mallory", ("system:masters",))
     certificate, why = issue(pki, _csr("masters", request))

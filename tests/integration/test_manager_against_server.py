@@ -218,7 +218,7 @@ async def test_secure_metrics_need_a_token_the_server_authenticates_and_authoriz
     from kinformer.client import Client
     from kinformer.clock import FakeClock
     from kinformer.server import APIServer
-    from kinformer.server.auth import UserInfo
+    from kinformer.server.auth.authentication import UserInfo
 
     tokens = {"admin": UserInfo("admin", groups=("system:masters",)), "scraper": UserInfo("scraper", uid="u1"),
               "nobody": UserInfo("nobody")}

@@ -25,11 +25,11 @@ from kinformer.client import Client
 from kinformer.clock import FakeClock
 from kinformer.errors import Forbidden, ServerError, TooManyRequests, Unauthorized
 from kinformer.server import APIServer
-from kinformer.server.auth import UserInfo, user_from_peercert
-from kinformer.server.authz import RequestAttributes, parse_request
-from kinformer.server.bootstrappolicy import load_seed_file
+from kinformer.server.auth.authentication import UserInfo, user_from_peercert
+from kinformer.server.auth.authorization import RequestAttributes, parse_request
+from kinformer.server.auth.bootstrappolicy import load_seed_file
 from kinformer.server.cli import DataDirInUse, add_arguments, lock_data_dir, main, write_kubeconfig
-from kinformer.server.limits import RateLimiter, WatchLimiter
+from kinformer.server.filters.limits import RateLimiter, WatchLimiter
 from kinformer.tls import CertPaths, client_ssl_context, ensure_certs, issue_client_cert
 from testlib import wait_until
 
@@ -794,7 +794,7 @@ async def test_connections_that_never_finish_their_request_head_are_closed() -> 
 
 
 async def test_a_request_body_that_never_arrives_is_a_408(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kinformer.server import bodies
+    from kinformer.server.endpoints import bodies
 
     monkeypatch.setattr(bodies, "BODY_TIMEOUT", 0.3)
     async with APIServer(compaction_interval=0) as server:

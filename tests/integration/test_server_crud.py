@@ -899,8 +899,8 @@ async def test_a_large_patch_merges_off_the_loop_so_health_probes_answer_meanwhi
         http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch, ctype: str) -> None:
     import threading
 
-    from kinformer.server import apply, patch
-    from kinformer.server.offloop import OFF_LOOP_BYTES
+    from kinformer.server.endpoints.offloop import OFF_LOOP_BYTES
+    from kinformer.server.registry import apply, patch
 
     merging, probed = threading.Event(), threading.Event()
     saw_probe: list[bool] = []

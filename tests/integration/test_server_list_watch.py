@@ -147,7 +147,7 @@ async def test_selectors(http):
 
 async def test_shard_selector_splits_list_and_watch(http):
     """KEP-5866: two halves of the uid hash space list and watch disjoint shares that cover everything."""
-    from kinformer.server.shardselector import fnv1a64
+    from kinformer.server.endpoints.shardselector import fnv1a64
 
     made = [await make(http, f"s{i}") for i in range(12)]
     halves = ["shardRange(object.metadata.uid, '0x0', '0x8000000000000000')",

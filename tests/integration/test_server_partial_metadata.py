@@ -9,7 +9,7 @@ from typing import Any
 
 import aiohttp
 
-from kinformer.server.partial_metadata import negotiate_partial
+from kinformer.server.endpoints.partial_metadata import negotiate_partial
 from testlib import call
 
 CM = "/api/v1/namespaces/default/configmaps"

@@ -8,7 +8,7 @@ import aiohttp
 import pytest
 
 from kinformer.server import APIServer
-from kinformer.server.requestlog import REQUEST_LOG
+from kinformer.server.filters.requestlog import REQUEST_LOG
 
 
 async def test_each_request_is_logged_with_method_path_user_code_and_time(caplog: pytest.LogCaptureFixture) -> None:

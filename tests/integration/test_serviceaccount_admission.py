@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from kinformer.server import APIServer
-from kinformer.server import status as st
-from kinformer.server.serviceaccount_admission import SA_PREFIX, ServiceAccountAdmission
-from kinformer.server.watchcache import CachedEvent, CachedObject
+from kinformer.server.admission.serviceaccount import SA_PREFIX, ServiceAccountAdmission
+from kinformer.server.machinery import status as st
+from kinformer.server.storage.watchcache import CachedEvent, CachedObject
 from testlib import call
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kinformer.server.storageprotection import PV_FINALIZER, PVC_FINALIZER, claim_in_use
+from kinformer.server.admission.storageprotection import PV_FINALIZER, PVC_FINALIZER, claim_in_use
 from testlib import call, wait_until
 
 NS = "/api/v1/namespaces/default"

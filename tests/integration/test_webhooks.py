@@ -395,7 +395,7 @@ async def test_an_answer_sent_in_pieces_is_read_to_its_end(kube_client):
 async def test_an_answer_over_the_bound_is_a_failed_call(kube_client, monkeypatch):
     from aiohttp import web
 
-    from kinformer.server import webhook_client
+    from kinformer.server.admission import webhook_client
 
     monkeypatch.setattr(webhook_client, "MAX_RESPONSE", 1000)
 
@@ -565,7 +565,7 @@ async def test_a_webhook_names_exactly_one_of_url_and_service(kube_client, clien
 
 
 def test_a_stored_plain_http_url_is_never_called():
-    from kinformer.server.webhook_client import CallFailed, WebhookClient
+    from kinformer.server.admission.webhook_client import CallFailed, WebhookClient
 
     with pytest.raises(CallFailed, match="'https' is the only allowed URL scheme"):
         WebhookClient(lambda *args: None).target({"url": "http://127.0.0.1:8080/hook"})

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kinformer.client.discovery import parse_resource_spec
-from kinformer.server.registry import BUILTINS, ResourceInfo, crd_resources
+from kinformer.server.registry.resources import BUILTINS, ResourceInfo, crd_resources
 
 __all__ = ["OfflineResolver"]
 

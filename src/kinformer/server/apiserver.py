@@ -22,26 +22,26 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from ..clock import REAL_CLOCK, Clock
-from .admission import dispatcher_over_cache
-from .apiservices import GROUP as APISERVICES_GROUP
-from .apiservices import APIServiceRegistration
+from .admission.certificates import CertificateAdmission
+from .admission.quota import QuotaAdmission
+from .admission.serviceaccount import ServiceAccountAdmission
+from .admission.storageprotection import StorageProtection
+from .admission.webhooks import dispatcher_over_cache
 from .app import build_app
-from .bootstrap import ClusterBootstrap, used_cluster_ips, used_node_ports
-from .certadmission import CertificateAdmission
-from .conversion import Conversion
-from .flowcontrol import DEFAULT_MAX_WAITS, DEFAULT_QUEUE_LENGTH, DEFAULT_QUEUE_WAIT, FlowControl
-from .gc import CRD_PREFIX, GarbageCollector
-from .handlerchain import HandlerChain
-from .handlers import ResourceAPI
-from .ipallocator import DEFAULT_SERVICE_CIDR, ServiceAllocator, parse_port_range
-from .objects import ObjectStore
-from .quota_admission import QuotaAdmission
-from .registry import Registry
-from .requestlog import REQUEST_LOG, RequestLogger
-from .serviceaccount_admission import ServiceAccountAdmission
+from .controllers.apiservices import GROUP as APISERVICES_GROUP
+from .controllers.apiservices import APIServiceRegistration
+from .controllers.bootstrap import ClusterBootstrap, used_cluster_ips, used_node_ports
+from .controllers.garbagecollector import CRD_PREFIX, GarbageCollector
+from .endpoints.handlers import ResourceAPI
+from .filters.flowcontrol import DEFAULT_MAX_WAITS, DEFAULT_QUEUE_LENGTH, DEFAULT_QUEUE_WAIT, FlowControl
+from .filters.handlerchain import HandlerChain
+from .filters.requestlog import REQUEST_LOG, RequestLogger
+from .registry.ipallocator import DEFAULT_SERVICE_CIDR, ServiceAllocator, parse_port_range
+from .registry.objects import ObjectStore
+from .registry.resources import Registry
+from .schema.conversion import Conversion
 from .storage import Compacted, Storage, open_storage
-from .storageprotection import StorageProtection
-from .watchcache import DEFAULT_WATCHER_BUFFER_BYTES, DEFAULT_WATCHER_BUFFER_EVENTS, CachedEvent, WatchCache
+from .storage.watchcache import DEFAULT_WATCHER_BUFFER_BYTES, DEFAULT_WATCHER_BUFFER_EVENTS, CachedEvent, WatchCache
 
 if TYPE_CHECKING:
     from kinformer.cluster import Cluster, ClusterOptions
@@ -67,7 +67,7 @@ class APIServer:
     ``tls`` and authentication (``tokens`` or ``client_ca``). ``tls`` is True (certificates generated
     under ``data_dir``/pki or a temporary directory) or a :class:`kinformer.tls.CertPaths`.
 
-    Security and limits (see :mod:`.security`, :mod:`.limits`): ``client_ca`` (a PEM path or several)
+    Security and limits (see :mod:`.auth.security`, :mod:`.filters.limits`): ``client_ca`` (a PEM path or several)
     authenticates TLS client certificates (CN = user, O = groups); what users may do is RBAC (the bootstrap
     policy plus the Roles and bindings written to the server); ``authorization_policy`` (a seed file path or
     a list of RBAC object dicts) is written at start; ``max_watches_per_client`` and
@@ -81,15 +81,15 @@ class APIServer:
     ``namespace_defaults`` (on by default, as in every cluster) keeps a ``default`` ServiceAccount and a
     ``kube-root-ca.crt`` ConfigMap in each namespace; tests that count a namespace's objects may turn it off.
 
-    Flow control (:mod:`.flowcontrol`): ``max_inflight`` seats shared fairly by users (``system:masters``
+    Flow control (:mod:`.filters.flowcontrol`): ``max_inflight`` seats shared fairly by users (``system:masters``
     on seats of their own), at most ``queue_length_per_client`` requests queued per user for at most
     ``queue_wait`` seconds, at most ``max_waits_per_client`` reads per user waiting for a future
     resourceVersion; beyond, 429 with Retry-After. A connection that has not sent a complete request head
     within ``header_timeout`` seconds (32, kube-apiserver's ReadHeaderTimeout) of opening or of its last
     response is closed; request bodies must arrive within ``bodies.BODY_TIMEOUT`` (408 otherwise). Bound to
     a loopback address, the server answers only requests whose ``Host`` is a loopback name or address (or
-    one of ``allowed_hosts``) and refuses cross-site ``Origin`` headers (403; :mod:`.hostcheck`).
-    ``log_requests`` logs each finished request (:mod:`.requestlog`).
+    one of ``allowed_hosts``) and refuses cross-site ``Origin`` headers (403; :mod:`.filters.hostcheck`).
+    ``log_requests`` logs each finished request (:mod:`.filters.requestlog`).
 
     A watcher whose client reads slower than events arrive may fall behind by at most ``watcher_buffer_events``
     events (10,000) and ``watcher_buffer_bytes`` bytes of their objects (16 MiB); beyond either, its watch
@@ -166,7 +166,7 @@ class APIServer:
         self.api = ResourceAPI(self.storage, self.registry, self.cache, self.store, clock,
                                bookmark_interval=bookmark_interval)
         self.gc = GarbageCollector(self.cache, self.store, self.registry)
-        from .security import Security, seed_documents
+        from .auth.security import Security, seed_documents
 
         self.security = Security(self.cache, self.store, self.registry, clock, tokens=tokens,
                                  client_certs=client_ca is not None, data_dir=data_dir,
@@ -213,7 +213,9 @@ class APIServer:
             protection = StorageProtection(self.cache, self.store, self.registry)
             self._tasks.append(asyncio.create_task(protection.run(), name="kinformer-storage-protection"))
             if self.cert_paths is not None:
-                from .csrsigning import CertificateSigner  # with TLS on, its crypto library is loaded already
+                from .controllers.csrsigning import (
+                    CertificateSigner,  # with TLS on, its crypto library is loaded already
+                )
 
                 signer = CertificateSigner(self.cache, self.store, self.registry, self.cert_paths)
                 self._tasks.append(asyncio.create_task(signer.run(), name="kinformer-csr-signing"))
@@ -237,7 +239,7 @@ class APIServer:
 
         from kinformer.cluster import Cluster
 
-        from .auth import UserInfo
+        from .auth.authentication import UserInfo
 
         token = "kinformer-cluster-" + secrets.token_urlsafe(24)
         self.security.authenticator.add_token(
@@ -271,8 +273,8 @@ class APIServer:
     def _handler_chain(self) -> HandlerChain:
         """Authentication and impersonation, then per-client limits and flow control, then authorization
         (kube's filter order); a loopback-only server first refuses non-loopback Host and Origin headers."""
-        from .hostcheck import host_check
-        from .limits import ClientLimits
+        from .filters.hostcheck import host_check
+        from .filters.limits import ClientLimits
 
         limits = None
         if self.max_watches_per_client or self.rate_limit_qps:

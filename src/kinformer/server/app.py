@@ -1,7 +1,7 @@
 """The aiohttp application of the embedded API server: middlewares, routes and the CRD hooks.
 
 Every error leaves as a Kubernetes ``Status``; an unexpected exception is logged and answered with a
-500 Status, never a crash (concurrency is bounded by flow control, :mod:`.flowcontrol`).
+500 Status, never a crash (concurrency is bounded by flow control, :mod:`.filters.flowcontrol`).
 ``/metrics`` serves Prometheus request counters and latencies of the resource API.
 """
 
@@ -19,12 +19,12 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from ..clock import Clock
-from .handlerchain import HandlerChain
-from .handlers import MAX_BODY, ResourceAPI, truthy
-from .objects import timestamp
-from .registry import Registry, ResourceInfo
-from .routing import ResourceRouter
-from .strategy import DefaultStrategy
+from .endpoints.handlers import MAX_BODY, ResourceAPI, truthy
+from .endpoints.routing import ResourceRouter
+from .filters.handlerchain import HandlerChain
+from .registry.objects import timestamp
+from .registry.resources import Registry, ResourceInfo
+from .registry.strategy import DefaultStrategy
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ class CRDStrategy(DefaultStrategy):
 def build_app(api: ResourceAPI, registry: Registry, *, extra_routes: Iterable[web.RouteDef] = (),
               chain: HandlerChain | None = None) -> web.Application:
     """The aiohttp application: discovery/OpenAPI routes (when present), health checks and the resource API,
-    behind ``chain`` (:mod:`.handlerchain`; by default one with no filter: errors as Status, metrics)."""
+    behind ``chain`` (:mod:`.filters.handlerchain`; by default one with no filter: errors as Status, metrics)."""
     metrics = Metrics()
     chain = chain or HandlerChain()
     run_chain = chain.middleware(metrics)
@@ -188,13 +188,13 @@ def build_app(api: ResourceAPI, registry: Registry, *, extra_routes: Iterable[we
 def _optional_routes(registry: Registry) -> list[web.RouteDef]:
     routes: list[web.RouteDef] = []
     try:
-        from . import discovery
+        from .endpoints import discovery
     except ImportError:
         log.warning("discovery module missing: /api and /apis are not served")
     else:
         routes.extend(discovery.routes(registry))
     try:
-        from . import openapi
+        from .schema import openapi
     except ImportError:
         log.warning("openapi module missing: /openapi is not served")
     else:

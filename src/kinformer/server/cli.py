@@ -12,7 +12,7 @@ using them is written, because kubectl never sends credentials to an ``http://``
 certificates too (besides any ``--client-ca-file``). Users are authorized by RBAC (the bootstrap
 roles, and the Roles and bindings written to the server; ``system:masters`` is unrestricted);
 ``--authorization-policy-file`` names a YAML/JSON file of RBAC objects written at every start (see
-:mod:`kinformer.server.bootstrappolicy`). Per-client limits are on
+:mod:`kinformer.server.auth.bootstrappolicy`). Per-client limits are on
 by default: ``--rate-limit-qps``/``--rate-limit-burst`` and ``--max-watches-per-client`` (0 turns
 either off).
 
@@ -63,7 +63,7 @@ LOCK_FILE = "serve.lock"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``kinformer serve`` options."""
-    from .watchcache import DEFAULT_WATCHER_BUFFER_BYTES, DEFAULT_WATCHER_BUFFER_EVENTS
+    from .storage.watchcache import DEFAULT_WATCHER_BUFFER_BYTES, DEFAULT_WATCHER_BUFFER_EVENTS
 
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=6443, help="port to bind, 0 for any free port (default: 6443)")
@@ -116,7 +116,7 @@ def _true_or_false(value: str) -> bool:
 def _flow_control_arguments(parser: argparse.ArgumentParser) -> None:
     from .apiserver import HEADER_TIMEOUT
     from .eventloop import EVENT_LOOPS
-    from .flowcontrol import DEFAULT_MAX_WAITS, DEFAULT_QUEUE_LENGTH, DEFAULT_QUEUE_WAIT, DEFAULT_SEATS
+    from .filters.flowcontrol import DEFAULT_MAX_WAITS, DEFAULT_QUEUE_LENGTH, DEFAULT_QUEUE_WAIT, DEFAULT_SEATS
 
     parser.add_argument("--max-requests-inflight", type=int, default=DEFAULT_SEATS, metavar="N",
                         help="seats: concurrent non-watch requests, shared fairly by users; system:masters have "
@@ -250,7 +250,7 @@ def _client_host(host: str) -> str:
 
 def _tokens(args: argparse.Namespace, data: Path) -> tuple[dict[str, Any] | None, str | None]:
     """(accepted tokens or None for no auth, the token written to the kubeconfig)."""
-    from kinformer.server.auth import UserInfo, load_token_file
+    from kinformer.server.auth.authentication import UserInfo, load_token_file
 
     tokens: dict[str, Any] = {}
     if args.token_file:
@@ -289,7 +289,7 @@ def _kubeconfig_credentials(args: argparse.Namespace, certs: Any, admin_token: s
 async def _serve(args: argparse.Namespace, data: Path, storage: str, tokens: Mapping[str, Any] | None,
                  admin_token: str | None, policy: Any = None) -> int:
     from kinformer.server import APIServer
-    from kinformer.server.gc_tuning import tune_for_server
+    from kinformer.server.python_gc import tune_for_server
     from kinformer.tls import ensure_certs
 
     certs = ensure_certs(data / "pki", hosts=_cert_hosts(args.host)) if args.tls else None
@@ -336,7 +336,7 @@ def _cluster_line(server: Any) -> str:
 
 
 def _log_requests_to_stderr() -> None:
-    from kinformer.server.requestlog import REQUEST_LOG
+    from kinformer.server.filters.requestlog import REQUEST_LOG
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
@@ -393,7 +393,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     policy = None
     if args.authorization_policy_file:
-        from kinformer.server.bootstrappolicy import load_seed_file
+        from kinformer.server.auth.bootstrappolicy import load_seed_file
 
         try:
             policy = load_seed_file(args.authorization_policy_file)

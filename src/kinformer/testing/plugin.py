@@ -100,7 +100,7 @@ async def client_as(server: APIServer, user: str | None = None, *, groups: Seque
 
     from kinformer.client import Client
     from kinformer.errors import AlreadyExists
-    from kinformer.server.auth import UserInfo
+    from kinformer.server.auth.authentication import UserInfo
 
     if (user is None) == (serviceaccount is None):
         raise ValueError("give a user or a serviceaccount")
@@ -126,7 +126,7 @@ async def client_as(server: APIServer, user: str | None = None, *, groups: Seque
 
 def _admin_token(server: APIServer) -> str:
     """A token the server accepts as the admin (registered on first use)."""
-    from kinformer.server.auth import ADMIN
+    from kinformer.server.auth.authentication import ADMIN
 
     token = getattr(server, "_kinformer_test_admin_token", None)
     if token is None:

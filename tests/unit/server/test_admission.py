@@ -12,9 +12,9 @@ import orjson
 import pytest
 from aiohttp import web
 
-from kinformer.server.admission import AdmissionAttributes, WebhookDispatcher, rule_matches
-from kinformer.server.registry import ResourceInfo
-from kinformer.server.status import StatusError
+from kinformer.server.admission.webhooks import AdmissionAttributes, WebhookDispatcher, rule_matches
+from kinformer.server.machinery.status import StatusError
+from kinformer.server.registry.resources import ResourceInfo
 from kinformer.tls import ensure_certs, server_ssl_context
 from kinformer.webhook import Denied, WebhookServer
 

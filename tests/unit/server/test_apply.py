@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from kinformer.server.apply import (
+from kinformer.server.registry.apply import (
     ApplyConflict,
     fields_to_set,
     server_side_apply,
     set_to_fields,
     update_managed_fields,
 )
-from kinformer.server.patch import PatchError
+from kinformer.server.registry.patch import PatchError
 from testlib import Counted
 
 NOW = "2026-01-01T00:00:00Z"
@@ -232,7 +232,7 @@ def test_fields_v1_round_trip() -> None:
 
 
 def test_registry_infos_are_accepted() -> None:
-    from kinformer.server.registry import BUILTINS
+    from kinformer.server.registry.resources import BUILTINS
 
     deployment = next(info for info in BUILTINS if info.kind == "Deployment")
     applied = _deployment({"name": "app", "image": "a"})

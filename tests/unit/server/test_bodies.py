@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kinformer.server.bodies import MAX_DEPTH, MAX_EXPANDED_BYTES, load_json, parse_document
-from kinformer.server.status import StatusError
+from kinformer.server.endpoints.bodies import MAX_DEPTH, MAX_EXPANDED_BYTES, load_json, parse_document
+from kinformer.server.machinery.status import StatusError
 
 
 def _alias_bomb(levels: int, fanout: int = 9) -> bytes:
@@ -77,8 +77,8 @@ def test_load_json_depth_error_is_a_json_decode_error() -> None:
 def test_a_builtin_body_walked_by_its_schema_is_held_to_the_same_depth() -> None:
     import orjson
 
-    from kinformer.server.registry import Registry
-    from kinformer.server.validation import decoded_fine
+    from kinformer.server.registry.resources import Registry
+    from kinformer.server.registry.validation import decoded_fine
 
     info = Registry().get("", "v1", "configmaps")
     data = {f"k{i}": "v" * 40 for i in range(60)}  # over 2 KiB: the bracket count does not settle it
@@ -115,7 +115,7 @@ def _nested(levels: int, container: str) -> object:
 @pytest.mark.parametrize("container", ["list", "dict"])
 @pytest.mark.parametrize("limit", [1, 50, MAX_DEPTH, 253, 254, 300])
 def test_too_deep_is_exact_at_the_limit(limit: int, container: str) -> None:
-    from kinformer.server.bodies import too_deep
+    from kinformer.server.endpoints.bodies import too_deep
 
     assert not too_deep(_nested(limit, container), limit)
     assert too_deep(_nested(limit + 1, container), limit)

@@ -1,4 +1,4 @@
-"""Built-in conversions (``kinformer.server.builtin_conversion``): HorizontalPodAutoscaler autoscaling/v1 <-> v2,
+"""Built-in conversions (``kinformer.server.schema.builtin_conversion``): HorizontalPodAutoscaler autoscaling/v1 <-> v2,
 Event events.k8s.io/v1 <-> core/v1."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import copy
 import json
 from typing import Any
 
-from kinformer.server import builtin_catalog
-from kinformer.server.builtin_conversion import (
+from kinformer.server.schema import builtin_catalog
+from kinformer.server.schema.builtin_conversion import (
     BEHAVIOR_ANNOTATION,
     CONDITIONS_ANNOTATION,
     CONVERTERS,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kinformer.server.defaults import set_defaults
-from kinformer.server.defaults.pod import default_pull_policy, image_tag
-from kinformer.server.registry import Registry
-from kinformer.server.strategies import strategy_table
+from kinformer.server.registry.defaults import set_defaults
+from kinformer.server.registry.defaults.pod import default_pull_policy, image_tag
+from kinformer.server.registry.resources import Registry
+from kinformer.server.registry.strategies import strategy_table
 
 NGINX = {
     "apiVersion": "apps/v1", "kind": "Deployment",

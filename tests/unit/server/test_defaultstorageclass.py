@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from kinformer.server.defaultstorageclass import SC_PREFIX, default_class_name, default_storage_class
+from kinformer.server.admission.defaultstorageclass import SC_PREFIX, default_class_name, default_storage_class
 
 
 def sc(name: str, created: str, default: str | None = "true", *, beta: bool = False) -> dict[str, Any]:

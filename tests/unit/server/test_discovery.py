@@ -11,8 +11,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from kinformer.server import discovery, openapi
-from kinformer.server.registry import Registry
+from kinformer.server.endpoints import discovery
+from kinformer.server.registry.resources import Registry
+from kinformer.server.schema import openapi
 
 AGG_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGG_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"

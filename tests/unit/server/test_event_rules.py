@@ -1,10 +1,10 @@
-"""events.k8s.io/v1 create rules (``kinformer.server.strategies.events``), as kube's ValidateEventCreate."""
+"""events.k8s.io/v1 create rules (``kinformer.server.registry.strategies.events``), as kube's ValidateEventCreate."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kinformer.server.strategies.events import v1_create_causes
+from kinformer.server.registry.strategies.events import v1_create_causes
 
 
 def event(**fields: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from kinformer.server.flowcontrol import FlowControl, PriorityLevel, Rejected, Seat, seat_context, seat_released
+from kinformer.server.filters.flowcontrol import FlowControl, PriorityLevel, Rejected, Seat, seat_context, seat_released
 from testlib import wait_until
 
 
@@ -152,7 +152,7 @@ async def test_try_acquire_takes_a_free_seat_only_when_nobody_queues() -> None:
 def test_masters_are_exempt_from_the_shared_level() -> None:
     from types import SimpleNamespace
 
-    from kinformer.server.auth import USER_KEY, UserInfo
+    from kinformer.server.auth.authentication import USER_KEY, UserInfo
 
     fc = FlowControl(5)
 

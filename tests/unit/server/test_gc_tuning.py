@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from kinformer.server.gc_tuning import SERVER_THRESHOLDS, tune_for_server
+from kinformer.server.python_gc import SERVER_THRESHOLDS, tune_for_server
 
 
 def test_tune_for_server_freezes_what_is_alive_and_raises_thresholds():

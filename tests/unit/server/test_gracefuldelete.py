@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from kinformer.server.gracefuldelete import before_delete, pod_grace_period
-from kinformer.server.status import StatusError
+from kinformer.server.machinery.status import StatusError
+from kinformer.server.registry.gracefuldelete import before_delete, pod_grace_period
 
 WALL = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kinformer.server.hostcheck import _host_of, is_loopback_host
+from kinformer.server.filters.hostcheck import _host_of, is_loopback_host
 
 
 @pytest.mark.parametrize("host", ["localhost", "LOCALHOST", "localhost.", "app.localhost", "127.0.0.1", "127.1.2.3",

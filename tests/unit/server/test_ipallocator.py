@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from kinformer.server.ipallocator import AllocationError, ServiceAllocator, parse_port_range
+from kinformer.server.registry.ipallocator import AllocationError, ServiceAllocator, parse_port_range
 
 
 def test_dynamic_ips_come_from_the_upper_band_and_never_repeat():
@@ -58,7 +58,7 @@ def test_node_ports():
 def test_a_deleted_service_releases_what_it_holds_at_once():
     """A Service created and deleted before any other allocation frees its address and ports with the delete,
     not after the pending window (default/kubernetes is re-created on its own address right after a delete)."""
-    from kinformer.server.registry import Registry
+    from kinformer.server.registry.resources import Registry
 
     allocator = ServiceAllocator(set, set, cidr="10.96.0.0/24", node_ports=(31000, 31010))
     ip, port = allocator.allocate_ip("10.96.0.1"), allocator.allocate_node_port(31000)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from kinformer.server.jsoncopy import json_copy
+from kinformer.server.machinery.jsoncopy import json_copy
 
 
 def test_json_data_is_copied_deeply_with_the_same_types():

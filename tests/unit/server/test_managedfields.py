@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from kinformer.server import managedfields
-from kinformer.server.managedfields import (
+from kinformer.server.registry import managedfields
+from kinformer.server.registry.managedfields import (
     changed_paths,
     field_set,
     field_values,
@@ -20,7 +20,7 @@ from kinformer.server.managedfields import (
     set_to_fields,
     update_managed_fields,
 )
-from kinformer.server.registry import Registry
+from kinformer.server.registry.resources import Registry
 
 FIXTURE = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "pod-realistic.json"
 REGISTRY = Registry()

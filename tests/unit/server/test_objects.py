@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from kinformer.server import status as st
-from kinformer.server.objects import DELETE, MAX_RETRIES, ObjectStore, encode
-from kinformer.server.registry import Registry
+from kinformer.server.machinery import status as st
+from kinformer.server.registry.objects import DELETE, MAX_RETRIES, ObjectStore, encode
+from kinformer.server.registry.resources import Registry
 from kinformer.server.storage.memory import MemoryStorage
-from kinformer.server.watchcache import Bucket, decode
+from kinformer.server.storage.watchcache import Bucket, decode
 
 
 class StaleCache:
@@ -131,7 +131,7 @@ async def _namespace_exists(namespace: str) -> None:
 
 
 async def test_a_served_create_hands_its_object_and_bytes_to_the_watch_cache_unchanged() -> None:
-    from kinformer.server.watchcache import WatchCache
+    from kinformer.server.storage.watchcache import WatchCache
 
     storage = MemoryStorage()
     await storage.start()

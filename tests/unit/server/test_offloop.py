@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from kinformer.server.offloop import OFF_LOOP_BYTES, run_sized
+from kinformer.server.endpoints.offloop import OFF_LOOP_BYTES, run_sized
 
 
 async def test_small_bodies_run_inline_on_the_loop_thread() -> None:

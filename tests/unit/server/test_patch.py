@@ -10,7 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kinformer.server.patch import PatchError, json_merge_patch, json_patch, list_strategy, strategic_merge_patch
+from kinformer.server.registry.patch import (
+    PatchError,
+    json_merge_patch,
+    json_patch,
+    list_strategy,
+    strategic_merge_patch,
+)
 from testlib import Counted
 
 _GROUPS = {"Deployment": "apps", "StatefulSet": "apps", "DaemonSet": "apps", "ReplicaSet": "apps"}
@@ -359,7 +365,7 @@ def test_list_strategy_for_custom_resources_reads_schema() -> None:
 
 
 def test_registry_infos_drive_merge_keys() -> None:
-    from kinformer.server.registry import BUILTINS
+    from kinformer.server.registry.resources import BUILTINS
 
     infos = {info.kind: info for info in BUILTINS}
     pod = {"spec": {"containers": [{"name": "a", "image": "1"}]}}
@@ -390,7 +396,7 @@ def test_strategic_merge_patch_only_raises_patch_errors(original: dict[str, Any]
 # ------------------------------------------------------------------------------------------ limits
 
 def test_json_patch_copy_amplification_is_bounded_by_the_accumulated_copy_size() -> None:
-    from kinformer.server.patch import MAX_COPY_BYTES
+    from kinformer.server.registry.patch import MAX_COPY_BYTES
 
     doc = {"data": {"k": "v" * 1000}}
     ops = [{"op": "copy", "from": "/data", "path": f"/data/c{i}"} for i in range(18)]  # doubles /data each time
@@ -406,7 +412,7 @@ def test_json_patch_copy_amplification_is_bounded_by_the_accumulated_copy_size()
 
 
 def test_json_patch_operation_count_is_bounded() -> None:
-    from kinformer.server.patch import MAX_JSON_PATCH_OPERATIONS
+    from kinformer.server.registry.patch import MAX_JSON_PATCH_OPERATIONS
 
     ops = [{"op": "test", "path": "/a", "value": 1}] * (MAX_JSON_PATCH_OPERATIONS + 1)
     with pytest.raises(PatchError) as info:
@@ -416,7 +422,7 @@ def test_json_patch_operation_count_is_bounded() -> None:
 
 
 def test_patch_results_deeper_than_the_limit_are_refused() -> None:
-    from kinformer.server.bodies import MAX_DEPTH
+    from kinformer.server.endpoints.bodies import MAX_DEPTH
 
     # copying a value into its own child nests one level deeper each time; JSON could not even encode 300 levels
     ops = [{"op": "copy", "from": "/a", "path": "/a/a"}] * 300
@@ -442,7 +448,7 @@ def _deep(levels: int) -> dict[str, Any]:
 
 
 def test_patch_results_larger_than_the_limit_are_refused() -> None:
-    from kinformer.server.patch import MAX_PATCHED_BYTES
+    from kinformer.server.registry.patch import MAX_PATCHED_BYTES
 
     original = {"a": "x" * (MAX_PATCHED_BYTES // 2)}
     patch = {"b": "y" * (MAX_PATCHED_BYTES // 2)}

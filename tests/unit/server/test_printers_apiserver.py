@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kinformer.server.tables import builtin_printer, to_table
+from kinformer.server.endpoints.tables import builtin_printer, to_table
 from tablelib import NOW, cells, headers, meta
 
 ADM = "admissionregistration.k8s.io"

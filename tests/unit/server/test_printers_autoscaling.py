@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kinformer.server.tables import scale_printer
+from kinformer.server.endpoints.tables import scale_printer
 from tablelib import NOW, cells, headers, meta
 
 REF = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "php-apache"}

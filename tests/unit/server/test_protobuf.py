@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kinformer.server.protobuf import (
+from kinformer.server.schema.protobuf import (
     UnsupportedKindError,
     decode_k8s_protobuf,
     encode_k8s_protobuf,

@@ -1,4 +1,4 @@
-"""Resource quantities in kube's canonical form (``kinformer.server.quantity``)."""
+"""Resource quantities in kube's canonical form (``kinformer.server.machinery.quantity``)."""
 
 from __future__ import annotations
 

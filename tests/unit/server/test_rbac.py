@@ -7,12 +7,11 @@ from typing import Any
 import orjson
 import pytest
 
-from kinformer.server.aggregation import aggregate_rules
-from kinformer.server.auth import CURRENT_USER, UserInfo
-from kinformer.server.authz import RequestAttributes, forbidden, parse_request
-from kinformer.server.bootstrappolicy import bootstrap_objects
-from kinformer.server.rbac import PREFIXES, PolicyRule, RBACAuthorizer, rule_allows
-from kinformer.server.rbacregistry import (
+from kinformer.server.auth.authentication import CURRENT_USER, UserInfo
+from kinformer.server.auth.authorization import RequestAttributes, forbidden, parse_request
+from kinformer.server.auth.bootstrappolicy import bootstrap_objects
+from kinformer.server.auth.rbac import PREFIXES, PolicyRule, RBACAuthorizer, rule_allows
+from kinformer.server.auth.rbacregistry import (
     FULL_AUTHORITY,
     binding_causes,
     check_binding,
@@ -22,10 +21,11 @@ from kinformer.server.rbacregistry import (
     covers,
     role_causes,
 )
-from kinformer.server.registry import Registry
-from kinformer.server.status import StatusError
+from kinformer.server.controllers.aggregation import aggregate_rules
+from kinformer.server.machinery.status import StatusError
+from kinformer.server.registry.resources import Registry
 from kinformer.server.storage import open_storage
-from kinformer.server.watchcache import WatchCache, decode
+from kinformer.server.storage.watchcache import WatchCache, decode
 
 RBAC = "rbac.authorization.k8s.io"
 ALICE = UserInfo("alice", groups=("dev", "system:authenticated"))

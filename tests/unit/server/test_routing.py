@@ -9,7 +9,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 
-from kinformer.server.routing import ResourceRouter
+from kinformer.server.endpoints.routing import ResourceRouter
 
 
 async def _handler(request: web.Request) -> web.Response:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kinformer.server.registry import Registry, crd_resources
-from kinformer.server.scale import scale_of, set_replicas
+from kinformer.server.endpoints.scale import scale_of, set_replicas
+from kinformer.server.registry.resources import Registry, crd_resources
 
 CRD = {"metadata": {"name": "dbs.example.com"},
        "spec": {"group": "example.com", "scope": "Namespaced",

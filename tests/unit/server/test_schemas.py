@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kinformer.server import apidefs, schemas
-from kinformer.server.registry import BUILTINS
+from kinformer.server.registry.resources import BUILTINS
+from kinformer.server.schema import apidefs, schemas
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
                     lambda inner: st.lists(inner, max_size=3)
@@ -244,7 +244,7 @@ NOT_REQUIRED_BY_KUBE = [
 
 def test_required_fields_are_kubes_validation_not_the_schemas_list() -> None:
     """The schema lists them as required; kube validates their zero value and accepts it, so must the server."""
-    from kinformer.server.optional_fields import NOT_REQUIRED
+    from kinformer.server.schema.optional_fields import NOT_REQUIRED
 
     for definition, name in NOT_REQUIRED_BY_KUBE:
         assert name in apidefs.definition(definition)["required"], (definition, name)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kinformer.server.registry import Registry, version_priority
+from kinformer.server.registry.resources import Registry, version_priority
 
 
 def crd(versions: list[tuple[str, bool]]) -> dict:

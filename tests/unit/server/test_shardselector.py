@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from kinformer.server.shardselector import MAX_RANGES, fnv1a64, parse_shard_selector
-from kinformer.server.status import StatusError
+from kinformer.server.endpoints.shardselector import MAX_RANGES, fnv1a64, parse_shard_selector
+from kinformer.server.machinery.status import StatusError
 
 HALVES = ("shardRange(object.metadata.uid, '0x0', '0x8000000000000000')",
           "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')")

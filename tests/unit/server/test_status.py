@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kinformer.server import status as st
+from kinformer.server.machinery import status as st
 
 
 def test_short_text_is_unchanged() -> None:

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from kinformer.server import storedform
-from kinformer.server.storedform import encode, encode_split, new_uid, served_bytes
+from kinformer.server.registry import storedform
+from kinformer.server.registry.storedform import encode, encode_split, new_uid, served_bytes
 
 
 def test_new_uids_are_random_version_4_uuids() -> None:

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from kinformer.server import status as st
-from kinformer.server.ipallocator import ServiceAllocator
-from kinformer.server.registry import ResourceInfo
-from kinformer.server.strategies import FallbackStrategy, strategy_table
-from kinformer.server.strategies.pods import TOKEN_MOUNT_PATH, qos_class
+from kinformer.server.machinery import status as st
+from kinformer.server.registry.ipallocator import ServiceAllocator
+from kinformer.server.registry.resources import ResourceInfo
+from kinformer.server.registry.strategies import FallbackStrategy, strategy_table
+from kinformer.server.registry.strategies.pods import TOKEN_MOUNT_PATH, qos_class
 
 
 def info(group: str, kind: str, plural: str, *, status: bool = True, builtin: bool = True) -> ResourceInfo:

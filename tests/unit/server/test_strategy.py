@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from kinformer.server import status as st
-from kinformer.server.objects import ObjectStore
-from kinformer.server.registry import Registry, ResourceInfo
+from kinformer.server.machinery import status as st
+from kinformer.server.registry.objects import ObjectStore
+from kinformer.server.registry.resources import Registry, ResourceInfo
+from kinformer.server.registry.strategy import DEFAULT_STRATEGY, DefaultStrategy, StrategyRegistry
 from kinformer.server.storage.memory import MemoryStorage
-from kinformer.server.strategy import DEFAULT_STRATEGY, DefaultStrategy, StrategyRegistry
 
 
 class NoGeneration(DefaultStrategy):

@@ -9,8 +9,8 @@ import orjson
 from hypothesis import given, settings
 from test_schemas import BASES, FIXTURE, _ref_clean, _ref_valid, mutated
 
-from kinformer.server import schemas, structcheck
-from kinformer.server.nesting import MAX_DEPTH, too_deep
+from kinformer.server.machinery.nesting import MAX_DEPTH, too_deep
+from kinformer.server.schema import schemas, structcheck
 
 
 def test_the_bases_pass_the_fast_check() -> None:

@@ -1,4 +1,4 @@
-"""Server-side Table printing (``kinformer.server.tables``): negotiation, formats and row building."""
+"""Server-side Table printing (``kinformer.server.endpoints.tables``): negotiation, formats and row building."""
 
 from __future__ import annotations
 
@@ -6,10 +6,8 @@ from typing import Any
 
 import pytest
 
-from kinformer.server import tables
-from kinformer.server.builtin_catalog import RESOURCES
-from kinformer.server.printers import builtin_resources
-from kinformer.server.tables import (
+from kinformer.server.endpoints import tables
+from kinformer.server.endpoints.tables import (
     age,
     builtin_printer,
     compile_jsonpath,
@@ -18,6 +16,8 @@ from kinformer.server.tables import (
     negotiate_table,
     to_table,
 )
+from kinformer.server.printers import builtin_resources
+from kinformer.server.schema.builtin_catalog import RESOURCES
 from tablelib import CREATED, NOW, cells, meta, named
 
 KUBECTL_ACCEPT = ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,"

@@ -16,10 +16,10 @@ import yaml
 from aiohttp import web
 from cryptography import x509
 
-from kinformer.server import discovery
-from kinformer.server.auth import USER_KEY, UserInfo, is_public, load_token_file, token_auth_middleware
+from kinformer.server.auth.authentication import USER_KEY, UserInfo, is_public, load_token_file, token_auth_middleware
 from kinformer.server.cli import add_arguments, ensure_admin_token, is_loopback, main, write_kubeconfig
-from kinformer.server.registry import Registry
+from kinformer.server.endpoints import discovery
+from kinformer.server.registry.resources import Registry
 from kinformer.tls import client_ssl_context, ensure_certs, server_ssl_context
 
 # -- certificates ----------------------------------------------------------------------------------

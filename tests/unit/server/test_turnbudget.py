@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from kinformer.server.turnbudget import TurnBudget, TurnTimeout
+from kinformer.server.filters.turnbudget import TurnBudget, TurnTimeout
 
 
 class FakeTimer:

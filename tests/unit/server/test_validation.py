@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kinformer.server.validation import (
+from kinformer.server.registry.validation import (
     apply_defaults,
     generate_name,
     invalid_message,
@@ -321,7 +321,7 @@ def test_builtin_schema_types_and_required_fields() -> None:
 
 
 def test_registry_infos_are_accepted() -> None:
-    from kinformer.server.registry import BUILTINS
+    from kinformer.server.registry.resources import BUILTINS
 
     infos = {info.kind: info for info in BUILTINS}
     assert validate_object(infos["ConfigMap"], {"metadata": {"name": "c"}, "data": {"k": "v"}}) == []
@@ -474,7 +474,7 @@ ENUM_CASES = [
                          ids=[c[4] + "@" + c[2] for c in ENUM_CASES])
 def test_enum_fields_answer_as_kube(group: str, version: str, plural: str, body: dict[str, Any], field: str,
                                     message: str) -> None:
-    from kinformer.server.registry import Registry
+    from kinformer.server.registry.resources import Registry
 
     info = Registry().get(group, version, plural)
     obj = {"metadata": {"name": "x"}, **body}
@@ -484,7 +484,7 @@ def test_enum_fields_answer_as_kube(group: str, version: str, plural: str, body:
 
 
 def test_enum_fields_take_their_values_and_defaulted_empty_strings() -> None:
-    from kinformer.server.registry import Registry
+    from kinformer.server.registry.resources import Registry
 
     pods, pvcs = Registry().get("", "v1", "pods"), Registry().get("", "v1", "persistentvolumeclaims")
     for policy in ("Always", "OnFailure", "Never", ""):
@@ -497,7 +497,7 @@ def test_enum_fields_take_their_values_and_defaulted_empty_strings() -> None:
 
 
 def test_every_enum_of_the_table_reaches_its_compiled_field() -> None:
-    from kinformer.server import enums, schemas
+    from kinformer.server.schema import enums, schemas
 
     for (definition, field), enum in enums.BUILTIN_ENUMS.items():
         node = schemas.definition_node(definition).props[field]

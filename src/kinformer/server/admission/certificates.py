@@ -14,7 +14,7 @@ As kube-apiserver 1.32 runs CertificateApproval, CertificateSigning and Certific
 Each refusal is a 403 ``Forbidden`` worded as kube's: ``certificatesigningrequests.certificates.k8s.io "<name>"
 is forbidden: user not permitted to approve requests with signerName "<signer>"``. ``system:masters`` holds
 every permission, so a server without authentication (everyone the admin) is not restricted by the first two.
-The server's own writes (the built-in signer, :mod:`.csrsigning`) do not pass through admission.
+The server's own writes (the built-in signer, :mod:`.controllers.csrsigning`) do not pass through admission.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import binascii
 from collections.abc import Mapping
 from typing import Any
 
-from . import status as st
-from .auth import UserInfo
-from .authz import Authorizer, RequestAttributes, authorize_fresh
-from .registry import ResourceInfo
+from ..auth.authentication import UserInfo
+from ..auth.authorization import Authorizer, RequestAttributes, authorize_fresh
+from ..machinery import status as st
+from ..registry.resources import ResourceInfo
 
 __all__ = ["CLIENT_SIGNER", "MASTERS", "CertificateAdmission", "request_organizations"]
 

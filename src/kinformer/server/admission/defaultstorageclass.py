@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .watchcache import WatchCache
+from ..storage.watchcache import WatchCache
 
 __all__ = ["default_class_name", "default_storage_class"]
 

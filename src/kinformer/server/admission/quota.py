@@ -24,13 +24,13 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from .. import quota
-from ..clock import Clock
-from ..quantity import Quantity
-from . import status as st
-from .objects import ObjectStore
-from .registry import Registry, ResourceInfo
-from .watchcache import WatchCache
+from ... import quota
+from ...clock import Clock
+from ...quantity import Quantity
+from ..machinery import status as st
+from ..registry.objects import ObjectStore
+from ..registry.resources import Registry, ResourceInfo
+from ..storage.watchcache import WatchCache
 
 __all__ = ["QuotaAdmission"]
 

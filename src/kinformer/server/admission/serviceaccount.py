@@ -18,8 +18,8 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from . import status as st
-from .watchcache import CachedEvent, WatchCache
+from ..machinery import status as st
+from ..storage.watchcache import CachedEvent, WatchCache
 
 __all__ = ["DEFAULT_ACCOUNT_WAIT", "MAX_WAITERS", "ServiceAccountAdmission"]
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .cachecontroller import CacheController, remove_finalizer
-from .objects import ObjectStore
-from .registry import Registry, ResourceInfo
-from .watchcache import CachedEvent, WatchCache
+from ..controllers.cachecontroller import CacheController, remove_finalizer
+from ..registry.objects import ObjectStore
+from ..registry.resources import Registry, ResourceInfo
+from ..storage.watchcache import CachedEvent, WatchCache
 
 __all__ = ["PVC_FINALIZER", "PV_FINALIZER", "StorageProtection", "claim_in_use", "protect"]
 

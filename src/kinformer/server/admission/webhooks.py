@@ -30,7 +30,7 @@ Answers, worded as kube-apiserver's:
   (400), as kube does;
 * ``warnings`` of every webhook are collected for the response's ``Warning`` headers.
 
-How a webhook is reached (``url`` or ``service``, TLS trust) is :mod:`kinformer.server.webhook_client`'s.
+How a webhook is reached (``url`` or ``service``, TLS trust) is :mod:`kinformer.server.admission.webhook_client`'s.
 
 Limits: at most :data:`MAX_WARNINGS` warnings of :data:`MAX_WARNING_LENGTH` characters are kept per request.
 """
@@ -49,12 +49,12 @@ from typing import Any
 
 import orjson
 
-from ..errors import SelectorError
-from ..selectors import label_selector_from_dict
-from . import status as st
-from .builtin_conversion import convert, equivalent_versions
-from .patch import PatchError, json_patch
-from .registry import ResourceInfo
+from ...errors import SelectorError
+from ...selectors import label_selector_from_dict
+from ..machinery import status as st
+from ..registry.patch import PatchError, json_patch
+from ..registry.resources import ResourceInfo
+from ..schema.builtin_conversion import convert, equivalent_versions
 from .webhook_client import CallFailed, WebhookClient
 
 log = logging.getLogger(__name__)
@@ -129,7 +129,7 @@ def rule_matches(rule: Mapping[str, Any], attrs: AdmissionAttributes) -> bool:
 def matched_version(hook: Mapping[str, Any], attrs: AdmissionAttributes) -> str | None:
     """The version ``hook`` sees the request in: the client's own when a rule selects it; else, under
     ``matchPolicy: Equivalent`` (the default), another version of the same built-in resource that a rule
-    selects (the object is converted to it, see :mod:`.builtin_conversion`); None when nothing matches."""
+    selects (the object is converted to it, see :mod:`.schema.builtin_conversion`); None when nothing matches."""
     rules = hook.get("rules") or []
     requested = attrs.request_version or attrs.info.version
     candidates = [requested]
@@ -438,12 +438,13 @@ def _details(details: Any) -> dict[str, Any] | None:
 
 def admission_attributes(request: Any, t: Any, operation: str, dry_run: bool, *, namespace: str | None = None,
                          name: str | None = None) -> AdmissionAttributes:
-    """The attributes of an HTTP request to resource target ``t`` (a :class:`~kinformer.server.routing.Target`).
+    """The attributes of an HTTP request to resource target ``t`` (a
+    :class:`~kinformer.server.endpoints.routing.Target`).
 
     A server without authentication serves everyone as the admin, so such requests carry that identity.
     """
-    from .auth import ADMIN, USER_KEY
-    from .bodies import REQUEST_VERSION_KEY
+    from ..auth.authentication import ADMIN, USER_KEY
+    from ..endpoints.bodies import REQUEST_VERSION_KEY
 
     user = request.get(USER_KEY) or ADMIN
     username, uid, groups = user.name, user.uid, tuple(user.groups)

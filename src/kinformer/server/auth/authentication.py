@@ -4,7 +4,7 @@ As in kube's union authenticator a verified client certificate is tried first (u
 values; the TLS handshake has already checked it against the client CA), then ``Authorization: Bearer
 <token>`` against the static tokens and then each token authenticator (ServiceAccount JWTs). Every
 authenticated user is in ``system:authenticated``. What the user may do is the authorizer's business
-(:mod:`kinformer.server.authz`, :mod:`kinformer.server.rbac`).
+(:mod:`kinformer.server.auth.authorization`, :mod:`kinformer.server.auth.rbac`).
 
 Invariants:
 
@@ -36,7 +36,7 @@ from typing import Any
 
 from aiohttp import hdrs, web
 
-from . import status as st
+from ..machinery import status as st
 
 __all__ = [
     "ADMIN",

@@ -6,7 +6,7 @@ Invariants:
   collection is ``list`` (``watch`` with ``?watch=true`` or the ``/watch/`` prefix; a list or watch pinned
   to one name by ``fieldSelector=metadata.name=`` carries that name), a DELETE on a collection is
   ``deletecollection``; ``/api/v1`` and ``/apis/<group>/<version>`` alone are non-resource paths.
-* The authorizer is RBAC (:mod:`kinformer.server.rbac`), which allows ``system:masters`` everything first,
+* The authorizer is RBAC (:mod:`kinformer.server.auth.rbac`), which allows ``system:masters`` everything first,
   as kube's privileged-group authorizer. A server without authentication configured makes every request
   the admin (in ``system:masters``), so only impersonated users and ServiceAccount tokens meet RBAC there.
 * A denial is decided again after the authorizer caught up with the store, so a request right after the
@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from . import status as st
-from .auth import ANONYMOUS, UserInfo
+from ..machinery import status as st
+from .authentication import ANONYMOUS, UserInfo
 
 __all__ = ["ANONYMOUS", "RBAC_GROUP", "SUPERUSER_GROUP", "Authorizer", "RequestAttributes", "authorize_fresh",
            "forbidden", "parse_request", "request_attributes"]

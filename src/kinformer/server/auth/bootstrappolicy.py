@@ -6,7 +6,7 @@ Invariants:
   objects (possibly edited by an admin) are left alone, and several replicas starting at once only race
   to an ``AlreadyExists`` that is ignored.
 * ``admin``, ``edit`` and ``view`` are aggregated ClusterRoles, as in kube: their rules are filled by the
-  aggregation controller (:mod:`kinformer.server.aggregation`) from ``system:aggregate-to-*`` and any
+  aggregation controller (:mod:`kinformer.server.controllers.aggregation`) from ``system:aggregate-to-*`` and any
   ClusterRole labelled ``rbac.authorization.k8s.io/aggregate-to-<name>: "true"``.
 * A seed file (``--authorization-policy-file``) holds RBAC objects only (YAML documents, a JSON object,
   or a ``List``); :func:`load_seed_file` refuses anything else with a message naming the document. Seed
@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from . import status as st
+from ..machinery import status as st
 from .rbac import GROUP, PREFIXES
 
 __all__ = ["bootstrap_objects", "ensure_bootstrap_policy", "load_seed_file", "seed_objects"]

@@ -23,9 +23,9 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
-from . import status as st
-from .auth import AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP, UserInfo
-from .authz import Authorizer, RequestAttributes, authorize_fresh, forbidden
+from ..machinery import status as st
+from .authentication import AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP, UserInfo
+from .authorization import Authorizer, RequestAttributes, authorize_fresh, forbidden
 
 audit = logging.getLogger("kinformer.server.audit")
 

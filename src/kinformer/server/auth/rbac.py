@@ -23,9 +23,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .auth import UserInfo
-from .authz import RequestAttributes
-from .watchcache import CachedEvent, WatchCache
+from ..storage.watchcache import CachedEvent, WatchCache
+from .authentication import UserInfo
+from .authorization import RequestAttributes
 
 __all__ = ["GROUP", "SUPERUSER_GROUP", "PolicyRule", "RBACAuthorizer", "rule_allows", "rules_of"]
 

@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from . import status as st
-from .auth import CURRENT_USER, UserInfo
-from .authz import RequestAttributes
+from ..machinery import status as st
+from ..registry.resources import ResourceInfo
+from ..registry.strategy import Cause, DefaultStrategy, StrategyRegistry
+from .authentication import CURRENT_USER, UserInfo
+from .authorization import RequestAttributes
 from .rbac import GROUP, SUPERUSER_GROUP, PolicyRule, RBACAuthorizer, rules_of
-from .registry import ResourceInfo
-from .strategy import Cause, DefaultStrategy, StrategyRegistry
 
 __all__ = ["FULL_AUTHORITY", "RBACStrategy", "binding_causes", "confirm_no_escalation", "covers", "install",
            "role_causes"]

@@ -20,12 +20,12 @@ from typing import Any
 
 from aiohttp import web
 
-from . import status as st
-from .auth import ANONYMOUS, USER_KEY, Authenticator, InvalidToken, UserInfo
-from .authz import SUPERUSER_GROUP, RequestAttributes, authorize_fresh
-from .bodies import content_type, decode_object, parse_document, read_body
+from ..endpoints.bodies import content_type, decode_object, parse_document, read_body
+from ..endpoints.responses import json_response
+from ..machinery import status as st
+from .authentication import ANONYMOUS, USER_KEY, Authenticator, InvalidToken, UserInfo
+from .authorization import SUPERUSER_GROUP, RequestAttributes, authorize_fresh
 from .rbac import RBACAuthorizer
-from .responses import json_response
 from .serviceaccount import TokenIssuer
 
 __all__ = ["Reviews", "attributes_of"]

@@ -1,8 +1,8 @@
 """The identity and authorization parts of one API server, assembled: who a request is, and what it may do.
 
-Pieces (each its own module): :mod:`.auth` (certificates, static and ServiceAccount tokens),
+Pieces (each its own module): :mod:`.authentication` (certificates, static and ServiceAccount tokens),
 :mod:`.impersonation`, :mod:`.rbac` (the authorizer), :mod:`.rbacregistry` (escalation checks on RBAC
-writes), :mod:`.bootstrappolicy` (default roles and bindings, seed files), :mod:`.aggregation`,
+writes), :mod:`.bootstrappolicy` (default roles and bindings, seed files), :mod:`.controllers.aggregation`,
 :mod:`.serviceaccount` (TokenRequest, keys, OIDC discovery) and :mod:`.reviews`.
 
 Invariants:
@@ -23,18 +23,18 @@ from typing import Any
 
 from aiohttp import web
 
-from ..clock import Clock
-from .aggregation import ClusterRoleAggregator
-from .auth import ADMIN, Authenticator
+from ...clock import Clock
+from ..controllers.aggregation import ClusterRoleAggregator
+from ..registry.objects import ObjectStore
+from ..registry.resources import Registry
+from ..storage.watchcache import WatchCache
+from .authentication import ADMIN, Authenticator
 from .bootstrappolicy import ensure_bootstrap_policy, load_seed_file, seed_objects
 from .impersonation import impersonation_hook
-from .objects import ObjectStore
 from .rbac import RBACAuthorizer
 from .rbacregistry import install
-from .registry import Registry
 from .reviews import Reviews
 from .serviceaccount import TokenIssuer
-from .watchcache import WatchCache
 
 __all__ = ["Security", "seed_documents"]
 
@@ -79,7 +79,7 @@ class Security:
 
     def filters(self) -> dict[str, Any]:
         """The authentication, impersonation and authorization filters of the handler chain
-        (:class:`~.handlerchain.HandlerChain` keyword arguments)."""
+        (:class:`~.filters.handlerchain.HandlerChain` keyword arguments)."""
         return {"authenticator": self.authenticator, "impersonate": impersonation_hook(self.authorizer),
                 "authorizer": self.authorizer}
 

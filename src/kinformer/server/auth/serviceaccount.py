@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import web
 
-from ..clock import REAL_CLOCK, Clock
-from . import status as st
-from .auth import InvalidToken, UserInfo
-from .bodies import content_type, decode_object, parse_document, read_body
-from .objects import timestamp
-from .responses import json_response
-from .watchcache import WatchCache
+from ...clock import REAL_CLOCK, Clock
+from ..endpoints.bodies import content_type, decode_object, parse_document, read_body
+from ..endpoints.responses import json_response
+from ..machinery import status as st
+from ..registry.objects import timestamp
+from ..storage.watchcache import WatchCache
+from .authentication import InvalidToken, UserInfo
 
 if TYPE_CHECKING:  # joserfc is imported where tokens are made or checked: it takes a third of the start-up
     from joserfc.jwk import RSAKey
@@ -90,7 +90,7 @@ class TokenIssuer:
 
                 key = RSAKey.generate_key(2048, private=True)
                 if self.key_path is not None:
-                    from ..tls import write_atomic
+                    from ...tls import write_atomic
 
                     write_atomic(self.key_path, key.as_pem(private=True), 0o600)
             self._key = key
@@ -205,7 +205,7 @@ class TokenIssuer:
         return service_account_user(ns, name, str(uid), extra)
 
     def authenticate(self, token: str) -> UserInfo | None:
-        """A token authenticator (:mod:`kinformer.server.auth`): the ServiceAccount's user, or None."""
+        """A token authenticator (:mod:`kinformer.server.auth.authentication`): the ServiceAccount's user, or None."""
         found = self.review(token)
         return found[0] if found is not None else None
 

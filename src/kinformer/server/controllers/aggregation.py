@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..selectors import SelectorError, label_selector_from_dict
-from . import status as st
+from ...selectors import SelectorError, label_selector_from_dict
+from ..auth.rbac import GROUP, PREFIXES
+from ..machinery import status as st
+from ..registry.objects import ObjectStore
+from ..registry.resources import Registry
+from ..storage.watchcache import WatchCache
 from .cachecontroller import CacheController
-from .objects import ObjectStore
-from .rbac import GROUP, PREFIXES
-from .registry import Registry
-from .watchcache import WatchCache
 
 __all__ = ["ClusterRoleAggregator", "aggregate_rules"]
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import status as st
+from ..machinery import status as st
+from ..registry.objects import ObjectStore, timestamp
+from ..registry.resources import Registry, ResourceInfo
+from ..storage.watchcache import CachedEvent, WatchCache
 from .cachecontroller import CacheController, create_as
-from .gc import CRD_PREFIX
-from .objects import ObjectStore, timestamp
-from .registry import Registry, ResourceInfo
-from .watchcache import CachedEvent, WatchCache
+from .garbagecollector import CRD_PREFIX
 
 __all__ = ["BUILTIN_PRIORITIES", "APIServiceRegistration", "desired_apiservices"]
 

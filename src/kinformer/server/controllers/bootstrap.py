@@ -27,12 +27,12 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import status as st
+from ..machinery import status as st
+from ..registry.ipallocator import ServiceAllocator
+from ..registry.objects import ObjectStore
+from ..registry.resources import Registry, ResourceInfo
+from ..storage.watchcache import CachedEvent, WatchCache
 from .cachecontroller import create_as
-from .ipallocator import ServiceAllocator
-from .objects import ObjectStore
-from .registry import Registry, ResourceInfo
-from .watchcache import CachedEvent, WatchCache
 
 log = logging.getLogger(__name__)
 

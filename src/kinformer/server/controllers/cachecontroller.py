@@ -12,11 +12,11 @@ import asyncio
 import logging
 from typing import Any
 
-from . import status as st
-from .apply import update_managed_fields
-from .objects import ObjectStore, timestamp
-from .registry import ResourceInfo
-from .watchcache import CachedEvent, WatchCache
+from ..machinery import status as st
+from ..registry.apply import update_managed_fields
+from ..registry.objects import ObjectStore, timestamp
+from ..registry.resources import ResourceInfo
+from ..storage.watchcache import CachedEvent, WatchCache
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ CA, for the signer whose certificates authenticate users to the API server. Inva
   client certificate may not have, a bad signature, an unusable key or the subject organization
   ``system:masters`` (admission refuses such requests; one stored before, or written past admission, is
   never signed either) gets a ``Failed`` condition (reason ``SignerValidationFailure``) instead.
-* The controller follows the watch cache (:class:`~kinformer.server.cachecontroller.CacheController`): a
+* The controller follows the watch cache (:class:`~kinformer.server.controllers.cachecontroller.CacheController`): a
   CSR change or a reload triggers a pass; each write re-checks that the request is still signable on the
   state it replaces, so replicas never issue two certificates for one request.
 """
@@ -25,13 +25,13 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from ..tls import CLIENT_VALIDITY, CertPaths, sign_client_csr
-from . import status as st
+from ...tls import CLIENT_VALIDITY, CertPaths, sign_client_csr
+from ..admission.certificates import CLIENT_SIGNER, MASTERS, request_organizations
+from ..machinery import status as st
+from ..registry.objects import ObjectStore, timestamp
+from ..registry.resources import Registry
+from ..storage.watchcache import WatchCache
 from .cachecontroller import CacheController
-from .certadmission import CLIENT_SIGNER, MASTERS, request_organizations
-from .objects import ObjectStore, timestamp
-from .registry import Registry
-from .watchcache import WatchCache
 
 __all__ = ["CLIENT_SIGNER", "CertificateSigner", "signable"]
 

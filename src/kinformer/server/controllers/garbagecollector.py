@@ -31,12 +31,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from . import status as st
+from ..machinery import status as st
+from ..registry.objects import CRD_FINALIZER, FOREGROUND, NAMESPACE_FINALIZER, ORPHAN, ObjectStore, timestamp
+from ..registry.resources import Registry, ResourceInfo
+from ..storage.watchcache import CachedEvent, WatchCache, split_key
 from .cachecontroller import remove_finalizer
 from .namespace_conditions import remaining_content, terminating_conditions
-from .objects import CRD_FINALIZER, FOREGROUND, NAMESPACE_FINALIZER, ORPHAN, ObjectStore, timestamp
-from .registry import Registry, ResourceInfo
-from .watchcache import CachedEvent, WatchCache, split_key
 
 log = logging.getLogger(__name__)
 

@@ -31,10 +31,10 @@ import orjson
 import yaml
 from aiohttp import web
 
-from . import status as st
-from .nesting import DEPTH_MESSAGE as _DEPTH_MESSAGE
-from .nesting import MAX_DEPTH, too_deep
-from .registry import ResourceInfo
+from ..machinery import status as st
+from ..machinery.nesting import DEPTH_MESSAGE as _DEPTH_MESSAGE
+from ..machinery.nesting import MAX_DEPTH, too_deep
+from ..registry.resources import ResourceInfo
 
 MAX_BODY = 3 * 1024 * 1024
 BODY_TIMEOUT = 60.0
@@ -161,7 +161,7 @@ def parse_document(body: bytes, content_type: str, bounded: Callable[[Any], bool
                 pass
         return load_yaml(body)
     if content_type == "application/vnd.kubernetes.protobuf":
-        from .protobuf import decode_k8s_protobuf
+        from ..schema.protobuf import decode_k8s_protobuf
 
         try:
             doc = decode_k8s_protobuf(body)

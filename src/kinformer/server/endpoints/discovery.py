@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import web
 
-from . import builtin_conversion
-from .status import json_body
+from ..machinery.status import json_body
+from ..schema import builtin_conversion
 
 if TYPE_CHECKING:
-    from kinformer.server.registry import Registry, ResourceInfo
+    from kinformer.server.registry.resources import Registry, ResourceInfo
 
 __all__ = [
     "AGGREGATED_CONTENT_TYPES",

@@ -1,7 +1,7 @@
 """HTTP handlers of the resource API: ``/api/v1/...`` and ``/apis/<group>/<version>/...``.
 
-Parses the path into a :class:`~kinformer.server.routing.Target`, then dispatches: get/list
-(:mod:`.reads`), watch (:mod:`.watch`), writes through :class:`~kinformer.server.objects.ObjectStore`
+Parses the path into a :class:`~kinformer.server.endpoints.routing.Target`, then dispatches: get/list
+(:mod:`.reads`), watch (:mod:`.watch`), writes through :class:`~kinformer.server.registry.objects.ObjectStore`
 (:mod:`.writes`, the pod subresources in :mod:`.podsubresources`), and Table answers for kubectl (here).
 Every failure is a :class:`StatusError`.
 """
@@ -14,23 +14,23 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from ..clock import Clock
-from . import status as st
+from ...clock import Clock
+from ..machinery import status as st
+from ..registry.objects import ObjectStore
+from ..registry.resources import Registry, ResourceInfo
+from ..storage.base import Storage
+from ..storage.watchcache import WatchCache
 from . import tables
 from .bodies import MAX_BODY
-from .objects import ObjectStore
 from .partial_metadata import negotiate_partial
 from .partial_metadata import serve as serve_partial
 from .podlog import PodLogSource, pod_log_response
 from .podsubresources import PodSubresources
 from .query import truthy
 from .reads import RV_WAIT_SECONDS
-from .registry import Registry, ResourceInfo
 from .routing import Target, check_verb, request_verb, resolve_target
-from .storage.base import Storage
 from .table_watch import TABLE_WATCH_KEY, TableRequest
 from .watch import WatchHandlers
-from .watchcache import WatchCache
 
 __all__ = ["MAX_BODY", "ResourceAPI", "truthy"]
 

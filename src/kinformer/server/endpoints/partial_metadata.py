@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from . import status as st
+from ..machinery import status as st
 from .accept import accept_clauses
 
 __all__ = ["PARTIAL_WATCH_KEY", "PartialMetadataWatchResponse", "PartialRequest", "negotiate_partial",
@@ -148,7 +148,7 @@ class PartialMetadataWatchResponse(web.StreamResponse):
 
 
 async def serve(api: Any, request: web.Request, target: Any, partial: PartialRequest) -> web.StreamResponse:
-    """Answer a get, list or watch of ``target`` (a :class:`~kinformer.server.routing.Target`) through ``api``
+    """Answer a get, list or watch of ``target`` (a :class:`~kinformer.server.endpoints.routing.Target`) through ``api``
     (the resource handlers) in metadata-only form."""
     if target.watch or (not target.name and request.query.get("watch") in ("true", "1")):
         request[PARTIAL_WATCH_KEY] = partial

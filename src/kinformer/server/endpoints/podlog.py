@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import status as st
+from ..machinery import status as st
 from .query import truthy
 
 #: (pod, container, previous) -> the log text, or None when no simulated kubelet runs that pod; raises

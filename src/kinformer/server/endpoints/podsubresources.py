@@ -14,7 +14,7 @@ kube-apiserver serves them from storage alone, and so does this server, with its
   pod is deleted with the Eviction's DeleteOptions. Two matching PDBs answer 500, as kube does.
 * ``pods/<name>/ephemeralcontainers`` (GET, PUT, PATCH a ``Pod``): served by the generic update path with
   only ``spec.ephemeralContainers`` taken from the client (see ``ObjectStore.prepare_update``); existing
-  ephemeral containers may be neither changed nor removed (:mod:`.ephemeralcontainers`).
+  ephemeral containers may be neither changed nor removed (:mod:`.registry.ephemeralcontainers`).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from typing import Any
 
 from aiohttp import web
 
-from ..selectors import SelectorError, label_selector_from_dict
-from . import status as st
+from ...selectors import SelectorError, label_selector_from_dict
+from ..machinery import status as st
+from ..registry.objects import timestamp
+from ..registry.resources import ResourceInfo
 from .bodies import check_delete_options, content_type, decode_object, parse_document, read_body
-from .objects import timestamp
-from .registry import ResourceInfo
 from .responses import json_response
 from .routing import Target
 from .writes import WriteHandlers
@@ -91,7 +91,7 @@ def _binding_causes(binding: Mapping[str, Any]) -> list[dict[str, str]]:
 
 
 class PodSubresources(WriteHandlers):
-    """The binding and eviction handlers of :class:`~kinformer.server.handlers.ResourceAPI`."""
+    """The binding and eviction handlers of :class:`~kinformer.server.endpoints.handlers.ResourceAPI`."""
 
     async def binding(self, request: web.Request, t: Target) -> web.Response:
         """POST ``pods/<name>/binding``: assign the pod to ``target.name`` (see the module docstring)."""

@@ -1,6 +1,6 @@
 """Query parameters of list and watch requests: label/field selectors and continue tokens.
 
-A malformed parameter is a 400 :class:`~kinformer.server.status.StatusError`, never a 5xx.
+A malformed parameter is a 400 :class:`~kinformer.server.machinery.status.StatusError`, never a 5xx.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 
 import orjson
 
-from ..errors import SelectorError
-from ..selectors import FieldSelector, LabelSelector, field_value, parse_field_selector, parse_label_selector
-from . import status as st
-from .registry import ResourceInfo
+from ...errors import SelectorError
+from ...selectors import FieldSelector, LabelSelector, field_value, parse_field_selector, parse_label_selector
+from ..machinery import status as st
+from ..registry.resources import ResourceInfo
 from .shardselector import ShardSelector, parse_shard_selector
 
 _FALSE = ("0", "false", "False", "FALSE")

@@ -9,17 +9,17 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from ..clock import Clock
-from . import status as st
-from .builtin_conversion import served_as
-from .flowcontrol import seat_released
-from .objects import ObjectStore, parse_rv, served
+from ...clock import Clock
+from ..filters.flowcontrol import seat_released
+from ..machinery import status as st
+from ..registry.objects import ObjectStore, parse_rv, served
+from ..registry.resources import Registry, ResourceInfo
+from ..schema.builtin_conversion import served_as
+from ..storage.base import Compacted, FutureRevision, Storage
+from ..storage.watchcache import WatchCache
 from .query import CONTINUE_TOO_OLD, Filter, decode_continue, encode_continue, make_filter, parse_int64
-from .registry import Registry, ResourceInfo
 from .responses import json_response, reencode
 from .routing import Target
-from .storage.base import Compacted, FutureRevision, Storage
-from .watchcache import WatchCache
 
 RV_WAIT_SECONDS = 3.0
 

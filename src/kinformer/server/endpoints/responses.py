@@ -9,9 +9,9 @@ import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
-from .builtin_conversion import served_as
-from .status import json_body
-from .watchcache import CachedObject
+from ..machinery.status import json_body
+from ..schema.builtin_conversion import served_as
+from ..storage.watchcache import CachedObject
 
 # A response copies the headers it is given; from a CIMultiDict that copy is about half the cost of
 # having aiohttp set the content type itself.
@@ -33,7 +33,7 @@ def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | Non
 
 def reencode(co: CachedObject, api_version: str) -> bytes:
     """Object bytes served under another version of the same resource (CRD "None" conversion; a built-in
-    kind stored in another version is converted, see :func:`.builtin_conversion.served_as`)."""
+    kind stored in another version is converted, see :func:`.schema.builtin_conversion.served_as`)."""
     if co.obj.get("apiVersion") == api_version:
         return co.raw
     return orjson.dumps(served_as(co.obj, api_version))

@@ -15,8 +15,8 @@ from typing import Any
 from aiohttp import web
 from aiohttp.web_urldispatcher import MatchInfoError
 
-from . import status as st
-from .registry import GENERIC_SUBRESOURCES, Registry, ResourceInfo
+from ..machinery import status as st
+from ..registry.resources import GENERIC_SUBRESOURCES, Registry, ResourceInfo
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Middleware = Callable[..., Awaitable[web.StreamResponse]]  # (request, handler=...) -> response

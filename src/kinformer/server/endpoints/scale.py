@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import SelectorError
-from ..selectors import label_selector_from_dict
+from ...errors import SelectorError
+from ...selectors import label_selector_from_dict
 
 BUILTIN_PATHS = {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}
 

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from . import status as st
+from ..machinery import status as st
 
 FIELDS = ("object.metadata.uid", "object.metadata.namespace")
 HASH_SPACE = 2**64

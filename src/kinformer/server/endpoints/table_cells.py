@@ -7,9 +7,9 @@ import datetime as _dt
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import SelectorError
-from ..selectors import label_selector_from_dict
-from .quantity import canonical_quantity
+from ...errors import SelectorError
+from ...selectors import label_selector_from_dict
+from ..machinery.quantity import canonical_quantity
 
 __all__ = [
     "NONE",

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from ..clock import Clock
+from ...clock import Clock
 from . import tables
 
 

@@ -9,10 +9,10 @@ the other modules of :mod:`kinformer.server.printers`; this module is their publ
 
 from __future__ import annotations
 
-from .jsonpath import JSONPathError, compile_jsonpath
-from .printers import builtin_printer, default_printer, scale_printer
-from .printers.custom import crd_printer_columns, custom_resource_printer
-from .printers.table import (
+from ..machinery.jsonpath import JSONPathError, compile_jsonpath
+from ..printers import builtin_printer, default_printer, scale_printer
+from ..printers.custom import crd_printer_columns, custom_resource_printer
+from ..printers.table import (
     INCLUDE_OBJECT_VALUES,
     TABLE_GROUP,
     TABLE_VERSIONS,

@@ -11,20 +11,20 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from ..aio import first_completed
-from ..selectors import FieldSelector, parse_field_selector
-from . import status as st
-from .conversion import CONVERT_WATCH_KEY, ConvertingWatchResponse
-from .objects import parse_rv
+from ...aio import first_completed
+from ...selectors import FieldSelector, parse_field_selector
+from ..machinery import status as st
+from ..registry.objects import parse_rv
+from ..registry.resources import ResourceInfo
+from ..schema.conversion import CONVERT_WATCH_KEY, ConvertingWatchResponse
+from ..storage.base import Compacted, WatcherTooSlow
+from ..storage.watchcache import CachedEvent, Watcher, decode
 from .partial_metadata import PARTIAL_WATCH_KEY, PartialMetadataWatchResponse, PartialRequest
 from .query import Filter, make_filter, parse_int64, truthy
 from .reads import ReadHandlers
-from .registry import ResourceInfo
 from .responses import at_revision, reencode
 from .routing import Target
-from .storage.base import Compacted, WatcherTooSlow
 from .table_watch import TABLE_WATCH_KEY, TableRequest, TableWatchResponse
-from .watchcache import CachedEvent, Watcher, decode
 
 log = logging.getLogger(__name__)
 

@@ -8,10 +8,20 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from . import status as st
-from .admission import WebhookDispatcher, admission_attributes, reimpose
-from .apply import update_managed_fields
-from .auth import ADMIN, USER_KEY
+from ..admission.certificates import CertificateAdmission
+from ..admission.defaultstorageclass import default_storage_class
+from ..admission.quota import QuotaAdmission
+from ..admission.serviceaccount import ServiceAccountAdmission
+from ..admission.storageprotection import protect
+from ..admission.webhooks import WebhookDispatcher, admission_attributes, reimpose
+from ..auth.authentication import ADMIN, USER_KEY
+from ..machinery import status as st
+from ..machinery.jsoncopy import json_copy
+from ..registry.apply import update_managed_fields
+from ..registry.objects import parse_rv, timestamp
+from ..registry.resources import ResourceInfo
+from ..registry.validation import decoded_fine, prune_builtin, unknown_fields
+from ..schema.conversion import Conversion
 from .bodies import (
     check_delete_options,
     check_kind,
@@ -21,22 +31,12 @@ from .bodies import (
     parse_document,
     read_body,
 )
-from .certadmission import CertificateAdmission
-from .conversion import Conversion
-from .defaultstorageclass import default_storage_class
-from .jsoncopy import json_copy
-from .objects import parse_rv, timestamp
 from .offloop import run_sized
 from .query import make_filter, truthy
-from .quota_admission import QuotaAdmission
 from .reads import ReadHandlers
-from .registry import ResourceInfo
 from .responses import json_response
 from .routing import Target
 from .scale import scale_of, set_replicas
-from .serviceaccount_admission import ServiceAccountAdmission
-from .storageprotection import protect
-from .validation import decoded_fine, prune_builtin, unknown_fields
 
 _QUOTE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
                   "\r": "\\r", "\t": "\\t", "\v": "\\v"}
@@ -145,7 +145,7 @@ class WriteHandlers(ReadHandlers):
             return prune_builtin(info, obj)
         if not info.schema:
             return obj
-        from .validation import apply_defaults, prune
+        from ..registry.validation import apply_defaults, prune
 
         pruned, _ = prune(info.schema, obj)
         return apply_defaults(info.schema, pruned)
@@ -260,7 +260,7 @@ class WriteHandlers(ReadHandlers):
         return json_response(out, 200, headers)
 
     async def patch(self, request: web.Request, t: Target) -> web.Response:
-        from .patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
+        from ..registry.patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
 
         info = t.info
         dry = self._dry_run(request)
@@ -316,8 +316,8 @@ class WriteHandlers(ReadHandlers):
         return json_response(out, 200, headers)
 
     async def _apply(self, request: web.Request, t: Target, body: bytes, dry: bool) -> web.Response:
-        from .apply import ApplyConflict, server_side_apply
-        from .patch import PatchError
+        from ..registry.apply import ApplyConflict, server_side_apply
+        from ..registry.patch import PatchError
 
         info = t.info
         manager = request.query.get("fieldManager", "")
@@ -365,7 +365,7 @@ class WriteHandlers(ReadHandlers):
 
     async def scale(self, request: web.Request, t: Target) -> web.Response:
         """The ``/scale`` subresource: an autoscaling/v1 Scale view of the object's replicas (see :mod:`.scale`)."""
-        from .patch import PatchError, json_merge_patch, json_patch
+        from ..registry.patch import PatchError, json_merge_patch, json_patch
 
         info = t.info
         if request.method in ("GET", "HEAD"):

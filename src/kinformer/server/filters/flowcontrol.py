@@ -45,8 +45,8 @@ from typing import Any
 
 from aiohttp import web
 
-from . import status as st
-from .auth import USER_KEY, UserInfo
+from ..auth.authentication import USER_KEY, UserInfo
+from ..machinery import status as st
 from .limits import client_key
 from .turnbudget import DEFAULT_TURN_BUDGET, TurnBudget
 

@@ -3,14 +3,14 @@
 Every request passes these filters in kube's order, each of which may answer it instead of the handler:
 
 1. **Host check** (loopback-only servers, :mod:`.hostcheck`): 403 for a foreign ``Host`` or ``Origin``.
-2. **Authentication** (:mod:`.auth`): 401 for a credential that fails (and, with anonymous requests off, for
-   none); no credential is ``system:anonymous``; the user is stored as ``request[USER_KEY]`` and in
+2. **Authentication** (:mod:`.auth.authentication`): 401 for a credential that fails (and, with anonymous requests off,
+   for none); no credential is ``system:anonymous``; the user is stored as ``request[USER_KEY]`` and in
    ``CURRENT_USER``.
-3. **Impersonation** (:mod:`.impersonation`), only for requests with ``Impersonate-*`` headers.
+3. **Impersonation** (:mod:`.auth.impersonation`), only for requests with ``Impersonate-*`` headers.
 4. **Per-client limits** (:mod:`.limits`): request rate, open watches (429 with ``Retry-After``).
 5. **Flow control** (:mod:`.flowcontrol`): every request but watches starts within the event loop's turn
    budget (:mod:`.turnbudget`) and takes a seat (429 when refused).
-6. **Authorization** (:mod:`.authz`): 403 for what RBAC does not allow.
+6. **Authorization** (:mod:`.auth.authorization`): 403 for what RBAC does not allow.
 7. **The handler**, with its exceptions mapped to ``Status`` answers (a crash is a logged 500) and the
    resource API's request metrics recorded around it (the code counted is the one sent).
 
@@ -22,7 +22,7 @@ One coroutine running the filters and the handler one after the other, rather th
 filter, saves a coroutine frame and a dispatch per filter and request; the refusal of each filter is a
 plain return, and what a request holds (a watch slot, a seat) is released in one ``finally``. The
 application registers no aiohttp middleware: each route's handler is wrapped in the chain
-(:meth:`~.routing.ResourceRouter.behind`), and so is the answer to a path without a route.
+(:meth:`~.endpoints.routing.ResourceRouter.behind`), and so is the answer to a path without a route.
 """
 
 from __future__ import annotations
@@ -34,18 +34,18 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from . import status as st
-from .auth import ANONYMOUS, CURRENT_USER, USER_KEY, Authenticator, InvalidToken, unauthorized
-from .authz import RBAC_GROUP, SUPERUSER_GROUP, Authorizer, authorize_fresh, forbidden, request_attributes
-from .bodies import MAX_BODY
+from ..auth.authentication import ANONYMOUS, CURRENT_USER, USER_KEY, Authenticator, InvalidToken, unauthorized
+from ..auth.authorization import RBAC_GROUP, SUPERUSER_GROUP, Authorizer, authorize_fresh, forbidden, request_attributes
+from ..auth.impersonation import asks_impersonation
+from ..endpoints.bodies import MAX_BODY
+from ..machinery import status as st
 from .flowcontrol import FlowControl, Rejected, seat_context
-from .impersonation import asks_impersonation
 from .limits import ClientLimits, client_key, is_health, may_watch
 from .turnbudget import TurnTimeout
 
 if TYPE_CHECKING:
-    from .app import Metrics
-    from .auth import RequestHook
+    from ..app import Metrics
+    from ..auth.authentication import RequestHook
 
 __all__ = ["HandlerChain", "status_of"]
 

@@ -9,7 +9,7 @@ try to talk to it:
   answers requests whose ``Host`` is a loopback name or address (``localhost``, ``*.localhost``,
   127.0.0.0/8, ``[::1]``; any port) or one of ``allowed_hosts``.
 * **Cross-site requests**: a page may POST to ``http://127.0.0.1:PORT`` without asking first when the
-  body is a form or ``text/plain`` (those are 415 here, see :mod:`.bodies`), and may send other methods
+  body is a form or ``text/plain`` (those are 415 here, see :mod:`.endpoints.bodies`), and may send other methods
   when the server answers a CORS preflight (it never does). Such requests carry an ``Origin`` header
   naming the page; a request whose ``Origin`` is not a loopback origin is refused.
 
@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import hdrs, web
 
-from . import status as st
+from ..machinery import status as st
 
 __all__ = ["host_check", "is_loopback_host"]
 

@@ -21,9 +21,9 @@ import math
 
 from aiohttp import web
 
-from ..clock import REAL_CLOCK, Clock
-from . import status as st
-from .auth import ADMIN, ANONYMOUS, USER_KEY, UserInfo
+from ...clock import REAL_CLOCK, Clock
+from ..auth.authentication import ADMIN, ANONYMOUS, USER_KEY, UserInfo
+from ..machinery import status as st
 
 __all__ = ["ClientLimits", "RateLimiter", "WatchLimiter", "client_key", "is_health", "may_watch"]
 

@@ -13,7 +13,7 @@ import logging
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
-from kinformer.server.auth import USER_KEY
+from kinformer.server.auth.authentication import USER_KEY
 
 __all__ = ["REQUEST_LOG", "RequestLogger"]
 

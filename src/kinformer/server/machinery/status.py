@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from .registry import KUBELET_SUBRESOURCES, ResourceInfo
+from ..registry.resources import KUBELET_SUBRESOURCES, ResourceInfo
 
 MAX_MESSAGE = 4096
 MAX_CAUSE_MESSAGE = 1024

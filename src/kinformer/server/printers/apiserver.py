@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..table_cells import NONE, UNSET, age_of, as_int, as_list, as_map, field, find_condition, name_of, text
+from ..endpoints.table_cells import NONE, UNSET, age_of, as_int, as_list, as_map, field, find_condition, name_of, text
 from .table import AGE, NAME, Doc, Printer, col
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..table_cells import NONE, UNKNOWN, UNSET, age_of, as_int, as_map, field, mappings, name_of, quantity
+from ..endpoints.table_cells import NONE, UNKNOWN, UNSET, age_of, as_int, as_map, field, mappings, name_of, quantity
 from .table import AGE, NAME, Doc, Printer, col
 
 _HPA = "api.autoscaling.v2.HorizontalPodAutoscaler"

@@ -5,7 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..table_cells import NONE, age_of, as_int, as_map, field, human_duration, int_or_string, mappings, name_of, text
+from ..endpoints.table_cells import (
+    NONE,
+    age_of,
+    as_int,
+    as_map,
+    field,
+    human_duration,
+    int_or_string,
+    mappings,
+    name_of,
+    text,
+)
 from .table import AGE, NAME, Doc, Printer, col
 
 LEASE = Printer(

@@ -7,8 +7,7 @@ from typing import Any
 
 import orjson
 
-from ..jsonpath import JSONPathError, compile_jsonpath
-from ..table_cells import (
+from ..endpoints.table_cells import (
     as_int,
     as_list,
     field,
@@ -17,6 +16,7 @@ from ..table_cells import (
     parse_time,
     rfc3339,
 )
+from ..machinery.jsonpath import JSONPathError, compile_jsonpath
 from .table import AGE_DOC, NAME, Column, Printer
 
 # -- default (kube's generic convertor, also used for CustomResourceDefinitions)

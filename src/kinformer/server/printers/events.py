@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..table_cells import age, as_int, as_map, name_of, parse_time
+from ..endpoints.table_cells import age, as_int, as_map, name_of, parse_time
 from .table import NAME_DOC, Column, Doc, Printer, col
 
 _EVENT = "api.core.v1.Event"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..table_cells import (
+from ..endpoints.table_cells import (
     NONE,
     age_of,
     as_int,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..table_cells import age_of, field, mappings, name_of
+from ..endpoints.table_cells import age_of, field, mappings, name_of
 from .table import AGE, NAME, Doc, Printer, col
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..table_cells import UNSET, age_of, as_list, as_map, field, mappings, name_of, quantity, text
+from ..endpoints.table_cells import UNSET, age_of, as_list, as_map, field, mappings, name_of, quantity, text
 from .table import AGE, NAME, Doc, Printer, col
 
 _CORE = "api.core.v1."

@@ -9,7 +9,7 @@ Invariants kept by :func:`server_side_apply`:
     manager still owns them (or something beneath them);
   * a field in the applied configuration owned by another manager with a different live value is a conflict,
     unless ``force``, which moves ownership of the conflicting fields to the applier.
-Non-apply writes are recorded by :func:`~kinformer.server.managedfields.update_managed_fields`.
+Non-apply writes are recorded by :func:`~kinformer.server.registry.managedfields.update_managed_fields`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .jsoncopy import json_copy
+from ..machinery.jsoncopy import json_copy
 from .managedfields import (
     ABSENT,
     Entry,

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..machinery.jsoncopy import json_copy
 from .defaults import set_defaults
-from .jsoncopy import json_copy
 
 __all__ = ["ephemeral_update_causes", "take_ephemeral_containers"]
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from . import status as st
+from ..machinery import status as st
 
 Graceful = Literal["graceful", "pending"] | None
 

@@ -140,7 +140,7 @@ def tracked(top: str, subresource: str | None, info: ResourceInfoLike | None) ->
 def strategy_of(info: ResourceInfoLike | None, names: tuple[str, ...]) -> ListStrategy:
     """How server-side apply and managedFields key the list at ``names``, remembered for built-in kinds.
 
-    :func:`~kinformer.server.patch.list_strategy` (strategic merge patch's rules), except that a built-in
+    :func:`~kinformer.server.registry.patch.list_strategy` (strategic merge patch's rules), except that a built-in
     list with ``x-kubernetes-list-map-keys`` is keyed by all of them, as structured-merge-diff keys it
     (container ports by containerPort and protocol, where the patch merge key is containerPort alone).
     """
@@ -155,7 +155,7 @@ def strategy_of(info: ResourceInfoLike | None, names: tuple[str, ...]) -> ListSt
 
 
 def _builtin_apply_strategy(info: ResourceInfoLike, names: tuple[str, ...]) -> ListStrategy:
-    from .schemas import kind_node, node_at
+    from ..schema.schemas import kind_node, node_at
 
     strategy = list_strategy(info, names)
     if strategy.kind == "map":

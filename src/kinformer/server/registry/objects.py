@@ -22,22 +22,22 @@ from typing import Any, Literal
 
 import orjson
 
-from ..clock import REAL_CLOCK, Clock
-from . import status as st
+from ...clock import REAL_CLOCK, Clock
+from ..endpoints.query import UINT64_MAX
+from ..machinery import status as st
+from ..machinery.jsoncopy import json_copy
+from ..storage.base import KeyExists, KeyNotFound, KeyValue, RevisionMismatch, Storage
+from ..storage.watchcache import WatchCache
 from .ephemeralcontainers import ephemeral_update_causes, take_ephemeral_containers
 from .gracefuldelete import Graceful, before_delete
 from .ipallocator import ServiceAllocator
-from .jsoncopy import json_copy
-from .query import UINT64_MAX
-from .registry import Registry, ResourceInfo
-from .storage.base import KeyExists, KeyNotFound, KeyValue, RevisionMismatch, Storage
+from .resources import Registry, ResourceInfo
 from .storedform import Split, encode, encode_split, new_uid, served, served_bytes, timestamp
 from .strategies import FallbackStrategy, strategy_table
 from .strategies.certificates import take_approval, take_status
 from .strategies.pods import DEFAULT_TOLERATION_SECONDS
 from .strategy import Strategy, StrategyRegistry
 from .validation import distinct_causes, generate_name, validate_object
-from .watchcache import WatchCache
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from typing import Any, Literal, Protocol
 
 import orjson
 
-from .bodies import MAX_BODY, MAX_DEPTH, too_deep
-from .jsoncopy import json_copy
+from ..endpoints.bodies import MAX_BODY, MAX_DEPTH, too_deep
+from ..machinery.jsoncopy import json_copy
 
 __all__ = [
     "MAX_COPY_BYTES",
@@ -347,7 +347,7 @@ def _builtin_strategy(info: ResourceInfoLike, path: tuple[str, ...]) -> ListStra
     ``x-kubernetes-patch-strategy: merge`` with a ``x-kubernetes-patch-merge-key`` merges by that key, without
     one as a set; a list with neither follows ``x-kubernetes-list-type``; anything else is atomic.
     """
-    from .schemas import ARRAY, kind_node, node_at
+    from ..schema.schemas import ARRAY, kind_node, node_at
 
     node = node_at(kind_node(info.group, getattr(info, "version", "v1"), info.kind), path)
     if node is None or node.kind != ARRAY:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kinformer.server import builtin_catalog
+from kinformer.server.schema import builtin_catalog
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class Subresource:
 
 
 # Subresources the resource handlers serve (status, finalize, ephemeralcontainers and a CSR's approval replace
-# one part of the object, scale is a view; binding and eviction are a pod's, see :mod:`.podsubresources`).
+# one part of the object, scale is a view; binding and eviction are a pod's, see :mod:`.endpoints.podsubresources`).
 GENERIC_SUBRESOURCES = frozenset({"status", "scale", "finalize", "ephemeralcontainers", "binding", "eviction",
                                   "approval"})
 # Subresources kube-apiserver serves by calling the node's kubelet; without one there is nothing to answer.

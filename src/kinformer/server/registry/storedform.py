@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
-from ..clock import Clock
-from .storage.base import KeyValue
+from ...clock import Clock
+from ..storage.base import KeyValue
 
 _last_stamp: tuple[int, str] = (-1, "")
 

@@ -1,6 +1,6 @@
 """Per-kind write rules plugged into the generic write path, as kube-apiserver's registry strategies are.
 
-The generic path (:class:`~kinformer.server.objects.ObjectStore`) applies what every kind shares:
+The generic path (:class:`~kinformer.server.registry.objects.ObjectStore`) applies what every kind shares:
 system metadata (uid, creationTimestamp, name generation), type and namespace checks, status and
 finalize subresource separation, finalizers and graceful deletion, compare-and-swap with retries.
 A :class:`Strategy` adds what differs per kind, at these points:
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from .registry import ResourceInfo
+from .resources import ResourceInfo
 
 Cause = dict[str, Any]
 

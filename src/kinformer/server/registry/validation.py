@@ -2,9 +2,9 @@
 
 Validators return Kubernetes Status causes ``{"reason", "message", "field"}`` (empty list = valid); the
 message texts follow kube-apiserver's so clients and users see familiar errors. Built-in kinds are checked
-against their compiled 1.32 schema (:mod:`kinformer.server.schemas`: types, required fields, enums, unknown
+against their compiled 1.32 schema (:mod:`kinformer.server.schema.schemas`: types, required fields, enums, unknown
 fields) plus the kind rules below; custom resources against their CRD's structural schema
-(:mod:`kinformer.server.structural`, re-exported here). Nothing here mutates its inputs except
+(:mod:`kinformer.server.schema.structural`, re-exported here). Nothing here mutates its inputs except
 :func:`prune_builtin`, which documents that it works in place.
 """
 
@@ -28,8 +28,8 @@ from kinformer.names import (
     is_qualified_name,
     is_valid_label_value,
 )
-from kinformer.server import schemas, structcheck
-from kinformer.server.causes import (
+from kinformer.server.admission.webhook_client import client_config_causes
+from kinformer.server.machinery.causes import (
     Cause,
     duplicate,
     invalid,
@@ -38,11 +38,11 @@ from kinformer.server.causes import (
     required,
     type_invalid,
 )
-from kinformer.server.patch import ResourceInfoLike
-from kinformer.server.registry import BUILTIN_KINDS, BUILTIN_RESOURCES
-from kinformer.server.status import StatusError
-from kinformer.server.structural import apply_defaults, prune, validate_against_schema, validate_schema_structure
-from kinformer.server.webhook_client import client_config_causes
+from kinformer.server.machinery.status import StatusError
+from kinformer.server.registry.patch import ResourceInfoLike
+from kinformer.server.registry.resources import BUILTIN_KINDS, BUILTIN_RESOURCES
+from kinformer.server.schema import schemas, structcheck
+from kinformer.server.schema.structural import apply_defaults, prune, validate_against_schema, validate_schema_structure
 
 __all__ = [
     "apply_defaults",
@@ -295,7 +295,7 @@ def _validate_workload(obj: Mapping[str, Any], old: Mapping[str, Any] | None) ->
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         return [required("spec")]
-    # selector rules, replicas and immutable selectors: the kinds' strategies (server/strategies/apps.py)
+    # selector rules, replicas and immutable selectors: the kinds' strategies (server/registry/strategies/apps.py)
     causes: list[Cause] = []
     template = template if isinstance(template := spec.get("template"), Mapping) else {}
     labels = (template.get("metadata") or {}).get("labels") or {}

@@ -3,7 +3,7 @@
 kube-apiserver stores such a kind in one version and converts every request body to it and every answer
 from it. :data:`CONVERTERS` is the table of those kinds, by the served (group, plural): the storage
 apiVersion, one function per (from, to) apiVersion pair, and the field selector labels that name another
-field in the storage version. :class:`~kinformer.server.conversion.Conversion` serves a request for any
+field in the storage version. :class:`~kinformer.server.schema.conversion.Conversion` serves a request for any
 other version through the storage version's handlers, converting at the edges.
 
 Two such kinds are in kube 1.32's default set. Events: events.k8s.io/v1 Events are stored as core/v1

@@ -32,14 +32,14 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from ..admission.webhook_client import CallFailed, WebhookClient
+from ..endpoints.bodies import BODY_KEY, REQUEST_VERSION_KEY
+from ..endpoints.query import storage_field_selector
+from ..endpoints.routing import Target
+from ..machinery import status as st
+from ..registry.resources import Registry, ResourceInfo
+from ..registry.strategies import events
 from . import builtin_conversion
-from . import status as st
-from .bodies import BODY_KEY, REQUEST_VERSION_KEY
-from .query import storage_field_selector
-from .registry import Registry, ResourceInfo
-from .routing import Target
-from .strategies import events
-from .webhook_client import CallFailed, WebhookClient
 
 __all__ = ["CONVERT_WATCH_KEY", "Conversion"]
 
@@ -194,7 +194,7 @@ class Conversion:
         return await self.convert_response(await dispatch(request, storage_t), t.info, desired)
 
     async def _convert_body(self, request: web.Request, storage_t: Target, t: Target) -> None:
-        from .bodies import content_type, decode_object, parse_document, read_body
+        from ..endpoints.bodies import content_type, decode_object, parse_document, read_body
 
         ctype = "application/yaml" if request.content_type == "application/apply-patch+yaml" else content_type(request)
         obj = decode_object(parse_document(await read_body(request), ctype))
@@ -214,8 +214,8 @@ class Conversion:
 
     async def _patch(self, request: web.Request, t: Target, storage_t: Target, update: Dispatch,
                      read: Callable[[Target], Awaitable[dict[str, Any]]]) -> web.StreamResponse:
-        from .bodies import read_body
-        from .patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
+        from ..endpoints.bodies import read_body
+        from ..registry.patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
 
         kinds: dict[str, Callable[[Any, Any], Any]] = {
             "application/json-patch+json": json_patch, "application/merge-patch+json": json_merge_patch}

@@ -25,10 +25,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kinformer.server.causes import Cause, invalid, not_supported
+from kinformer.server.machinery.causes import Cause, invalid, not_supported
 
 if TYPE_CHECKING:
-    from kinformer.server.schemas import Node
+    from kinformer.server.schema.schemas import Node
 
 __all__ = ["BUILTIN_ENUMS", "Enum", "apply"]
 

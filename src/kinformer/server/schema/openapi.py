@@ -1,6 +1,6 @@
 """OpenAPI documents: ``/openapi/v3`` (the index), one v3 document per group/version, and ``/openapi/v2``.
 
-Built-in kinds are described by kube 1.32's own definitions (:mod:`kinformer.server.apidefs`): descriptions for
+Built-in kinds are described by kube 1.32's own definitions (:mod:`kinformer.server.schema.apidefs`): descriptions for
 ``kubectl explain`` at any depth, and the ``x-kubernetes-patch-merge-key``/``-patch-strategy`` and
 ``x-kubernetes-list-type``/``-list-map-keys`` extensions kubectl reads to build strategic merge patches and that
 server-side apply follows. Custom kinds are described by their CRD version's schema (or preserve unknown fields).
@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import web
 
-from kinformer.server import apidefs
-from kinformer.server.discovery import GIT_VERSION, subresource_kind, subresource_verbs
-from kinformer.server.openapi_v2 import V2_PROTOBUF_TYPE, SwaggerDocument
-from kinformer.server.registry import KUBELET_SUBRESOURCES
-from kinformer.server.status import json_body
+from kinformer.server.endpoints.discovery import GIT_VERSION, subresource_kind, subresource_verbs
+from kinformer.server.machinery.status import json_body
+from kinformer.server.registry.resources import KUBELET_SUBRESOURCES
+from kinformer.server.schema import apidefs
+from kinformer.server.schema.openapi_v2 import V2_PROTOBUF_TYPE, SwaggerDocument
 
 if TYPE_CHECKING:
-    from kinformer.server.registry import Registry, ResourceInfo
+    from kinformer.server.registry.resources import Registry, ResourceInfo
 
 __all__ = ["OpenAPIDocuments", "definition_name", "group_version_parts", "routes"]
 

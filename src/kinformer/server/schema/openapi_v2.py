@@ -1,6 +1,6 @@
 """``/openapi/v2``: the whole API as one Swagger 2.0 document, as JSON and as gnostic protobuf.
 
-The document is derived from the v3 group/version documents (:mod:`kinformer.server.openapi`): the same
+The document is derived from the v3 group/version documents (:mod:`kinformer.server.schema.openapi`): the same
 paths, each operation rewritten in Swagger 2.0 form (a ``body`` parameter, typed query parameters, response
 schemas, ``consumes``/``produces``), and every definition they reference under ``#/definitions/``. kubectl asks
 for the protobuf form (``application/com.github.proto-openapi.spec.v2@v1.0+protobuf``: gnostic's
@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from kinformer.server import apidefs
-from kinformer.server.discovery import GIT_VERSION
-from kinformer.server.protobuf import len_field, varint_field
+from kinformer.server.endpoints.discovery import GIT_VERSION
+from kinformer.server.schema import apidefs
+from kinformer.server.schema.protobuf import len_field, varint_field
 
 if TYPE_CHECKING:
-    from kinformer.server.registry import Registry, ResourceInfo
+    from kinformer.server.registry.resources import Registry, ResourceInfo
 
 __all__ = ["V2_PROTOBUF_TYPE", "SwaggerDocument", "build_swagger"]
 
 #: (group, version, its resources) -> (paths, names of the kube definitions they reference, custom kinds'
-#: schemas), written with v3 references: :func:`kinformer.server.openapi.group_version_parts`.
+#: schemas), written with v3 references: :func:`kinformer.server.schema.openapi.group_version_parts`.
 GroupVersionParts = Callable[[str, str, "list[ResourceInfo]"], tuple[dict[str, Any], set[str], dict[str, Any]]]
 
 V2_PROTOBUF_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"

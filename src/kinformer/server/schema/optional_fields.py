@@ -24,7 +24,8 @@ kubernetes/kubernetes at v1.32:
   (only ``storage`` is counted: exactly one version stores).
 
 Invariant: :func:`required` only removes names from a definition's list; every other required field stays the
-schema's (the validations in :mod:`.validation` and :mod:`.strategies` add what kube checks beyond it).
+schema's (the validations in :mod:`.registry.validation` and :mod:`.registry.strategies` add what kube checks beyond
+it).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Compiled schemas of the built-in kinds: unknown fields, types, required fields and enums, and list semantics.
 
-A kind's definition (:mod:`kinformer.server.apidefs`) is compiled once, on first use, into a tree of
+A kind's definition (:mod:`kinformer.server.schema.apidefs`) is compiled once, on first use, into a tree of
 :class:`Node` objects; definitions referred to from several places (ObjectMeta, PodSpec, Container) compile to one
 shared node, and recursive definitions (JSONSchemaProps) to a cyclic graph. Requests then walk the object against
 the compiled tree only; the raw schema is never consulted per request.
@@ -16,8 +16,8 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kinformer.server import apidefs, enums, optional_fields
-from kinformer.server.causes import json_type
+from kinformer.server.machinery.causes import json_type
+from kinformer.server.schema import apidefs, enums, optional_fields
 
 __all__ = ["Node", "compiled", "definition_node", "kind_node", "node_at"]
 
@@ -437,7 +437,7 @@ def definition_node(name: str) -> Node:
 def kind_node(group: str, version: str, kind: str) -> Node | None:
     """The compiled schema of a built-in kind, or None when the release has no definition for it.
 
-    Its ``fine`` walks the schema; :func:`kinformer.server.structcheck.typed_kind_node` is the same node with a
+    Its ``fine`` walks the schema; :func:`kinformer.server.schema.structcheck.typed_kind_node` is the same node with a
     typed one-pass check tried first."""
     name = apidefs.definition_name(group, version, kind)
     return None if name is None else _compiler().definition(name)

@@ -20,9 +20,9 @@ from typing import Any, Literal, Union
 
 import msgspec
 
-from kinformer.server import schemas
-from kinformer.server.nesting import MAX_DEPTH, too_deep_at
-from kinformer.server.schemas import ANY, ARRAY, MAP, OBJECT, SCALAR, Node
+from kinformer.server.machinery.nesting import MAX_DEPTH, too_deep_at
+from kinformer.server.schema import schemas
+from kinformer.server.schema.schemas import ANY, ARRAY, MAP, OBJECT, SCALAR, Node
 
 __all__ = ["doc_fine", "install_typed_check", "typed_kind_node"]
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kinformer.server.causes import (
+from kinformer.server.machinery.causes import (
     Cause,
     _render,
     duplicate,

@@ -38,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from .storage.base import Compacted, Event, Storage, WatcherTooSlow
+from .base import Compacted, Event, Storage, WatcherTooSlow
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..builtin_conversion import drop_round_trip_annotations
+from ...schema.builtin_conversion import drop_round_trip_annotations
 from .pod import Obj, _dict, _items
 
 RBAC_GROUP = "rbac.authorization.k8s.io"

@@ -4,7 +4,7 @@ A :class:`KindStrategy` implements the write path's strategy hooks (``prepare_fo
 ``prepare_for_update``, ``validate``, ``validate_update``, ``returns_deleted_object``) for one built-in
 kind, the way kube-apiserver 1.32's registry strategy of that kind behaves:
 
-* every decoded object is defaulted (:func:`~kinformer.server.defaults.set_defaults`) before the rules;
+* every decoded object is defaulted (:func:`~kinformer.server.registry.defaults.set_defaults`) before the rules;
 * ``metadata.generation`` exists only on kinds whose strategy keeps it (:attr:`KindStrategy.generation`):
   1 at create, +1 when the desired state changes (``spec``, or everything but metadata and status for
   kinds without a spec). ConfigMaps, Secrets, Pods, Services, Namespaces, ... carry none;

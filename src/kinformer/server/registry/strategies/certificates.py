@@ -21,8 +21,8 @@ import binascii
 from collections.abc import Mapping
 from typing import Any
 
-from ..auth import ADMIN, CURRENT_USER, UserInfo
-from ..jsoncopy import json_copy
+from ...auth.authentication import ADMIN, CURRENT_USER, UserInfo
+from ...machinery.jsoncopy import json_copy
 from .base import Cause, KindStrategy, forbidden, invalid, not_supported, required
 
 __all__ = ["KNOWN_USAGES", "CSRStrategy", "approval_causes", "stamp_requester", "take_approval", "take_status"]

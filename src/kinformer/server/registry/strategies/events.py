@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...names import is_qualified_name
+from ....names import is_qualified_name
 from .base import Cause, invalid, required
 
 __all__ = ["LENGTH_LIMITS", "v1_create_causes"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import status as st
+from ...machinery import status as st
 from ..ipallocator import AllocationError, ServiceAllocator
 from .base import Cause, KindStrategy, ReturnedOnDeleteMixin, immutable, invalid, not_supported, render, required
 
