@@ -8,6 +8,7 @@ tests/unit/test_layering.py's, this one reports the server's on its own).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from unit.test_layering import SRC, _circle, _module_name, _runtime_graph
@@ -71,3 +72,11 @@ def test_the_checks_report_a_package_too_large_and_one_without_a_docstring(tmp_p
     assert _entries(root) == ["endpoints"]
     assert _without_docstring(root) == ["server/endpoints"]
 
+
+
+def test_docs_architecture_names_every_server_package() -> None:
+    """docs/architecture.md's table of the server's packages names each package directly in server/ (and no
+    package that is gone)."""
+    doc = (SRC.parent.parent / "docs" / "architecture.md").read_text()
+    named = set(re.findall(r"^\| `server/(\w+)/` \|", doc, re.MULTILINE))
+    assert named == {p.parent.name for p in SERVER.glob("*/__init__.py")}
