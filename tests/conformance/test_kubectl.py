@@ -12,61 +12,23 @@ import asyncio
 import base64
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from kubectllib import CALL_TIMEOUT, KUBECTL, Kubectl, serve
 from testlib import wait_until_sync
 
-KUBECTL = shutil.which("kubectl")
 pytestmark = [
     pytest.mark.kubectl,
     pytest.mark.skipif(KUBECTL is None, reason="kubectl binary not found on PATH (install Debian's kubectl)"),
 ]
-
-CALL_TIMEOUT = 30.0
-START_TIMEOUT = 30.0
-
-
-@dataclass
-class Kubectl:
-    """Runs kubectl with one kubeconfig and a private HOME (so its discovery cache is private too)."""
-
-    kubeconfig: Path
-    home: Path
-
-    def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
-        env.update({"HOME": str(self.home), "KUBECONFIG": str(self.kubeconfig)})
-        return env
-
-    def run(self, *args: str, input: str | None = None, check: bool = True,
-            timeout: float = CALL_TIMEOUT) -> subprocess.CompletedProcess[str]:
-        assert KUBECTL is not None
-        proc = subprocess.run([KUBECTL, *args], input=input, capture_output=True, text=True, env=self.env(),
-                              timeout=timeout, check=False)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}{proc.stdout}")
-        return proc
-
-    def json(self, *args: str) -> Any:
-        return json.loads(self.run(*args, "-o", "json").stdout)
-
-    def apply_yaml(self, doc: dict[str, Any] | str, *args: str) -> subprocess.CompletedProcess[str]:
-        text = doc if isinstance(doc, str) else yaml.safe_dump(doc)
-        return self.run("apply", "-f", "-", *args, input=text)
-
-    def exists(self, *args: str) -> bool:
-        proc = self.run("get", *args, "-o", "name", "--ignore-not-found", check=True)
-        return bool(proc.stdout.strip())
 
 
 @pytest.fixture(scope="module")
@@ -74,34 +36,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kubectl, 
     """``kinformer serve --port 0`` with TLS + token; yields kubectl bound to its kubeconfig, and the data dir."""
     data = tmp_path_factory.mktemp("serve")
     home = tmp_path_factory.mktemp("home")
-    log = (data / "serve.log").open("w+")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kinformer.cli", "serve", "--bare", "--port", "0", "--data", str(data),
-         "--storage", "memory"],
-        stdout=subprocess.PIPE, stderr=log, text=True)
-    kubeconfig = None
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        assert proc.stdout is not None
-        while kubeconfig is None:
-            line = proc.stdout.readline()
-            if not line:
-                log.seek(0)
-                raise AssertionError(f"kinformer serve exited {proc.wait(5)} before it was ready:\n{log.read()}")
-            if line.startswith("kubeconfig:"):
-                kubeconfig = Path(line.split(":", 1)[1].strip())
-            if time.monotonic() > deadline:
-                raise AssertionError("kinformer serve did not print its kubeconfig in time")
-        yield Kubectl(kubeconfig=kubeconfig, home=home), data
-    finally:
-        proc.terminate()
-        try:
-            code = proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = proc.wait(5)
-        log.close()
-        assert code == 0, f"kinformer serve did not stop cleanly on SIGTERM (exit {code})"
+    with serve(data, "--bare", "--storage", "memory") as server:
+        yield Kubectl(kubeconfig=server.kubeconfig, home=home), data
 
 
 @pytest.fixture
