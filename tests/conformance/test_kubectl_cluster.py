@@ -146,6 +146,10 @@ class RollingBounds:
         self.fewest_ready: int | None = None
         self.events = 0
 
+    def start(self) -> None:
+        """Count from here on (after the informer's initial list, whose adds arrive one at a time)."""
+        self.most_live, self.fewest_ready, self.events = 0, None, 0
+
     def on_event(self, pod: Any, deleted: bool = False) -> None:
         name = pod["metadata"]["name"]
         if deleted:
@@ -167,10 +171,14 @@ async def test_set_image_rolls_over_within_max_surge_and_max_unavailable(kubectl
     async with await ki.Client.from_kubeconfig(str(kubectl.kubeconfig)) as client:
         factory = ki.SharedInformerFactory(client, namespace=ns)
         informer = factory.informer("v1/pods", label_selector="app=web")
-        informer.add_event_handler(on_add=bounds.on_event, on_update=lambda _old, new, *_: bounds.on_event(new),
-                                   on_delete=lambda pod: bounds.on_event(getattr(pod, "obj", pod), deleted=True))
+        registration = informer.add_event_handler(
+            on_add=bounds.on_event, on_update=lambda _old, new, *_: bounds.on_event(new),
+            on_delete=lambda pod: bounds.on_event(getattr(pod, "obj", pod), deleted=True))
         async with factory.running():
             await factory.wait_for_cache_sync()
+            await registration.wait_for_sync()
+            assert len(bounds.pods) == 4
+            bounds.start()
             await kubectl.arun("set", "image", "deployment/web", "nginx=nginx:1.26", "-n", ns)
             out = (await kubectl.arun("rollout", "status", "deployment/web", "-n", ns, f"--timeout={WAIT}s",
                                       timeout=WAIT + 10)).stdout
