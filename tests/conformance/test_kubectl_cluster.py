@@ -13,6 +13,7 @@ kubectl talks to ``server.url``. Every kubectl call has a ``--timeout`` or a pro
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -246,12 +247,14 @@ def test_statefulset_creates_db_0_1_2_in_order(one_node: tuple[Served, Path], ku
     kubectl.apply_yaml(STATEFULSET, "-n", ns)
     out = kubectl.run("rollout", "status", "statefulset/db", "-n", ns, f"--timeout={WAIT}s", timeout=WAIT + 10)
     assert "roll out complete" in out.stdout or "partitioned roll out complete" in out.stdout
-    created = sorted(pods(kubectl, ns, "app=db"), key=lambda p: p["metadata"]["creationTimestamp"])
-    assert [p["metadata"]["name"] for p in created] == ["db-0", "db-1", "db-2"]
+    stamps = {p["metadata"]["name"]: _seconds(p["metadata"]["creationTimestamp"]) for p in pods(kubectl, ns, "app=db")}
+    assert sorted(stamps) == ["db-0", "db-1", "db-2"]
+    assert stamps["db-0"] <= stamps["db-1"] <= stamps["db-2"]
     events = kubectl.json("get", "events", "-n", ns, "--field-selector", "reason=SuccessfulCreate")["items"]
-    creates = [e["message"] for e in sorted(events, key=lambda e: e["metadata"]["resourceVersion"].zfill(20))
-               if e["involvedObject"]["kind"] == "StatefulSet"]
-    assert [m.split()[-1] for m in creates if " Pod " in m] == ["db-0", "db-1", "db-2"]
+    in_order = sorted(events, key=lambda e: int(e["metadata"]["resourceVersion"]))
+    created = [m.group(1) for e in in_order if (m := re.fullmatch(r"create Pod (\S+) in StatefulSet db successful",
+                                                                   e["message"]))]
+    assert created == ["db-0", "db-1", "db-2"]
 
 
 DAEMONSET = {
