@@ -352,7 +352,8 @@ async def test_stopped_node_pods_are_evicted_after_toleration_seconds_and_replac
     """The DefaultTolerationSeconds admission gives each pod ``unreachable:NoExecute`` for TOLERATION seconds; the
     stopped node turns Unknown after GRACE seconds and is tainted; its pods are marked for deletion (condition
     DisruptionTarget, reason DeletionByTaintManager) TOLERATION seconds after the taint, stay Terminating (no
-    kubelet confirms their end) and their ReplicaSet replaces them on the nodes that still run."""
+    kubelet confirms their end) and their ReplicaSet replaces them on the nodes that still run. Started again, the
+    node's kubelet ends them and the node loses its taints."""
     options = ClusterOptions(node_monitor_period=0.5, node_monitor_grace_period=GRACE)
     async with APIServer(controllers=True, nodes=3, cluster_options=options,
                          default_toleration_seconds=TOLERATION) as server:
@@ -378,6 +379,17 @@ async def test_stopped_node_pods_are_evicted_after_toleration_seconds_and_replac
                 # both stamps are whole seconds, so one second of slack
                 assert _seconds(target["lastTransitionTime"]) >= tainted + TOLERATION - 1
         await kubectl.arun("rollout", "status", "deployment/web", f"--timeout={WAIT}s", timeout=WAIT + 10)
+
+        await server.cluster.start_node(doomed)  # back: its kubelet ends the Terminating pods, the taints go
+        await kubectl.arun("wait", "--for=delete", *(f"pod/{v}" for v in victims), f"--timeout={WAIT}s",
+                           timeout=WAIT + 10)
+        await kubectl.arun("wait", "--for=condition=Ready", f"node/{doomed}", f"--timeout={WAIT}s", timeout=WAIT + 10)
+        await wait_for(lambda: _untainted(kubectl, doomed), WAIT, "the unreachable taints' removal")
+
+
+async def _untainted(kubectl: Kubectl, node: str) -> bool:
+    taints = json.loads((await kubectl.arun("get", "node", node, "-o", "json")).stdout)["spec"].get("taints") or ()
+    return not any(t["key"] == "node.kubernetes.io/unreachable" for t in taints)
 
 
 def _condition(obj: Any, kind: str) -> Any:
