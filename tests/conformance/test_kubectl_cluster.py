@@ -374,6 +374,7 @@ async def test_stopped_node_pods_are_evicted_after_toleration_seconds_and_replac
                        if (t["key"], t["effect"]) == ("node.kubernetes.io/unreachable", "NoExecute"))
         for pod in await _pods_json(kubectl):
             if pod["metadata"]["name"] in victims:
+                assert _condition(pod, "Ready")["status"] == "False"  # the node lifecycle's MarkPodsNotReady
                 target = _condition(pod, "DisruptionTarget")
                 assert target["reason"] == "DeletionByTaintManager"
                 # both stamps are whole seconds, so one second of slack
