@@ -94,15 +94,6 @@ class Served:
     kubeconfig: Path
     banner: list[str]
 
-    @property
-    def controllers(self) -> set[str]:
-        """The controllers it runs, from its ``cluster: controllers: a, b; simulated nodes: N`` line."""
-        for line in self.banner:
-            if line.startswith("cluster: controllers:"):
-                names = line.removeprefix("cluster: controllers:").split(";")[0]
-                return {n.strip() for n in names.split(",") if n.strip()}
-        return set()
-
 
 @contextmanager
 def serve(data: Path, *args: str) -> Iterator[Served]:

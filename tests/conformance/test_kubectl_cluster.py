@@ -1,5 +1,5 @@
-"""Issue 24's acceptance tests: the real kubectl against ``kinformer serve`` as it comes (its controllers and one
-simulated node; ``--nodes 3`` where a test needs several nodes), with no test code playing a controller or a kubelet.
+"""The moving cluster's acceptance tests: the real kubectl against ``kinformer serve`` as it comes (its controllers
+and one simulated node; ``--nodes 3`` where a test needs several nodes), no test code playing a controller or kubelet.
 
 Each test shows one "Done when" item: a Deployment rolls out, rolls over within maxSurge/maxUnavailable, rolls
 back and scales; a Job completes; a StatefulSet creates its pods in order; a DaemonSet runs a pod per node; a
@@ -68,12 +68,6 @@ def _namespace(kubectl: Kubectl, request: pytest.FixtureRequest) -> str:
     name = "c-" + request.node.name.removeprefix("test_").replace("_", "-")[:40].rstrip("-")
     kubectl.run("create", "namespace", name)
     return name
-
-
-def needs(served: Served, controller: str) -> None:
-    """Skip unless ``kinformer serve`` runs ``controller`` (it lists its controllers as it starts)."""
-    if controller not in served.controllers:
-        pytest.skip(f"kinformer serve runs no {controller} controller yet ({', '.join(sorted(served.controllers))})")
 
 
 def poll(probe: Callable[[], Any], message: str, until: Callable[[Any], bool] = bool, timeout: float = WAIT) -> Any:
@@ -221,8 +215,7 @@ def test_scale_up_and_down(kubectl: Kubectl, ns: str) -> None:
 # -- Jobs, StatefulSets, DaemonSets -------------------------------------------------------------------------------
 
 
-def test_create_job_then_wait_for_complete(one_node: tuple[Served, Path], kubectl: Kubectl, ns: str) -> None:
-    needs(one_node[0], "job")
+def test_create_job_then_wait_for_complete(kubectl: Kubectl, ns: str) -> None:
     kubectl.run("create", "job", "once", "--image=busybox", "-n", ns, "--", "true")
     out = kubectl.run("wait", "--for=condition=complete", "job/once", "-n", ns, f"--timeout={WAIT}s",
                       timeout=WAIT + 10).stdout
@@ -239,10 +232,9 @@ STATEFULSET = {
                           "spec": {"containers": [{"name": "db", "image": "postgres:16"}]}}}}
 
 
-def test_statefulset_creates_db_0_1_2_in_order(one_node: tuple[Served, Path], kubectl: Kubectl, ns: str) -> None:
+def test_statefulset_creates_db_0_1_2_in_order(kubectl: Kubectl, ns: str) -> None:
     """OrderedReady: each pod is created once the one before it is Running and Ready, so the creation events (and
     timestamps) come in ordinal order."""
-    needs(one_node[0], "statefulset")
     kubectl.run("create", "service", "clusterip", "db", "--clusterip=None", "-n", ns)
     kubectl.apply_yaml(STATEFULSET, "-n", ns)
     out = kubectl.run("rollout", "status", "statefulset/db", "-n", ns, f"--timeout={WAIT}s", timeout=WAIT + 10)
@@ -272,7 +264,6 @@ DAEMONSET = {
 
 def test_daemonset_puts_one_pod_on_each_node(three_nodes: tuple[Served, Path],
                                              request: pytest.FixtureRequest) -> None:
-    needs(three_nodes[0], "daemonset")
     kubectl = Kubectl(three_nodes[0].kubeconfig, three_nodes[1])
     ns = _namespace(kubectl, request)
     kubectl.apply_yaml(DAEMONSET, "-n", ns)
