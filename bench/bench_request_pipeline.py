@@ -108,12 +108,12 @@ def _workloads(url: str, n: int) -> list[tuple[str, Callable[[], None]]]:
             ("create realistic pod", lambda: minimal_sequential(url, PODS, pod_bodies(n, "p")))]
 
 
-def instructions(src: str, n: int) -> dict[str, float]:
-    """Instructions the server executes per request, per workload (valgrind's callgrind, instrumenting only
-    while the requests run): unlike CPU time, the machine's load does not move it."""
+def instructions(src: str, n: int, names: list[str] | None = None) -> dict[str, float]:
+    """Instructions the server executes per request, per workload (``names``: those only; valgrind's callgrind,
+    instrumenting only while the requests run): unlike CPU time, the machine's load does not move it."""
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for i, name in enumerate(name for name, _ in _workloads("", n)):
+        for i, name in enumerate(name for name, _ in _workloads("", n) if names is None or name in names):
             dump = os.path.join(tmp, f"callgrind.{i}")
             proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--cache-sim=no", "--instr-atstart=no",
                                      f"--callgrind-out-file={dump}", sys.executable,

@@ -24,10 +24,16 @@ kinformer's own work.
 
 ``--baseline SRC`` also runs a server from another source tree (for example an export of an older
 commit: ``git archive COMMIT src | tar -x -C /tmp/before``), round by round with the current one on
-a fresh server each time, and prints the ratios current / baseline. It prints figures, never verdicts.
+a fresh server each time, and prints the ratios current / baseline. It prints figures, never verdicts. The servers
+take turns going first from one round to the next.
 
     python3 bench/bench_server_writes.py --baseline /tmp/before/src --rounds 3
-    python3 bench/bench_server_writes.py --floor --rounds 3
+    python3 bench/bench_server_writes.py --floor --rounds 3 --instructions
+
+With ``--floor`` the summary starts with the target ratios: kinformer's creates/s over the floor's for
+realistic pods from one sequential aiohttp client and from 16, and small ConfigMaps from one sequential
+aiohttp client (each the median of the within-round ratios); with ``--instructions`` also the instructions
+per pod and per ConfigMap create over the floor's (one valgrind run each, after the rounds).
 """
 
 from __future__ import annotations
@@ -212,8 +218,14 @@ WORKLOADS: list[Workload] = [
     ("pods, sequential aiohttp client", PODS, pod_bodies, "aiohttp"),
     ("pods, 16 aiohttp clients", PODS, pod_bodies, "concurrent"),
     ("pods, sequential minimal client", PODS, pod_bodies, "minimal"),
+    ("configmaps, sequential aiohttp client", CMS, configmap_bodies, "aiohttp"),
     ("configmaps, sequential minimal client", CMS, configmap_bodies, "minimal"),
 ]
+#: The workloads whose rate against the floor's is the target (>= 0.8x each), printed first with --floor
+TARGET_WORKLOADS = ["pods, sequential aiohttp client", "pods, 16 aiohttp clients",
+                    "configmaps, sequential aiohttp client"]
+#: bench_request_pipeline's workloads whose instructions per create against the floor's are the target (<= 1.6x)
+INSTRUCTION_WORKLOADS = ["create realistic pod", "create configmap"]
 
 
 def _own_cpu_seconds() -> float:
@@ -251,9 +263,14 @@ async def run(args: argparse.Namespace) -> None:
     rounds: list[dict[str, dict[str, tuple[float, float, float]]]] = []
     for r in range(args.rounds):
         print(f"round {r + 1}/{args.rounds}, load average {os.getloadavg()[0]:.1f}", flush=True)
-        rounds.append({v: await measure(src, args.creates) for v, src in variants.items()})
+        order = list(variants.items())
+        if r % 2:  # alternate which server goes first: a trend in the machine's load favours neither
+            order.reverse()
+        rounds.append({v: await measure(src, args.creates) for v, src in order})
     print(f"\nmedians of {args.rounds} rounds ({args.creates} creates per workload, 2x for 16 clients); "
           f"load average at the end {os.getloadavg()[0]:.1f}")
+    if FLOOR in variants:
+        _print_targets(rounds, args)
     header = "| workload | " + " | ".join(f"{v} creates/s | {v} server µs/create" for v in variants)
     if "baseline" in variants:
         header += " | creates/s ratio | server CPU ratio"
@@ -272,7 +289,7 @@ async def run(args: argparse.Namespace) -> None:
             cells += [f"{rate:.2f}x", f"{cpu:.2f}x less"]
         if FLOOR in variants:
             share = statistics.median(rd["current"][name][0] / rd[FLOOR][name][0] for rd in rounds)
-            times = statistics.median(rd["current"][name][1] / rd[FLOOR][name][1] for rd in rounds)
+            times = statistics.median(rd["current"][name][1] / (rd[FLOOR][name][1] or float("nan")) for rd in rounds)
             cells += [f"{share:.0%}", f"{times:.2f}x"]
         print(f"| {name} | " + " | ".join(cells) + " |")
     print("\nthe load generator's own CPU per create (what the client costs; medians of the rounds)")
@@ -281,6 +298,24 @@ async def run(args: argparse.Namespace) -> None:
     for name, *_ in WORKLOADS:
         cells = [f"{statistics.median(rd[v][name][2] for rd in rounds):,.0f}" for v in variants]
         print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+def _print_targets(rounds: list[dict[str, dict[str, tuple[float, float, float]]]], args: argparse.Namespace) -> None:
+    """The target ratios: each target workload's creates/s over the floor's (the median of the within-round
+    ratios; target >= 0.8x), then with ``--instructions`` the instructions per create over the floor's (<= 1.6x)."""
+    print("\nkinformer against the floor, in this run:")
+    for name in TARGET_WORKLOADS:
+        ratio = statistics.median(rd["current"][name][0] / rd[FLOOR][name][0] for rd in rounds)
+        print(f"  {name}: {ratio:.2f}x the floor's creates/s")
+    if args.instructions:
+        from bench_request_pipeline import instructions  # it imports this module
+
+        counts = {v: instructions(src, args.requests, INSTRUCTION_WORKLOADS)
+                  for v, src in (("current", str(HERE.parent / "src")), (FLOOR, FLOOR))}
+        for name in INSTRUCTION_WORKLOADS:
+            current, floor = counts["current"][name], counts[FLOOR][name]
+            print(f"  {name}: {current:,.0f} instructions vs the floor's {floor:,.0f} = {current / floor:.2f}x")
+    print()
 
 
 # (label, function name, file name ending) of the steps --profile reports
@@ -345,6 +380,9 @@ def main() -> None:
     p.add_argument("--creates", type=int, default=1000, help="creates per workload and round (default 1000)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--floor", action="store_true", help="also run the floor application side by side")
+    p.add_argument("--instructions", action="store_true", help="with --floor: also count the instructions per "
+                   "create of kinformer and the floor under valgrind (bench_request_pipeline.py; ~1 min each)")
+    p.add_argument("--requests", type=int, default=300, help="with --instructions: creates counted (default 300)")
     p.add_argument("--profile", type=int, metavar="N", help="profile N pod creates in process instead")
     p.add_argument("--dump", metavar="PATH", help="with --profile: also write the cProfile stats to PATH (for pstats)")
     p.add_argument("--serve", metavar="STORAGE", help=argparse.SUPPRESS)
