@@ -33,7 +33,8 @@ take turns going first from one round to the next.
 With ``--floor`` the summary starts with the target ratios: kinformer's creates/s over the floor's for
 realistic pods from one sequential aiohttp client and from 16, and small ConfigMaps from one sequential
 aiohttp client (each the median of the within-round ratios); with ``--instructions`` also the instructions
-per pod and per ConfigMap create over the floor's (one valgrind run each, after the rounds).
+per pod and per ConfigMap create over the floor's (one valgrind run each, after the rounds). With
+``--baseline`` both trees are set against the floor.
 """
 
 from __future__ import annotations
@@ -123,6 +124,20 @@ def minimal_sequential(url: str, path: str, bodies: list[bytes]) -> None:
 
 # ------------------------------------------------------------------------------------------ the server side
 
+def _tune_collector() -> None:
+    """The collector as `kinformer serve` tunes it, in this tree or an older one (before the server's subpackages
+    it was ``gc_tuning``; the oldest trees do not tune it)."""
+    import importlib
+
+    for name in ("kinformer.server.python_gc", "kinformer.server.gc_tuning"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        module.tune_for_server()
+        return
+
+
 async def serve(storage: str) -> None:
     """Child mode: an APIServer on ``storage``; prints its URL and serves until stdin closes."""
     from kinformer.server import APIServer
@@ -130,10 +145,7 @@ async def serve(storage: str) -> None:
     profile = os.environ.get("BENCH_SERVER_PROFILE")  # a path: cProfile the server while it serves
     async with APIServer(storage, compaction_interval=0) as server:
         print(server.url, flush=True)
-        with contextlib.suppress(ImportError):  # as `kinformer serve` does (older trees do not)
-            from kinformer.server.python_gc import tune_for_server
-
-            tune_for_server()
+        _tune_collector()
         prof = None
         if profile:
             import cProfile
@@ -270,7 +282,7 @@ async def run(args: argparse.Namespace) -> None:
     print(f"\nmedians of {args.rounds} rounds ({args.creates} creates per workload, 2x for 16 clients); "
           f"load average at the end {os.getloadavg()[0]:.1f}")
     if FLOOR in variants:
-        _print_targets(rounds, args)
+        _print_targets(rounds, variants, args)
     header = "| workload | " + " | ".join(f"{v} creates/s | {v} server µs/create" for v in variants)
     if "baseline" in variants:
         header += " | creates/s ratio | server CPU ratio"
@@ -300,21 +312,24 @@ async def run(args: argparse.Namespace) -> None:
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
-def _print_targets(rounds: list[dict[str, dict[str, tuple[float, float, float]]]], args: argparse.Namespace) -> None:
+def _print_targets(rounds: list[dict[str, dict[str, tuple[float, float, float]]]], variants: dict[str, str],
+                   args: argparse.Namespace) -> None:
     """The target ratios: each target workload's creates/s over the floor's (the median of the within-round
-    ratios; target >= 0.8x), then with ``--instructions`` the instructions per create over the floor's (<= 1.6x)."""
-    print("\nkinformer against the floor, in this run:")
+    ratios; target >= 0.8x), then with ``--instructions`` the instructions per create over the floor's (<= 1.6x),
+    for the current tree and, with ``--baseline``, the baseline's too."""
+    trees = [v for v in ("baseline", "current") if v in variants]
+    print("\nagainst the floor, in this run:")
     for name in TARGET_WORKLOADS:
-        ratio = statistics.median(rd["current"][name][0] / rd[FLOOR][name][0] for rd in rounds)
-        print(f"  {name}: {ratio:.2f}x the floor's creates/s")
+        cells = [f"{v} {statistics.median(rd[v][name][0] / rd[FLOOR][name][0] for rd in rounds):.2f}x" for v in trees]
+        print(f"  {name}: " + ", ".join(cells) + " the floor's creates/s")
     if args.instructions:
         from bench_request_pipeline import instructions  # it imports this module
 
-        counts = {v: instructions(src, args.requests, INSTRUCTION_WORKLOADS)
-                  for v, src in (("current", str(HERE.parent / "src")), (FLOOR, FLOOR))}
+        counts = {v: instructions(variants[v], args.requests, INSTRUCTION_WORKLOADS) for v in [*trees, FLOOR]}
         for name in INSTRUCTION_WORKLOADS:
-            current, floor = counts["current"][name], counts[FLOOR][name]
-            print(f"  {name}: {current:,.0f} instructions vs the floor's {floor:,.0f} = {current / floor:.2f}x")
+            floor = counts[FLOOR][name]
+            cells = [f"{v} {counts[v][name]:,.0f} = {counts[v][name] / floor:.2f}x" for v in trees]
+            print(f"  {name}, instructions: " + ", ".join(cells) + f" the floor's {floor:,.0f}")
     print()
 
 
