@@ -185,7 +185,7 @@ async def serve(storage: str) -> None:
         if prof is not None:
             prof.enable()
         await loop.run_in_executor(None, sys.stdin.buffer.read)
-        if prof is not None:
+        if prof is not None and profile:
             prof.disable()
             prof.dump_stats(profile)
 

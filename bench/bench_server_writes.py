@@ -153,7 +153,7 @@ async def serve(storage: str) -> None:
             prof = cProfile.Profile()
             prof.enable()
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.buffer.read)
-        if prof is not None:
+        if prof is not None and profile:
             prof.disable()
             prof.dump_stats(profile)
 
