@@ -1,0 +1,215 @@
+"""The moving cluster's cost: a Deployment of N replicas rolled out vs N pods created directly, in one run.
+
+    python3 bench/bench_deployment.py [--replicas 300] [--nodes 3] [--rounds 3] [--concurrency 16]
+
+Each round runs two measurements, each on a fresh in-process ``APIServer(storage="memory", controllers=True,
+nodes=...)`` (the server, the controllers, the scheduler, the simulated kubelets and this load generator share
+one event loop, as a test using the ``kube_cluster`` fixture does):
+
+* ``deployment``: create a Deployment of ``--replicas`` replicas; seconds until its status says Available
+  with that many available replicas (the deployment and replicaset controllers create the ReplicaSet and the
+  pods, the scheduler binds them, the kubelets run them);
+* ``pods``: create ``--replicas`` pods from the same template directly (``--concurrency`` creates in flight);
+  seconds until every create returned (``pods created``) and until all are Running and Ready (``pods
+  ready``: the scheduler binds them and the kubelets run them, as in the other measurement).
+
+Both watch what they wait for (one watch opened before the first create). Rounds alternate which measurement
+goes first; figures are medians over the rounds and ratios are computed within a round, then their median
+taken. The first line printed is the ratio the issue sets a target for (<= 6x: each pod costs at least a
+create, a binding and a status write or two, so ~4x over bare creates is the floor); the next is the
+Deployment over pods created directly and run (the controllers' own overhead). Not a pass/fail test.
+``--profile FILE`` writes a cProfile of one more Deployment rollout (pstats format).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import cProfile
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from benchlib import parse_args
+
+NAMESPACE = "default"
+LABELS = {"app": "web"}
+TEMPLATE: dict[str, Any] = {"metadata": {"labels": LABELS},
+                            "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}
+
+
+def deployment(replicas: int) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "labels": LABELS},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": LABELS}, "template": copy.deepcopy(TEMPLATE)}}
+
+
+def pod(i: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"web-{i:05d}", **copy.deepcopy(TEMPLATE["metadata"])},
+            "spec": copy.deepcopy(TEMPLATE["spec"])}
+
+
+def _condition(obj: Mapping[str, Any], kind: str) -> bool:
+    return any(c.get("type") == kind and c.get("status") == "True"
+               for c in (obj.get("status") or {}).get("conditions") or ())
+
+
+def available(replicas: int) -> Callable[[Mapping[str, Any]], bool]:
+    """A Deployment whose Available condition is True with ``replicas`` available replicas."""
+    return lambda d: _condition(d, "Available") and (d.get("status") or {}).get("availableReplicas") == replicas
+
+
+def running_and_ready(p: Mapping[str, Any]) -> bool:
+    return (p.get("status") or {}).get("phase") == "Running" and _condition(p, "Ready")
+
+
+class Watcher:
+    """One watch of ``resource`` (label ``app=web``) opened before the measured writes: tracks which objects
+    satisfy ``accepts`` and sets :attr:`done` once ``count`` of them do."""
+
+    def __init__(self, client: Any, resource: str, accepts: Callable[[Mapping[str, Any]], bool], count: int) -> None:
+        self.client, self.resource, self.accepts, self.count = client, resource, accepts, count
+        self.accepted: set[str] = set()
+        self.done = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        listed = await self.client.list(self.resource, NAMESPACE, label_selector="app=web")
+        self._task = asyncio.create_task(self._follow(listed.resource_version))
+
+    async def _follow(self, resource_version: str) -> None:
+        async for event in self.client.watch(self.resource, NAMESPACE, resource_version=resource_version,
+                                             label_selector="app=web"):
+            if event.type == "ERROR":
+                raise RuntimeError(f"watch of {self.resource} failed: {event.object}")
+            name = event.object["metadata"]["name"]
+            if event.type != "DELETED" and self.accepts(event.object):
+                self.accepted.add(name)
+            else:
+                self.accepted.discard(name)
+            if len(self.accepted) >= self.count:
+                self.done.set()
+                return
+
+    async def wait(self, timeout: float) -> None:
+        assert self._task is not None
+        finished = asyncio.ensure_future(self.done.wait())
+        try:
+            await asyncio.wait_for(asyncio.wait({finished, self._task}, return_when=asyncio.FIRST_COMPLETED),
+                                   timeout)
+        finally:
+            finished.cancel()
+        if not self.done.is_set():
+            if self._task.done():
+                self._task.result()  # raises what ended the watch
+            raise TimeoutError(f"{len(self.accepted)}/{self.count} {self.resource} ready after {timeout:g} s")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+def _server(nodes: int) -> Any:
+    from kinformer.server import APIServer
+
+    return APIServer(storage="memory", controllers=True, nodes=nodes)
+
+
+async def measure_deployment(replicas: int, nodes: int, timeout: float) -> dict[str, float]:
+    """Seconds from the Deployment's create until it is Available with ``replicas`` available."""
+    import kinformer as ki
+
+    async with _server(nodes) as server, ki.Client(server.url) as client:
+        watcher = Watcher(client, "deployments", available(replicas), 1)
+        await watcher.start()
+        try:
+            t0 = time.perf_counter()
+            await client.create("deployments", deployment(replicas), namespace=NAMESPACE)
+            await watcher.wait(timeout)
+            return {"deployment available s": time.perf_counter() - t0}
+        finally:
+            await watcher.close()
+
+
+async def measure_pods(replicas: int, nodes: int, concurrency: int, timeout: float) -> dict[str, float]:
+    """Seconds until ``replicas`` pods created directly were all created, and until all ran and were ready."""
+    import kinformer as ki
+
+    async with _server(nodes) as server, ki.Client(server.url) as client:
+        watcher = Watcher(client, "pods", running_and_ready, replicas)
+        await watcher.start()
+        slots = asyncio.Semaphore(concurrency)
+
+        async def create(i: int) -> None:
+            async with slots:
+                await client.create("pods", pod(i), namespace=NAMESPACE)
+
+        try:
+            t0 = time.perf_counter()
+            await asyncio.gather(*(create(i) for i in range(replicas)))
+            created = time.perf_counter() - t0
+            await watcher.wait(timeout)
+            return {"pods created s": created, "pods ready s": time.perf_counter() - t0}
+        finally:
+            await watcher.close()
+
+
+def run_round(args: argparse.Namespace, deployment_first: bool) -> dict[str, float]:
+    def one_deployment() -> dict[str, float]:
+        return asyncio.run(measure_deployment(args.replicas, args.nodes, args.timeout))
+
+    def pods() -> dict[str, float]:
+        return asyncio.run(measure_pods(args.replicas, args.nodes, args.concurrency, args.timeout))
+
+    steps = (one_deployment, pods) if deployment_first else (pods, one_deployment)
+    out: dict[str, float] = {}
+    for step in steps:
+        out.update(step())
+    out["ratio vs pods created"] = out["deployment available s"] / out["pods created s"]
+    out["ratio vs pods ready"] = out["deployment available s"] / out["pods ready s"]
+    return out
+
+
+def profile(args: argparse.Namespace) -> None:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    asyncio.run(measure_deployment(args.replicas, args.nodes, args.timeout))
+    profiler.disable()
+    profiler.dump_stats(args.profile)
+    print(f"profile of one Deployment rollout written to {args.profile}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--replicas", type=int, default=300)
+    parser.add_argument("--nodes", type=int, default=3, help="simulated nodes (110 pods each)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=16, help="direct pod creates in flight")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds a measurement may take")
+    parser.add_argument("--profile", metavar="FILE", help="also write a cProfile of one Deployment rollout")
+    args = parse_args(parser, argv, replicas=20, nodes=1, rounds=1)
+    if args.replicas > 110 * args.nodes:
+        parser.error(f"{args.replicas} replicas do not fit on {args.nodes} nodes of 110 pods")
+    load = os.getloadavg()
+    rounds = [run_round(args, deployment_first=i % 2 == 0) for i in range(args.rounds)]
+    med = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+    print(f"Deployment of {args.replicas} Available / {args.replicas} pods created directly: "
+          f"{med['ratio vs pods created']:.2f}x (target <= 6x, floor ~4x)")
+    print(f"Deployment of {args.replicas} Available / {args.replicas} pods created directly and Running+Ready: "
+          f"{med['ratio vs pods ready']:.2f}x")
+    for key in ("deployment available s", "pods created s", "pods ready s"):
+        print(f"  {key:<24} {med[key]:8.2f}   rounds: {', '.join(f'{r[key]:.2f}' for r in rounds)}")
+    print(f"  medians of {args.rounds} rounds; {args.nodes} nodes; {args.concurrency} creates in flight; "
+          f"load average {load[0]:.2f} before, {os.getloadavg()[0]:.2f} after; {os.cpu_count()} CPUs; "
+          f"Python {sys.version.split()[0]}")
+    if args.profile:
+        profile(args)
+
+
+if __name__ == "__main__":
+    main()
