@@ -2,8 +2,9 @@
 
 Accepted spellings: a plural (``configmaps``), singular, kind (``ConfigMap``) or short name (``cm``), each
 optionally qualified: ``v1/pods``, ``apps/v1/deployments``, ``example.com/v1/foos``, ``deployments.apps``,
-``deployments.v1.apps``. Discovery documents (``/api/v1``, ``/apis``, ``/apis/<g>/<v>``) are cached; a name
-that is not found refreshes the cache once before failing.
+``deployments.v1.apps``. Discovery documents (``/api/v1``, ``/apis``, ``/apis/<g>/<v>``) are cached, and so is
+what each spelling resolved to (a controller resolves the same few names at every request); a name that is not
+found refreshes the cache once before failing. Invalidating forgets both.
 """
 
 from __future__ import annotations
@@ -111,12 +112,14 @@ class Discovery:
         self._get = get_json
         self._groups: list[tuple[str, list[str], str]] | None = None  # (group, versions, preferred)
         self._resources: dict[tuple[str, str], list[Resource]] = {}
+        self._resolved: dict[str, Resource] = {}  # spelling -> what it resolved to, from the cached documents
         self._lock = asyncio.Lock()
 
     def invalidate(self) -> None:
-        """Forget every cached document."""
+        """Forget every cached document and resolution."""
         self._groups = None
         self._resources.clear()
+        self._resolved.clear()
 
     async def groups(self) -> list[tuple[str, list[str], str]]:
         """(group, versions, preferred version) for every group, the core group first."""
@@ -182,11 +185,15 @@ class Discovery:
         :class:`ResourceNotFound`."""
         if isinstance(spec, Resource):
             return spec
+        resolved = self._resolved.get(spec)
+        if resolved is not None:
+            return resolved
         candidates = parse_resource_spec(spec)
         for attempt in range(2):
             for cand in candidates:
                 res = await self._find(cand)
                 if res is not None:
+                    self._resolved[spec] = res
                     return res
             if attempt == 0:
                 async with self._lock:

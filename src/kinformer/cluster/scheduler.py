@@ -40,7 +40,7 @@ from kinformer.errors import Conflict, NotFound
 from . import scheduling
 from .podindex import is_terminal, pod_reference, pods_informer, pods_on_node
 from .podresources import pod_requests
-from .scheduling import NodeInfo, Rejection
+from .scheduling import NodeInfo, PodUsage, Rejection
 
 if TYPE_CHECKING:
     from kinformer.cache.shared_informer import SharedIndexInformer
@@ -113,8 +113,7 @@ class Assumed:
 
     key: str
     node: str
-    pod: Obj
-    requests: dict[str, int]
+    usage: PodUsage
 
 
 @dataclass
@@ -141,6 +140,9 @@ class Scheduler:
         self.pods: SharedIndexInformer = pods_informer(ctx.manager)
         self.nodes: SharedIndexInformer = ctx.manager.informer("nodes")
         self.assumed: dict[str, Assumed] = {}  # by pod uid
+        #: by pod uid: (the resourceVersion it was read at, its usage), for the pods of the last snapshot, so a
+        #: cycle does not recompute what every other pod takes of its node
+        self.usages: dict[str, tuple[str, PodUsage]] = {}
         self.unschedulable: dict[Request, Backoff] = {}
 
     # -- the queue ------------------------------------------------------------------------------------
@@ -171,7 +173,7 @@ class Scheduler:
         feasible, rejections, prefilter = self._filter(pod, requests)
         if not feasible:
             return await self._unschedulable(request, pod, scheduling.fit_error(pod, rejections, prefilter))
-        await self._bind(request, pod, scheduling.select(pod, feasible).name, requests)
+        await self._bind(request, pod, scheduling.select(pod, feasible).name, PodUsage.of(pod, requests))
         return None
 
     def _filter(self, pod: Obj, requests: dict[str, int]) -> tuple[list[NodeInfo], list[Rejection], str | None]:
@@ -197,22 +199,33 @@ class Scheduler:
     def _snapshot(self) -> list[NodeInfo]:
         """Every node with its assigned, non-terminal pods and the pods assumed on it, sorted by name."""
         infos = {node["metadata"]["name"]: NodeInfo(node) for node in self.nodes.indexer.list()}
+        usages: dict[str, tuple[str, PodUsage]] = {}
         for name, info in infos.items():
             for pod in pods_on_node(self.pods, name):
                 if not is_terminal(pod):
-                    info.add_pod(pod, pod_requests(pod))
+                    info.add_pod(self._usage(pod, usages))
+        self.usages = usages  # the pods gone since the last snapshot are forgotten
         for uid, assumed in list(self.assumed.items()):
             cached = self.pods.indexer.get_by_key(assumed.key)
             if cached is None or cached["metadata"].get("uid") != uid or _assigned(cached):
                 del self.assumed[uid]  # the informer caught up (or the pod is gone)
             elif assumed.node in infos:
-                infos[assumed.node].add_pod(assumed.pod, assumed.requests)
+                infos[assumed.node].add_pod(assumed.usage)
         return [infos[name] for name in sorted(infos)]
 
-    async def _bind(self, request: Request, pod: Obj, node: str, requests: dict[str, int]) -> None:
+    def _usage(self, pod: Obj, usages: dict[str, tuple[str, PodUsage]]) -> PodUsage:
+        """The pod's usage, computed again only when the pod changed since the last snapshot."""
+        meta = pod["metadata"]
+        uid, version = meta.get("uid", ""), meta.get("resourceVersion", "")
+        known = self.usages.get(uid)
+        usage = known[1] if known is not None and known[0] == version else PodUsage.of(pod, pod_requests(pod))
+        usages[uid] = (version, usage)
+        return usage
+
+    async def _bind(self, request: Request, pod: Obj, node: str, usage: PodUsage) -> None:
         meta = pod["metadata"]
         uid = meta.get("uid", "")
-        self.assumed[uid] = Assumed(request.key, node, pod, requests)
+        self.assumed[uid] = Assumed(request.key, node, usage)
         binding = {"apiVersion": "v1", "kind": "Binding",
                    "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": uid},
                    "target": {"kind": "Node", "name": node}}

@@ -52,6 +52,22 @@ REASON_CONFLICT = "pod affinity terms conflict"
 MAX_SCORE = 100
 
 
+@dataclass(frozen=True)
+class PodUsage:
+    """What one pod takes of its node, as the filters and scores read it: its requests, its non-zero cpu and
+    memory for scoring and its host ports. A function of the pod's spec only."""
+
+    requests: Mapping[str, int]
+    non_zero_cpu: int
+    non_zero_memory: int
+    host_ports: frozenset[HostPort]
+
+    @classmethod
+    def of(cls, pod: Mapping[str, Any], requests: Mapping[str, int]) -> PodUsage:
+        cpu, memory = non_zero_requests(pod)
+        return cls(requests, cpu, memory, frozenset(host_ports(pod)))
+
+
 @dataclass
 class NodeInfo:
     """A node with what its pods (bound or assumed) already take of it."""
@@ -67,14 +83,13 @@ class NodeInfo:
     def name(self) -> str:
         return str(self.node["metadata"]["name"])
 
-    def add_pod(self, pod: Mapping[str, Any], requests: Mapping[str, int]) -> None:
+    def add_pod(self, usage: PodUsage) -> None:
         self.pods += 1
-        for name, value in requests.items():
+        for name, value in usage.requests.items():
             self.requested[name] = self.requested.get(name, 0) + value
-        cpu, memory = non_zero_requests(pod)
-        self.non_zero_cpu += cpu
-        self.non_zero_memory += memory
-        self.host_ports |= host_ports(pod)
+        self.non_zero_cpu += usage.non_zero_cpu
+        self.non_zero_memory += usage.non_zero_memory
+        self.host_ports |= usage.host_ports
 
 
 HostPort = tuple[str, str, int]  # (host IP, protocol, port)

@@ -93,6 +93,22 @@ async def test_cached_and_refreshed_on_miss() -> None:
     assert (await d.resolve("foos.example.com")).plural == "foos"
 
 
+async def test_a_resolved_spelling_is_not_searched_again_until_invalidated() -> None:
+    d = Discovery(FakeServer().get)
+    searched: list[str] = []
+    find = d._find
+
+    async def counting_find(spec: Any) -> Resource | None:
+        searched.append(spec.name)
+        return await find(spec)
+
+    d._find = counting_find  # type: ignore[method-assign]
+    first = await d.resolve("deploy")
+    assert await d.resolve("deploy") is first and searched == ["deploy"]
+    d.invalidate()
+    assert await d.resolve("deploy") == first and searched == ["deploy", "deploy"]
+
+
 async def test_explicit_resource_skips_discovery() -> None:
     server = FakeServer()
     res = Resource("x.io", "v1", "things", "Thing")
