@@ -342,7 +342,7 @@ class Kubelets:
         current = pod.get("status") or {}
         if status["phase"] in ("Succeeded", "Failed"):
             self._release_ip(runtime)  # its sandbox is gone; its status keeps the IP, as kube's does
-        if all(current.get(k) == v for k, v in status.items()):
+        if _posted(current, status):
             return
         meta = pod["metadata"]
         # conditions merge by type: a reason or message no longer given is deleted with a null, as in
@@ -420,6 +420,21 @@ class Kubelets:
                 cond["message"] = message
             out.append(cond)
         return out
+
+
+def _without_nulls(value: Any) -> Any:
+    """A JSON value with its null fields dropped (a null field reads as an absent one, as a Go struct decodes)."""
+    if isinstance(value, Mapping):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def _posted(current: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
+    """The pod's status already says all of ``status`` (kubelet's isPodStatusByKubeletEqual: compared as decoded,
+    so the ``lastProbeTime: null`` the API server's binding gives PodScheduled is no difference)."""
+    return all(_without_nulls(current.get(k)) == v for k, v in status.items())
 
 
 def _phase(policy: str, containers: list[Container]) -> str:

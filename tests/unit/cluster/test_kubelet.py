@@ -281,3 +281,19 @@ async def test_a_completed_pod_gives_its_ip_back() -> None:
         await client.create("pods", pod("second", node="node-1"), NS)
         second = await wait_for_object(client, "pods", "second", phase_is("Running"), NS)
         assert second["status"]["podIP"] == first["status"]["podIP"] == "10.244.1.2"
+
+
+def test_status_posted_by_the_binding_is_not_written_again() -> None:
+    """kubelet's isPodStatusByKubeletEqual compares decoded statuses: the ``lastProbeTime: null`` the API server's
+    binding gives PodScheduled is no difference, so a running pod is not patched again at each of its events."""
+    from kinformer.cluster.kubelet import _posted
+
+    wanted = {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    posted = {"phase": "Running", "qosClass": "BestEffort", "conditions": [
+        {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+        {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    assert _posted(posted, wanted)
+    posted["conditions"][0]["status"] = "False"
+    assert not _posted(posted, wanted)
