@@ -205,7 +205,10 @@ class EventWriter:
     def _drop(self, why: str, message: str) -> None:
         self.stats.dropped += 1
         self.stats.reasons[why] = self.stats.reasons.get(why, 0) + 1
-        log.warning("event recorder %s: dropped an event (%s): %s", self.component, why, message)
+        # the per-object spam filter drops quietly, as client-go's EventCorrelator does (a controller creating
+        # hundreds of pods would otherwise log a line per pod); the stats still count every drop
+        level = logging.DEBUG if why == "rate limited" else logging.WARNING
+        log.log(level, "event recorder %s: dropped an event (%s): %s", self.component, why, message)
 
     # -- writing --------------------------------------------------------------------------------------
 
