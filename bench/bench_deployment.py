@@ -49,7 +49,8 @@ def deployment(replicas: int) -> dict[str, Any]:
 
 
 def pod(i: int) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"web-{i:05d}", **copy.deepcopy(TEMPLATE["metadata"])},
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"web-{i:05d}", **copy.deepcopy(TEMPLATE["metadata"])},
             "spec": copy.deepcopy(TEMPLATE["spec"])}
 
 

@@ -293,7 +293,8 @@ def test_status_posted_by_the_binding_is_not_written_again() -> None:
         {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
     posted = {"phase": "Running", "qosClass": "BestEffort", "conditions": [
         {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
-        {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+        {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
     assert _posted(posted, wanted)
     posted["conditions"][0]["status"] = "False"
     assert not _posted(posted, wanted)
