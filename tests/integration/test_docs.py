@@ -168,3 +168,12 @@ def test_the_user_guide_names_every_runtime_dependency() -> None:
     rows = {line.split("|")[1].strip() for line in (ROOT / "docs" / "user-guide.md").read_text().splitlines()
             if line.startswith("| ")}
     assert len(names) >= 12 and [n for n in names if n not in rows] == []
+
+
+def test_the_user_guide_names_every_cluster_controller() -> None:
+    """``controllers=`` takes these names: the user guide's table says what each does."""
+    from kinformer.cluster import CONTROLLERS
+
+    rows = {line.split("|")[1].strip().strip("`") for line in (ROOT / "docs" / "user-guide.md").read_text().splitlines()
+            if line.startswith("| `")}
+    assert sorted(set(CONTROLLERS) - rows) == []
