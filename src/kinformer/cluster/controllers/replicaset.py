@@ -191,12 +191,23 @@ def calculate_status(rs: Obj, pods: Sequence[Obj], manage_error: BaseException |
     status["conditions"] = conditions
     if not conditions:
         status.pop("conditions")
-    status["replicas"] = len(pods)
-    status["fullyLabeledReplicas"] = sum(
-        all((meta(p).get("labels") or {}).get(k) == v for k, v in template_labels.items()) for p in pods)
-    status["readyReplicas"] = sum(is_pod_ready(p) for p in pods)
-    status["availableReplicas"] = sum(is_pod_available(p, min_ready, now) for p in pods)
+    status.update(_counts(pods, template_labels, min_ready, now))
     return {k: v for k, v in status.items() if v != 0 or k == "replicas"}  # the API omits the other zero counts
+
+
+def _counts(pods: Sequence[Obj], template_labels: Mapping[str, str], min_ready: int, now: float) -> dict[str, int]:
+    """replicas, fullyLabeledReplicas, readyReplicas and availableReplicas, in one pass over the pods (a
+    ReplicaSet of hundreds of pods is counted at every sync)."""
+    labeled = ready = available = 0
+    wanted = template_labels.items()
+    for pod in pods:
+        labels = meta(pod).get("labels") or {}
+        labeled += all(labels.get(k) == v for k, v in wanted)
+        if is_pod_ready(pod):
+            ready += 1
+            available += is_pod_available(pod, min_ready, now)
+    return {"replicas": len(pods), "fullyLabeledReplicas": labeled, "readyReplicas": ready,
+            "availableReplicas": available}
 
 
 def next_available_in(pods: Sequence[Obj], min_ready_seconds: int, now: float) -> float | None:
