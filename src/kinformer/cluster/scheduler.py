@@ -7,9 +7,13 @@ as kube's scheduling cycle does, against a snapshot of the nodes and the pods al
 
 Invariants:
 
-* the assume cache: a pod is counted on its node from the moment its binding is sent until the pods
-  informer shows it assigned (or gone), so pods scheduled back to back never over-commit a node while
-  their watch events are on their way; a failed binding un-assumes the pod;
+* the assume cache: a pod is counted on its node from the moment it is assumed (the end of its scheduling
+  cycle) until the pods informer shows it assigned (or gone), so pods scheduled back to back never over-commit
+  a node while their bindings and watch events are on their way;
+* binding cycles run beside the scheduling cycle, as kube's do (``bindingCycle`` in a goroutine of its own):
+  one worker schedules pod after pod while up to ``BINDINGS_IN_FLIGHT`` bindings are sent, so a round trip
+  to the API server is not paid once per pod in sequence; a binding refused because the pod was bound or
+  deleted meanwhile only un-assumes it, any other failure un-assumes it and queues it again;
 * a pod that fits nowhere gets the ``PodScheduled=False`` condition (reason ``Unschedulable``, kube's
   message; written only when it changed) and a ``FailedScheduling`` Warning event, and waits in the
   unschedulable set. A node added, or changed in what scheduling reads (allocatable, labels, taints,
@@ -26,11 +30,13 @@ volume binding, host ports and inter-pod (anti-)affinity and topology spread.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kinformer.aio import task_group
 from kinformer.controller import Result
 from kinformer.controller.conditions import find_condition, set_condition
 from kinformer.controller.predicates import Predicate
@@ -38,6 +44,7 @@ from kinformer.controller.reconcile import Request
 from kinformer.errors import Conflict, NotFound
 
 from . import scheduling
+from .controllers.workload import Wakeups
 from .podindex import is_terminal, pod_reference, pods_informer, pods_on_node
 from .podresources import pod_requests
 from .scheduling import NodeInfo, PodUsage, Rejection
@@ -50,6 +57,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SCHEDULER_NAME = "default-scheduler"
+#: how many binding cycles may be in flight at once, beside the one scheduling cycle.
+BINDINGS_IN_FLIGHT = 16
 Obj = Mapping[str, Any]
 
 
@@ -114,6 +123,8 @@ class Assumed:
     key: str
     node: str
     usage: PodUsage
+    request: Request
+    pod: Obj
 
 
 @dataclass
@@ -144,6 +155,8 @@ class Scheduler:
         #: cycle does not recompute what every other pod takes of its node
         self.usages: dict[str, tuple[str, PodUsage]] = {}
         self.unschedulable: dict[Request, Backoff] = {}
+        self.bindings: asyncio.Queue[Assumed] = asyncio.Queue()  # assumed pods waiting for their binding cycle
+        self.retries = Wakeups()  # pods whose binding failed, scheduled again
 
     # -- the queue ------------------------------------------------------------------------------------
 
@@ -173,7 +186,7 @@ class Scheduler:
         feasible, rejections, prefilter = self._filter(pod, requests)
         if not feasible:
             return await self._unschedulable(request, pod, scheduling.fit_error(pod, rejections, prefilter))
-        await self._bind(request, pod, scheduling.select(pod, feasible).name, PodUsage.of(pod, requests))
+        self._assume(request, pod, scheduling.select(pod, feasible).name, PodUsage.of(pod, requests))
         return None
 
     def _filter(self, pod: Obj, requests: dict[str, int]) -> tuple[list[NodeInfo], list[Rejection], str | None]:
@@ -222,10 +235,33 @@ class Scheduler:
         usages[uid] = (version, usage)
         return usage
 
-    async def _bind(self, request: Request, pod: Obj, node: str, usage: PodUsage) -> None:
+    def _assume(self, request: Request, pod: Obj, node: str, usage: PodUsage) -> None:
+        """End the scheduling cycle: count the pod on ``node`` and hand it to a binding cycle."""
+        assumed = Assumed(request.key, node, usage, request, pod)
+        self.assumed[pod["metadata"].get("uid", "")] = assumed
+        self.bindings.put_nowait(assumed)
+
+    async def run_bindings(self) -> None:
+        """The binding cycles, for as long as the cluster runs: each assumed pod is bound in a task of this
+        loop's group, at most ``BINDINGS_IN_FLIGHT`` at once."""
+        slots = asyncio.Semaphore(BINDINGS_IN_FLIGHT)
+
+        async def bind(assumed: Assumed) -> None:
+            try:
+                await self._bind(assumed)
+            finally:
+                slots.release()
+
+        async with task_group() as group:
+            while True:
+                assumed = await self.bindings.get()
+                await slots.acquire()
+                group.create_task(bind(assumed), name=f"scheduler-bind-{assumed.key}")
+
+    async def _bind(self, assumed: Assumed) -> None:
+        request, pod, node = assumed.request, assumed.pod, assumed.node
         meta = pod["metadata"]
         uid = meta.get("uid", "")
-        self.assumed[uid] = Assumed(request.key, node, usage)
         binding = {"apiVersion": "v1", "kind": "Binding",
                    "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": uid},
                    "target": {"kind": "Node", "name": node}}
@@ -235,9 +271,11 @@ class Scheduler:
             self.assumed.pop(uid, None)
             log.info("binding %s to %s: %s", request.key, node, exc)
             return
-        except BaseException:
+        except Exception as exc:  # the pod is scheduled again, as kube's handleSchedulingFailure does
             self.assumed.pop(uid, None)
-            raise
+            log.warning("binding %s to %s failed, scheduling it again: %s", request.key, node, exc)
+            self.retries.add(request.namespace or "", request.name)
+            return
         self.unschedulable.pop(request, None)
         self.recorder.event(pod_reference(pod), "Normal", "Scheduled",
                             f"Successfully assigned {meta['namespace']}/{meta['name']} to {node}", action="Binding")
@@ -268,10 +306,13 @@ class Scheduler:
 
 
 def setup(ctx: ControllerContext) -> None:
-    """Register the scheduler: one worker, its pending pods, and the events that retry unschedulable ones."""
+    """Register the scheduler: one worker, its pending pods, the events that retry unschedulable ones, and the
+    loop of binding cycles."""
     scheduler = Scheduler(ctx)
     (ctx.manager.controller(scheduler, name="scheduler")
         .for_("pods", PendingPods())
         .watches("nodes", NodeChanged(), mapper=scheduler.unschedulable_pods)
         .watches("pods", PodFreedResources(), mapper=scheduler.unschedulable_pods)
+        .source(scheduler.retries)
         .workers(1))
+    ctx.run(scheduler.run_bindings, "scheduler-bindings")

@@ -203,6 +203,26 @@ async def test_a_cycle_reads_the_requests_of_only_the_pods_that_changed(client: 
     assert len(computed) <= 3 * 20, f"{len(computed)} computations for 20 pods"
 
 
+async def test_a_binding_that_fails_is_scheduled_again(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kube's handleSchedulingFailure: the binding cycle's error forgets the assumed pod and queues it again."""
+    from kinformer.errors import ServerError
+
+    refused: list[str] = []
+    create = Client.create
+
+    async def refuse_first_binding(self: Client, resource: Any, body: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("subresource") == "binding" and not refused:
+            refused.append(body["metadata"]["name"])
+            raise ServerError("etcdserver: request timed out")
+        return await create(self, resource, body, *args, **kwargs)
+
+    monkeypatch.setattr(Client, "create", refuse_first_binding)
+    await add_node(client, "node-a")
+    await client.create("pods", pod("web"), "default")
+    assert await bound_to(client, "web") == "node-a"
+    assert refused == ["web"]
+
+
 def test_pod_requests_take_init_container_max_sidecars_and_overhead() -> None:
     body = pod("p", cpu="500m", memory="1Gi", overhead={"cpu": "100m"}, initContainers=[
         {"name": "init", "image": "x", "resources": {"requests": {"cpu": "2", "memory": "100Mi"}}},
