@@ -162,3 +162,25 @@ def test_owned_taints_follow_conditions_and_others_are_kept() -> None:
     assert next(x for x in taints if x["effect"] == "NoExecute")["timeAdded"] == "x"  # kept as it was
     node["spec"]["taints"] = taints
     assert reconciled_taints(node, 0.0) is None
+
+
+def test_taint_eviction_looks_again_only_when_taints_tolerations_or_placement_change() -> None:
+    """kube's taint eviction NodeUpdated / PodUpdated return early unless the node's NoExecute taints, or the
+    pod's node or tolerations, changed: heartbeats and pod status writes do not requeue every pod of a node."""
+    from kinformer.cluster.controllers.tainteviction import NoExecuteTaintsChanged, PodPlacementChanged
+
+    node = {"metadata": {"name": "n"}, "spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]},
+            "status": {"conditions": [{"type": "Ready", "lastHeartbeatTime": "2026-01-01T00:00:00Z"}]}}
+    beat = {**node, "status": {"conditions": [{"type": "Ready", "lastHeartbeatTime": "2026-01-01T00:00:10Z"}]}}
+    tainted = {**node, "spec": {"taints": [*node["spec"]["taints"],
+                                           {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]}}
+    nodes = NoExecuteTaintsChanged()
+    assert not nodes.update(node, beat) and nodes.update(beat, tainted) and nodes.update(node, beat, is_resync=True)
+
+    pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "n"}, "status": {"phase": "Pending"}}
+    running = {**pod, "status": {"phase": "Running"}}
+    tolerating = {**running, "spec": {"nodeName": "n", "tolerations": [{"operator": "Exists"}]}}
+    deleted = {**running, "metadata": {"name": "p", "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    pods = PodPlacementChanged()
+    assert not pods.update(pod, running)
+    assert pods.update(running, tolerating) and pods.update(running, deleted)

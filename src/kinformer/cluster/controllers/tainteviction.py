@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from kinformer.controller import Result
 from kinformer.controller.conditions import set_condition
+from kinformer.controller.predicates import Predicate
 from kinformer.controller.reconcile import Request
 from kinformer.errors import NotFound
 
@@ -116,11 +117,37 @@ class TaintEviction:
 
 
 
+class PodPlacementChanged(Predicate):
+    """Pod updates that can change an eviction (kube's ``PodUpdated`` returns early unless the node name or the
+    tolerations changed; leaving the node for good, by deletion or a terminal phase, cancels one): a pod's
+    status writes are not looked at again."""
+
+    @staticmethod
+    def _inputs(pod: Obj) -> tuple[Any, ...]:
+        return ((pod.get("spec") or {}).get("nodeName"), t.pod_tolerations(pod),
+                bool(pod["metadata"].get("deletionTimestamp")), is_terminal(pod))
+
+    def update(self, old: Obj, new: Obj, is_resync: bool = False) -> bool:
+        return is_resync or self._inputs(old) != self._inputs(new)
+
+
+class NoExecuteTaintsChanged(Predicate):
+    """Node updates that change its NoExecute taints (kube's ``NodeUpdated`` returns early otherwise): a node's
+    heartbeats do not look at every pod on it again."""
+
+    @staticmethod
+    def _taints(node: Obj) -> list[dict[str, Any]]:
+        return [x for x in t.node_taints(node) if x.get("effect") == t.NO_EXECUTE]
+
+    def update(self, old: Obj, new: Obj, is_resync: bool = False) -> bool:
+        return is_resync or self._taints(old) != self._taints(new)
+
+
 def setup(ctx: ControllerContext) -> None:
     """Register the controller on pods, and on nodes mapped to the pods assigned to them."""
     nodes = ctx.manager.informer("nodes")
     eviction = TaintEviction(ctx, pods_informer(ctx.manager), nodes)
     (ctx.manager.controller(eviction, name="taint-eviction-controller")
-        .for_("pods")
-        .watches("nodes", mapper=eviction.pods_of_node)
+        .for_("pods", PodPlacementChanged())
+        .watches("nodes", NoExecuteTaintsChanged(), mapper=eviction.pods_of_node)
         .workers(ctx.options.workers))
