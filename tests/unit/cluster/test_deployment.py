@@ -253,6 +253,8 @@ async def test_deployment_progress_deadline_exceeded(client: ki.Client) -> None:
 
 async def test_old_replicasets_beyond_revision_history_limit_are_deleted(client: ki.Client) -> None:
     await client.create("deployments", deployment("history", 1, {"app": "hi"}, revisionHistoryLimit=1), namespace=NS)
+    # revision 1 rolled out first: a template changed before the controller saw the Deployment is its revision 1
+    await wait_for(lambda: rolled_out(client, "history", "app=hi"), what="the first rollout")
     for image in ("nginx:1", "nginx:2", "nginx:3"):
         await client.patch("deployments", "history", {"spec": {"template": {"spec": {"containers": [
             {"name": "web", "image": image}]}}}}, namespace=NS)
