@@ -452,8 +452,10 @@ class Client:
             yield event
 
     async def watch_stream(self, resource: ResourceRef, options: ListOptions, namespace: str | None = None, *,
-                           headers: Mapping[str, str] | None = None) -> AsyncIterator[WatchEvent]:
-        """Open a watch with exactly ``options`` (and extra ``headers``) and decode its events as they arrive."""
+                           headers: Mapping[str, str] | None = None,
+                           as_metadata: bool = False) -> AsyncIterator[WatchEvent]:
+        """Open a watch with exactly ``options`` (and extra ``headers``) and decode its events as they arrive;
+        ``as_metadata``: each object event's object is a PartialObjectMetadata (whole objects cut down)."""
         res = await self.resolve(resource)
         params = options.to_query()
         params["watch"] = "true"
@@ -465,7 +467,7 @@ class Client:
                                   timeout=timeout, headers=headers)
         clean = False
         try:
-            async for event in iter_events(resp.content.iter_any()):
+            async for event in iter_events(resp.content.iter_any(), as_metadata=as_metadata):
                 yield event
             clean = True
         finally:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any
-
-import msgspec
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 from kinformer.client.discovery import Resource
-from kinformer.client.objects import LazyObject
+from kinformer.client.partial import is_partial, to_partial_object_metadata
 from kinformer.errors import APIError
-from kinformer.listwatch import BOOKMARK, ERROR, ListOptions, ListResult, WatchEvent
+from kinformer.listwatch import ListOptions, ListResult, WatchEvent
 
 if TYPE_CHECKING:
     from kinformer.client.client import Client
@@ -25,25 +23,6 @@ log = logging.getLogger(__name__)
 PARTIAL_OBJECT_METADATA_LIST_ACCEPT = ("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
                                        "application/json")
 PARTIAL_OBJECT_METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
-_PARTIAL_KIND = "PartialObjectMetadata"
-_PARTIAL_HEAD = b'{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":'
-
-
-class _Metadata(msgspec.Struct):
-    metadata: msgspec.Raw = msgspec.Raw(b"{}")
-
-
-_decode_metadata = msgspec.json.Decoder(_Metadata).decode
-
-
-def to_partial_object_metadata(obj: Any) -> LazyObject:
-    """``obj`` (a whole object) as a ``meta.k8s.io/v1`` PartialObjectMetadata (kind, apiVersion, metadata)."""
-    raw = obj.to_json() if isinstance(obj, LazyObject) else msgspec.json.encode(obj)
-    return LazyObject(_PARTIAL_HEAD + bytes(_decode_metadata(raw).metadata) + b"}")
-
-
-def _is_partial(obj: Any) -> bool:
-    return isinstance(obj, Mapping) and obj.get("kind") == _PARTIAL_KIND
 
 
 class ClientListerWatcher:
@@ -102,26 +81,17 @@ class ClientListerWatcher:
             log.info("%s: the server does not serve PartialObjectMetadata (406); cutting whole objects down", res)
             self._plain_only = True
             result = await self.client.list_page(res, options, self.namespace)
-        if self.metadata_only and result.items and not _is_partial(result.items[0]):
+        if self.metadata_only and result.items and not is_partial(result.items[0]):
             result.items = [to_partial_object_metadata(obj) for obj in result.items]
         return result
 
     async def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
         res = await self.resolved()
         stream = self.client.watch_stream(res, self._options(options), self.namespace,
-                                          headers=self._accept(PARTIAL_OBJECT_METADATA_ACCEPT))
-        if not self.metadata_only:
-            async for event in stream:
-                yield event
-            return
-        convert: bool | None = None  # decided by the first object event: did the server cut it down?
+                                          headers=self._accept(PARTIAL_OBJECT_METADATA_ACCEPT),
+                                          as_metadata=self.metadata_only)
         async for event in stream:
-            if event.type in (BOOKMARK, ERROR):
-                yield event
-                continue
-            if convert is None:
-                convert = not _is_partial(event.object)
-            yield WatchEvent(event.type, to_partial_object_metadata(event.object)) if convert else event
+            yield event
 
     def __repr__(self) -> str:
         where = f" in {self.namespace}" if self.namespace else ""

@@ -4,7 +4,8 @@ The stream is read with ``iter_any`` (whatever bytes arrived) and split on ``\\n
 work (aiohttp's ``readline`` refuses lines over its 128 KiB buffer limit). Each line is parsed once: a line in
 the API server's exact form ``{"type":"<TYPE>","object":<object>}`` is cut at the known prefix, and one
 msgspec pass over the object both validates it and decodes its fast metadata; any other line takes the
-general path (envelope, then object).
+general path (envelope, then object). With ``as_metadata`` every object event carries a PartialObjectMetadata:
+a whole object is cut down in the same single pass (:mod:`kinformer.client.partial`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import orjson
 from msgspec import UNSET, Raw
 
 from kinformer.client.objects import LazyObject, _decode_envelope, _decode_head
-from kinformer.listwatch import WatchEvent
+from kinformer.client.partial import is_partial, partial_from_raw, to_partial_object_metadata
+from kinformer.listwatch import BOOKMARK, ERROR, WatchEvent
 
-__all__ = ["LineSplitter", "decode_watch_line", "iter_events", "iter_lines"]
+__all__ = ["LineSplitter", "decode_partial_watch_line", "decode_watch_line", "iter_events", "iter_lines"]
 
 # The exact line prefixes of the API server's event types (keyed by the type's first letter, line[9]).
 _PREFIXES = {ord(t[0]): (t, f'{{"type":"{t}","object":'.encode()) for t in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")}
@@ -92,49 +94,67 @@ def decode_watch_line(line: bytes) -> WatchEvent:
     return WatchEvent(env.type, LazyObject(env.object))
 
 
-def _fast_event(line: bytes) -> WatchEvent | None:
-    """The event of a line in the server's exact form, or None (the caller then takes the general path).
+def _exact_form(line: bytes) -> tuple[str, Raw] | None:
+    """(type, object) of a line in the server's exact form, or None (the caller then takes the general path).
 
-    The object is the bytes between the type's prefix and the final ``}``; the head decode rejects anything
-    that is not exactly one JSON object (a trailing member, whitespace), so the cut is never wrong.
+    The object is the bytes between the type's prefix and the final ``}``; the caller's decode rejects
+    anything that is not exactly one JSON object (a trailing member, whitespace), so the cut is never wrong.
     """
     if len(line) < 12 or line[-1] != _CLOSE:
         return None
     found = _PREFIXES.get(line[9])
     if found is None or not line.startswith(found[1]):
         return None
-    raw = Raw(memoryview(line)[len(found[1]):-1])
+    return found[0], Raw(memoryview(line)[len(found[1]):-1])
+
+
+def _fast_event(line: bytes) -> WatchEvent | None:
+    """The event of a line in the server's exact form, or None (see :func:`_exact_form`)."""
+    found = _exact_form(line)
+    if found is None:
+        return None
+    kind, raw = found
     try:
         head = _decode_head(raw)
     except msgspec.DecodeError:
         return None
     meta = head.metadata
-    return WatchEvent(found[0], LazyObject(raw, None if meta is UNSET else meta))
+    return WatchEvent(kind, LazyObject(raw, None if meta is UNSET else meta))
 
 
-async def iter_events(chunks: AsyncIterable[bytes]) -> AsyncIterator[WatchEvent]:
-    """Decode a watch stream into :class:`WatchEvent` objects as the bytes arrive."""
+def _fast_partial_event(line: bytes) -> WatchEvent | None:
+    """:func:`_fast_event` with the object cut down to its PartialObjectMetadata (bookmarks as they are)."""
+    found = _exact_form(line)
+    if found is None or found[0] == BOOKMARK:
+        return None
+    try:
+        return WatchEvent(found[0], partial_from_raw(found[1]))
+    except msgspec.DecodeError:
+        return None
+
+
+def decode_partial_watch_line(line: bytes) -> WatchEvent:
+    """:func:`decode_watch_line`, with every object event's object as a PartialObjectMetadata."""
+    ev = _fast_partial_event(line)
+    if ev is not None:
+        return ev
+    ev = decode_watch_line(line)
+    if ev.type in (BOOKMARK, ERROR) or is_partial(ev.object):
+        return ev
+    return WatchEvent(ev.type, to_partial_object_metadata(ev.object))
+
+
+async def iter_events(chunks: AsyncIterable[bytes], *, as_metadata: bool = False) -> AsyncIterator[WatchEvent]:
+    """Decode a watch stream into :class:`WatchEvent` objects as the bytes arrive; with ``as_metadata`` each
+    object event's object is a PartialObjectMetadata (cut down here when the server sent the whole object)."""
     splitter = LineSplitter()
     feed = splitter.feed
-    fast = _fast_event
-    decode = _decode_envelope
-    lazy = LazyObject
-    event = WatchEvent
+    fast = _fast_partial_event if as_metadata else _fast_event
+    general = decode_partial_watch_line if as_metadata else decode_watch_line
     async for chunk in chunks:
         for line in feed(chunk):
             ev = fast(line)
-            if ev is not None:
-                yield ev
-                continue
-            try:
-                env = decode(line)
-            except msgspec.DecodeError:
-                yield decode_watch_line(line)  # raises a ValueError naming the line
-                continue
-            if env.type == "ERROR":
-                yield decode_watch_line(line)
-            else:
-                yield event(env.type, lazy(env.object))
+            yield ev if ev is not None else general(line)
     rest = splitter.flush()
     if rest:
-        yield decode_watch_line(rest)
+        yield general(rest)
