@@ -281,13 +281,32 @@ class ProcessorListener:
             self._inflight = batch
             self._inflight_done = 0
             try:
-                for note in batch:
-                    await self._call_async(note)
-                    self._inflight_done += 1
+                await self._deliver_async(batch)
             finally:
                 self._account(batch)
                 self._inflight = []
                 self._inflight_done = 0
+
+    async def _deliver_async(self, batch: list[Notification]) -> None:
+        """Await the callback of each notification in turn, in this task (no task or coroutine of the
+        listener's own per notification: only the callback's)."""
+        callbacks = self.callbacks
+        for kind, a, b, flag, _ in batch:
+            cb = callbacks[kind]
+            if cb.fn is not None:
+                try:
+                    await _invoke(cb, kind, a, b, flag)
+                except asyncio.CancelledError:
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling():
+                        raise
+                    # The handler's own await was cancelled (not this listener): an ordinary handler error.
+                    self.errors += 1
+                    log.warning("event handler %s raised CancelledError", self.name)
+                except Exception:
+                    self.errors += 1
+                    log.exception("event handler %s failed", self.name)
+            self._inflight_done += 1
 
     def _account(self, batch: list[Notification]) -> None:
         # notifications never delivered (cancelled) leave the pending count too
@@ -297,24 +316,6 @@ class ProcessorListener:
             self._delivered_initial += initial
             if self.initial_pending <= 0:
                 self._wake_initial_waiters()
-
-    async def _call_async(self, note: Notification) -> None:
-        kind, a, b, flag, _ = note
-        cb = self.callbacks[kind]
-        if cb.fn is None:
-            return
-        try:
-            await _invoke(cb, kind, a, b, flag)
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise
-            # The handler's own await was cancelled (not this listener): an ordinary handler error.
-            self.errors += 1
-            log.warning("event handler %s raised CancelledError", self.name)
-        except Exception:
-            self.errors += 1
-            log.exception("event handler %s failed", self.name)
 
     # -- consumer side: a handler with plain callbacks (its worker thread)
 

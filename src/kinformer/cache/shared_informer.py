@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic
 
 from kinformer.cache.backoff import Backoff
-from kinformer.cache.delta_fifo import Delta, DeltaFIFO, DeltaType, FIFOClosed
+from kinformer.cache.delta_fifo import YIELD_EVERY, Delta, DeltaFIFO, DeltaType, FIFOClosed
 from kinformer.cache.multi_namespace import MultiNamespaceListerWatcher, NamespaceScopedStore
 from kinformer.cache.mutation_detector import CacheMutationError, MutationDetector
 from kinformer.cache.processor_listener import (
@@ -81,6 +81,7 @@ DEFAULT_WATCH_IDLE_TIMEOUT = 90.0
 _FREEZE_EVERY = 50_000
 
 _DELETED, _SYNC, _REPLACED = DeltaType.DELETED, DeltaType.SYNC, DeltaType.REPLACED
+_new_tuple = tuple.__new__  # a Notification made without its NamedTuple's Python-level __new__ (hot path)
 
 
 @dataclass(slots=True)
@@ -356,6 +357,7 @@ class SharedIndexInformer(Generic[ObjT]):
         indexer = self._indexer
         listeners = self._listeners
         detector = self._detector
+        new_note = _new_tuple
         now = self.clock.now()
         for kind, obj in deltas:
             if kind is _DELETED:
@@ -363,7 +365,7 @@ class SharedIndexInformer(Generic[ObjT]):
                     continue  # never cached (or already reported): the cache decides, as for add vs update
                 if detector is not None:
                     detector.forget(indexer.key_of(obj))
-                note = Notification(DELETE, obj, None, False, now)
+                note = new_note(Notification, (DELETE, obj, None, False, now))
                 for listener in listeners:
                     listener.enqueue(note)
                 continue
@@ -371,12 +373,12 @@ class SharedIndexInformer(Generic[ObjT]):
             if detector is not None:
                 detector.record(indexer.key_of(obj), obj)
             if old is None:
-                note = Notification(ADD, obj, None, is_in_initial_list, now)
+                note = new_note(Notification, (ADD, obj, None, is_in_initial_list, now))
                 for listener in listeners:
                     listener.enqueue(note)
                 continue
             is_sync = kind is _SYNC or (kind is _REPLACED and _resource_version(old) == _resource_version(obj))
-            note = Notification(UPDATE, old, obj, is_sync, now)
+            note = new_note(Notification, (UPDATE, old, obj, is_sync, now))
             for listener in (self._syncing if is_sync else listeners):
                 listener.enqueue(note)
         self._last_processed = obj
@@ -468,13 +470,20 @@ class SharedIndexInformer(Generic[ObjT]):
         await asyncio.wait([task])
 
     async def _process_loop(self) -> None:
-        pop = self._fifo.pop
+        """Pop and process deltas until the queue closes. With a RealFIFO, every pop is followed by what else
+        is ready (up to ``YIELD_EVERY``, then the loop yields): the same order and bookkeeping, without a
+        coroutine per delta."""
+        fifo = self._fifo
+        pop = fifo.pop
+        ready = fifo.pop_ready if isinstance(fifo, RealFIFO) else None
         handle = self._handle_deltas
         if self.gc_freeze:
             await self._process_initial_list_freezing()
         while True:
             try:
                 await pop(handle)
+                if ready is not None and ready(handle, YIELD_EVERY) == YIELD_EVERY:
+                    await asyncio.sleep(0)
             except FIFOClosed:
                 return
             except Exception:

@@ -309,8 +309,9 @@ class LazyObject(Mapping[str, Any]):
             return self._strip_by_decoding()
         start, end = found, found + len(_MF_KEY) + len(value)
         # the JSON key can occur once only in the object's metadata; another occurrence (nested, or inside a
-        # string value) followed by the very same value would make the cut ambiguous: never guess
-        last = data.rfind(_MF_KEY, end)
+        # string value) followed by the very same value would make the cut ambiguous: never guess. Such an
+        # occurrence must leave room for the value after it, which bounds the search.
+        last = data.rfind(_MF_KEY, end, len(data) - len(value))
         while last >= 0:
             if data.startswith(value, last + len(_MF_KEY)):
                 return self._strip_by_decoding()

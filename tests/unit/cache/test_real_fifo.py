@@ -93,3 +93,28 @@ async def test_close_and_waiting() -> None:
     fifo.close()
     with pytest.raises(FIFOClosed):
         await asyncio.wait_for(fifo.pop(lambda d, i: None), WAIT)
+
+
+def test_pop_ready_processes_what_is_queued_as_pop_would_up_to_the_limit() -> None:
+    fifo = RealFIFO()
+    fifo.replace([obj("a"), obj("b")], "1")
+    fifo.update(obj("a", "2"))
+    seen: list[tuple[DeltaType, str, bool, bool]] = []
+
+    def process(deltas: list[Delta], initial: bool) -> None:
+        assert len(deltas) == 1
+        key = fifo.key_of(deltas[0].object)
+        seen.append((deltas[0].type, key, initial, fifo.has_synced()))
+        if key == "ns/b" and deltas[0].type is UPDATED:
+            raise RuntimeError("handler bug")
+
+    assert fifo.pop_ready(process, 2) == 2 and len(fifo) == 1
+    assert fifo.has_synced()  # the initial population was processed
+    assert seen == [(REPLACED, "ns/a", True, False), (REPLACED, "ns/b", True, False)]
+    assert fifo.pop_ready(process, 10) == 1 and seen[-1] == (UPDATED, "ns/a", False, True)
+    assert fifo.pop_ready(process, 10) == 0
+    fifo.update(obj("b", "3"))
+    fifo.update(obj("a", "4"))
+    with pytest.raises(RuntimeError):
+        fifo.pop_ready(process, 10)
+    assert fifo.list_keys() == ["ns/a"] and not fifo._in_flight  # the failed delta left flight; the next stays

@@ -195,3 +195,14 @@ def test_list_items_without_kind_and_empty_items() -> None:
     assert items[1] == {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "a"}}
     assert items[2]["kind"] == "Other" and items[2].key == "b"
     assert all(type(i.to_json()) is bytes for i in items)
+
+
+def test_managed_fields_key_repeated_with_the_same_value_is_never_cut_by_guess() -> None:
+    # a nested "managedFields" member with the very same value before the metadata's, which ends the object:
+    # the cut could hit either, so the object is stripped by decoding and the nested member stays
+    body = {"kind": "X", "spec": {"managedFields": [1]}, "metadata": {"name": "a", "managedFields": [1]}}
+    stripped_obj = decode_object(orjson.dumps(body)).without_managed_fields()
+    assert stripped_obj == {"kind": "X", "spec": {"managedFields": [1]}, "metadata": {"name": "a"}}
+    other = {"kind": "X", "spec": {"managedFields": [2]}, "metadata": {"name": "a", "managedFields": [1]}}
+    assert decode_object(orjson.dumps(other)).without_managed_fields() == {
+        "kind": "X", "spec": {"managedFields": [2]}, "metadata": {"name": "a"}}
