@@ -148,26 +148,28 @@ def rss_kb() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
 
 
-async def kinformer_watch(url: str, count: int) -> float:
+async def kinformer_watch(url: str, count: int) -> tuple[float, float]:
+    """Events/s of ``Client.watch`` alone, wall clock and per CPU second of this process."""
     from kinformer.client import Client, Resource
 
     pods = Resource("", "v1", "pods", "Pod")
     n = 0
     async with Client(url) as client:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         async for ev in client.watch(pods, f"n{count}", resource_version=str(BASE_RV)):
             if ev.object.resource_version:
                 n += 1
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert n == count, n
-    return count / dt
+    return count / dt, count / cpu
 
 
 async def kinformer_informer(url: str, count: int, handler: str = "plain",
-                             metadata_only: bool = False) -> tuple[float, float]:
-    """Events/s end to end (list + watch + FIFO + indexer + one no-op ``handler``, "plain" or "async") and RSS
-    KiB per cached pod. ``metadata_only`` caches PartialObjectMetadata cut from the full objects this server
-    sends (it ignores ``as=``)."""
+                             metadata_only: bool = False) -> tuple[float, float, float]:
+    """Events/s end to end (list + watch + FIFO + indexer + one no-op ``handler``, "plain" or "async"), wall
+    clock and per CPU second of this process (all its threads), and RSS KiB per cached pod.
+    ``metadata_only`` caches PartialObjectMetadata cut from the full objects this server sends (it ignores
+    ``as=``)."""
     from kinformer.cache.factory import SharedInformerFactory
     from kinformer.client import Client
 
@@ -190,16 +192,16 @@ async def kinformer_informer(url: str, count: int, handler: str = "plain",
         factory = SharedInformerFactory(client)
         informer = factory.informer("pods", namespace=f"n{count}", metadata_only=metadata_only)
         informer.add_event_handler(on_add=callback, on_update=callback)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         factory.start()
         await asyncio.wait_for(done.wait(), 600)
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         cached = len(informer.indexer.list())
         gc.collect()
         per_pod = (rss_kb() - before) / max(cached, 1)
         await factory.shutdown()
     assert cached == count, cached
-    return count / dt, per_pod
+    return count / dt, count / cpu, per_pod
 
 
 def official(url: str, count: int, mode: str) -> float:
@@ -270,10 +272,15 @@ def kubectl(url: str, count: int) -> float | None:
 
 # ---------------------------------------------------------------------------------------------------- main
 
-def measure(events: int, slow_events: int, models_events: int,
-            skip: frozenset[str] | set[str] = frozenset()) -> dict[str, float]:
+KINFORMER = ("kinformer-informer", "kinformer-watch", "kinformer-informer-async", "kinformer-informer-meta")
+
+
+def measure(events: int, slow_events: int, models_events: int, skip: frozenset[str] | set[str] = frozenset(),
+            baseline_src: str | None = None) -> dict[str, float]:
     """Run every consumer not in ``skip`` against one bench server; events/s per consumer and, under
-    ``kb_per_pod``, the informer's RSS per cached pod (KiB)."""
+    ``kb_per_pod``, the informer's RSS per cached pod (KiB). With ``baseline_src`` (another kinformer source
+    tree, e.g. ``git archive main src | tar -x -C /tmp/base``), each kinformer consumer also runs on it right
+    after running on this tree, its figures suffixed ``@baseline``: before and after in one run."""
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         port_file = Path(tmp) / "port"
@@ -292,6 +299,9 @@ def measure(events: int, slow_events: int, models_events: int,
                                     ("official-models", models_events), ("kubectl", slow_events)):
                 if consumer not in skip:
                     results.update(_in_child(consumer, url, count))
+                if consumer not in skip and baseline_src and consumer in KINFORMER:
+                    base = _in_child(consumer, url, count, baseline_src)
+                    results.update({f"{key}@baseline": value for key, value in base.items()})
         finally:
             server.kill()
             server.wait()
@@ -299,27 +309,34 @@ def measure(events: int, slow_events: int, models_events: int,
 
 
 def consume(consumer: str, url: str, count: int) -> dict[str, float]:
-    """Run one consumer over ``count`` events (in this process)."""
+    """Run one consumer over ``count`` events (in this process); kinformer's also report ``<consumer> cpu``,
+    events per CPU second (on a loaded machine the steadier figure: waiting for a core does not count)."""
     if consumer == "kinformer-informer":
-        rate, per_pod = asyncio.run(kinformer_informer(url, count))
-        return {consumer: rate, "kb_per_pod": per_pod}
+        rate, cpu, per_pod = asyncio.run(kinformer_informer(url, count))
+        return {consumer: rate, f"{consumer} cpu": cpu, "kb_per_pod": per_pod}
     if consumer == "kinformer-informer-async":
-        return {consumer: asyncio.run(kinformer_informer(url, count, "async"))[0]}
+        rate, cpu, _ = asyncio.run(kinformer_informer(url, count, "async"))
+        return {consumer: rate, f"{consumer} cpu": cpu}
     if consumer == "kinformer-informer-meta":
-        rate, per_pod = asyncio.run(kinformer_informer(url, count, metadata_only=True))
-        return {consumer: rate, "kb_per_pod_meta": per_pod}
+        rate, cpu, per_pod = asyncio.run(kinformer_informer(url, count, metadata_only=True))
+        return {consumer: rate, f"{consumer} cpu": cpu, "kb_per_pod_meta": per_pod}
     if consumer == "kinformer-watch":
-        return {consumer: asyncio.run(kinformer_watch(url, count))}
+        rate, cpu = asyncio.run(kinformer_watch(url, count))
+        return {consumer: rate, f"{consumer} cpu": cpu}
     if consumer.startswith("official-"):
         return {consumer: official(url, count, consumer.removeprefix("official-"))}
     rate = kubectl(url, count)
     return {} if rate is None else {consumer: rate}
 
 
-def _in_child(consumer: str, url: str, count: int) -> dict[str, float]:
-    """:func:`consume` in a fresh interpreter, so no consumer pays for another's heap (or RSS baseline)."""
+def _in_child(consumer: str, url: str, count: int, src: str | None = None) -> dict[str, float]:
+    """:func:`consume` in a fresh interpreter, so no consumer pays for another's heap (or RSS baseline); with
+    ``src``, kinformer is imported from that source tree (a baseline) instead."""
+    env = None
+    if src is not None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join((src, str(Path(__file__).resolve().parent)))}
     proc = subprocess.run([sys.executable, __file__, "--consume", consumer, url, str(count)], capture_output=True,
-                          text=True, timeout=1800)
+                          text=True, timeout=1800, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"{consumer} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -343,24 +360,25 @@ def main() -> None:
     p.add_argument("--models-events", type=int, default=5000, help="events for official-models")
     p.add_argument("--skip", default="", help="comma-separated consumers to skip")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p.add_argument("--baseline-src", help="also run kinformer's consumers on this source tree (before/after)")
     args = parse_args(p, events=2000, slow_events=300, models_events=200)
     skip = set(filter(None, args.skip.split(",")))
     load = os.getloadavg()[0]
-    results = measure(args.events, args.slow_events, args.models_events, skip)
+    results = measure(args.events, args.slow_events, args.models_events, skip, args.baseline_src)
     if args.json:
         print(json.dumps({"load": load, **results}))
         return
     print(f"pod JSON {pod_json_size()} bytes; load average {load:.2f}")
     per_pod = results.pop("kb_per_pod", None)
     per_pod_meta = results.pop("kb_per_pod_meta", None)
-    print(f"{'consumer':22s} {'events/s':>10s}")
+    print(f"{'consumer':36s} {'events/s':>10s}")
     for name, rate in results.items():
-        print(f"{name:22s} {rate:10.0f}")
-    watch = results.get("kinformer-watch")
-    if watch:
+        print(f"{name:36s} {rate:10.0f}")
+    for suffix in ("", " cpu", "@baseline", " cpu@baseline"):
+        watch = results.get(f"kinformer-watch{suffix}")
         for informer in ("kinformer-informer", "kinformer-informer-async", "kinformer-informer-meta"):
-            if informer in results:
-                print(f"{informer} / kinformer-watch: {results[informer] / watch:.2f}x")
+            if watch and f"{informer}{suffix}" in results:
+                print(f"{informer}{suffix} / kinformer-watch{suffix}: {results[informer + suffix] / watch:.2f}x")
     base = results.get("kinformer-informer")
     if base:
         for peer in ("official-dict", "official-raw", "official-models", "kubectl"):

@@ -46,6 +46,8 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
+#: A kinformer source tree the watch section also runs kinformer's consumers on (``--baseline-src``).
+BASELINE_ENV = "KINFORMER_BENCH_BASELINE_SRC"
 SECTIONS = ("watch", "pipeline", "workqueue", "storage", "server")
 
 
@@ -54,9 +56,10 @@ SECTIONS = ("watch", "pipeline", "workqueue", "storage", "server")
 def section_watch(quick: bool) -> dict[str, float]:
     import bench_client_watch
 
+    baseline = os.environ.get(BASELINE_ENV) or None
     if quick:
-        return bench_client_watch.measure(2_000, 500, 200)
-    return bench_client_watch.measure(50_000, 10_000, 5_000)
+        return bench_client_watch.measure(2_000, 500, 200, baseline_src=baseline)
+    return bench_client_watch.measure(50_000, 10_000, 5_000, baseline_src=baseline)
 
 
 def section_pipeline(quick: bool) -> dict[str, float]:
@@ -175,6 +178,11 @@ RATIOS = [
     ("informer, async handler / Client.watch alone", "kinformer-informer-async", "kinformer-watch", 0.75),
     ("informer, metadata-only / Client.watch alone", "kinformer-informer-meta", "kinformer-watch", 0.75),
 ]
+# the informer / Client.watch ratios again per CPU second, and both kinds on the baseline tree (when run)
+_INFORMERS = RATIOS[-3:]
+RATIOS += [(f"{label} (per CPU s)", f"{num} cpu", f"{den} cpu", None) for label, num, den, _ in _INFORMERS]
+RATIOS += [(f"{label}{extra}, baseline", f"{num}{suffix}@baseline", f"{den}{suffix}@baseline", None)
+           for suffix, extra in (("", ""), (" cpu", " (per CPU s)")) for label, num, den, _ in _INFORMERS]
 
 # figure -> (section, comparison, target, unit)
 TARGETS: dict[str, tuple[str, str, float, str]] = {
@@ -234,7 +242,7 @@ def report(rounds: list[dict[str, dict[str, float]]]) -> dict[str, Any]:
             ratios[label] = statistics.median(values)
             verdict = f">= {goal:g}x: {'met' if ratios[label] >= goal else 'MISSED'}" if goal else ""
             runs_text = " / ".join(f"{v:.2f}x" for v in values)
-            print(f"{label:52s} {ratios[label]:>11.2f}x {runs_text:>30s}  {verdict}")
+            print(f"{label:70s} {ratios[label]:>6.2f}x {runs_text:>24s}  {verdict}")
     return {"medians": medians, "ratios": ratios}
 
 
@@ -244,8 +252,11 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=None, help="rounds (default 3; 1 with --quick)")
     p.add_argument("--only", default="", help=f"comma-separated sections of {','.join(SECTIONS)}")
     p.add_argument("--json", metavar="PATH", help="also write every round and the medians as JSON")
+    p.add_argument("--baseline-src", help="watch section: also run kinformer's consumers on this source tree")
     p.add_argument("--section", choices=SECTIONS, help=argparse.SUPPRESS)  # child process mode
     args = p.parse_args()
+    if args.baseline_src:
+        os.environ[BASELINE_ENV] = os.path.abspath(args.baseline_src)
     if args.section:
         print(json.dumps(RUNNERS[args.section](args.quick)))
         return
