@@ -500,7 +500,8 @@ class Reflector:
             rv = fast_rv(obj)
             if rv is None:
                 rv = _resource_version(obj) if isinstance(obj, Mapping) else ""
-            if rv and not sane(rv):
+            # the common case (1 to 19 digits, no leading zero) is sane without the full check's call
+            if rv and not (len(rv) < 20 and rv.isdigit() and rv.isascii() and rv[0] != "0") and not sane(rv):
                 self._bad_resource_version(kind, rv)
                 continue
             try:
@@ -532,7 +533,8 @@ class Reflector:
                 continue
             if rv:
                 last = self._last_rv
-                if len(rv) < len(last) or (len(rv) == len(last) and rv < last):
+                size, last_size = len(rv), len(last)
+                if size < last_size or (size == last_size and rv < last):
                     self._resource_version_went_back(kind, rv)
                 self._last_rv = rv
         if count == 0 and now() - start < _SHORT_WATCH:

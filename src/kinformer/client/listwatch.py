@@ -85,13 +85,11 @@ class ClientListerWatcher:
             result.items = [to_partial_object_metadata(obj) for obj in result.items]
         return result
 
-    async def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
-        res = await self.resolved()
-        stream = self.client.watch_stream(res, self._options(options), self.namespace,
-                                          headers=self._accept(PARTIAL_OBJECT_METADATA_ACCEPT),
-                                          as_metadata=self.metadata_only)
-        async for event in stream:
-            yield event
+    def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        """The client's own watch stream (no generator of ours in between: every event passes through it)."""
+        return self.client.watch_stream(self._resolved or self.resource, self._options(options), self.namespace,
+                                        headers=self._accept(PARTIAL_OBJECT_METADATA_ACCEPT),
+                                        as_metadata=self.metadata_only)
 
     def __repr__(self) -> str:
         where = f" in {self.namespace}" if self.namespace else ""
