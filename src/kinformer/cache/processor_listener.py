@@ -311,6 +311,8 @@ class ProcessorListener:
     def _account(self, batch: list[Notification]) -> None:
         # notifications never delivered (cancelled) leave the pending count too
         self.processed += self._inflight_done
+        if self._enqueued_initial == self._delivered_initial:
+            return  # no initial-list notification outstanding (the steady state): nothing to count
         initial = sum(1 for note in batch if note.flag and note.kind is ADD)
         if initial:
             self._delivered_initial += initial

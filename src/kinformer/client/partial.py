@@ -72,7 +72,7 @@ _encode = msgspec.json.Encoder().encode
 def is_partial(obj: Any) -> bool:
     """Whether ``obj`` (any mapping) is a PartialObjectMetadata."""
     try:
-        return obj.get("kind") == PARTIAL_KIND  # type: ignore[no-any-return]
+        return bool(obj.get("kind") == PARTIAL_KIND)
     except AttributeError:
         return False
 
