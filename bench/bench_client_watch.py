@@ -177,15 +177,21 @@ async def kinformer_informer(url: str, count: int, handler: str = "plain",
     before = rss_kb()
     seen = 0
     done = asyncio.Event()
+    loop = asyncio.get_running_loop()
 
     def on_event(*args: Any, **kwargs: Any) -> None:
+        # a plain handler runs on its worker thread: asyncio.Event.set from there would not wake an idle loop
+        # (the clock then ran on until some timer woke it: up to 15 s added to a run)
+        nonlocal seen
+        seen += 1
+        if seen == count:
+            loop.call_soon_threadsafe(done.set)
+
+    async def on_event_async(*args: Any, **kwargs: Any) -> None:
         nonlocal seen
         seen += 1
         if seen >= count:
             done.set()
-
-    async def on_event_async(*args: Any, **kwargs: Any) -> None:
-        on_event()
 
     callback = on_event_async if handler == "async" else on_event
     async with Client(url) as client:
