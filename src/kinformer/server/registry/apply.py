@@ -19,6 +19,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from ..machinery.jsoncopy import json_copy
 from .managedfields import (
     ABSENT,
@@ -155,11 +157,19 @@ def _decode_element(element: str) -> tuple[tuple[str, ...] | None, Any]:
     """(key fields, frozen key values) of a ``k:`` element, (None, frozen value) of a ``v:`` one; the value is
     ``_GONE`` for an element that names no item."""
     if element.startswith("k:"):
-        wanted = json.loads(element[2:])
+        wanted = _load(element[2:])
         return (tuple(sorted(wanted)), freeze(wanted)) if isinstance(wanted, dict) else (None, _GONE)
     if element.startswith("v:"):
-        return None, freeze(json.loads(element[2:]))
+        return None, freeze(_load(element[2:]))
     return None, _GONE
+
+
+def _load(text: str) -> Any:
+    """``json.loads(text)``, by orjson when it can (it refuses what json alone reads: NaN, huge integers)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def _remove_path(obj: Any, path: Path, keep: FieldSet, finder: _Finder) -> None:

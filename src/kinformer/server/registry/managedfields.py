@@ -41,6 +41,9 @@ IGNORED_META = frozenset({"name", "namespace", "uid", "resourceVersion", "genera
 _KEY_IGNORED_META = IGNORED_META - {"managedFields"}
 ABSENT: Any = object()
 CACHE_SIZE = 2048  # distinct FieldsV1 trees (and rendered field sets) remembered; oldest dropped first
+# A field set of more paths is rendered afresh, never remembered: the memo is for the many small sets objects
+# share, and a large one (a list of 140,000 items) costs more to freeze, encode and decode than to render.
+MEMO_PATHS = 4096
 
 # (group, version, kind, path) of a built-in list -> its merge strategy (built-in schemas never change)
 _builtin_lists: dict[tuple[Any, ...], ListStrategy] = {}
@@ -102,6 +105,38 @@ def key_element(item: Mapping[str, Any], keys: tuple[str, ...]) -> str:
 
 def value_element(value: Any) -> str:
     return "v:" + _json_element(value)
+
+
+def _plain_strings(values: list[str]) -> list[str] | None:
+    """Each string as its JSON encoding holds it between the quotes (itself), when no string of ``values``
+    needs an escape or non-ASCII (json and orjson then agree); None otherwise. One encoding of the list:
+    with no escape in it no string holds a quote, so ``","`` only ever separates two of them."""
+    data = orjson.dumps(values)
+    if not data.isascii() or b"\\" in data:
+        return None
+    return data[2:-2].decode().split('","')
+
+
+def value_elements(items: list[Any]) -> list[str]:
+    """``[value_element(item) for item in items]``, encoded in one go when every item is a string."""
+    if len(items) > 1 and all(type(item) is str for item in items):
+        plain = _plain_strings(items)
+        if plain is not None:
+            return ['v:"' + text + '"' for text in plain]
+    return [value_element(item) for item in items]
+
+
+def key_elements(items: list[dict[str, Any]], keys: tuple[str, ...]) -> list[str]:
+    """``[key_element(item, keys) for item in items]``, encoded in one go when a single key holds strings."""
+    if len(items) > 1 and len(keys) == 1:
+        key = keys[0]
+        values = [item.get(key) for item in items]
+        if all(type(value) is str for value in values):
+            plain = _plain_strings([key, *values])
+            if plain is not None:
+                head = 'k:{"' + plain[0] + '":"'
+                return [head + text + '"}' for text in plain[1:]]
+    return [key_element(item, keys) for item in items]
 
 
 def is_keyed(item: Any, keys: tuple[str, ...]) -> bool:
@@ -188,16 +223,16 @@ def collect(value: Any, names: tuple[str, ...], path: Path, out: dict[Path, Any]
     if isinstance(value, list) and value:
         keys = _map_keys(value, names, info)
         if keys is not None:
-            for item in value:
-                item_path = (*path, key_element(item, keys))
+            for item, element in zip(value, key_elements(value, keys), strict=True):
+                item_path = (*path, element)
                 out[item_path] = True
                 for key, sub in item.items():
                     if sub is not None:
                         collect(sub, (*names, key), (*item_path, f"f:{key}"), out, info)
             return
         if _is_set(value, names, info):
-            for item in value:
-                out[(*path, value_element(item))] = True
+            for element in value_elements(value):
+                out[(*path, element)] = True
             return
     out[path] = value
 
@@ -241,15 +276,14 @@ def _tree(value: Any, names: tuple[str, ...], info: ResourceInfoLike | None) -> 
         keys = _map_keys(value, names, info)
         if keys is not None:
             items: dict[str, dict[str, Any]] = {}
-            for item in value:
-                element = key_element(item, keys)
+            for item, element in zip(value, key_elements(value, keys), strict=True):
                 if element in items:
                     raise _Duplicate(element)
                 children = _children(item, names, info)
                 items[element] = {".": {}, **children} if children else {}
             return {element: items[element] for element in sorted(items)}
         if _is_set(value, names, info):
-            return {element: {} for element in sorted({value_element(item) for item in value})}
+            return {element: {} for element in sorted(set(value_elements(value)))}
     return {}
 
 
@@ -344,8 +378,8 @@ def _diff_map(before: list[Any], after: list[Any], names: tuple[str, ...], path:
     keys = _map_keys(before, names, info)
     if keys is None or _map_keys(after, names, info) != keys:
         return False
-    old_items = {key_element(item, keys): item for item in before}
-    new_items = {key_element(item, keys): item for item in after}
+    old_items = dict(zip(key_elements(before, keys), before, strict=True))
+    new_items = dict(zip(key_elements(after, keys), after, strict=True))
     if len(old_items) != len(before) or len(new_items) != len(after):
         return False  # duplicate keys: the general comparison handles them
     for element in {**old_items, **new_items}:
@@ -460,6 +494,8 @@ def render_fields(entry: Mapping[str, Any], paths: FieldSet) -> dict[str, Any]:
             hit = None
         if hit is not None and hit[1] and hit[0] is paths:
             return fields
+    if len(paths) > MEMO_PATHS:
+        return set_to_fields(paths)
     key = paths if isinstance(paths, frozenset) else frozenset(paths)
     data = _rendered.get(key)
     if data is None:

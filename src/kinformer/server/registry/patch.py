@@ -503,7 +503,7 @@ class _StrategicMerger:
             if not isinstance(original, list):
                 return self.merge_list([], patch, strategy, path)
             return self.merge_list(original, patch, strategy, path)
-        return copy.deepcopy(patch)
+        return patch  # a JSON scalar (immutable: shared with the patch)
 
     def merge_list(self, original: list[Any], patch: list[Any], strategy: ListStrategy, path: tuple[str, ...], *,
                    order: list[Any] | None = None) -> list[Any]:
