@@ -515,6 +515,8 @@ class _StrategicMerger:
                 if frozen not in present:
                     present.add(frozen)
                     merged.append(item if type(item) in _IMMUTABLE else copy.deepcopy(item))
+            if not original and order is None:
+                return merged  # the patch's items, deduplicated: already in the order normalizing gives
             return _normalize_order(merged, patch if order is None else order, original, freeze)
         if strategy.kind != "map" or not strategy.keys:
             plain = [item for item in patch if not (isinstance(item, dict) and _DIRECTIVE in item)]
@@ -522,6 +524,8 @@ class _StrategicMerger:
         key = strategy.keys[0]
         original, patch = self._special_elements(original, patch, key)
         merged = self._merge_keyed(original, patch, key, path)
+        if not original and order is None:
+            return merged  # one item per key, in the order the patch first names it: the normalized order
 
         def by_key(item: Any) -> Any:
             return freeze(item.get(key)) if isinstance(item, dict) else _MISSING
