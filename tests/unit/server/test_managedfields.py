@@ -148,3 +148,32 @@ def test_creates_whose_content_encodes_to_one_length_are_remembered_apart() -> N
         assert json.dumps(got) == json.dumps(computed[port])
     assert len(managedfields._creates) == 1
     assert len(next(iter(managedfields._creates.values()))) == managedfields.CREATE_KEY_SHAPES
+
+
+_ELEMENT_STRINGS = ["", "a", 'say "hi"', "back\\slash", "tab\there", "\x00", "\x7f", "é", "日本", "\U0001f600",
+                    '","', "a/b", "</script>", "x" * 300]
+
+
+@pytest.mark.parametrize("strings", [_ELEMENT_STRINGS, [s for s in _ELEMENT_STRINGS if s.isascii() and s.isalnum()],
+                                     ["", ""], ['","', ""], ["solo"]])
+def test_list_elements_encoded_in_one_go_are_those_encoded_one_by_one(strings: list[str]) -> None:
+    """``v:`` and ``k:`` elements of a long list come from one encoding of the list when it holds plain strings;
+    they must be exactly the elements of each item on its own (json's compact, key-sorted form)."""
+    values: list[Any] = [*strings, *VALUES[:7]]
+    for items in (strings, values):
+        assert managedfields.value_elements(items) == [managedfields.value_element(i) for i in items]
+    for keys in (("name",), ("containerPort", "protocol")):
+        rows: list[dict[str, Any]] = [{"name": s, "containerPort": 80} for s in strings]
+        assert managedfields.key_elements(rows, keys) == [managedfields.key_element(r, keys) for r in rows]
+    odd = [{"name": s} for s in strings] + [{"name": 1}, {"protocol": None}]
+    assert managedfields.key_elements(odd, ("name",)) == [managedfields.key_element(r, ("name",)) for r in odd]
+
+
+def test_large_field_sets_are_rendered_without_being_remembered() -> None:
+    """A field set of a long list renders to the same tree as a small one would, and the render memo (bounded
+    by count, not size) does not keep it."""
+    paths = {("f:metadata", "f:finalizers", f'v:"example.com/f{i}"') for i in range(managedfields.MEMO_PATHS + 1)}
+    remembered = dict(managedfields._rendered)
+    tree = managedfields.render_fields({}, frozenset(paths))
+    assert tree == set_to_fields(paths) and fields_to_set(tree) == paths
+    assert managedfields._rendered == remembered

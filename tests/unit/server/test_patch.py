@@ -535,3 +535,17 @@ def test_smp_merges_a_large_keyed_list_by_its_key() -> None:
     merged = _containers(_smp(patch, obj))[0]["env"]
     assert merged == [{"name": f"E{i}", "value": "old"} for i in range(1, 35_000, 2)] + \
         [{"name": f"E{i}", "value": "new"} for i in range(35_000, 140_000)]
+
+
+def test_smp_into_an_empty_list_keeps_the_patch_order_of_first_mentions() -> None:
+    """A list merged into none comes out in the order the patch first names each item (sets deduplicated,
+    keyed items merged into the first with their key), as when the merged list is reordered."""
+    obj = _deployment()
+    obj["metadata"].pop("finalizers")
+    _containers(obj)[0].pop("env", None)
+    patched = _smp({"metadata": {"finalizers": ["b", "a", "b", 1, {"x": 1}, {"x": 1}]}}, obj)
+    assert patched["metadata"]["finalizers"] == ["b", "a", 1, {"x": 1}]
+    name = _containers(obj)[0]["name"]
+    env = [{"name": "B", "value": "1"}, {"name": "A"}, {"name": "B", "value": "2"}, {"name": "C", "$patch": "delete"}]
+    merged = _smp({"spec": {"template": {"spec": {"containers": [{"name": name, "env": env}]}}}}, obj)
+    assert _containers(merged)[0]["env"] == [{"name": "B", "value": "2"}, {"name": "A"}]

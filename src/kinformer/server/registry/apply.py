@@ -38,6 +38,7 @@ from .managedfields import (
     strategy_of,
     update_managed_fields,
     upsert,
+    value_elements,
     with_managed_fields,
 )
 from .patch import PatchError, ResourceInfoLike, freeze
@@ -329,7 +330,7 @@ def _resolve_conflicts(entries: list[Entry], me: tuple[str, str, str],
     for i, (entry, paths) in enumerate(entries):
         if entry_id(entry) == me:
             continue
-        clashing = {p for p in paths & new_set if _differs(live, merged, p, finder)}
+        clashing = _changed(live, merged, paths & new_set, finder)
         if not clashing:
             continue
         if force:
@@ -340,16 +341,45 @@ def _resolve_conflicts(entries: list[Entry], me: tuple[str, str, str],
         raise _conflict_error(conflicts)
 
 
-def _differs(live: Any, merged: Any, path: Path, finder: _Finder) -> bool:
-    """Whether applying changes the value at ``path``; list-item memberships only compare presence."""
-    before, after = finder.get(live, path), finder.get(merged, path)
-    if path[-1][:2] in ("k:", "v:"):
-        return (before is ABSENT) != (after is ABSENT)
-    return before != after or type(before) is not type(after)
+def _changed(live: Any, merged: Any, paths: FieldSet, finder: _Finder) -> set[Path]:
+    """The ``paths`` (canonical, as :func:`field_set` writes them) whose value applying changes; list-item
+    memberships only compare presence.
+
+    Paths are taken by parent (a list's items share one): each parent is looked up once on each side, and
+    the members of lists of strings are compared as sets of their elements."""
+    by_parent: dict[Path, list[str]] = {}
+    for path in paths:
+        by_parent.setdefault(path[:-1], []).append(path[-1])
+    out: set[Path] = set()
+    for parent, elements in by_parent.items():
+        before, after = finder.get(live, parent), finder.get(merged, parent)
+        old_members, new_members = _string_members(before), _string_members(after)
+        for element in elements:
+            if old_members is not None and new_members is not None and element[:2] == "v:":
+                # a canonical element names a string of the list exactly when it is one of the list's elements
+                differs = (element in old_members) != (element in new_members)
+            else:
+                old, new = finder.child(before, element), finder.child(after, element)
+                if element[:2] in ("k:", "v:"):
+                    differs = (old is ABSENT) != (new is ABSENT)
+                else:
+                    differs = old != new or type(old) is not type(new)
+            if differs:
+                out.add((*parent, element))
+    return out
+
+
+def _string_members(node: Any) -> set[str] | None:
+    """The ``v:`` elements of ``node`` when it is a non-empty list of strings only; None otherwise."""
+    if isinstance(node, list) and node and all(type(item) is str for item in node):
+        return set(value_elements(node))
+    return None
 
 
 def _remove_abandoned(obj: dict[str, Any], abandoned: FieldSet, kept_by_me: FieldSet,
                       others: list[FieldSet]) -> None:
+    if not abandoned:
+        return
     owned = set(kept_by_me).union(*others) if others else set(kept_by_me)
     held = {p[:n] for p in owned for n in range(1, len(p) + 1)}  # owned paths and all their parents
     finder = _Finder()

@@ -216,9 +216,7 @@ def collect(value: Any, names: tuple[str, ...], path: Path, out: dict[Path, Any]
             info: ResourceInfoLike | None) -> None:
     """Add the paths (with values) that ``value`` at ``path`` sets to ``out``."""
     if isinstance(value, dict) and value:
-        for key, item in value.items():
-            if item is not None:
-                collect(item, (*names, key), (*path, f"f:{key}"), out, info)
+        _collect_fields(value, names, path, out, info)
         return
     if isinstance(value, list) and value:
         keys = _map_keys(value, names, info)
@@ -226,15 +224,25 @@ def collect(value: Any, names: tuple[str, ...], path: Path, out: dict[Path, Any]
             for item, element in zip(value, key_elements(value, keys), strict=True):
                 item_path = (*path, element)
                 out[item_path] = True
-                for key, sub in item.items():
-                    if sub is not None:
-                        collect(sub, (*names, key), (*item_path, f"f:{key}"), out, info)
+                _collect_fields(item, names, item_path, out, info)
             return
         if _is_set(value, names, info):
             for element in value_elements(value):
                 out[(*path, element)] = True
             return
     out[path] = value
+
+
+def _collect_fields(obj: Mapping[str, Any], names: tuple[str, ...], path: Path, out: dict[Path, Any],
+                    info: ResourceInfoLike | None) -> None:
+    """:func:`collect` of each field of ``obj`` but nulls; a leaf (most fields are) without a call."""
+    for key, item in obj.items():
+        if item is None:
+            continue
+        if item and isinstance(item, dict | list):
+            collect(item, (*names, key), (*path, f"f:{key}"), out, info)
+        else:
+            out[(*path, f"f:{key}")] = item
 
 
 # ------------------------------------------------------------------------------------------ FieldsV1 of an object
