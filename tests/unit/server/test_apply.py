@@ -304,3 +304,16 @@ def test_apply_of_large_lists_keeps_ownership_and_order() -> None:
     dropped = _apply(shared, _cm({}), "other")
     assert dropped["metadata"]["finalizers"] == _finalizers(range(0, n, 2))
     assert dropped["metadata"]["ownerReferences"] == _refs(range(0, n, 2))
+
+def test_set_members_conflict_only_where_presence_changes() -> None:
+    """Another manager's finalizers, re-applied in another order, are shared (no conflict); one it owns that the
+    object no longer holds (stale ownership), applied again, conflicts: presence changes there alone."""
+    first = _apply(_cm({}), _cm({}, finalizers=["a.io/x", "a.io/y", "a.io/z"]), manager="first")
+    second = _apply(first, _cm({}, finalizers=["a.io/z", "a.io/x"]), manager="second")
+    assert second["metadata"]["finalizers"] == ["a.io/x", "a.io/y", "a.io/z"]
+    stale = copy.deepcopy(first)
+    stale["metadata"]["finalizers"] = ["a.io/x", "a.io/z"]  # the managedFields still name a.io/y
+    with pytest.raises(ApplyConflict) as err:
+        _apply(stale, _cm({}, finalizers=["a.io/y", "a.io/x"]), manager="second")
+    assert err.value.causes == [{"reason": "FieldManagerConflict", "field": '.metadata.finalizers[="a.io/y"]',
+                                 "message": 'conflict with "first": .metadata.finalizers[="a.io/y"]'}]

@@ -241,7 +241,7 @@ def _strip_nulls(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _strip_nulls(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_strip_nulls(v) for v in value]
+        return [_strip_nulls(v) if isinstance(v, dict | list) else v for v in value]
     return value
 
 
@@ -354,16 +354,16 @@ def _changed(live: Any, merged: Any, paths: FieldSet, finder: _Finder) -> set[Pa
     for parent, elements in by_parent.items():
         before, after = finder.get(live, parent), finder.get(merged, parent)
         old_members, new_members = _string_members(before), _string_members(after)
+        if old_members is not None and new_members is not None:
+            # a canonical element names a string of the list exactly when it is one of the list's elements
+            out.update((*parent, e) for e in (old_members ^ new_members).intersection(elements))
+            elements = [e for e in elements if e[:2] != "v:"]
         for element in elements:
-            if old_members is not None and new_members is not None and element[:2] == "v:":
-                # a canonical element names a string of the list exactly when it is one of the list's elements
-                differs = (element in old_members) != (element in new_members)
+            old, new = finder.child(before, element), finder.child(after, element)
+            if element[:2] in ("k:", "v:"):
+                differs = (old is ABSENT) != (new is ABSENT)
             else:
-                old, new = finder.child(before, element), finder.child(after, element)
-                if element[:2] in ("k:", "v:"):
-                    differs = (old is ABSENT) != (new is ABSENT)
-                else:
-                    differs = old != new or type(old) is not type(new)
+                differs = old != new or type(old) is not type(new)
             if differs:
                 out.add((*parent, element))
     return out

@@ -435,6 +435,8 @@ def set_to_fields(paths: Iterable[Path]) -> dict[str, Any]:
 
 def _sorted_fields(node: dict[str, Any]) -> dict[str, Any]:
     """``node`` with its keys sorted at every level (leaves, fresh empty dicts of ``set_to_fields``, are kept)."""
+    if not any(node.values()):  # leaves only (the items of a set, say): no call per child
+        return {key: node[key] for key in sorted(node)}
     out = {}
     for key in sorted(node):
         child = node[key]
