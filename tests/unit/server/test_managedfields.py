@@ -165,7 +165,7 @@ def test_list_elements_encoded_in_one_go_are_those_encoded_one_by_one(strings: l
     for keys in (("name",), ("containerPort", "protocol")):
         rows: list[dict[str, Any]] = [{"name": s, "containerPort": 80} for s in strings]
         assert managedfields.key_elements(rows, keys) == [managedfields.key_element(r, keys) for r in rows]
-    odd = [{"name": s} for s in strings] + [{"name": 1}, {"protocol": None}]
+    odd: list[dict[str, Any]] = [{"name": s} for s in strings] + [{"name": 1}, {"protocol": None}]
     assert managedfields.key_elements(odd, ("name",)) == [managedfields.key_element(r, ("name",)) for r in odd]
 
 

@@ -130,7 +130,7 @@ def key_elements(items: list[dict[str, Any]], keys: tuple[str, ...]) -> list[str
     """``[key_element(item, keys) for item in items]``, encoded in one go when a single key holds strings."""
     if len(items) > 1 and len(keys) == 1:
         key = keys[0]
-        values = [item.get(key) for item in items]
+        values: list[Any] = [item.get(key) for item in items]
         if all(type(value) is str for value in values):
             plain = _plain_strings([key, *values])
             if plain is not None:
