@@ -79,8 +79,11 @@ def test_one_walk_diff_and_tree_match_the_path_set_definitions(seed: int) -> Non
     for _ in range(rnd.randint(0, 5)):
         mutate(rnd, new)
     sub = rnd.choice([None, "status"])
-    assert changed_paths(old, new, POD, sub) == naive_changed(old, new, sub)
+    changes, removed = changed_paths(old, new, POD, sub)
+    assert (changes, removed) == naive_changed(old, new, sub)
     assert object_fields(new, POD, sub) == set_to_fields(field_set(new, POD, sub))
+    tree = managedfields.changes_tree(changes, POD)  # the changes rendered from their new subtrees
+    assert tree is None or json.dumps(tree) == json.dumps(set_to_fields(changes))  # key order included
 
 
 def test_sorted_insertion_renders_owned_nodes_with_a_dot_first() -> None:
@@ -177,3 +180,26 @@ def test_large_field_sets_are_rendered_without_being_remembered() -> None:
     tree = managedfields.render_fields({}, frozenset(paths))
     assert tree == set_to_fields(paths) and fields_to_set(tree) == paths
     assert managedfields._rendered == remembered
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_an_update_renders_the_writers_new_subtrees_as_their_paths_would(seed: int,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer that owned nothing owns exactly what it changed; a large such set is rendered from the new
+    subtrees' values (``changes_tree``), which must give the tree of the paths, key order included."""
+    rnd = random.Random(seed)
+    old = pod()
+    new = copy.deepcopy(old)
+    container = new["spec"]["containers"][0]
+    container["env"] = [{"name": f"E{i}", "value": rnd.choice(["v", None])} for i in range(rnd.randint(1, 6))]
+    container["ports"] = [{"containerPort": 80 + i, "name": f"p{i}"} for i in range(rnd.randint(0, 3))]
+    new["spec"]["extra"] = {"b": {"z": 1, "a": [1, {"q": None}]}, "a": rnd.choice(VALUES)}
+    new["metadata"]["finalizers"] = [f"example.com/f{i}" for i in rnd.sample(range(20), rnd.randint(1, 5))]
+    for _ in range(rnd.randint(0, 4)):
+        mutate(rnd, new)
+    renders = []
+    for memo_paths in (10**9, 0):  # rendered from the paths, then from the subtrees
+        monkeypatch.setattr(managedfields, "MEMO_PATHS", memo_paths)
+        renders.append(json.dumps(update_managed_fields(old, copy.deepcopy(new), manager="writer", info=POD,
+                                                        now="T")))
+    assert renders[0] == renders[1]

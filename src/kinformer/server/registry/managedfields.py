@@ -322,14 +322,52 @@ def _same(old: Any, new: Any) -> bool:
         return False
 
 
+class Changes(set[Path]):
+    """The changed paths of :func:`changed_paths`, remembering how they were found: ``wholes``, each subtree
+    ``new`` sets where ``old`` has nothing (path, field names, value), whose paths all lie below it; and
+    ``singles``, every other path added. So :func:`changes_tree` can render them without their paths."""
+
+    __slots__ = ("singles", "wholes")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wholes: list[tuple[Path, tuple[str, ...], Any]] = []
+        self.singles: list[Path] = []
+
+    def add(self, path: Path) -> None:
+        super().add(path)
+        self.singles.append(path)
+
+
+def changes_tree(changes: Changes, info: ResourceInfoLike | None) -> dict[str, Any] | None:
+    """``set_to_fields(changes)``, each wholly new subtree rendered from its value (as :func:`object_fields`
+    renders an object: no paths, no sorting of them), under a tree of the other paths and the subtrees' roots.
+    None when a subtree's associative list repeats a key (its paths merge: render the set instead).
+
+    Exact because nothing else lies below a whole subtree's root, which is owned only when it is a leaf
+    (then ``_tree`` gives ``{}``, as the set's tree has it)."""
+    try:
+        grafts = [(path, _tree(value, names, info)) for path, names, value in changes.wholes]
+    except _Duplicate:
+        return None
+    tree = set_to_fields({*changes.singles, *(path for path, node in grafts if node is not None)})
+    for path, node in grafts:
+        if node:
+            parent = tree
+            for element in path[:-1]:
+                parent = parent[element]
+            parent[path[-1]] = node
+    return tree
+
+
 def changed_paths(old: Mapping[str, Any], new: Mapping[str, Any], info: ResourceInfoLike | None,
-                  subresource: str | None) -> tuple[set[Path], set[Path]]:
+                  subresource: str | None) -> tuple[Changes, set[Path]]:
     """(paths ``new`` sets with another value than ``old``, paths only ``old`` sets), in one walk over both.
 
     Exactly the comparison of :func:`field_values` of both objects (a leaf changes when its value or its
     type does), but a subtree whose encoding is unchanged is never visited.
     """
-    changed: set[Path] = set()
+    changed = Changes()
     removed: set[Path] = set()
     for name in {**old, **new}:
         if name in ("apiVersion", "kind") or not tracked(name, subresource, info):
@@ -360,11 +398,12 @@ def _compare(old_values: dict[Path, Any], new_values: dict[Path, Any], changed: 
 
 
 def _diff(before: Any, after: Any, names: tuple[str, ...], path: Path, info: ResourceInfoLike | None,
-          changed: set[Path], removed: set[Path]) -> None:
+          changed: Changes, removed: set[Path]) -> None:
     """Add what changes between ``before`` and ``after`` at ``path`` (None stands for absent)."""
     if before is None or after is None:
         if after is not None:
             changed.update(_values(after, names, path, info))
+            changed.wholes.append((path, names, after))
         elif before is not None:
             removed.update(_values(before, names, path, info))
         return
@@ -381,7 +420,7 @@ def _diff(before: Any, after: Any, names: tuple[str, ...], path: Path, info: Res
 
 
 def _diff_map(before: list[Any], after: list[Any], names: tuple[str, ...], path: Path,
-              info: ResourceInfoLike | None, changed: set[Path], removed: set[Path]) -> bool:
+              info: ResourceInfoLike | None, changed: Changes, removed: set[Path]) -> bool:
     """:func:`_diff` of two associative lists item by item; False (nothing added) when they are not both one."""
     keys = _map_keys(before, names, info)
     if keys is None or _map_keys(after, names, info) != keys:
@@ -565,14 +604,17 @@ def decodable(entries: Any) -> bool:
     return True
 
 
-def render_entries(entries: list[Entry]) -> list[dict[str, Any]]:
+def render_entries(entries: list[Entry],
+                   given: tuple[FieldSet, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The managedFields of ``entries`` (those with paths); ``given``: a field set (by identity) whose tree is
+    already known."""
     out = []
     for entry, paths in entries:
         if not paths:
             continue
         rendered = {k: v for k, v in entry.items() if k != "fieldsV1"}
         rendered["fieldsType"] = "FieldsV1"
-        rendered["fieldsV1"] = render_fields(entry, paths)
+        rendered["fieldsV1"] = given[1] if given is not None and paths is given[0] else render_fields(entry, paths)
         out.append(rendered)
     return out
 
@@ -756,8 +798,11 @@ def update_managed_fields(old: Mapping[str, Any] | None, new: Mapping[str, Any],
             mine = paths - removed if removed and not paths.isdisjoint(removed) else paths
         elif gone and not paths.isdisjoint(gone):
             entries[i] = (entry, paths - gone)
+    tree = None
     if changed:
+        if not mine and len(changed) > MEMO_PATHS:  # the writer owns just what it changed: a large set
+            tree = changes_tree(changed, info)
         mine = mine | changed
     if mine or any(entry_id(e) == me for e, _ in entries):
         upsert(entries, manager, operation, api_version, subresource, mine, now)
-    return with_managed_fields(result, entries)
+    return _set_managed_fields(result, render_entries(entries, (mine, tree) if tree is not None else None))
