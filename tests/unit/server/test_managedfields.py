@@ -185,10 +185,15 @@ def test_large_field_sets_are_rendered_without_being_remembered() -> None:
 @pytest.mark.parametrize("seed", range(30))
 def test_an_update_renders_the_writers_new_subtrees_as_their_paths_would(seed: int,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A writer that owned nothing owns exactly what it changed; a large such set is rendered from the new
-    subtrees' values (``changes_tree``), which must give the tree of the paths, key order included."""
+    """A writer owns what it owned and what it changed; a large such set is rendered from the new subtrees'
+    values (``changes_tree``), which must give the tree of the paths, key order included."""
     rnd = random.Random(seed)
-    old = pod()
+    old = update_managed_fields(None, pod(), manager="owner", info=POD, now="T0")
+    writer = rnd.choice(["writer", "owner"])
+    if writer == "owner" and rnd.random() < 0.5:  # a stale claim below a subtree the write adds
+        fields = old["metadata"]["managedFields"][0]["fieldsV1"] = copy.deepcopy(
+            old["metadata"]["managedFields"][0]["fieldsV1"])
+        fields["f:spec"]["f:extra"] = {"f:b": {"f:stale": {}}}
     new = copy.deepcopy(old)
     container = new["spec"]["containers"][0]
     container["env"] = [{"name": f"E{i}", "value": rnd.choice(["v", None])} for i in range(rnd.randint(1, 6))]
@@ -200,6 +205,6 @@ def test_an_update_renders_the_writers_new_subtrees_as_their_paths_would(seed: i
     renders = []
     for memo_paths in (10**9, 0):  # rendered from the paths, then from the subtrees
         monkeypatch.setattr(managedfields, "MEMO_PATHS", memo_paths)
-        renders.append(json.dumps(update_managed_fields(old, copy.deepcopy(new), manager="writer", info=POD,
+        renders.append(json.dumps(update_managed_fields(old, copy.deepcopy(new), manager=writer, info=POD,
                                                         now="T")))
     assert renders[0] == renders[1]

@@ -339,10 +339,12 @@ class Changes(set[Path]):
         self.singles.append(path)
 
 
-def changes_tree(changes: Changes, info: ResourceInfoLike | None) -> dict[str, Any] | None:
-    """``set_to_fields(changes)``, each wholly new subtree rendered from its value (as :func:`object_fields`
-    renders an object: no paths, no sorting of them), under a tree of the other paths and the subtrees' roots.
-    None when a subtree's associative list repeats a key (its paths merge: render the set instead).
+def changes_tree(changes: Changes, info: ResourceInfoLike | None,
+                 also: FieldSet = frozenset()) -> dict[str, Any] | None:
+    """``set_to_fields(changes | also)``, each wholly new subtree rendered from its value (as
+    :func:`object_fields` renders an object: no paths, no sorting of them), under a tree of the other paths
+    and the subtrees' roots. None when a subtree's associative list repeats a key (its paths merge), or when
+    a path of ``also`` is a subtree's root or lies below one: then render the set instead.
 
     Exact because nothing else lies below a whole subtree's root, which is owned only when it is a leaf
     (then ``_tree`` gives ``{}``, as the set's tree has it)."""
@@ -350,7 +352,10 @@ def changes_tree(changes: Changes, info: ResourceInfoLike | None) -> dict[str, A
         grafts = [(path, _tree(value, names, info)) for path, names, value in changes.wholes]
     except _Duplicate:
         return None
-    tree = set_to_fields({*changes.singles, *(path for path, node in grafts if node is not None)})
+    roots = {path for path, node in grafts if node is not None}
+    if any(path[:n] in roots for path in also for n in range(1, len(path) + 1)):
+        return None
+    tree = set_to_fields({*changes.singles, *roots, *also})
     for path, node in grafts:
         if node:
             parent = tree
@@ -800,8 +805,8 @@ def update_managed_fields(old: Mapping[str, Any] | None, new: Mapping[str, Any],
             entries[i] = (entry, paths - gone)
     tree = None
     if changed:
-        if not mine and len(changed) > MEMO_PATHS:  # the writer owns just what it changed: a large set
-            tree = changes_tree(changed, info)
+        if len(changed) > MEMO_PATHS:  # a large set: render the new subtrees from their values
+            tree = changes_tree(changed, info, mine)
         mine = mine | changed
     if mine or any(entry_id(e) == me for e, _ in entries):
         upsert(entries, manager, operation, api_version, subresource, mine, now)
