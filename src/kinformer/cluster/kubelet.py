@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import Conflict, NotFound
 
-from .nodes import SimulatedNode, parse_time, rfc3339
+from .metatime import parse_time, rfc3339
+from .nodes import SimulatedNode
 
 if TYPE_CHECKING:
     from .cluster import ControllerContext

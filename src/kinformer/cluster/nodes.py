@@ -25,11 +25,12 @@ import asyncio
 import hashlib
 import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from kinformer.controller.leaderelection import micro_time
 from kinformer.errors import AlreadyExists, NotFound
+
+from .metatime import rfc3339
 
 if TYPE_CHECKING:
     from .cluster import ControllerContext
@@ -47,16 +48,6 @@ _CONDITIONS = (
     ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
     ("Ready", "KubeletReady", "kubelet is posting ready status"),
 )
-
-
-def rfc3339(wall: float) -> str:
-    """A metav1.Time string (second precision)."""
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: str) -> float:
-    """The wall time of a metav1.Time string."""
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
 
 
 def _digest(text: str, size: int = 32) -> str:

@@ -3,16 +3,13 @@ and build ReplicaSets and Deployments (waits: _hsched_helpers.wait_for)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import time
 from typing import Any
 
 import kinformer as ki
+from kinformer.cluster.metatime import rfc3339
 
 NS = "default"
-
-
-def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 async def pods(client: ki.Client, selector: str = "", namespace: str = NS) -> list[Any]:
@@ -22,7 +19,7 @@ async def pods(client: ki.Client, selector: str = "", namespace: str = NS) -> li
 
 async def mark_ready(client: ki.Client, pod: Any, *, ready: bool = True) -> None:
     """The kubelet's part: the pod Running with its Ready condition (and containers) as asked."""
-    now = now_rfc3339()
+    now = rfc3339(time.time())
     flag = "True" if ready else "False"
     containers = [{"name": c["name"], "image": c.get("image", ""), "ready": ready, "restartCount": 0,
                    "started": True, "state": {"running": {"startedAt": now}}}

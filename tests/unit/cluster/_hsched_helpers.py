@@ -9,23 +9,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from kinformer.client import Client
 from kinformer.clock import Clock, FakeClock
+from kinformer.cluster.metatime import rfc3339
+from kinformer.controller.leaderelection import micro_time
 from kinformer.errors import NotFound
 from kinformer.server import APIServer
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
-
-
-def micro_time(clock: Clock) -> str:
-    return datetime.fromtimestamp(clock.wall(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def rfc3339(clock: Clock) -> str:
-    return datetime.fromtimestamp(clock.wall(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def node(name: str, *, cpu: str = "4", memory: str = "8Gi", pods: int = 110, labels: Mapping[str, str] | None = None,
@@ -42,7 +35,7 @@ def node(name: str, *, cpu: str = "4", memory: str = "8Gi", pods: int = 110, lab
     status: dict[str, Any] = {"capacity": resources, "allocatable": resources}
     if ready is not None:
         assert clock is not None
-        now = rfc3339(clock)
+        now = rfc3339(clock.wall())
         status["conditions"] = [{"type": "Ready", "status": ready, "reason": "KubeletReady",
                                  "message": "kubelet is posting ready status", "lastHeartbeatTime": now,
                                  "lastTransitionTime": now}]
@@ -97,9 +90,9 @@ async def renew_lease(client: Client, node_name: str, clock: Clock) -> None:
     """Play the kubelet's heartbeat: create or renew the node's Lease in kube-node-lease."""
     body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
             "metadata": {"name": node_name, "namespace": NODE_LEASE_NAMESPACE},
-            "spec": {"holderIdentity": node_name, "leaseDurationSeconds": 40, "renewTime": micro_time(clock)}}
+            "spec": {"holderIdentity": node_name, "leaseDurationSeconds": 40, "renewTime": micro_time(clock.wall())}}
     try:
-        await client.patch("leases", node_name, {"spec": {"renewTime": micro_time(clock)}}, "merge",
+        await client.patch("leases", node_name, {"spec": {"renewTime": micro_time(clock.wall())}}, "merge",
                            NODE_LEASE_NAMESPACE)
     except NotFound:
         await client.create("leases", body, NODE_LEASE_NAMESPACE)
@@ -119,7 +112,7 @@ class Env:
         leases = self.server.cluster.manager.informer("leases", namespace=NODE_LEASE_NAMESPACE)
         for name in nodes:
             await renew_lease(self.client, name, self.clock)
-        want = micro_time(self.clock)
+        want = micro_time(self.clock.wall())
 
         async def seen() -> bool:
             return all((leases.indexer.get_by_key(f"{NODE_LEASE_NAMESPACE}/{n}") or {}).get("spec", {})
@@ -145,7 +138,7 @@ class Env:
 async def running_pod(env: Env, name: str, node_name: str, **spec: Any) -> None:
     """Play the kubelet: a pod bound to ``node_name``, Running and Ready."""
     await env.client.create("pods", pod(name, nodeName=node_name, **spec), "default")
-    now = rfc3339(env.clock)
+    now = rfc3339(env.clock.wall())
     await env.client.patch_status("pods", name, {"status": {"phase": "Running", "conditions": [
         {"type": "Ready", "status": "True", "lastTransitionTime": now}]}}, "strategic", "default")
 

@@ -416,8 +416,10 @@ async def test_should_adopt_matching_orphans_and_release_non_matching_pods() -> 
 
         await eventually(released, "the non-matching pod released")
         await eventually(lambda: _owned(client, job, 2), "a replacement")
+        # the orphan is bound to a node, so of the three pods the Job then has, one of its own unscheduled ones
+        # is the one deleted as too many (controller.ActivePods' order), never the orphan the probe reads
         orphan = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stray", "labels": {"app": "adopt"}},
-                  "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+                  "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "busybox"}]}}
         await client.create("pods", orphan, NS)
 
         async def adopted() -> bool:

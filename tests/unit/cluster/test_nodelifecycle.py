@@ -15,9 +15,10 @@ from kinformer.clock import FakeClock
 from kinformer.cluster import ClusterOptions
 from kinformer.cluster.controllers.nodelifecycle import reconciled_taints
 from kinformer.cluster.controllers.tainteviction import toleration_seconds
+from kinformer.cluster.metatime import rfc3339
 from kinformer.errors import NotFound
 from kinformer.server import APIServer
-from unit.cluster._hsched_helpers import Env, condition, events_for, pod, ready_node, rfc3339, running_pod, wait_for
+from unit.cluster._hsched_helpers import Env, condition, events_for, pod, ready_node, running_pod, wait_for
 
 GRACE = 8.0
 TOLERATION = 30
@@ -97,7 +98,7 @@ async def test_node_back_loses_taints_and_cancels_evictions(env: Env) -> None:
         return ("node.kubernetes.io/unreachable", "NoExecute") in taint_keys(await env.client.get("nodes", "flaky"))
     await env.tick_until(tainted, "the unreachable taint")
     # the kubelet is back: it renews its Lease and posts Ready
-    now = rfc3339(env.clock)
+    now = rfc3339(env.clock.wall())
     await env.client.patch_status("nodes", "flaky", {"status": {"conditions": [
         {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": now,
          "lastTransitionTime": now}]}}, "strategic")

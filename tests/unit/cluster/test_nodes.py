@@ -12,7 +12,8 @@ from cluster_helpers import wait_for, wait_for_object
 from kinformer.client import Client
 from kinformer.clock import FakeClock
 from kinformer.cluster import ClusterOptions
-from kinformer.cluster.nodes import NODE_LEASE_NAMESPACE, micro_time, rfc3339
+from kinformer.cluster.metatime import rfc3339
+from kinformer.cluster.nodes import NODE_LEASE_NAMESPACE, micro_time
 from kinformer.server import APIServer
 
 OPTIONS = ClusterOptions(node_lease_renew_interval=10.0, node_status_update_frequency=10.0)

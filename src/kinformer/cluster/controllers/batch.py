@@ -1,6 +1,6 @@
 """What the job, cronjob and ttl-after-finished controllers share about batch/v1 objects: Job conditions
 (the JobCondition rules, which differ from metav1.Condition's), whether a Job finished, and the FailedCreate
-event; timestamps are :mod:`.workload`'s (RFC 3339, whole seconds, UTC).
+event; timestamps are :mod:`..metatime`'s (RFC 3339, whole seconds, UTC).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 from kinformer.errors import APIError
 
-from .workload import parse_time
-from .workload import rfc3339 as format_time
+from ..metatime import parse_time
+from ..metatime import rfc3339 as format_time
 
 __all__ = ["as_dict", "condition", "ensure_condition", "finished_condition", "format_time", "is_finished",
            "namespace_terminating", "new_condition", "parse_time", "report_failed_create"]

@@ -41,8 +41,9 @@ from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import AlreadyExists, APIError, NotFound
 from kinformer.selectors import label_selector_from_dict
 
+from ..metatime import parse_time
 from . import deployment_util as du
-from .workload import Obj, claim, controller_of, controller_ref, meta, parse_time
+from .workload import Obj, claim, controller_of, controller_ref, meta
 
 if TYPE_CHECKING:
     from kinformer.cluster.cluster import ControllerContext

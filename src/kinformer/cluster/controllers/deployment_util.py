@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from functools import cmp_to_key
 from typing import Any, TypeVar
 
-from .workload import Obj, meta, parse_time, rfc3339
+from ..metatime import parse_time, rfc3339
+from .workload import Obj, meta
 
 HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"

@@ -27,7 +27,6 @@ DisruptionTarget pod condition and its stale-condition cleanup.
 
 from __future__ import annotations
 
-import datetime
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -38,6 +37,7 @@ from kinformer.errors import NotFound
 from kinformer.selectors import SelectorError, label_selector_from_dict
 
 from ..cluster import ControllerContext
+from ..metatime import parse_time
 from .endpointutil import pod_ready
 
 __all__ = ["DisruptionReconciler", "scaled_value", "setup"]
@@ -58,10 +58,6 @@ def scaled_value(value: int | str, total: int) -> int:
     if not value.endswith("%") or not value[:-1].isdigit():
         raise SyncFailed(f'invalid value for IntOrString: invalid value "{value}": must be an integer or percentage')
     return math.ceil(int(value[:-1]) * total / 100)
-
-
-def _wall_time(text: str) -> float:
-    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def _selector_text(selector: Obj) -> str:
@@ -195,7 +191,7 @@ class DisruptionReconciler:
             name = pod["metadata"]["name"]
             if pod["metadata"].get("deletionTimestamp") or name not in recorded:
                 continue
-            expires = _wall_time(recorded[name]) + timeout
+            expires = parse_time(recorded[name]) + timeout
             if expires < now:
                 meta = pdb["metadata"]
                 self.recorder.event(pod, "Warning", "NotDeleted", f"Pod was expected by PDB {meta['namespace']}/"

@@ -29,7 +29,6 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from kinformer.controller import Result
@@ -38,6 +37,7 @@ from kinformer.controller.reconcile import Request
 from kinformer.errors import Conflict, NotFound
 
 from .. import taints as t
+from ..metatime import parse_time, rfc3339
 from ..podindex import pod_reference, pods_informer, pods_on_node
 
 if TYPE_CHECKING:
@@ -66,16 +66,6 @@ OWNED_TAINTS = frozenset({*((key, t.NO_SCHEDULE) for _, key in CONDITION_TAINTS.
 Obj = Mapping[str, Any]
 
 
-def _rfc3339(wall: float) -> str:
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _wall(text: str | None) -> float | None:
-    if not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
 def _status(node: Obj) -> Mapping[str, Any]:
     return node.get("status") or {}
 
@@ -95,7 +85,7 @@ class Health:
 def unknown_conditions(node: Obj, wall: float) -> list[dict[str, Any]] | None:
     """The node's conditions with the health ones set Unknown (see the module docstring); None if none changed."""
     conditions = [dict(c) for c in _status(node).get("conditions") or ()]
-    now = _rfc3339(wall)
+    now = rfc3339(wall)
     changed = False
     for type_ in HEALTH_CONDITIONS:
         current = next((c for c in conditions if c.get("type") == type_), None)
@@ -158,7 +148,7 @@ class NodeMonitor:
         now = self.clock.now()
         health = self.health.get(name)
         if health is None:
-            created = _wall(node["metadata"].get("creationTimestamp")) if ready is None else None
+            created = parse_time(node["metadata"].get("creationTimestamp")) if ready is None else None
             probe = now - max(0.0, self.clock.wall() - created) if created is not None else now
             health = self.health[name] = Health(probe, heartbeat, renew)
         elif heartbeat != health.heartbeat or (renew is not None and renew != health.renew):
@@ -232,7 +222,7 @@ def reconciled_taints(node: Obj, wall: float) -> list[dict[str, Any]] | None:
     for key, effect in sorted(wanted - have):
         taint: dict[str, Any] = {"key": key, "effect": effect}
         if effect == t.NO_EXECUTE:
-            taint["timeAdded"] = _rfc3339(wall)
+            taint["timeAdded"] = rfc3339(wall)
         added.append(taint)
     if not added and len(kept) == len(current):
         return None

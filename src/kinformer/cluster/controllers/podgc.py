@@ -21,12 +21,12 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import APIError, NotFound
 
+from ..metatime import rfc3339
 from ..podindex import is_terminal, pods_informer, pods_on_node
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ class PodGC:
         log.info("PodGC is force deleting pod %s/%s: %s", meta["namespace"], meta["name"], message or "terminated")
         with contextlib.suppress(NotFound):
             if message and not is_terminal(pod):
-                now = datetime.fromtimestamp(self.clock.wall(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                now = rfc3339(self.clock.wall())
                 condition = {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
                              "message": message, "lastTransitionTime": now}
                 await self.client.patch_status("pods", meta["name"], {"status": {

@@ -36,6 +36,7 @@ from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import APIError, NotFound
 from kinformer.selectors import LabelSelector, label_selector_from_dict
 
+from ..metatime import parse_time, rfc3339
 from .workload import (
     Expectations,
     Obj,
@@ -48,9 +49,7 @@ from .workload import (
     is_pod_available,
     is_pod_ready,
     meta,
-    parse_time,
     ready_condition,
-    rfc3339,
 )
 
 if TYPE_CHECKING:

@@ -23,10 +23,10 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from kinformer.clock import Clock
+from kinformer.cluster.metatime import parse_time
 from kinformer.cluster.podindex import is_terminal
 from kinformer.controller.reconcile import Request
 from kinformer.errors import NotFound
@@ -35,18 +35,6 @@ Obj = Mapping[str, Any]
 
 #: kube's ExpectationsTimeout: expectations older than this are considered satisfied.
 EXPECTATIONS_TTL = 300.0
-
-
-def rfc3339(wall: float) -> str:
-    """A metav1.Time as the API serializes it (seconds precision, UTC)."""
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: str | None) -> float | None:
-    """Seconds since the epoch of an RFC 3339 timestamp, or None for a missing one."""
-    if not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def meta(obj: Obj) -> Mapping[str, Any]:
