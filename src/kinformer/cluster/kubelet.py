@@ -43,6 +43,7 @@ from kinformer.errors import Conflict, NotFound
 
 from .metatime import parse_time, rfc3339
 from .nodes import SimulatedNode
+from .podutil import is_terminal
 
 if TYPE_CHECKING:
     from .cluster import ControllerContext
@@ -124,10 +125,6 @@ class PodRuntime:
 
 def _annotations(pod: Mapping[str, Any]) -> Mapping[str, str]:
     return pod["metadata"].get("annotations") or {}
-
-
-def _terminal(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
 def _exit_code(pod: Mapping[str, Any]) -> int:
@@ -240,7 +237,7 @@ class Kubelets:
             runtime = None
         if pod["metadata"].get("deletionTimestamp"):
             return await self._stop(pod, runtime)
-        if _terminal(pod):
+        if is_terminal(pod):
             return None  # a terminal pod never changes again
         if runtime is None:
             runtime = self.runtimes[key] = self._sandbox(pod, node)
@@ -325,7 +322,7 @@ class Kubelets:
             for c in runtime.containers.values():
                 if c.state != "terminated":
                     c.exit(KILLED_EXIT_CODE if killed else 0, clock.wall())
-            if not _terminal(pod):
+            if not is_terminal(pod):
                 await self._write_status(pod, runtime)
         try:
             await self.ctx.client.delete("pods", meta["name"], meta.get("namespace"), grace_period_seconds=0,

@@ -1,5 +1,5 @@
 """Cached pods as the cluster's parts read them (the scheduler, node lifecycle, taint eviction): the pods
-informer's index by ``spec.nodeName``, terminal phases, and the reference an event about a pod names.
+informer's index by ``spec.nodeName`` and the reference an event about a pod names.
 
 The index is named after the field, so ``manager.client.list("pods", field_selector="spec.nodeName=n")``
 reads it too; unassigned pods are not indexed.
@@ -33,11 +33,6 @@ def pods_informer(manager: Manager) -> SharedIndexInformer:
 def pods_on_node(informer: SharedIndexInformer, node: str) -> list[Any]:
     """The cached pods assigned to ``node``."""
     return informer.indexer.by_index(NODE_NAME_INDEX, node)
-
-
-def is_terminal(pod: Mapping[str, Any]) -> bool:
-    """Succeeded or Failed: the pod holds no resources on its node any more."""
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
 def pod_reference(pod: Mapping[str, Any]) -> dict[str, Any]:

@@ -45,8 +45,9 @@ from kinformer.errors import Conflict, NotFound
 
 from . import scheduling
 from .controllers.workload import Wakeups
-from .podindex import is_terminal, pod_reference, pods_informer, pods_on_node
+from .podindex import pod_reference, pods_informer, pods_on_node
 from .podresources import pod_requests
+from .podutil import is_terminal
 from .scheduling import NodeInfo, PodUsage, Rejection
 
 if TYPE_CHECKING:

@@ -11,7 +11,8 @@ from _hsched_helpers import wait_for
 
 import kinformer as ki
 from kinformer.clock import FakeClock
-from kinformer.cluster.controllers.replicaset import calculate_status, pods_to_delete, slow_start_batch
+from kinformer.cluster.controllers.replicaset import calculate_status, pods_to_delete
+from kinformer.cluster.controllers.slowstart import slow_start_batch
 from kinformer.cluster.controllers.workload import EXPECTATIONS_TTL, Expectations
 from kinformer.server import APIServer
 
@@ -173,16 +174,16 @@ def test_expectations_hold_a_key_until_every_creation_and_deletion_is_observed_o
 async def test_slow_start_batches_double_and_stop_after_a_failing_batch() -> None:
     calls: list[int] = []
 
-    async def create() -> None:
+    async def create(_: int) -> None:
         calls.append(len(calls))
         if len(calls) == 5:
             raise RuntimeError("quota exceeded")
 
-    successes, error = await slow_start_batch(20, 1, create)
+    successes, error = await slow_start_batch(range(20), create)
     assert len(calls) == 7  # batches of 1, 2 and 4: the batch of 4 fails, the next (8) never starts
     assert successes == 6 and isinstance(error, RuntimeError)
     calls.clear()
-    assert await slow_start_batch(5, 1, lambda: _noop(calls)) == (5, None)
+    assert await slow_start_batch(range(5), lambda _: _noop(calls)) == (5, None)
     assert len(calls) == 5  # 1 + 2 + 2
 
 

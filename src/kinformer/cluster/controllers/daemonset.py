@@ -41,7 +41,7 @@ from kinformer.controller.reconcile import ObjectReconciler, Request, Result
 from kinformer.errors import APIError, NotFound
 from kinformer.selectors import LabelSelector
 
-from ..podindex import is_terminal
+from ..podutil import is_pod_available, is_pod_ready, is_terminal, phase
 from . import history
 from .daemonset_history import DaemonSetHistory
 from .daemonset_nodes import add_daemon_tolerations, aim_at_node, should_run, target_node
@@ -54,7 +54,7 @@ from .daemonset_update import (
     template_generation,
     unavailable_count,
 )
-from .podstate import is_pod_available, is_pod_ready, phase, pod_from_template
+from .podtemplate import pod_from_template
 from .refs import RefManager, orphan_mapper, owner_selector, valid_selector
 from .slowstart import slow_start
 

@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..podutil import is_pod_available
 from .history import CONTROLLER_REVISION_HASH_LABEL
-from .podstate import is_pod_available
 
 Obj = Mapping[str, Any]
 TEMPLATE_GENERATION_LABEL = "pod-template-generation"

@@ -38,7 +38,7 @@ from kinformer.selectors import SelectorError, label_selector_from_dict
 
 from ..cluster import ControllerContext
 from ..metatime import parse_time
-from .endpointutil import pod_ready
+from ..podutil import is_pod_ready
 
 __all__ = ["DisruptionReconciler", "scaled_value", "setup"]
 
@@ -122,7 +122,7 @@ class DisruptionReconciler:
                                 '".spec.minAvailable" field of the PDB to an integer value.')
         disrupted, recheck = self._disrupted(pdb, pods)
         healthy = sum(1 for p in pods if not p["metadata"].get("deletionTimestamp")
-                      and p["metadata"]["name"] not in disrupted and pod_ready(p))
+                      and p["metadata"]["name"] not in disrupted and is_pod_ready(p))
         await self._write(pdb, healthy, desired, expected, disrupted)
         return Result(requeue_after=recheck) if recheck is not None else None
 

@@ -34,12 +34,12 @@ from kinformer.controller import Request
 from kinformer.errors import NotFound
 
 from ..cluster import ControllerContext
+from ..podutil import is_pod_ready
 from .endpointutil import (
     Obj,
     TriggerTimeTracker,
     find_port,
     pod_ip,
-    pod_ready,
     selects,
     services_selecting,
     should_be_endpoint,
@@ -104,7 +104,7 @@ def desired_subsets(service: Obj, pods: list[Obj]) -> list[dict[str, Any]]:
         if ports is None:
             continue
         subset = groups.setdefault(_port_key(ports), {"addresses": [], "notReadyAddresses": [], "ports": ports})
-        subset["addresses" if tolerate or pod_ready(pod) else "notReadyAddresses"].append(_address(service, pod))
+        subset["addresses" if tolerate or is_pod_ready(pod) else "notReadyAddresses"].append(_address(service, pod))
     out = []
     for key in sorted(groups):
         subset = groups[key]

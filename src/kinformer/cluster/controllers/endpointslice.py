@@ -39,6 +39,7 @@ from kinformer.controller import Request
 from kinformer.errors import NotFound
 
 from ..cluster import ControllerContext
+from ..podutil import is_pod_ready
 from . import endpointutil as util
 from .endpoints import HEADLESS, TRIGGER_TIME, is_headless
 from .endpointutil import Obj
@@ -81,7 +82,7 @@ def endpoint_key(endpoint: Mapping[str, Any]) -> tuple[Any, ...]:
 def to_endpoint(service: Obj, pod: Obj, zone: str | None) -> dict[str, Any]:
     """kube's ``podToEndpoint``."""
     meta, spec = pod["metadata"], pod.get("spec") or {}
-    serving = util.pod_ready(pod)
+    serving = is_pod_ready(pod)
     terminating = bool(meta.get("deletionTimestamp"))
     publish = bool((service.get("spec") or {}).get("publishNotReadyAddresses"))
     endpoint: dict[str, Any] = {

@@ -18,7 +18,7 @@ from typing import Any
 
 from kinformer.controller import Request
 
-__all__ = ["TriggerTimeTracker", "find_port", "pod_ip", "pod_ready", "selects", "services_selecting",
+__all__ = ["TriggerTimeTracker", "find_port", "pod_ip", "selects", "services_selecting",
            "should_be_endpoint"]
 
 Obj = Mapping[str, Any]
@@ -46,12 +46,6 @@ def pod_ip(pod: Obj) -> str:
     status = pod.get("status") or {}
     ips = [p.get("ip") for p in status.get("podIPs") or () if isinstance(p, Mapping) and p.get("ip")]
     return str(status.get("podIP") or (ips[0] if ips else ""))
-
-
-def pod_ready(pod: Obj) -> bool:
-    """The pod's Ready condition is True."""
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or ())
 
 
 def should_be_endpoint(pod: Obj, include_terminating: bool) -> bool:

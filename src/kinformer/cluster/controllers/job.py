@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import NotFound
 
+from ..podutil import is_pod_ready, phase
 from .batch import (
     as_dict,
     condition,
@@ -72,10 +73,8 @@ from .job_pods import (
     completion_index,
     has_tracking_finalizer,
     is_failed,
-    is_ready,
     match_failure_policy,
     only_replace_failed,
-    phase,
 )
 from .job_sync import (
     JobSync,
@@ -92,7 +91,7 @@ from .job_sync import (
     suspended,
     want_active,
 )
-from .podstate import pod_from_template
+from .podtemplate import pod_from_template
 from .refs import RefManager, orphan_mapper, owner_selector, valid_selector
 from .slowstart import slow_start
 
@@ -261,7 +260,7 @@ class JobController:
         sync.error = sync.error or error
         gone = {p["metadata"]["uid"] for p in deleted}
         sync.active = [p for p in sync.active if p["metadata"]["uid"] not in gone]
-        sync.ready -= sum(1 for p in deleted if is_ready(p))
+        sync.ready -= sum(1 for p in deleted if is_pod_ready(p))
         sync.terminating += len(deleted)
 
     @staticmethod

@@ -11,15 +11,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kinformer.cluster.podindex import is_terminal
+from kinformer.cluster.podutil import is_being_deleted, is_pod_ready, is_terminal, phase
 
 from .batch import parse_time
-from .workload import is_pod_active as is_active
-from .workload import is_pod_ready as is_ready
 
 __all__ = ["COMPLETION_INDEX", "TRACKING_FINALIZER", "PolicyMatch", "active_pods_for_removal",
-           "completion_index", "finish_time", "has_tracking_finalizer", "is_active", "is_failed", "is_ready",
-           "is_terminating", "match_failure_policy", "only_replace_failed", "phase", "restart_count"]
+           "completion_index", "finish_time", "has_tracking_finalizer", "is_failed", "is_terminating",
+           "match_failure_policy", "only_replace_failed", "restart_count"]
 
 #: the finalizer the Job controller puts on its pods until it has counted them
 TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
@@ -29,17 +27,9 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 Pod = Mapping[str, Any]
 
 
-def phase(pod: Pod) -> str:
-    return (pod.get("status") or {}).get("phase") or "Pending"
-
-
-def is_deleting(pod: Pod) -> bool:
-    return bool(pod["metadata"].get("deletionTimestamp"))
-
-
 def is_terminating(pod: Pod) -> bool:
     """Being deleted but not finished (controller.CountTerminatingPods)."""
-    return is_deleting(pod) and not is_terminal(pod)
+    return is_being_deleted(pod) and not is_terminal(pod)
 
 
 def has_tracking_finalizer(pod: Pod) -> bool:
@@ -60,7 +50,7 @@ def is_failed(pod: Pod, job: Mapping[str, Any]) -> bool:
         return True
     if only_replace_failed(job):
         return False
-    return is_deleting(pod) and phase(pod) != "Succeeded"
+    return is_being_deleted(pod) and phase(pod) != "Succeeded"
 
 
 def _statuses(pod: Pod) -> list[Mapping[str, Any]]:
@@ -165,9 +155,9 @@ def match_failure_policy(policy: Mapping[str, Any] | None, pod: Pod) -> PolicyMa
 def _removal_rank(pod: Pod) -> tuple[Any, ...]:
     """controller.ActivePods' order: unscheduled, then pending, unknown, running; not ready before ready;
     more restarts first; newer first."""
-    phase_rank = {"Pending": 0, "Unknown": 1, "Running": 2}.get(phase(pod), 1)
+    phase_rank = {"Pending": 0, "Unknown": 1, "Running": 2}.get(phase(pod), 0)
     created = parse_time(pod["metadata"].get("creationTimestamp")) or 0.0
-    return (bool((pod.get("spec") or {}).get("nodeName")), phase_rank, is_ready(pod), -restart_count(pod),
+    return (bool((pod.get("spec") or {}).get("nodeName")), phase_rank, is_pod_ready(pod), -restart_count(pod),
             -created)
 
 

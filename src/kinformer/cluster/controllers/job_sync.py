@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..podutil import is_pod_active, is_pod_ready, phase
 from .batch import condition, new_condition, parse_time
 from .job_backoff import BackoffRecord, BackoffStore
 from .job_indexes import parse_indexes
@@ -19,12 +20,9 @@ from .job_pods import (
     completion_index,
     finish_time,
     has_tracking_finalizer,
-    is_active,
     is_failed,
-    is_ready,
     is_terminating,
     match_failure_policy,
-    phase,
     restart_count,
 )
 from .job_success import match_success_policy
@@ -103,8 +101,8 @@ def indexes_of(pods: Sequence[Pod]) -> set[int]:
 def count(sync: JobSync, backoff: BackoffStore) -> None:
     """Classify the pods and count what is new since the last status (kube's syncJob preamble)."""
     job, status = sync.job, sync.status
-    sync.active = [p for p in sync.pods if is_active(p)]
-    sync.ready = sum(1 for p in sync.active if is_ready(p))
+    sync.active = [p for p in sync.pods if is_pod_active(p)]
+    sync.ready = sum(1 for p in sync.active if is_pod_ready(p))
     sync.terminating = sum(1 for p in sync.pods if is_terminating(p))
     done_succeeded, done_failed = set(sync.uncounted("succeeded")), set(sync.uncounted("failed"))
     tracked = [p for p in sync.pods if has_tracking_finalizer(p) and has_valid_index(job, p)]

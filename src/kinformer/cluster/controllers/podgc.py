@@ -27,7 +27,8 @@ from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import APIError, NotFound
 
 from ..metatime import rfc3339
-from ..podindex import is_terminal, pods_informer, pods_on_node
+from ..podindex import pods_informer, pods_on_node
+from ..podutil import is_terminal
 
 if TYPE_CHECKING:
     from kinformer.cluster.cluster import ControllerContext

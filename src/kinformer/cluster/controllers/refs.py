@@ -25,6 +25,7 @@ from kinformer.controller.reconcile import Request
 from kinformer.errors import NotFound, SelectorError
 from kinformer.selectors import LabelSelector, label_selector_from_dict
 
+from ..podutil import is_being_deleted
 from . import workload
 from .workload import controller_of
 
@@ -57,10 +58,6 @@ def controller_ref(owner: Obj) -> dict[str, Any]:
 def is_controlled_by(obj: Obj, owner: Obj) -> bool:
     ref = controller_of(obj)
     return ref is not None and ref.get("uid") == owner["metadata"]["uid"]
-
-
-def deleting(obj: Obj) -> bool:
-    return bool(obj["metadata"].get("deletionTimestamp"))
 
 
 def orphan_mapper(owners: Any, owner_selector: Callable[[Obj], LabelSelector]) -> Callable[[Obj], list[Request]]:
@@ -116,10 +113,10 @@ class RefManager:
                 return False
             if self._matches(obj):
                 return True
-            if not deleting(self.owner):
+            if not is_being_deleted(self.owner):
                 await self._release(obj)
             return False
-        if deleting(self.owner) or not self._matches(obj) or deleting(obj):
+        if is_being_deleted(self.owner) or not self._matches(obj) or is_being_deleted(obj):
             return False
         if obj["metadata"].get("namespace") != self.owner["metadata"].get("namespace"):
             return False
@@ -134,7 +131,7 @@ class RefManager:
             except NotFound:
                 fresh = None
             self._can_adopt = (fresh is not None and fresh["metadata"]["uid"] == meta["uid"]
-                               and not deleting(fresh))
+                               and not is_being_deleted(fresh))
         return self._can_adopt
 
     async def _adopt(self, obj: Obj) -> bool:
@@ -146,4 +143,4 @@ class RefManager:
         await workload.release(self.client, self.resource, obj, self.owner["metadata"]["uid"])
 
 
-__all__ = ["RefManager", "controller_of", "controller_ref", "deleting", "is_controlled_by", "orphan_mapper"]
+__all__ = ["RefManager", "controller_of", "controller_ref", "is_controlled_by", "orphan_mapper"]

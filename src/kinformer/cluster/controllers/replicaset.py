@@ -24,7 +24,6 @@ trusted), the ``TerminatingReplicas`` status field (alpha in 1.33), and the Repl
 from __future__ import annotations
 
 import asyncio
-import copy
 import functools
 import logging
 import math
@@ -37,6 +36,9 @@ from kinformer.errors import APIError, NotFound
 from kinformer.selectors import LabelSelector, label_selector_from_dict
 
 from ..metatime import parse_time, rfc3339
+from ..podutil import is_being_deleted, is_pod_active, is_pod_available, is_pod_ready, ready_condition
+from .podtemplate import pod_from_template
+from .slowstart import slow_start_batch
 from .workload import (
     Expectations,
     Obj,
@@ -44,12 +46,7 @@ from .workload import (
     claim,
     controller_of,
     controller_ref,
-    is_being_deleted,
-    is_pod_active,
-    is_pod_available,
-    is_pod_ready,
     meta,
-    ready_condition,
 )
 
 if TYPE_CHECKING:
@@ -62,21 +59,6 @@ BURST_REPLICAS = 500
 SLOW_START_INITIAL_BATCH = 1
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 _PHASE_ORDER = {"Pending": 0, "Unknown": 1, "Running": 2}
-
-
-async def slow_start_batch(count: int, initial: int, create: Any) -> tuple[int, BaseException | None]:
-    """Call ``create()`` ``count`` times in batches of 1, 2, 4...; stop after the first batch with an error.
-    Returns the successes and the first error (``slowStartBatch``)."""
-    successes, remaining, size = 0, count, min(count, initial)
-    while size > 0:
-        results = await asyncio.gather(*(create() for _ in range(size)), return_exceptions=True)
-        errors = [r for r in results if isinstance(r, BaseException)]
-        successes += size - len(errors)
-        if errors:
-            return successes, errors[0]
-        remaining -= size
-        size = min(2 * size, remaining)
-    return successes, None
 
 
 def _log_rank(then: float, now: float) -> int:
@@ -153,23 +135,6 @@ def pods_to_delete(pods: Sequence[Obj], related: Sequence[Obj], count: int, now:
 
     ranked.sort(key=functools.cmp_to_key(cmp))
     return [p for p, _ in ranked[:count]]
-
-
-def pod_from_template(rs: Obj) -> dict[str, Any]:
-    """``GetPodFromTemplate``: the template's labels, annotations, finalizers and spec, named
-    ``<rs>-<random>`` and controlled by the ReplicaSet."""
-    template = (rs.get("spec") or {}).get("template") or {}
-    tmeta = template.get("metadata") or {}
-    labels = dict(tmeta.get("labels") or {})
-    if not labels:
-        raise ValueError("unable to create pods, no labels")
-    pod_meta: dict[str, Any] = {"generateName": f"{meta(rs)['name']}-", "labels": labels,
-                                "ownerReferences": [controller_ref(rs, "apps/v1", "ReplicaSet")]}
-    if tmeta.get("annotations"):
-        pod_meta["annotations"] = dict(tmeta["annotations"])
-    if tmeta.get("finalizers"):
-        pod_meta["finalizers"] = list(tmeta["finalizers"])
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": copy.deepcopy(template.get("spec") or {})}
 
 
 def calculate_status(rs: Obj, pods: Sequence[Obj], manage_error: BaseException | None, now: float) -> dict[str, Any]:
@@ -358,7 +323,8 @@ class ReplicaSetController:
 
         async def create_one() -> None:
             try:
-                pod = await self.client.create("pods", pod_from_template(rs), namespace=meta(rs)["namespace"])
+                pod = await self.client.create("pods", pod_from_template(rs["spec"].get("template") or {}, rs),
+                                               namespace=meta(rs)["namespace"])
             except (APIError, ValueError) as err:
                 if _namespace_terminating(err):
                     return
@@ -366,7 +332,7 @@ class ReplicaSetController:
                 raise
             self.recorder.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {meta(pod)['name']}")
 
-        successes, error = await slow_start_batch(count, SLOW_START_INITIAL_BATCH, create_one)
+        successes, error = await slow_start_batch(range(count), lambda _: create_one(), SLOW_START_INITIAL_BATCH)
         for _ in range(count - successes):
             self.expectations.creation_observed(key)
         return error

@@ -33,8 +33,8 @@ from typing import Any
 
 from kinformer.controller.reconcile import ObjectReconciler, Result
 
+from ..podutil import is_being_deleted, is_pod_available, is_running_and_ready, phase
 from . import history
-from .podstate import is_pod_available, is_pod_ready, is_terminating, phase
 from .refs import RefManager, orphan_mapper, owner_selector, valid_selector
 from .slowstart import slow_start
 from .statefulset_pods import (
@@ -59,12 +59,8 @@ def is_created(pod: Obj) -> bool:
     return phase(pod) != ""
 
 
-def is_running_and_ready(pod: Obj) -> bool:
-    return phase(pod) == "Running" and is_pod_ready(pod)
-
-
 def is_healthy(pod: Obj) -> bool:
-    return is_running_and_ready(pod) and not is_terminating(pod)
+    return is_running_and_ready(pod) and not is_being_deleted(pod)
 
 
 def allows_burst(sts: Obj) -> bool:
@@ -97,7 +93,7 @@ def compute_status(pods: Sequence[Obj], min_ready: int, now_wall: float, current
             counts["readyReplicas"] += 1
             if is_pod_available(pod, min_ready, now_wall):
                 counts["availableReplicas"] += 1
-        if is_created(pod) and not is_terminating(pod):
+        if is_created(pod) and not is_being_deleted(pod):
             revision = pod_revision(pod)
             counts["currentReplicas"] += revision == current
             counts["updatedReplicas"] += revision == update
@@ -166,7 +162,7 @@ class _Pass:
         """``processReplica``: True when a monotonic pass must stop at this pod."""
         pod, monotonic = self.replicas[i], self.monotonic
         if phase(pod) in ("Failed", "Succeeded"):
-            if not is_terminating(pod):
+            if not is_being_deleted(pod):
                 await self.pods.delete_pod(self.sts, pod)
             return True
         if not is_created(pod):
@@ -176,7 +172,7 @@ class _Pass:
             return monotonic
         if phase(pod) == "Pending":
             await self.pods.create_missing_claims(self.sts, pod)
-        if monotonic and (is_terminating(pod) or not is_running_and_ready(pod)
+        if monotonic and (is_being_deleted(pod) or not is_running_and_ready(pod)
                           or not is_pod_available(pod, self.min_ready, self.now_wall)):
             return True
         if (identity_matches(self.sts, pod) and storage_matches(self.sts, pod)
@@ -194,7 +190,7 @@ class _Pass:
     async def process_condemned(self, i: int, first_unhealthy: Obj | None) -> bool:
         """``processCondemned``: delete the condemned pod, waiting (monotonic) while another pod is unhealthy."""
         pod = self.condemned[i]
-        if is_terminating(pod):
+        if is_being_deleted(pod):
             return self.monotonic
         healthy = is_running_and_ready(pod) and is_pod_available(pod, self.min_ready, self.now_wall)
         if self.monotonic and not healthy and pod is not first_unhealthy:
@@ -209,7 +205,7 @@ class _Pass:
         update_name = self.update["metadata"]["name"]
         for target in range(len(self.replicas) - 1, floor - 1, -1):
             pod = self.replicas[target]
-            if pod_revision(pod) != update_name and not is_terminating(pod):
+            if pod_revision(pod) != update_name and not is_being_deleted(pod):
                 await self.pods.delete_pod(self.sts, pod)
                 return 1
             if not is_healthy(pod):

@@ -25,7 +25,7 @@ from kinformer.client import to_plain
 from kinformer.errors import APIError, NotFound
 
 from .history import CONTROLLER_REVISION_HASH_LABEL
-from .podstate import pod_from_template
+from .podtemplate import pod_from_template
 
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"

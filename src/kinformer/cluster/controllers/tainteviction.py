@@ -29,7 +29,8 @@ from kinformer.controller.reconcile import Request
 from kinformer.errors import NotFound
 
 from .. import taints as t
-from ..podindex import is_terminal, pod_reference, pods_informer, pods_on_node
+from ..podindex import pod_reference, pods_informer, pods_on_node
+from ..podutil import is_terminal
 
 if TYPE_CHECKING:
     from kinformer.cache.shared_informer import SharedIndexInformer

@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kinformer.clock import Clock
-from kinformer.cluster.metatime import parse_time
-from kinformer.cluster.podindex import is_terminal
+from kinformer.cluster.podutil import is_being_deleted
 from kinformer.controller.reconcile import Request
 from kinformer.errors import NotFound
 
@@ -54,36 +53,6 @@ def controller_ref(owner: Obj, api_version: str, kind: str) -> dict[str, Any]:
     m = meta(owner)
     return {"apiVersion": api_version, "kind": kind, "name": m["name"], "uid": m["uid"],
             "controller": True, "blockOwnerDeletion": True}
-
-
-def is_pod_active(pod: Obj) -> bool:
-    return not is_terminal(pod) and not meta(pod).get("deletionTimestamp")
-
-
-def ready_condition(pod: Obj) -> Mapping[str, Any] | None:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            return cond
-    return None
-
-
-def is_pod_ready(pod: Obj) -> bool:
-    cond = ready_condition(pod)
-    return cond is not None and cond.get("status") == "True"
-
-
-def is_pod_available(pod: Obj, min_ready_seconds: int, now: float) -> bool:
-    """Ready, and (with ``min_ready_seconds``) ready since strictly more than that long (``IsPodAvailable``)."""
-    if not is_pod_ready(pod):
-        return False
-    if not min_ready_seconds:
-        return True
-    since = parse_time((ready_condition(pod) or {}).get("lastTransitionTime"))
-    return since is not None and since + min_ready_seconds < now
-
-
-def is_being_deleted(obj: Obj) -> bool:
-    return bool(meta(obj).get("deletionTimestamp"))
 
 
 @dataclass

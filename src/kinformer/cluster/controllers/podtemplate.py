@@ -1,9 +1,10 @@
-"""What the StatefulSet and DaemonSet controllers read from a pod, and the pod they make from a template, as
-kube's ``podutil`` and ``controller.GetPodFromTemplate`` (kube 1.32). Readiness and availability are
-:mod:`.workload`'s (re-exported here).
+"""The pod a workload controller makes from its template: kube's ``controller.GetPodFromTemplate`` (kube 1.32),
+shared by the replicaset, statefulset, daemonset and job controllers. What they read from a pod is
+:mod:`kinformer.cluster.podutil`'s.
 
 * a pod made from a template copies its labels, annotations, finalizers and spec, and is controlled by the
-  owner (``controller`` and ``blockOwnerDeletion`` set), named ``<owner>-`` plus a random suffix.
+  owner (``controller`` and ``blockOwnerDeletion`` set), named ``<owner>-`` plus a random suffix;
+* a template without labels makes no pod: ValueError("unable to create pods, no labels"), as kube.
 """
 
 from __future__ import annotations
@@ -15,22 +16,15 @@ from typing import Any
 from kinformer.client import to_plain
 
 from .refs import controller_ref
-from .workload import is_pod_available, is_pod_ready
 
 Obj = Mapping[str, Any]
-
-
-def phase(pod: Obj) -> str:
-    return (pod.get("status") or {}).get("phase") or ""
-
-
-def is_terminating(pod: Obj) -> bool:
-    return bool(pod["metadata"].get("deletionTimestamp"))
 
 
 def pod_from_template(template: Obj, owner: Obj) -> dict[str, Any]:
     """``GetPodFromTemplate``: a pod named ``<owner>-<random>`` made from ``template`` and controlled by ``owner``."""
     meta = template.get("metadata") or {}
+    if not meta.get("labels"):
+        raise ValueError("unable to create pods, no labels")
     pod_meta: dict[str, Any] = {"generateName": f"{owner['metadata']['name']}-",
                                 "namespace": owner["metadata"]["namespace"],
                                 "ownerReferences": [controller_ref(owner)]}
@@ -43,4 +37,4 @@ def pod_from_template(template: Obj, owner: Obj) -> dict[str, Any]:
             "spec": copy.deepcopy(to_plain(template.get("spec") or {}))}
 
 
-__all__ = ["is_pod_available", "is_pod_ready", "is_terminating", "phase", "pod_from_template"]
+__all__ = ["pod_from_template"]
