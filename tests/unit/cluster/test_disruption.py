@@ -11,7 +11,6 @@ import pytest
 from _hsvc_helpers import NS, cluster_client, evict, pod, run_pod, wait_list, wait_object
 
 import kinformer as ki
-from kinformer.cluster.controllers.disruption import scaled_value
 
 PDBS = "poddisruptionbudgets.policy"
 
@@ -57,12 +56,6 @@ async def wait_status(client: ki.Client, **expected: Any) -> dict[str, Any]:
 def condition(status: dict[str, Any]) -> tuple[str, str]:
     (cond,) = [c for c in status["conditions"] if c["type"] == "DisruptionAllowed"]
     return cond["status"], cond["reason"]
-
-
-def test_percentages_are_rounded_up() -> None:
-    assert scaled_value("50%", 3) == 2
-    assert scaled_value("10%", 10) == 1
-    assert scaled_value(2, 10) == 2
 
 
 async def test_should_create_a_pod_disruption_budget_and_observe_its_status(client: ki.Client) -> None:

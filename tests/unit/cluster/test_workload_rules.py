@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from kinformer.cluster.controllers import history
 from kinformer.cluster.controllers.daemonset_nodes import (
     add_daemon_tolerations,
@@ -15,7 +13,7 @@ from kinformer.cluster.controllers.daemonset_nodes import (
     should_run,
     target_node,
 )
-from kinformer.cluster.controllers.daemonset_update import RollingUpdate, is_pod_updated, scaled_value
+from kinformer.cluster.controllers.daemonset_update import RollingUpdate, is_pod_updated
 
 OWNER = {"apiVersion": "apps/v1", "kind": "StatefulSet",
          "metadata": {"name": "db", "namespace": "default", "uid": "u-1"},
@@ -117,14 +115,6 @@ def test_daemon_pod_affinity_names_its_node_and_keeps_label_terms() -> None:
     assert target_node({"spec": {"affinity": affinity}}) == "n2"
     assert target_node({"spec": {"nodeName": "n3", "affinity": affinity}}) == "n3"
     assert target_node({"spec": {}}) is None
-
-
-def test_scaled_values_round_up() -> None:
-    assert scaled_value("10%", 5) == 1
-    assert scaled_value("50%", 3) == 2
-    assert scaled_value(2, 10) == 2
-    with pytest.raises(ValueError):
-        scaled_value("two", 3)
 
 
 def pod(name: str, hash_: str, ready: bool = True) -> Any:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..podutil import is_pod_available
 from .history import CONTROLLER_REVISION_HASH_LABEL
+from .intstr import scaled_value
 
 Obj = Mapping[str, Any]
 TEMPLATE_GENERATION_LABEL = "pod-template-generation"
@@ -42,19 +43,6 @@ def is_pod_updated(pod: Obj, hash_: str, generation: int | None) -> bool:
     return (bool(hash_) and labels.get(CONTROLLER_REVISION_HASH_LABEL) == hash_) or template_matches
 
 
-def scaled_value(value: Any, total: int) -> int:
-    """``GetScaledValueFromIntOrPercent`` rounding up; a bad value raises ValueError."""
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value
-    text = str(value)
-    if not text.endswith("%"):
-        raise ValueError(f"invalid value for IntOrString: invalid type: string is not a percentage: {text!r}")
-    percent = int(text[:-1])
-    return -(-percent * total // 100)
-
-
 def _rolling(ds: Obj) -> Mapping[str, Any] | None:
     strategy = ds["spec"].get("updateStrategy") or {}
     return strategy.get("rollingUpdate") if strategy.get("type", "RollingUpdate") == "RollingUpdate" else None
@@ -62,12 +50,12 @@ def _rolling(ds: Obj) -> Mapping[str, Any] | None:
 
 def surge_count(ds: Obj, desired: int) -> int:
     rolling = _rolling(ds)
-    return 0 if rolling is None else scaled_value(rolling.get("maxSurge"), desired)
+    return 0 if rolling is None else scaled_value(rolling.get("maxSurge"), desired, True)
 
 
 def unavailable_count(ds: Obj, desired: int) -> int:
     rolling = _rolling(ds)
-    return 0 if rolling is None else scaled_value(rolling.get("maxUnavailable"), desired)
+    return 0 if rolling is None else scaled_value(rolling.get("maxUnavailable"), desired, True)
 
 
 def allows_surge(ds: Obj) -> bool:

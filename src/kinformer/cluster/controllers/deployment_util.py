@@ -22,6 +22,7 @@ from functools import cmp_to_key
 from typing import Any, TypeVar
 
 from ..metatime import parse_time, rfc3339
+from .intstr import scaled_value
 from .workload import Obj, meta
 
 HASH_LABEL = "pod-template-hash"
@@ -138,18 +139,6 @@ def has_revision_history_limit(d: Obj) -> bool:
 
 
 # -- maxSurge / maxUnavailable -------------------------------------------------------------------------------
-
-def scaled_value(value: int | str | None, total: int, round_up: bool) -> int:
-    """``intstr.GetScaledValueFromIntOrPercent``: an int as is, "N%" of ``total`` rounded up or down."""
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value
-    if not value.endswith("%") or not value[:-1].isdigit():
-        raise ValueError(f"invalid value for IntOrString: invalid type: string is not a percentage: {value!r}")
-    exact = int(value[:-1]) * total / 100
-    return math.ceil(exact) if round_up else math.floor(exact)
-
 
 def fenceposts(d: Obj) -> tuple[int, int]:
     """(maxSurge, maxUnavailable) for the desired replicas (``ResolveFenceposts``)."""

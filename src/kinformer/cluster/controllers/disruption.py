@@ -27,7 +27,6 @@ DisruptionTarget pod condition and its stale-condition cleanup.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,8 +38,9 @@ from kinformer.selectors import SelectorError, label_selector_from_dict
 from ..cluster import ControllerContext
 from ..metatime import parse_time
 from ..podutil import is_pod_ready
+from .intstr import scaled_value
 
-__all__ = ["DisruptionReconciler", "scaled_value", "setup"]
+__all__ = ["DisruptionReconciler", "setup"]
 
 PDBS = "poddisruptionbudgets.policy"
 CONDITION = "DisruptionAllowed"
@@ -51,13 +51,12 @@ class SyncFailed(Exception):
     """The expected pod count could not be calculated (the message goes to the SyncFailed condition)."""
 
 
-def scaled_value(value: int | str, total: int) -> int:
-    """kube's ``GetScaledValueFromIntOrPercent`` rounding up: ``"50%"`` of 3 -> 2; an int stays itself."""
-    if isinstance(value, int):
-        return value
-    if not value.endswith("%") or not value[:-1].isdigit():
-        raise SyncFailed(f'invalid value for IntOrString: invalid value "{value}": must be an integer or percentage')
-    return math.ceil(int(value[:-1]) * total / 100)
+def _scaled(value: int | str, total: int) -> int:
+    """The budget's IntOrString of ``total``, rounded up (kube's disruption controller); SyncFailed if bad."""
+    try:
+        return scaled_value(value, total, True)
+    except ValueError as err:
+        raise SyncFailed(str(err)) from err
 
 
 def _selector_text(selector: Obj) -> str:
@@ -131,13 +130,13 @@ class DisruptionReconciler:
         spec = pdb.get("spec") or {}
         if spec.get("maxUnavailable") is not None:
             expected, unmanaged = await self._expected_scale(pods)
-            return expected, max(expected - scaled_value(spec["maxUnavailable"], expected), 0), unmanaged
+            return expected, max(expected - _scaled(spec["maxUnavailable"], expected), 0), unmanaged
         minimum = spec.get("minAvailable")
         if isinstance(minimum, int):
             return len(pods), minimum, []
         if minimum is not None:
             expected, unmanaged = await self._expected_scale(pods)
-            return expected, scaled_value(minimum, expected), unmanaged
+            return expected, _scaled(minimum, expected), unmanaged
         return 0, 0, []
 
     async def _expected_scale(self, pods: list[Obj]) -> tuple[int, list[str]]:
