@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kinformer.controller.conditions import find_condition
+
 from .metatime import parse_time
 
 __all__ = ["is_being_deleted", "is_pod_active", "is_pod_available", "is_pod_ready", "is_running_and_ready",
@@ -44,10 +46,7 @@ def is_pod_active(pod: Obj) -> bool:
 
 def ready_condition(pod: Obj) -> Mapping[str, Any] | None:
     """The pod's Ready condition, or None."""
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            return cond
-    return None
+    return find_condition(pod.get("status") or {}, "Ready")
 
 
 def is_pod_ready(pod: Obj) -> bool:

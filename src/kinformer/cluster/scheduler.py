@@ -44,7 +44,7 @@ from kinformer.controller.reconcile import Request
 from kinformer.errors import Conflict, NotFound
 
 from . import scheduling
-from .controllers.workload import Wakeups
+from .controllers.expectations import Wakeups
 from .podindex import pod_reference, pods_informer, pods_on_node
 from .podresources import pod_requests
 from .podutil import is_terminal

@@ -9,6 +9,7 @@ import copy
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
+from kinformer.controller.conditions import find_condition
 from kinformer.errors import APIError
 
 from ..metatime import parse_time
@@ -28,10 +29,7 @@ def as_dict(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
     """The Job condition of ``type_`` in ``obj``'s status, or None."""
-    for cond in (obj.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == type_:
-            return cond
-    return None
+    return find_condition(obj.get("status") or {}, type_)
 
 
 def new_condition(type_: str, status: str, reason: str, message: str, now: float) -> dict[str, Any]:

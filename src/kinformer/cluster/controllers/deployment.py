@@ -36,6 +36,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kinformer.controller.conditions import find_condition, remove_condition
 from kinformer.controller.predicates import Funcs
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import AlreadyExists, APIError, NotFound
@@ -43,7 +44,8 @@ from kinformer.selectors import label_selector_from_dict
 
 from ..metatime import parse_time
 from . import deployment_util as du
-from .workload import Obj, claim, controller_of, controller_ref, meta
+from .expectations import Obj, meta
+from .refs import RefManager, controller_of, controller_ref
 
 if TYPE_CHECKING:
     from kinformer.cluster.cluster import ControllerContext
@@ -141,8 +143,8 @@ class DeploymentController:
     async def _claim_replicasets(self, d: dict[str, Any]) -> list[dict[str, Any]]:
         namespace = meta(d)["namespace"]
         selector = label_selector_from_dict(d["spec"]["selector"])
-        claimed = await claim(self.client, "replicasets", d, controller_ref(d, "apps/v1", "Deployment"), selector,
-                              self.replicasets.lister().namespaced(namespace).list())
+        manager = RefManager(self.client, d, "replicasets", selector)
+        claimed = await manager.claim(self.replicasets.lister().namespaced(namespace).list())
         return [_own(rs) for rs in claimed]
 
     def _pods_by_rs(self, d: Obj, rss: list[dict[str, Any]]) -> dict[str, list[Obj]]:
@@ -159,7 +161,7 @@ class DeploymentController:
         if not du.has_progress_deadline(d):
             return
         status = d.setdefault("status", {})
-        cond = du.condition(status, "Progressing")
+        cond = find_condition(status, "Progressing")
         if cond is not None and cond.get("reason") == du.TIMED_OUT:
             return
         paused_cond = cond is not None and cond.get("reason") == du.PAUSED
@@ -213,7 +215,7 @@ class DeploymentController:
             return rs
         await self._set_revision(d, rs_annotations.get(du.REVISION, ""))
         status = d.setdefault("status", {})
-        if du.has_progress_deadline(d) and du.condition(status, "Progressing") is None:
+        if du.has_progress_deadline(d) and find_condition(status, "Progressing") is None:
             du.set_condition(status, du.new_condition("Progressing", "True", du.FOUND_NEW_RS,
                                                       f'Found new replica set "{meta(rs)["name"]}"', self.clock.wall()))
             await self._update_status(d)
@@ -231,7 +233,7 @@ class DeploymentController:
             "apiVersion": "apps/v1", "kind": "ReplicaSet",
             "metadata": {"name": name, "namespace": meta(d)["namespace"],
                          "labels": dict(template["metadata"]["labels"]),
-                         "ownerReferences": [controller_ref(d, "apps/v1", "Deployment")], "annotations": {}},
+                         "ownerReferences": [controller_ref(d)], "annotations": {}},
             "spec": {"replicas": 0, "minReadySeconds": d["spec"].get("minReadySeconds", 0), "selector": selector,
                      "template": template}}
         count = self._new_rs_replicas(d, [*olds, new], new)
@@ -516,8 +518,8 @@ class DeploymentController:
         status = self._calculate_status(d, all_rss, new)
         now = self.clock.wall()
         if not du.has_progress_deadline(d):
-            du.remove_condition(status, "Progressing")
-        current = du.condition(d.get("status") or {}, "Progressing")
+            remove_condition(status, "Progressing")
+        current = find_condition(d.get("status") or {}, "Progressing")
         complete = status["replicas"] == status["updatedReplicas"] and current is not None \
             and current.get("reason") == du.NEW_RS_AVAILABLE
         if du.has_progress_deadline(d) and not complete:
@@ -526,7 +528,7 @@ class DeploymentController:
         if failures:
             du.set_condition(status, failures[0])
         else:
-            du.remove_condition(status, "ReplicaFailure")
+            remove_condition(status, "ReplicaFailure")
         if not await self._write_if_changed(d, status):
             return self._requeue_stuck(d, status, now)
         return Result()
@@ -545,7 +547,7 @@ class DeploymentController:
             if current is not None:
                 if current.get("status") == "True":
                     cond["lastTransitionTime"] = current.get("lastTransitionTime")
-                du.remove_condition(status, "Progressing")
+                remove_condition(status, "Progressing")
             du.set_condition(status, cond)
         elif du.deployment_timed_out(d, status, now):
             message = f'ReplicaSet "{name}" has timed out progressing.' if name \
@@ -568,7 +570,7 @@ class DeploymentController:
 
     def _requeue_stuck(self, d: Obj, status: Mapping[str, Any], now: float) -> Result:
         """Look again when the progress deadline passes (``requeueStuckDeployment``)."""
-        current = du.condition(d.get("status") or {}, "Progressing")
+        current = find_condition(d.get("status") or {}, "Progressing")
         if not du.has_progress_deadline(d) or current is None:
             return Result()
         if du.deployment_complete(d, status) or current.get("reason") == du.TIMED_OUT:

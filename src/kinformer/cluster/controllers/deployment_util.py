@@ -21,9 +21,11 @@ from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from functools import cmp_to_key
 from typing import Any, TypeVar
 
+from kinformer.controller.conditions import find_condition, remove_condition
+
 from ..metatime import parse_time, rfc3339
+from .expectations import Obj, meta
 from .intstr import scaled_value
-from .workload import Obj, meta
 
 HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
@@ -223,10 +225,6 @@ def _append_history(rs_annotations: MutableMapping[str, str], old: str) -> None:
 
 # -- conditions -------------------------------------------------------------------------------------------------
 
-def condition(status: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    return next((c for c in status.get("conditions") or () if c.get("type") == type_), None)
-
-
 def new_condition(type_: str, status: str, reason: str, message: str, now: float) -> dict[str, Any]:
     stamp = rfc3339(now)
     return {"type": type_, "status": status, "lastUpdateTime": stamp, "lastTransitionTime": stamp,
@@ -236,17 +234,13 @@ def new_condition(type_: str, status: str, reason: str, message: str, now: float
 def set_condition(status: MutableMapping[str, Any], cond: dict[str, Any]) -> None:
     """``SetDeploymentCondition``: nothing for the same status and reason; the transition time kept for the
     same status; the condition moved to the end."""
-    current = condition(status, cond["type"])
+    current = find_condition(status, cond["type"])
     if current is not None and current.get("status") == cond["status"] and current.get("reason") == cond["reason"]:
         return
     if current is not None and current.get("status") == cond["status"]:
         cond["lastTransitionTime"] = current.get("lastTransitionTime")
     remove_condition(status, cond["type"])
     status["conditions"] = [*(status.get("conditions") or []), cond]
-
-
-def remove_condition(status: MutableMapping[str, Any], type_: str) -> None:
-    status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != type_]
 
 
 # -- orderings --------------------------------------------------------------------------------------------------
@@ -369,7 +363,7 @@ def deployment_progressing(d: Obj, status: Mapping[str, Any]) -> bool:
 def deployment_timed_out(d: Obj, status: Mapping[str, Any], now: float) -> bool:
     if not has_progress_deadline(d):
         return False
-    cond = condition(status, "Progressing")
+    cond = find_condition(status, "Progressing")
     if cond is None or cond.get("reason") == NEW_RS_AVAILABLE:
         return False
     if cond.get("reason") == TIMED_OUT:

@@ -39,6 +39,7 @@ from ..cluster import ControllerContext
 from ..metatime import parse_time
 from ..podutil import is_pod_ready
 from .intstr import scaled_value
+from .refs import controller_of
 
 __all__ = ["DisruptionReconciler", "setup"]
 
@@ -82,10 +83,6 @@ def selected_pods(pdb: Obj, pods: list[Obj]) -> list[Obj]:
 def _present(status: Obj) -> dict[str, Any]:
     """``status`` without its empty fields (as the server stores it: kube omits them)."""
     return {k: v for k, v in status.items() if v not in (None, {}, [])}
-
-
-def _controller_ref(obj: Obj) -> Obj | None:
-    return next((r for r in (obj.get("metadata") or {}).get("ownerReferences") or () if r.get("controller")), None)
 
 
 class DisruptionReconciler:
@@ -144,7 +141,7 @@ class DisruptionReconciler:
         scales: dict[str, int] = {}
         unmanaged = []
         for pod in pods:
-            ref = _controller_ref(pod)
+            ref = controller_of(pod)
             if ref is None:
                 unmanaged.append(pod["metadata"]["name"])
                 continue
@@ -166,7 +163,7 @@ class DisruptionReconciler:
                 return None
             if rs["metadata"].get("uid") != ref.get("uid"):
                 return None
-            owner = _controller_ref(rs)
+            owner = controller_of(rs)
             if owner is not None and owner.get("kind") == "Deployment":
                 ref = owner
         try:

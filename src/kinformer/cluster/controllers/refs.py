@@ -1,7 +1,8 @@
-"""Controller references and kube's ``ControllerRefManager`` (adoption and release) for the StatefulSet and
-DaemonSet controllers: :func:`.workload.claim`'s rules, plus the two kube's ``ClaimPods`` and
-``ClaimControllerRevisions`` also have, a filter on the object (a StatefulSet's pods must carry its name) and
-the re-read of the owner before the first adoption.
+"""Controller references and kube's ``ControllerRefManager`` (adoption and release), the one home of both for
+every workload controller (replicaset, deployment, statefulset, daemonset, job): ``metav1.GetControllerOf``,
+``metav1.NewControllerRef``, and ``ClaimPods``/``ClaimReplicaSets``/``ClaimControllerRevisions`` with an
+optional filter on the object (a StatefulSet's pods must carry its name) and the re-read of the owner before
+the first adoption.
 
 Rules (pkg/controller/controller_ref_manager.go, kube 1.32):
 
@@ -17,6 +18,7 @@ Adoption and release are strategic-merge patches that carry the object's uid as 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -26,8 +28,6 @@ from kinformer.errors import NotFound, SelectorError
 from kinformer.selectors import LabelSelector, label_selector_from_dict
 
 from ..podutil import is_being_deleted
-from . import workload
-from .workload import controller_of
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +50,20 @@ def valid_selector(owner: Obj) -> LabelSelector | None:
         return None
 
 
+def controller_of(obj: Obj) -> Mapping[str, Any] | None:
+    """The ownerReference with ``controller: true``, if any (``metav1.GetControllerOf``)."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("controller"):
+            return ref
+    return None
+
+
 def controller_ref(owner: Obj) -> dict[str, Any]:
-    """``metav1.NewControllerRef`` to ``owner`` (its own apiVersion and kind)."""
-    return workload.controller_ref(owner, owner["apiVersion"], owner["kind"])
+    """``metav1.NewControllerRef`` to ``owner`` (its own apiVersion and kind): controller and
+    blockOwnerDeletion set."""
+    meta = owner["metadata"]
+    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": meta["uid"],
+            "controller": True, "blockOwnerDeletion": True}
 
 
 def is_controlled_by(obj: Obj, owner: Obj) -> bool:
@@ -137,10 +148,20 @@ class RefManager:
     async def _adopt(self, obj: Obj) -> bool:
         if not await self._owner_still_adoptable():
             return False
-        return await workload.adopt(self.client, self.resource, obj, controller_ref(self.owner))
+        body = {"metadata": {"ownerReferences": [controller_ref(self.owner)], "uid": obj["metadata"]["uid"]}}
+        return await self._patch_refs(obj, body)
 
     async def _release(self, obj: Obj) -> None:
-        await workload.release(self.client, self.resource, obj, self.owner["metadata"]["uid"])
+        refs = [{"$patch": "delete", "uid": self.owner["metadata"]["uid"]}]
+        await self._patch_refs(obj, {"metadata": {"ownerReferences": refs, "uid": obj["metadata"]["uid"]}})
+
+    async def _patch_refs(self, obj: Obj, body: Mapping[str, Any]) -> bool:
+        """A strategic-merge patch of ``ownerReferences`` guarded by the object's uid; False if it is gone."""
+        meta = obj["metadata"]
+        with contextlib.suppress(NotFound):
+            await self.client.patch(self.resource, meta["name"], body, "strategic", namespace=meta.get("namespace"))
+            return True
+        return False
 
 
 __all__ = ["RefManager", "controller_of", "controller_ref", "is_controlled_by", "orphan_mapper"]

@@ -37,17 +37,15 @@ from kinformer.selectors import LabelSelector, label_selector_from_dict
 
 from ..metatime import parse_time, rfc3339
 from ..podutil import is_being_deleted, is_pod_active, is_pod_available, is_pod_ready, ready_condition
-from .podtemplate import pod_from_template
-from .slowstart import slow_start_batch
-from .workload import (
+from .expectations import (
     Expectations,
     Obj,
     Wakeups,
-    claim,
-    controller_of,
-    controller_ref,
     meta,
 )
+from .podtemplate import pod_from_template
+from .refs import RefManager, controller_of
+from .slowstart import slow_start_batch
 
 if TYPE_CHECKING:
     from kinformer.cluster.cluster import ControllerContext
@@ -286,7 +284,7 @@ class ReplicaSetController:
             log.warning("replicaset %s has an invalid selector: %s", request.key, err)
             return Result()
         pods = [p for p in self.pod_informer.lister().namespaced(request.namespace).list() if is_pod_active(p)]
-        pods = await claim(self.client, "pods", rs, controller_ref(rs, "apps/v1", "ReplicaSet"), selector, pods)
+        pods = await RefManager(self.client, rs, "pods", selector).claim(pods)
         manage_error: BaseException | None = None
         if needs_sync and not is_being_deleted(rs):
             manage_error = await self._manage(rs, pods)
