@@ -1,8 +1,26 @@
-"""The timings and sizes of the simulated cluster (every delay runs on the injected clock)."""
+"""The timings and sizes of the simulated cluster (every delay runs on the injected clock).
+
+Invariant: a :class:`ClusterOptions` that exists is valid. Every field is checked when it is made (also by
+``dataclasses.replace``), so a bad value is a ValueError naming the field before any server or cluster starts.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+
+from kinformer.quantity import parse_quantity
+
+#: fields that must be > 0 (periods, timeouts and sizes a loop divides by or waits on)
+_POSITIVE = ("workers", "node_pods", "node_lease_duration_seconds", "node_lease_renew_interval",
+             "node_status_update_frequency", "restart_backoff", "restart_backoff_max",
+             "scheduler_pod_initial_backoff", "scheduler_pod_max_backoff", "scheduler_max_unschedulable_duration",
+             "node_monitor_period", "node_monitor_grace_period", "node_startup_grace_period",
+             "resource_quota_sync_period", "max_endpoints_per_slice", "pdb_deletion_timeout", "pod_gc_period",
+             "pod_gc_quarantine", "job_backoff_base", "job_backoff_max")
+#: (smaller, larger): the first must not exceed the second
+_ORDERED = (("restart_backoff", "restart_backoff_max"),
+            ("scheduler_pod_initial_backoff", "scheduler_pod_max_backoff"),
+            ("job_backoff_base", "job_backoff_max"))
 
 
 @dataclass(frozen=True)
@@ -69,3 +87,24 @@ class ClusterOptions:
     job_backoff_base: float = 1.0
     #: the longest such delay (kube's MaxJobPodFailureBackOff, 6 min)
     job_backoff_max: float = 36.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type in ("int", "float") and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise ValueError(f"ClusterOptions.{f.name} must be a number, got {value!r}")
+            if f.type == "int" and not isinstance(value, int):
+                raise ValueError(f"ClusterOptions.{f.name} must be an integer, got {value!r}")
+            if f.type in ("int", "float") and value < 0:
+                raise ValueError(f"ClusterOptions.{f.name} must be >= 0, got {value}")
+        for name in _POSITIVE:
+            if getattr(self, name) <= 0:
+                raise ValueError(f"ClusterOptions.{name} must be > 0, got {getattr(self, name)}")
+        for small, large in _ORDERED:
+            if getattr(self, small) > getattr(self, large):
+                raise ValueError(f"ClusterOptions needs 0 < {small} <= {large}, got {getattr(self, small)} and "
+                                 f"{getattr(self, large)}")
+        for name in ("node_cpu", "node_memory"):
+            parsed = parse_quantity(getattr(self, name)) if isinstance(getattr(self, name), str) else None
+            if parsed is None or parsed[0] <= 0:
+                raise ValueError(f"ClusterOptions.{name} must be a positive quantity, got {getattr(self, name)!r}")

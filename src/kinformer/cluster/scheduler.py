@@ -141,10 +141,6 @@ class Scheduler:
 
     def __init__(self, ctx: ControllerContext) -> None:
         options = ctx.options
-        for label in ("scheduler_pod_initial_backoff", "scheduler_pod_max_backoff",
-                      "scheduler_max_unschedulable_duration"):
-            if getattr(options, label) <= 0:
-                raise ValueError(f"ClusterOptions.{label} must be > 0, got {getattr(options, label)}")
         self.client = ctx.client
         self.clock = ctx.clock
         self.options = options

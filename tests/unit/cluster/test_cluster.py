@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import pytest
 
-from kinformer.cluster import CONTROLLERS
+from kinformer.cluster import CONTROLLERS, ClusterOptions
 from kinformer.cluster.cluster import controller_names
 from kinformer.server import APIServer
 
@@ -29,3 +32,27 @@ def test_negative_node_count_is_refused() -> None:
 async def test_bare_server_has_no_cluster() -> None:
     async with APIServer() as server:
         assert server.cluster is None
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"workers": 0}, "workers must be > 0"),
+    ({"workers": 1.5}, "workers must be an integer"),
+    ({"node_pods": True}, "node_pods must be a number"),
+    ({"container_run_seconds": -1.0}, "container_run_seconds must be >= 0"),
+    ({"node_monitor_grace_period": 0}, "node_monitor_grace_period must be > 0"),
+    ({"pod_gc_quarantine": 0}, "pod_gc_quarantine must be > 0"),
+    ({"max_endpoints_per_slice": 0}, "max_endpoints_per_slice must be > 0"),
+    ({"restart_backoff": 10.0, "restart_backoff_max": 1.0}, "0 < restart_backoff <= restart_backoff_max"),
+    ({"node_cpu": "four"}, "node_cpu must be a positive quantity"),
+    ({"node_memory": "0"}, "node_memory must be a positive quantity"),
+])
+def test_bad_cluster_options_are_refused_naming_the_field(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ClusterOptions(**options)
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(ClusterOptions(), **options)
+
+
+def test_default_cluster_options_are_valid_and_reach_the_cluster() -> None:
+    options = ClusterOptions(node_cpu="8", container_run_seconds=0.0)
+    assert APIServer(nodes=1, cluster_options=options).cluster_options is options

@@ -121,9 +121,6 @@ class JobController:
 
     def __init__(self, ctx: ControllerContext) -> None:
         options = ctx.options
-        if not 0 < options.job_backoff_base <= options.job_backoff_max:
-            raise ValueError("ClusterOptions needs 0 < job_backoff_base <= job_backoff_max, got "
-                             f"{options.job_backoff_base} and {options.job_backoff_max}")
         self.client = ctx.manager.client
         self.clock = ctx.clock
         self.options = options

@@ -107,9 +107,6 @@ class NodeMonitor:
 
     def __init__(self, ctx: ControllerContext, nodes: SharedIndexInformer, pods: SharedIndexInformer) -> None:
         options = ctx.options
-        for label in ("node_monitor_period", "node_monitor_grace_period", "node_startup_grace_period"):
-            if getattr(options, label) <= 0:
-                raise ValueError(f"ClusterOptions.{label} must be > 0, got {getattr(options, label)}")
         self.client, self.clock, self.options = ctx.client, ctx.clock, options
         self.recorder = ctx.recorder(COMPONENT)
         self.nodes, self.pods = nodes, pods

@@ -45,9 +45,6 @@ class PodGC:
 
     def __init__(self, ctx: ControllerContext) -> None:
         options = ctx.options
-        for label in ("pod_gc_period", "pod_gc_quarantine"):
-            if getattr(options, label) <= 0:
-                raise ValueError(f"ClusterOptions.{label} must be > 0, got {getattr(options, label)}")
         self.client, self.clock, self.options = ctx.client, ctx.clock, options
         self.nodes = ctx.manager.informer("nodes")
         self.pods = pods_informer(ctx.manager)
