@@ -1,6 +1,7 @@
 """Helpers for tests of the moving cluster (:mod:`kinformer.cluster`), usable by every controller's tests.
 
-* :func:`wait_for` — poll a condition (plain or async) until it holds, bounded by ``asyncio.timeout``;
+* :func:`wait_for` — poll a probe (plain or async) until it returns something truthy (returned), bounded by
+  ``asyncio.timeout``; the one bounded wait of the cluster's tests (``_h*_helpers`` use it too);
 * :func:`wait_for_object` / :func:`wait_gone` — watch an object until a predicate holds (returned) / it is gone;
 * :func:`pod` — a minimal pod body (optionally bound to a node);
 * :func:`run_pod` — play the kubelet where none runs: bind a pod and write the status a kubelet would
@@ -12,31 +13,34 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from kinformer.client import Client
 from kinformer.controller.wait import wait_for as ki_wait_for
 
+T = TypeVar("T")
+
 #: the polling period of :func:`wait_for` (real time; the condition, not the period, synchronizes).
 POLL = 0.02
 
 
-async def wait_for(condition: Callable[[], bool | Awaitable[bool]], timeout: float = 10.0,
-                   message: str = "condition") -> None:
-    """Return once ``condition()`` is true; TimeoutError naming ``message`` after ``timeout`` seconds."""
+async def wait_for(probe: Callable[[], T | Awaitable[T]], what: str = "condition", timeout: float = 20.0, *,
+                   message: str | None = None) -> T:
+    """Poll ``probe()`` until it returns something truthy and return that; TimeoutError naming ``what`` (or
+    ``message``) after ``timeout`` seconds."""
     try:
         async with asyncio.timeout(timeout):
             while True:
-                value = condition()
+                value = probe()
                 if inspect.isawaitable(value):
                     value = await value
                 if value:
-                    return
+                    return value  # type: ignore[return-value]
                 await asyncio.sleep(POLL)
     except TimeoutError:
-        raise TimeoutError(f"{message} did not hold within {timeout} s") from None
+        raise TimeoutError(f"{message or what} did not hold within {timeout} s") from None
 
 
 async def wait_for_object(client: Client, resource: str, name: str, predicate: Callable[[Any], bool],

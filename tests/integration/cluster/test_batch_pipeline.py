@@ -3,6 +3,7 @@ Job runs its pod (the test plays the kubelet), completes, is seen by the CronJob
 
 from __future__ import annotations
 
+from cluster_helpers import wait_for
 from kinformer.client import Client
 from kinformer.cluster.controllers.batch import format_time
 from kinformer.errors import NotFound
@@ -10,7 +11,6 @@ from kinformer.server import APIServer
 from unit.cluster._hjobs_helpers import (
     NS,
     batch_cluster,
-    eventually,
     finish_pod,
     has_condition,
     job_body,
@@ -46,7 +46,7 @@ async def test_a_cronjobs_job_runs_completes_is_recorded_and_expires() -> None:
                 return True
             return False
 
-        await eventually(expired, "the job deleted 30 s after it finished")
+        await wait_for(expired, "the job deleted 30 s after it finished")
 
 
 async def test_a_job_whose_pods_exit_non_zero_fails_on_simulated_nodes() -> None:

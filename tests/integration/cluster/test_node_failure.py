@@ -12,12 +12,13 @@ from datetime import datetime
 
 import pytest
 
+from cluster_helpers import wait_for
 from kinformer.client import Client
 from kinformer.clock import FakeClock
 from kinformer.cluster import ClusterOptions
 from kinformer.errors import NotFound
 from kinformer.server import APIServer
-from unit.cluster._hsched_helpers import Env, pod, ready_node, wait_for
+from unit.cluster._hsched_helpers import Env, pod, ready_node
 
 TOLERATION = 20
 CONTROLLERS = ["scheduler", "nodelifecycle", "taint-eviction-controller"]

@@ -4,17 +4,17 @@ Failed with containerStatuses), as kube's controller unit tests use fake pods.""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
+from cluster_helpers import wait_for
 from kinformer.client import Client
 from kinformer.clock import Clock, FakeClock
 from kinformer.cluster import ClusterOptions
 from kinformer.cluster.controllers.batch import format_time
 from kinformer.controller import Controller
 from kinformer.server import APIServer
-from unit.cluster._hsched_helpers import wait_for
 
 T = TypeVar("T")
 NS = "default"
@@ -33,12 +33,6 @@ async def batch_cluster(*controllers: str, clock: FakeClock | None = None,
             yield server, client, clock
         finally:
             await client.close()
-
-
-async def eventually(probe: Callable[[], Awaitable[T | None]], what: str, timeout: float = WAIT) -> T:
-    """Poll ``probe`` until it returns something truthy (bounded); that value."""
-    value: T = await wait_for(probe, what, timeout)
-    return value
 
 
 def job_body(name: str, **spec: Any) -> dict[str, Any]:
@@ -63,7 +57,7 @@ async def wait_pods(client: Client, job: str, count: int) -> list[Any]:
         pods = await job_pods(client, job, active_only=True)
         return pods if len(pods) == count else None
 
-    return await eventually(probe, f"{count} active pods of job {job}") if count else []
+    return await wait_for(probe, f"{count} active pods of job {job}") if count else []
 
 
 async def wait_job(client: Client, name: str, check: Callable[[Mapping[str, Any]], bool], what: str) -> Any:
@@ -71,7 +65,7 @@ async def wait_job(client: Client, name: str, check: Callable[[Mapping[str, Any]
         job = await client.get("jobs", name, NS)
         return job if check(job) else None
 
-    return await eventually(probe, f"job {name}: {what}")
+    return await wait_for(probe, f"job {name}: {what}")
 
 
 def has_condition(type_: str, status: str = "True") -> Callable[[Mapping[str, Any]], bool]:
@@ -122,7 +116,7 @@ async def wait_event(client: Client, name: str, reason: str) -> list[tuple[str, 
         found = [e for e in await events_of(client, name) if e[1] == reason]
         return found or None
 
-    return await eventually(probe, f"a {reason} event about {name}")
+    return await wait_for(probe, f"a {reason} event about {name}")
 
 
 async def settle(server: APIServer, controller: str) -> None:
@@ -133,7 +127,7 @@ async def settle(server: APIServer, controller: str) -> None:
         ctrl = controller_named(server, controller)
         return ctrl is not None and ctrl.queue.waiting_count >= 1 and len(ctrl.queue) == 0 and ctrl.stats.active == 0
 
-    await eventually(idle, f"the {controller} controller idle with a requeue pending")
+    await wait_for(idle, f"the {controller} controller idle with a requeue pending")
 
 
 def controller_named(server: APIServer, name: str) -> Controller | None:

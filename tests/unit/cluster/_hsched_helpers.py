@@ -6,11 +6,11 @@ node's Lease itself where it plays the kubelet's heartbeat.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cluster_helpers import wait_for
 from kinformer.client import Client
 from kinformer.clock import Clock, FakeClock
 from kinformer.cluster.metatime import rfc3339
@@ -61,19 +61,6 @@ def pod(name: str, *, cpu: str | None = None, memory: str | None = None, namespa
         container["resources"] = {"requests": requests}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
             "spec": {"containers": [container], **spec}}
-
-
-async def wait_for(probe: Callable[[], Awaitable[Any]], what: str, timeout: float = 15.0) -> Any:
-    """Poll ``probe`` (real time, bounded) until it returns something truthy; return that."""
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                value = await probe()
-                if value:
-                    return value
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
 
 
 async def events_for(client: Client, name: str, reason: str, namespace: str = "default") -> list[Any]:

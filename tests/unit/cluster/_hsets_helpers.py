@@ -14,11 +14,10 @@ from kinformer.client import Client
 from kinformer.cluster.controllers.daemonset_nodes import target_node
 from kinformer.cluster.metatime import rfc3339
 from kinformer.errors import Conflict, NotFound
-from unit.cluster._hsched_helpers import add_node, wait_for
+from unit.cluster._hsched_helpers import add_node
 
 NS = "default"
-__all__ = ["NS", "add_node", "bind", "events", "kubelet", "live_pod_names", "pods", "set_phase", "set_running",
-           "wait_for"]
+__all__ = ["NS", "add_node", "bind", "events", "kubelet", "live_pod_names", "pods", "set_phase", "set_running"]
 
 
 async def pods(client: Client, selector: str, namespace: str = NS) -> list[Mapping[str, Any]]:

@@ -7,8 +7,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from _hsets_helpers import NS, add_node, events, kubelet, pods, set_phase, wait_for
+from _hsets_helpers import NS, add_node, events, kubelet, pods, set_phase
 
+from cluster_helpers import wait_for
 from kinformer.client import Client
 from kinformer.cluster.controllers.daemonset_nodes import target_node
 from kinformer.server import APIServer

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from _hdeploy_helpers import NS, deployment, events, mark_all_ready, pods
-from _hsched_helpers import wait_for
 
 import kinformer as ki
+from cluster_helpers import wait_for
 from kinformer.cluster.controllers import deployment_util as du
 from kinformer.server import APIServer
 

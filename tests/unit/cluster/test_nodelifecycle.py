@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from cluster_helpers import wait_for
 from kinformer.client import Client
 from kinformer.clock import FakeClock
 from kinformer.cluster import ClusterOptions
@@ -18,7 +19,7 @@ from kinformer.cluster.controllers.tainteviction import toleration_seconds
 from kinformer.cluster.metatime import rfc3339
 from kinformer.errors import NotFound
 from kinformer.server import APIServer
-from unit.cluster._hsched_helpers import Env, condition, events_for, pod, ready_node, running_pod, wait_for
+from unit.cluster._hsched_helpers import Env, condition, events_for, pod, ready_node, running_pod
 
 GRACE = 8.0
 TOLERATION = 30

@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from _hsets_helpers import NS, add_node, kubelet, pods, set_phase, wait_for
+from _hsets_helpers import NS, add_node, kubelet, pods, set_phase
 
+from cluster_helpers import wait_for
 from kinformer.client import Client
 from kinformer.clock import FakeClock
 from kinformer.cluster import ClusterOptions

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 from _hdeploy_helpers import NS, events, mark_all_ready, mark_ready, pods, replicaset
-from _hsched_helpers import wait_for
 
 import kinformer as ki
+from cluster_helpers import wait_for
 from kinformer.clock import FakeClock
 from kinformer.cluster.controllers.expectations import EXPECTATIONS_TTL, Expectations, Wakeups
 from kinformer.cluster.controllers.replicaset import calculate_status, pods_to_delete

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 from _hdeploy_helpers import NS, mark_all_ready, pods, replicaset
-from _hsched_helpers import add_node, wait_for
+from _hsched_helpers import add_node
 
 import kinformer as ki
+from cluster_helpers import wait_for
 from kinformer.server import APIServer
 
 pytestmark = pytest.mark.timeout(60)
