@@ -4,8 +4,11 @@
   ``asyncio.timeout``; the one bounded wait of the cluster's tests (``_h*_helpers`` use it too);
 * :func:`wait_for_object` / :func:`wait_gone` — watch an object until a predicate holds (returned) / it is gone;
 * :func:`pod` — a minimal pod body (optionally bound to a node);
-* :func:`run_pod` — play the kubelet where none runs: bind a pod and write the status a kubelet would
-  (Running, Ready, containerStatuses), as kube's controller unit tests use fake pods.
+* :func:`bind` — play the scheduler: POST the pod's ``pods/binding``;
+* :func:`running_status` — the status a kubelet writes for a running pod (ready or not), the one body every
+  test that plays the kubelet patches in (the ``_h*_helpers`` too);
+* :func:`run_pod` — play the kubelet where none runs: bind a pod and write that status, as kube's
+  controller unit tests use fake pods.
 """
 
 from __future__ import annotations
@@ -14,8 +17,6 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
-
-import orjson
 
 from kinformer.client import Client
 from kinformer.controller.wait import wait_for as ki_wait_for
@@ -81,19 +82,38 @@ def is_ready(obj: Any) -> bool:
                for c in (obj.get("status") or {}).get("conditions") or ())
 
 
+async def bind(client: Client, name: str, namespace: str, node: str) -> None:
+    """Play the scheduler: bind pod ``name`` to ``node`` through ``pods/binding``."""
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+    await client.create("pods", binding, namespace=namespace, subresource="binding")
+
+
+def running_status(pod: Mapping[str, Any], *, ready: bool = True, since: str = "2024-01-01T00:00:00Z",
+                   ip: str | None = None, host_ip: str | None = None) -> dict[str, Any]:
+    """The status a kubelet writes for ``pod`` running since ``since`` (RFC 3339): phase Running, every
+    container started (ready as asked), the Ready and ContainersReady conditions ``ready`` (Initialized and
+    PodScheduled True), and the pod's IP and host IP when given."""
+    flag = "True" if ready else "False"
+    conditions = [{"type": t, "status": "True", "lastTransitionTime": since} for t in ("Initialized", "PodScheduled")]
+    conditions += [{"type": t, "status": flag, "lastTransitionTime": since} for t in ("Ready", "ContainersReady")]
+    status: dict[str, Any] = {
+        "phase": "Running", "startTime": since, "conditions": conditions,
+        "containerStatuses": [{"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": ready,
+                               "started": True, "restartCount": 0, "state": {"running": {"startedAt": since}}}
+                              for c in pod["spec"].get("containers") or ()]}
+    if ip is not None:
+        status["podIP"], status["podIPs"] = ip, [{"ip": ip}]
+    if host_ip is not None:
+        status["hostIP"] = host_ip
+    return status
+
+
 async def run_pod(client: Client, name: str, namespace: str, node: str = "node-1",
                   pod_ip: str = "10.244.1.10") -> Any:
     """Play the kubelet: bind pod ``name`` to ``node`` (when unbound) and mark it Running and Ready."""
     current = await client.get("pods", name, namespace)
     if not current["spec"].get("nodeName"):
-        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
-                   "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
-        await client.request_bytes("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding",
-                                   data=orjson.dumps(binding), headers={"Content-Type": "application/json"})
-    ready = [{"type": t, "status": "True"} for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")]
-    statuses = [{"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": True, "started": True,
-                 "restartCount": 0, "state": {"running": {"startedAt": "2024-01-01T00:00:00Z"}}}
-                for c in current["spec"]["containers"]]
-    return await client.patch_status("pods", name, {"status": {
-        "phase": "Running", "podIP": pod_ip, "podIPs": [{"ip": pod_ip}], "conditions": ready,
-        "containerStatuses": statuses}}, "strategic", namespace)
+        await bind(client, name, namespace, node)
+    return await client.patch_status("pods", name, {"status": running_status(current, ip=pod_ip)}, "strategic",
+                                     namespace)

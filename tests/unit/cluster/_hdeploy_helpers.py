@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import kinformer as ki
+from cluster_helpers import running_status
 from kinformer.cluster.metatime import rfc3339
 
 NS = "default"
@@ -19,15 +20,7 @@ async def pods(client: ki.Client, selector: str = "", namespace: str = NS) -> li
 
 async def mark_ready(client: ki.Client, pod: Any, *, ready: bool = True) -> None:
     """The kubelet's part: the pod Running with its Ready condition (and containers) as asked."""
-    now = rfc3339(time.time())
-    flag = "True" if ready else "False"
-    containers = [{"name": c["name"], "image": c.get("image", ""), "ready": ready, "restartCount": 0,
-                   "started": True, "state": {"running": {"startedAt": now}}}
-                  for c in pod["spec"].get("containers", [])]
-    status = {"phase": "Running", "startTime": now,
-              "conditions": [{"type": "Ready", "status": flag, "lastTransitionTime": now},
-                             {"type": "ContainersReady", "status": flag, "lastTransitionTime": now}],
-              "containerStatuses": containers}
+    status = running_status(pod, ready=ready, since=rfc3339(time.time()))
     await client.patch_status("pods", pod["metadata"]["name"], {"status": status},
                               namespace=pod["metadata"]["namespace"])
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from cluster_helpers import wait_for
+from cluster_helpers import running_status, wait_for
 from kinformer.client import Client
 from kinformer.clock import Clock, FakeClock
 from kinformer.cluster import ClusterOptions
@@ -81,12 +81,7 @@ def condition_of(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any]:
 
 async def run_pod(client: Client, pod: Mapping[str, Any], clock: Clock, *, ready: bool = True) -> Any:
     """The kubelet's part: the pod runs (and is Ready)."""
-    stamp = format_time(clock.wall())
-    status = {"phase": "Running",
-              "conditions": [{"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": stamp}],
-              "containerStatuses": [{"name": c["name"], "image": c["image"], "imageID": "", "ready": ready,
-                                     "restartCount": 0, "state": {"running": {"startedAt": stamp}}}
-                                    for c in pod["spec"]["containers"]]}
+    status = running_status(pod, ready=ready, since=format_time(clock.wall()))
     return await client.patch_status("pods", pod["metadata"]["name"], {"status": status}, namespace=NS)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cluster_helpers import wait_for
+from cluster_helpers import running_status, wait_for
 from kinformer.client import Client
 from kinformer.clock import Clock, FakeClock
 from kinformer.cluster.metatime import rfc3339
@@ -124,10 +124,9 @@ class Env:
 
 async def running_pod(env: Env, name: str, node_name: str, **spec: Any) -> None:
     """Play the kubelet: a pod bound to ``node_name``, Running and Ready."""
-    await env.client.create("pods", pod(name, nodeName=node_name, **spec), "default")
-    now = rfc3339(env.clock.wall())
-    await env.client.patch_status("pods", name, {"status": {"phase": "Running", "conditions": [
-        {"type": "Ready", "status": "True", "lastTransitionTime": now}]}}, "strategic", "default")
+    created = await env.client.create("pods", pod(name, nodeName=node_name, **spec), "default")
+    status = running_status(created, since=rfc3339(env.clock.wall()))
+    await env.client.patch_status("pods", name, {"status": status}, "strategic", "default")
 
 
 async def ready_node(env: Env, name: str) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from cluster_helpers import bind, running_status
 from kinformer.client import Client
 from kinformer.cluster.controllers.daemonset_nodes import target_node
 from kinformer.cluster.metatime import rfc3339
@@ -17,7 +17,7 @@ from kinformer.errors import Conflict, NotFound
 from unit.cluster._hsched_helpers import add_node
 
 NS = "default"
-__all__ = ["NS", "add_node", "bind", "events", "kubelet", "live_pod_names", "pods", "set_phase", "set_running"]
+__all__ = ["NS", "add_node", "events", "kubelet", "live_pod_names", "pods", "set_phase", "set_running"]
 
 
 async def pods(client: Client, selector: str, namespace: str = NS) -> list[Mapping[str, Any]]:
@@ -35,28 +35,13 @@ async def set_running(client: Client, pod: Mapping[str, Any], *, ready: bool = T
     """Play the kubelet: the pod Running, its Ready condition ``ready``, its containers started."""
     meta = pod["metadata"]
     now = rfc3339(wall if wall is not None else datetime.now(UTC).timestamp())
-    containers = [{"name": c["name"], "image": c["image"], "imageID": "", "ready": ready, "restartCount": 0,
-                   "started": True, "state": {"running": {"startedAt": now}}} for c in pod["spec"]["containers"]]
-    status = {"phase": "Running", "hostIP": "10.0.0.1", "podIP": "10.244.0.9", "startTime": now,
-              "conditions": [{"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": now},
-                             {"type": "ContainersReady", "status": "True" if ready else "False",
-                              "lastTransitionTime": now}],
-              "containerStatuses": containers}
+    status = running_status(pod, ready=ready, since=now, ip="10.244.0.9", host_ip="10.0.0.1")
     await client.patch_status("pods", meta["name"], {"status": status}, namespace=meta["namespace"])
 
 
 async def set_phase(client: Client, pod: Mapping[str, Any], phase: str) -> None:
     meta = pod["metadata"]
     await client.patch_status("pods", meta["name"], {"status": {"phase": phase}}, namespace=meta["namespace"])
-
-
-async def bind(client: Client, pod: Mapping[str, Any], node: str) -> None:
-    """Play the scheduler: bind ``pod`` to ``node`` through pods/binding."""
-    meta = pod["metadata"]
-    body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta["name"]},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
-    await client.request_bytes("POST", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/binding",
-                               data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
 
 
 async def events(client: Client, name: str, reason: str | None = None) -> list[Mapping[str, Any]]:
@@ -77,7 +62,7 @@ async def _play(client: Client, pod: Mapping[str, Any], schedule: bool, bound_on
     if schedule and not spec.get("nodeName"):
         node = target_node(pod)
         if node is not None:
-            await bind(client, pod, node)
+            await bind(client, pod["metadata"]["name"], pod["metadata"]["namespace"], node)
         return
     pending = (pod.get("status") or {}).get("phase") in (None, "", "Pending")
     if pending and (spec.get("nodeName") or not (schedule or bound_only)):

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import kinformer as ki
+from cluster_helpers import bind
 from kinformer.cluster import ClusterOptions
 from kinformer.server import APIServer
 
@@ -35,9 +36,7 @@ def pod(name: str, labels: dict[str, str], *, ports: list[dict[str, Any]] | None
 
 async def run_pod(client: ki.Client, name: str, ip: str, *, node: str = "node-1", ready: bool = True) -> None:
     """What the scheduler and kubelet would do: bind ``name`` to ``node`` and report it Running with ``ip``."""
-    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": NS},
-               "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
-    await client.create("pods", binding, namespace=NS, subresource="binding")
+    await bind(client, name, NS, node)
     await set_ready(client, name, ready, ip=ip)
 
 
