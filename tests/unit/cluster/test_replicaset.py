@@ -204,3 +204,4 @@ async def test_wakeups_queue_a_key_once_until_it_is_taken() -> None:
     wakeups.add("default", "web")
     async with asyncio.timeout(5):
         assert await anext(taken) == ki.Request("default", "web")
+

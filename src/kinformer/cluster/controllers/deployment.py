@@ -45,7 +45,7 @@ from kinformer.selectors import label_selector_from_dict
 from ..metatime import parse_time
 from . import deployment_util as du
 from .expectations import Obj, meta
-from .refs import RefManager, controller_of, controller_ref
+from .refs import RefManager, controller_of, controller_ref, owners_selecting
 
 if TYPE_CHECKING:
     from kinformer.cluster.cluster import ControllerContext
@@ -88,14 +88,7 @@ class DeploymentController:
         ref = controller_of(rs)
         if ref is not None:
             return [Request(namespace, ref["name"])] if ref.get("kind") == "Deployment" else []
-        labels = meta(rs).get("labels") or {}
-        out = []
-        for d in self.deployments.lister().namespaced(namespace).list():
-            selector = (d.get("spec") or {}).get("selector") or {}
-            if (selector.get("matchLabels") or selector.get("matchExpressions")) \
-                    and label_selector_from_dict(selector).matches(labels):
-                out.append(Request(namespace, meta(d)["name"]))
-        return out
+        return owners_selecting(self.deployments, rs)
 
     def pod_owner(self, pod: Obj) -> list[Request]:
         """A deleted pod of a Recreate Deployment's ReplicaSet wakes the Deployment (old pods gone?)."""

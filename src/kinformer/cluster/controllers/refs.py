@@ -71,28 +71,33 @@ def is_controlled_by(obj: Obj, owner: Obj) -> bool:
     return ref is not None and ref.get("uid") == owner["metadata"]["uid"]
 
 
+def owners_selecting(owners: Any, obj: Obj,
+                     selector_of: Callable[[Obj], LabelSelector] = owner_selector) -> list[Request]:
+    """The owners in ``obj``'s namespace whose selector matches its labels, as kube's ``GetPodReplicaSets``,
+    ``getDeploymentsForReplicaSet`` and ``get<Kind>sForPod`` find them: an object without labels matches none,
+    nor does an owner whose selector is empty (it would select everything) or invalid. ``owners`` is the
+    owners' informer."""
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if not labels:
+        return []
+    out = []
+    for owner in owners.lister().namespaced(meta.get("namespace") or "").list():
+        try:
+            selector = selector_of(owner)
+        except SelectorError:
+            continue
+        if not selector.empty() and selector.matches(labels):
+            out.append(Request(owner["metadata"]["namespace"], owner["metadata"]["name"]))
+    return out
+
+
 def orphan_mapper(owners: Any, owner_selector: Callable[[Obj], LabelSelector]) -> Callable[[Obj], list[Request]]:
-    """Map an orphan (no controller reference) to the owners in its namespace whose selector matches it, as
-    kube's ``get<Kind>sForPod`` does; a controlled object maps to nothing (``owns`` handles it).
-    ``owners`` is the owners' informer."""
+    """Map an orphan (no controller reference) to :func:`owners_selecting` it; a controlled object maps to
+    nothing (``owns`` handles it). ``owners`` is the owners' informer."""
 
     def map_orphan(obj: Obj) -> list[Request]:
-        meta = obj.get("metadata") or {}
-        if controller_of(obj) is not None:
-            return []
-        labels = meta.get("labels") or {}
-        out = []
-        for owner in owners.indexer.list():
-            owner_meta = owner["metadata"]
-            if owner_meta.get("namespace") != meta.get("namespace") or not labels:
-                continue
-            try:
-                selector = owner_selector(owner)
-            except SelectorError:
-                continue
-            if not selector.empty() and selector.matches(labels):
-                out.append(Request(owner_meta["namespace"], owner_meta["name"]))
-        return out
+        return [] if controller_of(obj) is not None else owners_selecting(owners, obj, owner_selector)
 
     return map_orphan
 
@@ -164,4 +169,5 @@ class RefManager:
         return False
 
 
-__all__ = ["RefManager", "controller_of", "controller_ref", "is_controlled_by", "orphan_mapper"]
+__all__ = ["RefManager", "controller_of", "controller_ref", "is_controlled_by", "orphan_mapper",
+           "owners_selecting"]

@@ -44,7 +44,7 @@ from .expectations import (
     meta,
 )
 from .podtemplate import pod_from_template
-from .refs import RefManager, controller_of
+from .refs import RefManager, controller_of, owners_selecting
 from .slowstart import slow_start_batch
 
 if TYPE_CHECKING:
@@ -224,13 +224,8 @@ class ReplicaSetController:
 
     def _enqueue_matching(self, pod: Obj) -> None:
         """Orphans: every ReplicaSet in the namespace whose selector matches the pod's labels."""
-        namespace = meta(pod).get("namespace") or ""
-        labels = meta(pod).get("labels") or {}
-        for rs in self.rs_informer.lister().namespaced(namespace).list():
-            selector = (rs.get("spec") or {}).get("selector")
-            if selector and (selector.get("matchLabels") or selector.get("matchExpressions")) \
-                    and _selector(rs).matches(labels):
-                self.wakeups.add(namespace, meta(rs)["name"])
+        for request in owners_selecting(self.rs_informer, pod):
+            self.wakeups.add(request.namespace, request.name)
 
     async def _pod_added(self, pod: Obj, is_in_initial_list: bool = False) -> None:
         if is_being_deleted(pod):
