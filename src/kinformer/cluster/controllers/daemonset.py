@@ -27,6 +27,9 @@ Implemented:
 Left to others, as in kube: pods bound to a node that no longer exists are collected by the pod garbage
 collector (:mod:`.podgc`); node updates that change only the node's status do not resync the sets (only
 labels and taints count).
+
+Not implemented: status conditions (kube sets none either); a worker count of its own
+(``--concurrent-daemonset-syncs``: ``ClusterOptions.workers`` serves every controller); the controller's metrics.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ due is looked at again when it is; a due Job is read again from the API server (
 the TTL may have been changed or removed) and deleted with ``propagationPolicy: Foreground`` and a uid
 precondition, so its pods go first and a re-created Job of the same name is never deleted. A Job already
 being deleted is left alone. It records no events (neither does kube's).
+
+Not implemented: the controller's ``job_deletion_duration_seconds`` metric; a worker count of its own
+(``--concurrent-ttl-after-finished-syncs``: ``ClusterOptions.workers`` serves every controller).
 """
 
 from __future__ import annotations
