@@ -31,10 +31,9 @@ Every delay runs on the cluster's clock; each status write is a strategic merge 
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +43,7 @@ from kinformer.errors import Conflict, NotFound
 from .metatime import parse_time, rfc3339
 from .nodes import SimulatedNode
 from .podutil import is_terminal
+from .wakeups import Wakeups
 
 if TYPE_CHECKING:
     from .cluster import ControllerContext
@@ -148,17 +148,6 @@ def _container(spec: Mapping[str, Any]) -> Container:
                      float(probe.get("initialDelaySeconds") or 0))
 
 
-class _Requeue:
-    """An async iterable of Requests the kubelet feeds its own controller (pods of a node started again)."""
-
-    def __init__(self) -> None:
-        self.queue: asyncio.Queue[Request] = asyncio.Queue()
-
-    async def __aiter__(self) -> AsyncIterator[Request]:
-        while True:
-            yield await self.queue.get()
-
-
 class Kubelets:
     """The pod half of every simulated kubelet: one reconciler over all pods bound to a simulated node."""
 
@@ -166,7 +155,7 @@ class Kubelets:
         self.ctx, self.nodes = ctx, nodes
         self.runtimes: dict[str, PodRuntime] = {}  # pod key -> runtime
         self.used_ips: dict[str, set[int]] = {name: set() for name in nodes.nodes}
-        self.requeue = _Requeue()
+        self.requeue = Wakeups()  # pods of a node started again, a container failed on demand
         self.pods = ctx.manager.informer("pods")
         ctx.manager.controller(self.reconcile, name="kubelet").for_("pods").source(self.requeue) \
             .workers(ctx.options.workers)
@@ -177,7 +166,7 @@ class Kubelets:
         """Reconcile every pod of node ``name`` (it was started again)."""
         for pod in self.pods.lister().list():
             if pod["spec"].get("nodeName") == name:
-                self.requeue.queue.put_nowait(Request.for_object(pod))
+                self.requeue.add(pod["metadata"]["namespace"], pod["metadata"]["name"])
 
     def fail_container(self, namespace: str, pod: str, container: str, exit_code: int = 1) -> None:
         """Make the running ``container`` of ``pod`` exit with ``exit_code`` now; KeyError if it is not running
@@ -191,7 +180,7 @@ class Kubelets:
                            f"{', '.join(runtime.containers)}")
         if target.state == "running":
             target.exit(exit_code, self.ctx.clock.wall())
-        self.requeue.queue.put_nowait(Request(namespace, pod))
+        self.requeue.add(namespace, pod)
 
     def log(self, pod: Mapping[str, Any], container: str, previous: bool) -> str:
         """The simulated log of ``container`` (already checked to belong to ``pod``); LogError as a kubelet

@@ -44,11 +44,11 @@ from kinformer.controller.reconcile import Request
 from kinformer.errors import Conflict, NotFound
 
 from . import scheduling
-from .controllers.expectations import Wakeups
 from .podindex import pod_reference, pods_informer, pods_on_node
 from .podresources import pod_requests
 from .podutil import is_terminal
 from .scheduling import NodeInfo, PodUsage, Rejection
+from .wakeups import Wakeups
 
 if TYPE_CHECKING:
     from kinformer.cache.shared_informer import SharedIndexInformer

@@ -11,6 +11,8 @@ from _hsets_helpers import NS, add_node, events, kubelet, pods, set_phase
 
 from cluster_helpers import wait_for
 from kinformer.client import Client
+from kinformer.clock import FakeClock
+from kinformer.cluster.controllers.daemonset import BACKOFF_GC_INTERVAL, BACKOFF_INITIAL, BACKOFF_MAX, FailedPodBackoff
 from kinformer.cluster.controllers.daemonset_nodes import target_node
 from kinformer.server import APIServer
 
@@ -303,3 +305,16 @@ async def test_no_node_gets_a_second_pod_while_the_first_creation_is_not_observe
     await wait_for(lambda: _events_if(client, "SuccessfulCreate", 10), "10 SuccessfulCreate events")
     assert not await events(client, "ds", "SuccessfulDelete")
     assert sorted(target_node(p) or "" for p in await pods(client, SELECTOR)) == sorted(nodes)
+
+
+def test_failed_pod_backoff_forgets_pairs_not_failing_for_twice_the_longest_delay() -> None:
+    """kube's failedPodsBackoff is garbage-collected (Backoff.GC every BackoffGCInterval): a (set, node) pair
+    whose pods stopped failing is forgotten, so the back-off holds only the pairs that failed lately."""
+    clock = FakeClock()
+    backoff = FailedPodBackoff(clock)
+    for node in ("a", "b", "c"):
+        backoff.next(f"default/ds/{node}")
+    assert len(backoff) == 3 and backoff.in_backoff("default/ds/a") == BACKOFF_INITIAL
+    clock.step(2 * BACKOFF_MAX + BACKOFF_GC_INTERVAL)
+    backoff.next("default/ds/d")
+    assert len(backoff) == 1 and backoff.in_backoff("default/ds/a") is None

@@ -3,7 +3,6 @@ controller's unit tests), playing the kubelet in-process."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -12,7 +11,7 @@ from _hdeploy_helpers import NS, events, mark_all_ready, mark_ready, pods, repli
 import kinformer as ki
 from cluster_helpers import wait_for
 from kinformer.clock import FakeClock
-from kinformer.cluster.controllers.expectations import EXPECTATIONS_TTL, Expectations, Wakeups
+from kinformer.cluster.controllers.expectations import EXPECTATIONS_TTL, Expectations
 from kinformer.cluster.controllers.replicaset import calculate_status, pods_to_delete
 from kinformer.cluster.controllers.slowstart import slow_start_batch
 from kinformer.server import APIServer
@@ -190,18 +189,4 @@ async def test_slow_start_batches_double_and_stop_after_a_failing_batch() -> Non
 
 async def _noop(calls: list[int]) -> None:
     calls.append(0)
-
-
-async def test_wakeups_queue_a_key_once_until_it_is_taken() -> None:
-    wakeups = Wakeups()
-    for _ in range(1000):
-        wakeups.add("default", "web")
-    wakeups.add("default", "db")
-    assert len(wakeups) == 2  # bounded by the distinct keys, not by the events
-    taken = aiter(wakeups)
-    async with asyncio.timeout(5):
-        assert [await anext(taken), await anext(taken)] == [ki.Request("default", "web"), ki.Request("default", "db")]
-    wakeups.add("default", "web")
-    async with asyncio.timeout(5):
-        assert await anext(taken) == ki.Request("default", "web")
 

@@ -64,6 +64,8 @@ from .slowstart import slow_start
 Obj = Mapping[str, Any]
 BURST_REPLICAS = 250
 BACKOFF_INITIAL, BACKOFF_MAX = 1.0, 15 * 60.0
+#: kube's BackoffGCInterval: how often expired failed-pod back-offs are forgotten.
+BACKOFF_GC_INTERVAL = 60.0
 _STATUS_FIELDS = ("desiredNumberScheduled", "currentNumberScheduled", "numberMisscheduled", "numberReady",
                   "updatedNumberScheduled", "numberAvailable", "numberUnavailable")
 
@@ -80,6 +82,10 @@ class FailedPodBackoff:
     def __init__(self, clock: Any) -> None:
         self.clock = clock
         self._entries: dict[str, tuple[float, float]] = {}  # key -> (delay, last update)
+        self._last_gc = clock.now()
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def in_backoff(self, key: str) -> float | None:
         """The delay still running for ``key``, or None."""
@@ -90,11 +96,20 @@ class FailedPodBackoff:
 
     def next(self, key: str) -> None:
         now = self.clock.now()
+        if now - self._last_gc >= BACKOFF_GC_INTERVAL:
+            self._gc(now)
         entry = self._entries.get(key)
         if entry is None or now - entry[1] > 2 * BACKOFF_MAX:
             self._entries[key] = (BACKOFF_INITIAL, now)
         else:
             self._entries[key] = (min(entry[0] * 2, BACKOFF_MAX), now)
+
+    def _gc(self, now: float) -> None:
+        """Forget the entries not updated for twice the longest delay (kube's ``Backoff.GC``), so what is kept
+        is bounded by the (set, node) pairs that failed lately, not by every pair that ever failed."""
+        self._last_gc = now
+        for key in [k for k, (_, last) in self._entries.items() if now - last > 2 * BACKOFF_MAX]:
+            del self._entries[key]
 
 
 @dataclass

@@ -5,19 +5,17 @@ adoption :mod:`.refs`'.
 * :class:`Expectations` is kube's UIDTrackingControllerExpectations: after asking for N creations (or the
   deletion of named pods) a controller does not act again on that key until the informer has observed them,
   or until ``ttl`` (kube's 5 minutes) has passed.
-* :class:`Wakeups` lets a controller's own informer handlers enqueue keys (``Builder.source``), so expectations
-  are lowered before the key they concern is reconciled.
+* :class:`kinformer.cluster.wakeups.Wakeups` lets the controller's own informer handlers enqueue keys, so
+  expectations are lowered before the key they concern is reconciled.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kinformer.clock import Clock
-from kinformer.controller.reconcile import Request
 
 Obj = Mapping[str, Any]
 
@@ -70,30 +68,3 @@ class Expectations:
 
     def forget(self, key: str) -> None:
         self._by_key.pop(key, None)
-
-
-class Wakeups:
-    """An async iterable of Requests for ``Builder.source``: what informer handlers enqueue themselves.
-
-    A key added again before it was taken is not queued twice (as a work queue's dirty set), so what waits
-    is bounded by the number of distinct keys, however many events the informers deliver."""
-
-    def __init__(self) -> None:
-        self._pending: dict[Request, None] = {}
-        self._ready = asyncio.Event()
-
-    def add(self, namespace: str, name: str) -> None:
-        self._pending[Request(namespace, name)] = None
-        self._ready.set()
-
-    def __len__(self) -> int:
-        return len(self._pending)
-
-    async def __aiter__(self) -> AsyncIterator[Request]:
-        while True:
-            await self._ready.wait()
-            request = next(iter(self._pending))
-            del self._pending[request]
-            if not self._pending:
-                self._ready.clear()
-            yield request

@@ -37,10 +37,10 @@ from kinformer.selectors import LabelSelector, label_selector_from_dict
 
 from ..metatime import parse_time, rfc3339
 from ..podutil import is_being_deleted, is_pod_active, is_pod_available, is_pod_ready, ready_condition
+from ..wakeups import Wakeups
 from .expectations import (
     Expectations,
     Obj,
-    Wakeups,
     meta,
 )
 from .podtemplate import pod_from_template
