@@ -3,6 +3,8 @@
 * :func:`wait_for` — poll a probe (plain or async) until it returns something truthy (returned), bounded by
   ``asyncio.timeout``; the one bounded wait of the cluster's tests (``_h*_helpers`` use it too);
 * :func:`wait_for_object` / :func:`wait_gone` — watch an object until a predicate holds (returned) / it is gone;
+* :func:`events` — the core/v1 Events about an object (optionally of one reason), as ``kubectl get events``
+  lists them;
 * :func:`pod` — a minimal pod body (optionally bound to a node);
 * :func:`bind` — play the scheduler: POST the pod's ``pods/binding``;
 * :func:`running_status` — the status a kubelet writes for a running pod (ready or not), the one body every
@@ -55,6 +57,14 @@ async def wait_gone(client: Client, resource: str, name: str, namespace: str | N
                     timeout: float = 10.0) -> None:
     """Watch ``resource/name`` until it no longer exists."""
     await ki_wait_for(client, resource, name, lambda obj: obj is None, namespace=namespace, timeout=timeout)
+
+
+async def events(client: Client, name: str, reason: str | None = None, namespace: str = "default") -> list[Any]:
+    """The core/v1 Events about the object ``name`` (of ``reason`` when given), as ``kubectl get events``
+    lists them."""
+    items = (await client.list("events", namespace=namespace)).items
+    return [e for e in items if (e.get("involvedObject") or {}).get("name") == name
+            and (reason is None or e.get("reason") == reason)]
 
 
 def pod(name: str, *, node: str | None = None, containers: tuple[str, ...] = ("app",),

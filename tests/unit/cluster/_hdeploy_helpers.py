@@ -51,11 +51,3 @@ def deployment(name: str, replicas: int, labels: dict[str, str], image: str = "n
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NS},
             "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
                      "template": pod_template(labels, image), **spec}}
-
-
-async def events(client: ki.Client, name: str, namespace: str = NS) -> list[tuple[str, str, int]]:
-    """(reason, message, count) of the core/v1 Events about ``name``, as ``kubectl describe`` shows them (the
-    controllers' legacy recorder writes one Event per distinct message; count is how many times it happened)."""
-    result = await client.list("events", namespace=namespace)
-    return [(e.get("reason"), e.get("message"), e.get("count", 1)) for e in result.items
-            if (e.get("involvedObject") or {}).get("name") == name]

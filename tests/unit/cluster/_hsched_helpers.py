@@ -63,12 +63,6 @@ def pod(name: str, *, cpu: str | None = None, memory: str | None = None, namespa
             "spec": {"containers": [container], **spec}}
 
 
-async def events_for(client: Client, name: str, reason: str, namespace: str = "default") -> list[Any]:
-    """core/v1 Events (as ``kubectl get events`` reads them) about ``name`` with ``reason``."""
-    events = await client.list("events", namespace)
-    return [e for e in events.items if e["involvedObject"]["name"] == name and e["reason"] == reason]
-
-
 def condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
     return next((c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == type_), None)
 

@@ -17,7 +17,7 @@ from kinformer.errors import Conflict, NotFound
 from unit.cluster._hsched_helpers import add_node
 
 NS = "default"
-__all__ = ["NS", "add_node", "events", "kubelet", "live_pod_names", "pods", "set_phase", "set_running"]
+__all__ = ["NS", "add_node", "kubelet", "live_pod_names", "pods", "set_phase", "set_running"]
 
 
 async def pods(client: Client, selector: str, namespace: str = NS) -> list[Mapping[str, Any]]:
@@ -42,13 +42,6 @@ async def set_running(client: Client, pod: Mapping[str, Any], *, ready: bool = T
 async def set_phase(client: Client, pod: Mapping[str, Any], phase: str) -> None:
     meta = pod["metadata"]
     await client.patch_status("pods", meta["name"], {"status": {"phase": phase}}, namespace=meta["namespace"])
-
-
-async def events(client: Client, name: str, reason: str | None = None) -> list[Mapping[str, Any]]:
-    """core/v1 Events about the object ``name`` (optionally of one reason), as ``kubectl get events`` lists them."""
-    items = (await client.list("events", namespace=NS)).items
-    return [e for e in items if (e.get("involvedObject") or {}).get("name") == name
-            and (reason is None or e.get("reason") == reason)]
 
 
 async def _play(client: Client, pod: Mapping[str, Any], schedule: bool, bound_only: bool,

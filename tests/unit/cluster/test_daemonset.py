@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from _hsets_helpers import NS, add_node, events, kubelet, pods, set_phase
+from _hsets_helpers import NS, add_node, kubelet, pods, set_phase
 
-from cluster_helpers import wait_for
+from cluster_helpers import events, wait_for
 from kinformer.client import Client
 from kinformer.clock import FakeClock
 from kinformer.cluster.controllers.daemonset import BACKOFF_GC_INTERVAL, BACKOFF_INITIAL, BACKOFF_MAX, FailedPodBackoff

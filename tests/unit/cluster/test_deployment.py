@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from _hdeploy_helpers import NS, deployment, events, mark_all_ready, pods
+from _hdeploy_helpers import NS, deployment, mark_all_ready, pods
 
 import kinformer as ki
-from cluster_helpers import wait_for
+from cluster_helpers import events, wait_for
 from kinformer.cluster.controllers import deployment_util as du
 from kinformer.server import APIServer
 
@@ -69,7 +69,7 @@ async def test_deployment_creates_a_hashed_replicaset_and_reports_complete(clien
     progressing = await wait_for(lambda: _progressing_reason(client, "web", "NewReplicaSetAvailable"),
                                    what="NewReplicaSetAvailable")
     assert progressing["message"] == f'ReplicaSet "{rs["metadata"]["name"]}" has successfully progressed.'
-    notes = [n for r, n, _ in await events(client, "web") if r == "ScalingReplicaSet"]
+    notes = [e["message"] for e in await events(client, "web", "ScalingReplicaSet")]
     assert notes == [f"Scaled up replica set {rs['metadata']['name']} from 0 to 3"]
 
 
@@ -141,7 +141,7 @@ async def test_rolling_update_never_exceeds_max_surge_nor_drops_below_max_unavai
     rss = {rs["metadata"]["annotations"][du.REVISION]: rs for rs in await replicasets(client, "roll")}
     assert rss["1"]["spec"]["replicas"] == 0 and rss["2"]["spec"]["replicas"] == 4
     assert d["metadata"]["annotations"][du.REVISION] == "2"
-    notes = [n for r, n, _ in await events(client, "roll") if r == "ScalingReplicaSet"]
+    notes = [e["message"] for e in await events(client, "roll", "ScalingReplicaSet")]
     old, new = rss["1"]["metadata"]["name"], rss["2"]["metadata"]["name"]
     assert f"Scaled up replica set {new} from 0 to 1" in notes
     assert any(n.startswith(f"Scaled down replica set {old} from 4 to ") for n in notes)

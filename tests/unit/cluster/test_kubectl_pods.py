@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _hdeploy_helpers import deployment, events
+from _hdeploy_helpers import deployment
 
-from cluster_helpers import is_ready, pod, wait_for, wait_for_object
+from cluster_helpers import events, is_ready, pod, wait_for, wait_for_object
 from kinformer.client import Client
 from kinformer.errors import NotFound
 from kinformer.server import APIServer
@@ -77,7 +77,8 @@ async def test_kubectl_delete_pod_returns_once_the_kubelet_deleted_it(served: tu
 
 async def _scaled(client: Client, message: str, count: int) -> None:
     async def seen() -> bool:
-        return any(m == message and c == count for r, m, c in await events(client, "web") if r == "ScalingReplicaSet")
+        return any(e["message"] == message and e.get("count", 1) == count
+                   for e in await events(client, "web", "ScalingReplicaSet"))
 
     await wait_for(seen, timeout=20, message=f"event {message!r} x{count}")
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cluster_helpers import wait_for
+from cluster_helpers import events, wait_for
 from kinformer.client import Client
 from kinformer.clock import FakeClock
 from kinformer.cluster import ClusterOptions
@@ -19,7 +19,7 @@ from kinformer.cluster.controllers.tainteviction import toleration_seconds
 from kinformer.cluster.metatime import rfc3339
 from kinformer.errors import NotFound
 from kinformer.server import APIServer
-from unit.cluster._hsched_helpers import Env, condition, events_for, pod, ready_node, running_pod
+from unit.cluster._hsched_helpers import Env, condition, pod, ready_node, running_pod
 
 GRACE = 8.0
 TOLERATION = 30
@@ -78,14 +78,14 @@ async def test_stopped_node_goes_unknown_tainted_then_evicts_after_toleration_se
     async def not_ready() -> bool:
         return condition(await env.client.get("pods", "web", "default"), "Ready")["status"] == "False"
     await env.tick_until(not_ready, "the pod to be marked NotReady")
-    assert await events_for(env.client, "web", "NodeNotReady")
-    node_events = await wait_for(lambda: events_for(env.client, "lost", "NodeNotReady"), "the node's event")
+    assert await events(env.client, "web", "NodeNotReady")
+    node_events = await wait_for(lambda: events(env.client, "lost", "NodeNotReady"), "the node's event")
     assert node_events[0]["message"] == "Node lost status is now: NodeNotReady"
     assert node_events[0]["involvedObject"]["kind"] == "Node"
 
     await env.tick_until(lambda: pod_gone(env.client, "web"), "the eviction of the pod", limit=2 * TOLERATION)
     assert env.clock.wall() >= datetime.fromisoformat(added).timestamp() + TOLERATION
-    marked = await events_for(env.client, "web", "TaintManagerEviction")
+    marked = await events(env.client, "web", "TaintManagerEviction")
     assert marked[0]["message"] == "Marking for deletion Pod default/web"
     assert not await pod_gone(env.client, "forever")  # tolerates unreachable for ever
 
@@ -107,7 +107,7 @@ async def test_node_back_loses_taints_and_cancels_evictions(env: Env) -> None:
     async def untainted() -> bool:
         return not taint_keys(await env.client.get("nodes", "flaky"))
     await env.tick_until(untainted, "the taints to go", healthy=("healthy", "flaky"))
-    cancelled = await wait_for(lambda: events_for(env.client, "web", "TaintManagerEviction"), "the cancellation")
+    cancelled = await wait_for(lambda: events(env.client, "web", "TaintManagerEviction"), "the cancellation")
     assert cancelled[0]["message"] == "Cancelling deletion of Pod default/web"
     for _ in range(TOLERATION + 5):  # well past the toleration: the pod stays
         await env.heartbeat("healthy", "flaky")

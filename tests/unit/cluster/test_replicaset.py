@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from _hdeploy_helpers import NS, events, mark_all_ready, mark_ready, pods, replicaset
+from _hdeploy_helpers import NS, mark_all_ready, mark_ready, pods, replicaset
 
 import kinformer as ki
-from cluster_helpers import wait_for
+from cluster_helpers import events, wait_for
 from kinformer.clock import FakeClock
 from kinformer.cluster.controllers.expectations import EXPECTATIONS_TTL, Expectations
 from kinformer.cluster.controllers.replicaset import calculate_status, pods_to_delete
@@ -43,7 +43,7 @@ async def test_replicaset_should_serve_a_basic_image_on_each_replica(client: ki.
     await mark_all_ready(client, "app=web")
     await wait_for(lambda: _status_if(client, "web", readyReplicas=3, availableReplicas=3), what="ready 3")
     notes = await wait_for(lambda: _events_with(client, "web", "SuccessfulCreate", 3), what="3 events")
-    assert all(note.startswith("Created pod: web-") for _, note, _ in notes)
+    assert all(e["message"].startswith("Created pod: web-") for e in notes)
 
 
 async def test_replicaset_never_creates_more_pods_than_asked(client: ki.Client) -> None:
@@ -66,7 +66,7 @@ async def test_replicaset_scales_down_not_ready_pods_first(client: ki.Client) ->
     left = await wait_for(lambda: _count(client, "app=down", 2), what="2 pods left")
     assert {p["metadata"]["name"] for p in left} == {p["metadata"]["name"] for p in ready}
     notes = await wait_for(lambda: _events_with(client, "down", "SuccessfulDelete", 1), what="delete event")
-    assert notes[0][1] == f"Deleted pod: {created[2]['metadata']['name']}"
+    assert notes[0]["message"] == f"Deleted pod: {created[2]['metadata']['name']}"
 
 
 async def test_replicaset_should_adopt_matching_pods_on_creation(client: ki.Client) -> None:
@@ -141,8 +141,8 @@ async def _status_if(client: ki.Client, name: str, **want: int) -> dict | None:
 
 
 async def _events_with(client: ki.Client, name: str, reason: str, n: int) -> list | None:
-    found = [e for e in await events(client, name) if e[0] == reason]
-    return found if sum(e[2] for e in found) >= n else None
+    found = await events(client, name, reason)
+    return found if sum(e.get("count", 1) for e in found) >= n else None
 
 
 async def test_replicaset_counts_a_pod_available_only_after_min_ready_seconds(client: ki.Client) -> None:

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from cluster_helpers import wait_for
+from cluster_helpers import events, wait_for
 from kinformer.client import Client
 from kinformer.cluster import ClusterOptions
 from kinformer.cluster.podresources import pod_requests
 from kinformer.server import APIServer
-from unit.cluster._hsched_helpers import add_node, condition, events_for, pod
+from unit.cluster._hsched_helpers import add_node, condition, pod
 
 OPTIONS = ClusterOptions(scheduler_pod_initial_backoff=0.05, scheduler_pod_max_backoff=0.2)
 
@@ -43,7 +43,7 @@ async def test_pod_is_bound_with_scheduled_event_and_condition(client: Client) -
     await client.create("pods", pod("web"), "default")
     assert await bound_to(client, "web") == "node-a"
     assert condition(await client.get("pods", "web", "default"), "PodScheduled")["status"] == "True"
-    scheduled = await wait_for(lambda: events_for(client, "web", "Scheduled"), "the Scheduled event")
+    scheduled = await wait_for(lambda: events(client, "web", "Scheduled"), "the Scheduled event")
     assert scheduled[0]["message"] == "Successfully assigned default/web to node-a"
     assert scheduled[0]["type"] == "Normal"
     assert scheduled[0]["reportingComponent"] == "default-scheduler"
@@ -89,7 +89,7 @@ async def test_filters_message_matches_kube(client: Client) -> None:
         "4 node(s) didn't match Pod's node affinity/selector. "
         "preemption: 0/8 nodes are available: 1 No preemption victims found for incoming pod, "
         "7 Preemption is not helpful for scheduling.")
-    failed = await wait_for(lambda: events_for(client, "big", "FailedScheduling"), "the FailedScheduling event")
+    failed = await wait_for(lambda: events(client, "big", "FailedScheduling"), "the FailedScheduling event")
     assert failed[0]["type"] == "Warning"
     assert failed[0]["message"] == cond["message"]
 

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from _hsets_helpers import NS, events, kubelet, live_pod_names, pods, set_phase, set_running
+from _hsets_helpers import NS, kubelet, live_pod_names, pods, set_phase, set_running
 
-from cluster_helpers import wait_for
+from cluster_helpers import events, wait_for
 from kinformer.client import Client
 from kinformer.clock import FakeClock
 from kinformer.errors import NotFound
