@@ -5,6 +5,7 @@
 * :func:`wait_for_object` / :func:`wait_gone` — watch an object until a predicate holds (returned) / it is gone;
 * :func:`events` — the core/v1 Events about an object (optionally of one reason), as ``kubectl get events``
   lists them;
+* :func:`condition` / :func:`is_ready` — a status condition by type / a pod's Ready condition is True;
 * :func:`pod` — a minimal pod body (optionally bound to a node);
 * :func:`bind` — play the scheduler: POST the pod's ``pods/binding``;
 * :func:`running_status` — the status a kubelet writes for a running pod (ready or not), the one body every
@@ -86,10 +87,14 @@ def phase_is(phase: str) -> Callable[[Any], bool]:
     return lambda obj: (obj.get("status") or {}).get("phase") == phase
 
 
+def condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    """The condition of ``type_`` in ``obj``'s status, or None."""
+    return next((c for c in (obj.get("status") or {}).get("conditions") or () if c.get("type") == type_), None)
+
+
 def is_ready(obj: Any) -> bool:
     """The pod's Ready condition is True."""
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (obj.get("status") or {}).get("conditions") or ())
+    return (condition(obj, "Ready") or {}).get("status") == "True"
 
 
 async def bind(client: Client, name: str, namespace: str, node: str) -> None:

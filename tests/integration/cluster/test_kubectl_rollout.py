@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import kinformer as ki
+from cluster_helpers import is_ready
 from kinformer.server import APIServer
 from kinformer.server.cli import write_kubeconfig
 from unit.cluster._hdeploy_helpers import NS, mark_ready, pods
@@ -49,11 +50,6 @@ class Kubectl:
         return code, err
 
 
-def _ready(pod: Any) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-
 @contextlib.asynccontextmanager
 async def kubelet(client: ki.Client, selector: str, observe: Callable[[list[Any]], None] | None = None,
                   ) -> AsyncIterator[None]:
@@ -64,7 +60,7 @@ async def kubelet(client: ki.Client, selector: str, observe: Callable[[list[Any]
             live = await pods(client, selector)
             if observe is not None:
                 observe(live)
-            pending = [p for p in live if not _ready(p)]
+            pending = [p for p in live if not is_ready(p)]
             if pending:
                 with contextlib.suppress(ki.NotFound, ki.Conflict):
                     await mark_ready(client, pending[0])
@@ -98,7 +94,7 @@ async def test_kubectl_rollout_status_set_image_history_undo_and_scale(cluster: 
     assert 'deployment "web" successfully rolled out' in out
 
     counts: list[tuple[int, int]] = []  # (live pods, ready pods) seen during the rollout
-    async with kubelet(client, "app=web", lambda live: counts.append((len(live), sum(map(_ready, live))))):
+    async with kubelet(client, "app=web", lambda live: counts.append((len(live), sum(map(is_ready, live))))):
         await kubectl("set", "image", "deployment/web", "nginx=nginx:1.26")
         out = await kubectl("rollout", "status", "deployment/web", "--timeout=60s")
     assert 'deployment "web" successfully rolled out' in out

@@ -75,10 +75,6 @@ def has_condition(type_: str, status: str = "True") -> Callable[[Mapping[str, An
     return check
 
 
-def condition_of(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any]:
-    return next(c for c in obj["status"]["conditions"] if c["type"] == type_)
-
-
 async def run_pod(client: Client, pod: Mapping[str, Any], clock: Clock, *, ready: bool = True) -> Any:
     """The kubelet's part: the pod runs (and is Ready)."""
     status = running_status(pod, ready=ready, since=format_time(clock.wall()))

@@ -63,10 +63,6 @@ def pod(name: str, *, cpu: str | None = None, memory: str | None = None, namespa
             "spec": {"containers": [container], **spec}}
 
 
-def condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == type_), None)
-
-
 async def renew_lease(client: Client, node_name: str, clock: Clock) -> None:
     """Play the kubelet's heartbeat: create or renew the node's Lease in kube-node-lease."""
     body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",

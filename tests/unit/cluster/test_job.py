@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cluster_helpers import wait_for
+from cluster_helpers import condition, wait_for
 from kinformer.cluster import ClusterOptions
 from kinformer.cluster.controllers.job_perindex import INDEX_FAILURE_COUNT as FAILURES
 from kinformer.cluster.controllers.job_pods import COMPLETION_INDEX as INDEX
@@ -15,7 +15,6 @@ from kinformer.cluster.controllers.job_pods import TRACKING_FINALIZER as TRACKIN
 from unit.cluster._hjobs_helpers import (
     NS,
     batch_cluster,
-    condition_of,
     finish_pod,
     has_condition,
     job_body,
@@ -94,7 +93,7 @@ async def test_should_fail_when_exceeds_active_deadline() -> None:
         assert not has_condition("FailureTarget")(job) and job["status"]["active"] == 2
         clock.step(1)
         job = await wait_job(client, "deadline", has_condition("Failed"), "Failed")
-        failed = condition_of(job, "Failed")
+        failed = condition(job, "Failed")
         assert (failed["reason"], failed["message"]) == ("DeadlineExceeded",
                                                          "Job was active longer than specified deadline")
         assert has_condition("FailureTarget")(job)
@@ -108,14 +107,14 @@ async def test_should_not_create_pods_when_created_in_suspend_state() -> None:
     async with batch_cluster("job") as (_, client, _clock):
         await client.create("jobs", job_body("suspended", parallelism=2, completions=2, suspend=True), NS)
         job = await wait_job(client, "suspended", has_condition("Suspended"), "Suspended")
-        suspended = condition_of(job, "Suspended")
+        suspended = condition(job, "Suspended")
         assert (suspended["reason"], suspended["message"]) == ("JobSuspended", "Job suspended")
         assert "startTime" not in job["status"] and await job_pods(client, "suspended") == []
         await wait_event(client, "suspended", "Suspended")
         await client.patch("jobs", "suspended", {"spec": {"suspend": False}}, namespace=NS)
         await wait_pods(client, "suspended", 2)
         job = await wait_job(client, "suspended", has_condition("Suspended", "False"), "resumed")
-        assert condition_of(job, "Suspended")["reason"] == "JobResumed" and job["status"]["startTime"]
+        assert condition(job, "Suspended")["reason"] == "JobResumed" and job["status"]["startTime"]
         await wait_event(client, "suspended", "Resumed")
 
 
@@ -184,7 +183,7 @@ async def test_should_allow_to_use_the_pod_failure_policy_on_exit_code_to_fail_t
         await run_pod(client, second, clock)
         await finish_pod(client, first, clock, exit_code=42)
         job = await wait_job(client, "policy", has_condition("Failed"), "Failed")
-        failed = condition_of(job, "Failed")
+        failed = condition(job, "Failed")
         assert failed["reason"] == "PodFailurePolicy"
         assert failed["message"] == (f"Container c for pod {NS}/{first['metadata']['name']} failed with exit code "
                                      "42 matching FailJob rule at index 0")
@@ -230,7 +229,7 @@ async def test_should_fail_to_exceed_backoff_limit_with_exponential_backoff() ->
         (pod,) = await wait_pods(client, "backoff", 1)
         await finish_pod(client, pod, clock, exit_code=1)
         job = await wait_job(client, "backoff", has_condition("Failed"), "Failed")
-        failed = condition_of(job, "Failed")
+        failed = condition(job, "Failed")
         assert (failed["reason"], failed["message"]) == ("BackoffLimitExceeded",
                                                          "Job has reached the specified backoff limit")
         assert job["status"]["failed"] == 3
@@ -274,7 +273,7 @@ async def test_should_fail_when_container_restarts_reach_the_backoff_limit_with_
         status["containerStatuses"][0]["restartCount"] = 2
         await client.patch_status("pods", pod["metadata"]["name"], {"status": status}, namespace=NS)
         job = await wait_job(client, "restarts", has_condition("Failed"), "Failed")
-        assert condition_of(job, "Failed")["reason"] == "BackoffLimitExceeded"
+        assert condition(job, "Failed")["reason"] == "BackoffLimitExceeded"
         assert job["status"]["failed"] == 1  # the running pod, deleted when the Job failed
 
 
@@ -315,9 +314,9 @@ async def test_with_success_policy_succeeded_indexes_rule_should_succeed_even_wh
         await run_pod(client, pods["1"], clock)
         await finish_pod(client, pods["0"], clock)
         job = await wait_job(client, "leader", COMPLETE, "Complete")
-        complete = condition_of(job, "Complete")
+        complete = condition(job, "Complete")
         assert (complete["reason"], complete["message"]) == ("SuccessPolicy", "Matched rules at index 0")
-        assert condition_of(job, "SuccessCriteriaMet")["reason"] == "SuccessPolicy"
+        assert condition(job, "SuccessCriteriaMet")["reason"] == "SuccessPolicy"
         assert job["status"]["completedIndexes"] == "0" and job["status"]["succeeded"] == 1
         assert "failed" not in job["status"]  # the pods deleted on success are not failures
         assert await job_pods(client, "leader", active_only=True) == []
@@ -364,7 +363,7 @@ async def test_should_execute_all_indexes_despite_some_failing_when_using_backof
         assert not has_condition("FailureTarget")(job)  # index 2 still runs
         await finish_pod(client, pods[2], clock)
         job = await wait_job(client, "per-index", has_condition("Failed"), "Failed")
-        failed = condition_of(job, "Failed")
+        failed = condition(job, "Failed")
         assert (failed["reason"], failed["message"]) == ("FailedIndexes", "Job has failed indexes")
         status = job["status"]
         assert (status["completedIndexes"], status["failedIndexes"], status["succeeded"], status["failed"]) == \
@@ -379,7 +378,7 @@ async def test_should_terminate_job_execution_when_the_number_of_failed_indexes_
         pods = _by_index(await wait_pods(client, "max-failed", 4))
         await finish_pod(client, pods[0], clock, exit_code=1)
         job = await wait_job(client, "max-failed", has_condition("Failed"), "Failed")
-        assert condition_of(job, "Failed")["reason"] == "MaxFailedIndexesExceeded"
+        assert condition(job, "Failed")["reason"] == "MaxFailedIndexesExceeded"
         assert job["status"]["failedIndexes"] == "0" and job["status"]["failed"] == 4  # the other 3 deleted
         assert await job_pods(client, "max-failed", active_only=True) == []
 
@@ -395,7 +394,7 @@ async def test_should_mark_indexes_as_failed_when_the_fail_index_action_is_match
         assert len(await job_pods(client, "fail-index", active_only=True)) == 1  # not retried despite the budget
         await finish_pod(client, pods[1], clock)
         job = await wait_job(client, "fail-index", has_condition("Failed"), "Failed")
-        assert condition_of(job, "Failed")["reason"] == "FailedIndexes"
+        assert condition(job, "Failed")["reason"] == "FailedIndexes"
         assert (job["status"]["failedIndexes"], job["status"]["completedIndexes"]) == ("0", "1")
 
 

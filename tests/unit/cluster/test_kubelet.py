@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cluster_helpers import is_ready, phase_is, pod, wait_for_object, wait_gone
+from cluster_helpers import condition, is_ready, phase_is, pod, wait_for_object, wait_gone
 from kinformer.client import Client
 from kinformer.clock import FakeClock
 from kinformer.cluster import ClusterOptions
@@ -19,10 +19,6 @@ from kinformer.server import APIServer
 
 NS = "default"
 FAST = ClusterOptions(container_run_seconds=0.05, restart_backoff=0.01, restart_backoff_max=0.05)
-
-
-def _condition(obj: Any, kind: str) -> dict[str, Any]:
-    return next(c for c in obj["status"]["conditions"] if c["type"] == kind)
 
 
 def _container(obj: Any, name: str) -> dict[str, Any]:
@@ -98,13 +94,13 @@ async def test_readiness_waits_for_the_probe_initial_delay(fake_cluster: tuple[A
     await client.create("pods", body, NS)
     started = await wait_for_object(client, "pods", "slow", phase_is("Running"), NS)
     assert not is_ready(started) and not _container(started, "app")["ready"]
-    assert _condition(started, "Ready")["reason"] == "ContainersNotReady"
-    assert _condition(started, "Ready")["message"] == "containers with unready status: [app]"
+    assert condition(started, "Ready")["reason"] == "ContainersNotReady"
+    assert condition(started, "Ready")["message"] == "containers with unready status: [app]"
     clock.step(4.0)
     assert not is_ready(await client.get("pods", "slow", NS))
     clock.step(1.0)
     ready = await wait_for_object(client, "pods", "slow", is_ready, NS)
-    assert "reason" not in _condition(ready, "Ready")
+    assert "reason" not in condition(ready, "Ready")
 
 
 async def test_fail_container_restarts_it_and_counts_the_restart(cluster: tuple[APIServer, Client]) -> None:
@@ -149,7 +145,7 @@ async def test_job_pod_completes_and_succeeds(cluster: tuple[APIServer, Client])
     done = await wait_for_object(client, "pods", "job-x", phase_is("Succeeded"), NS)
     terminated = _container(done, "app")["state"]["terminated"]
     assert terminated["exitCode"] == 0 and terminated["reason"] == "Completed"
-    ready = _condition(done, "Ready")
+    ready = condition(done, "Ready")
     assert (ready["status"], ready["reason"]) == ("False", "PodCompleted")
 
 
@@ -160,7 +156,7 @@ async def test_exit_code_annotation_fails_a_never_pod(cluster: tuple[APIServer, 
     done = await wait_for_object(client, "pods", "job-y", phase_is("Failed"), NS)
     terminated = _container(done, "app")["state"]["terminated"]
     assert terminated["exitCode"] == 3 and terminated["reason"] == "Error"
-    ready = _condition(done, "Ready")
+    ready = condition(done, "Ready")
     assert (ready["status"], ready["reason"]) == ("False", "ContainersNotReady")
 
 
@@ -171,7 +167,7 @@ async def test_init_containers_complete_before_the_containers_run(cluster: tuple
     running = await wait_for_object(client, "pods", "inited", phase_is("Running"), NS)
     (setup,) = running["status"]["initContainerStatuses"]
     assert setup["name"] == "setup" and setup["state"]["terminated"]["reason"] == "Completed"
-    assert _condition(running, "Initialized")["status"] == "True"
+    assert condition(running, "Initialized")["status"] == "True"
 
 
 async def test_on_failure_pod_restarts_a_failing_container(cluster: tuple[APIServer, Client]) -> None:

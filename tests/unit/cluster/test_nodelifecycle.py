@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cluster_helpers import events, wait_for
+from cluster_helpers import condition, events, wait_for
 from kinformer.client import Client
 from kinformer.clock import FakeClock
 from kinformer.cluster import ClusterOptions
@@ -19,7 +19,7 @@ from kinformer.cluster.controllers.tainteviction import toleration_seconds
 from kinformer.cluster.metatime import rfc3339
 from kinformer.errors import NotFound
 from kinformer.server import APIServer
-from unit.cluster._hsched_helpers import Env, condition, pod, ready_node, running_pod
+from unit.cluster._hsched_helpers import Env, pod, ready_node, running_pod
 
 GRACE = 8.0
 TOLERATION = 30

@@ -4,11 +4,10 @@ cluster's clock, and stop_node/start_node (kube's node e2e: a node whose kubelet
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
-from cluster_helpers import wait_for, wait_for_object
+from cluster_helpers import condition, wait_for, wait_for_object
 from kinformer.client import Client
 from kinformer.clock import FakeClock
 from kinformer.cluster import ClusterOptions
@@ -17,10 +16,6 @@ from kinformer.cluster.nodes import NODE_LEASE_NAMESPACE, micro_time
 from kinformer.server import APIServer
 
 OPTIONS = ClusterOptions(node_lease_renew_interval=10.0, node_status_update_frequency=10.0)
-
-
-def _condition(node: Any, kind: str) -> dict[str, Any]:
-    return next(c for c in node["status"]["conditions"] if c["type"] == kind)
 
 
 @pytest.fixture
@@ -48,9 +43,9 @@ async def test_nodes_register_with_labels_capacity_conditions_and_addresses() ->
         status = node["status"]
         assert status["capacity"]["cpu"] == "8" and status["allocatable"]["memory"] == "32Gi"
         assert status["capacity"]["pods"] == "110"
-        ready = _condition(node, "Ready")
+        ready = condition(node, "Ready")
         assert (ready["status"], ready["reason"]) == ("True", "KubeletReady")
-        assert {_condition(node, k)["status"] for k in ("MemoryPressure", "DiskPressure", "PIDPressure")} == {"False"}
+        assert {condition(node, k)["status"] for k in ("MemoryPressure", "DiskPressure", "PIDPressure")} == {"False"}
         assert {"type": "InternalIP", "address": "172.18.0.3"} in status["addresses"]
         info = status["nodeInfo"]
         assert info["kubeletVersion"].startswith("v1.") and info["operatingSystem"] == "linux"
@@ -75,11 +70,11 @@ async def test_lease_is_renewed_every_renew_interval(fake_cluster: tuple[APIServ
 async def test_ready_heartbeat_advances_and_transition_time_stays(fake_cluster: tuple[APIServer, Client],
                                                                   clock: FakeClock) -> None:
     _, client = fake_cluster
-    before = _condition(await client.get("nodes", "node-1"), "Ready")
+    before = condition(await client.get("nodes", "node-1"), "Ready")
     clock.step(10.0)
     node = await wait_for_object(client, "nodes", "node-1",
-                                 lambda o: _condition(o, "Ready")["lastHeartbeatTime"] == rfc3339(clock.wall()))
-    assert _condition(node, "Ready")["lastTransitionTime"] == before["lastTransitionTime"]
+                                 lambda o: condition(o, "Ready")["lastHeartbeatTime"] == rfc3339(clock.wall()))
+    assert condition(node, "Ready")["lastTransitionTime"] == before["lastTransitionTime"]
 
 
 async def test_stop_node_stops_heartbeats_and_renewals_until_started(fake_cluster: tuple[APIServer, Client],
@@ -93,9 +88,9 @@ async def test_stop_node_stops_heartbeats_and_renewals_until_started(fake_cluste
     await wait_for_object(client, "leases", "node-2", lambda o: o["spec"]["renewTime"] == micro_time(clock.wall()),
                           NODE_LEASE_NAMESPACE)
     await wait_for_object(client, "nodes", "node-2",
-                          lambda o: _condition(o, "Ready")["lastHeartbeatTime"] == rfc3339(clock.wall()))
+                          lambda o: condition(o, "Ready")["lastHeartbeatTime"] == rfc3339(clock.wall()))
     assert (await client.get("leases", "node-1", NODE_LEASE_NAMESPACE))["spec"]["renewTime"] == stopped_at
-    assert _condition(await client.get("nodes", "node-1"), "Ready")["lastHeartbeatTime"] != rfc3339(clock.wall())
+    assert condition(await client.get("nodes", "node-1"), "Ready")["lastHeartbeatTime"] != rfc3339(clock.wall())
     await server.cluster.start_node("node-1")
     await wait_for_object(client, "leases", "node-1", lambda o: o["spec"]["renewTime"] == micro_time(clock.wall()),
                           NODE_LEASE_NAMESPACE)

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from cluster_helpers import events, wait_for
+from cluster_helpers import condition, events, wait_for
 from kinformer.client import Client
 from kinformer.cluster import ClusterOptions
 from kinformer.cluster.podresources import pod_requests
 from kinformer.server import APIServer
-from unit.cluster._hsched_helpers import add_node, condition, pod
+from unit.cluster._hsched_helpers import add_node, pod
 
 OPTIONS = ClusterOptions(scheduler_pod_initial_backoff=0.05, scheduler_pod_max_backoff=0.2)
 
