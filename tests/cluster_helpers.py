@@ -30,10 +30,9 @@ T = TypeVar("T")
 POLL = 0.02
 
 
-async def wait_for(probe: Callable[[], T | Awaitable[T]], what: str = "condition", timeout: float = 20.0, *,
-                   message: str | None = None) -> T:
-    """Poll ``probe()`` until it returns something truthy and return that; TimeoutError naming ``what`` (or
-    ``message``) after ``timeout`` seconds."""
+async def wait_for(probe: Callable[[], T | Awaitable[T]], timeout: float = 20.0, what: str = "condition") -> T:
+    """Poll ``probe()`` until it returns something truthy and return that; TimeoutError naming ``what`` after
+    ``timeout`` seconds."""
     try:
         async with asyncio.timeout(timeout):
             while True:
@@ -44,7 +43,7 @@ async def wait_for(probe: Callable[[], T | Awaitable[T]], what: str = "condition
                     return value  # type: ignore[return-value]
                 await asyncio.sleep(POLL)
     except TimeoutError:
-        raise TimeoutError(f"{message or what} did not hold within {timeout} s") from None
+        raise TimeoutError(f"{what} did not hold within {timeout} s") from None
 
 
 async def wait_for_object(client: Client, resource: str, name: str, predicate: Callable[[Any], bool],

@@ -46,7 +46,7 @@ async def test_a_cronjobs_job_runs_completes_is_recorded_and_expires() -> None:
                 return True
             return False
 
-        await wait_for(expired, "the job deleted 30 s after it finished")
+        await wait_for(expired, what="the job deleted 30 s after it finished")
 
 
 async def test_a_job_whose_pods_exit_non_zero_fails_on_simulated_nodes() -> None:

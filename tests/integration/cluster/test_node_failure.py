@@ -36,7 +36,7 @@ async def env() -> AsyncIterator[Env]:
 async def node_of(client: Client, name: str) -> str:
     async def probe() -> str | None:
         return (await client.get("pods", name, "default"))["spec"].get("nodeName")
-    return str(await wait_for(probe, f"pod {name} to be bound"))
+    return str(await wait_for(probe, what=f"pod {name} to be bound"))
 
 
 async def test_pods_leave_a_dead_node_and_new_pods_avoid_it(env: Env) -> None:

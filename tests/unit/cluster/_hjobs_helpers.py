@@ -57,7 +57,7 @@ async def wait_pods(client: Client, job: str, count: int) -> list[Any]:
         pods = await job_pods(client, job, active_only=True)
         return pods if len(pods) == count else None
 
-    return await wait_for(probe, f"{count} active pods of job {job}") if count else []
+    return await wait_for(probe, what=f"{count} active pods of job {job}") if count else []
 
 
 async def wait_job(client: Client, name: str, check: Callable[[Mapping[str, Any]], bool], what: str) -> Any:
@@ -65,7 +65,7 @@ async def wait_job(client: Client, name: str, check: Callable[[Mapping[str, Any]
         job = await client.get("jobs", name, NS)
         return job if check(job) else None
 
-    return await wait_for(probe, f"job {name}: {what}")
+    return await wait_for(probe, what=f"job {name}: {what}")
 
 
 def has_condition(type_: str, status: str = "True") -> Callable[[Mapping[str, Any]], bool]:
@@ -107,7 +107,7 @@ async def wait_event(client: Client, name: str, reason: str) -> list[tuple[str, 
         found = [e for e in await events_of(client, name) if e[1] == reason]
         return found or None
 
-    return await wait_for(probe, f"a {reason} event about {name}")
+    return await wait_for(probe, what=f"a {reason} event about {name}")
 
 
 async def settle(server: APIServer, controller: str) -> None:
@@ -118,7 +118,7 @@ async def settle(server: APIServer, controller: str) -> None:
         ctrl = controller_named(server, controller)
         return ctrl is not None and ctrl.queue.waiting_count >= 1 and len(ctrl.queue) == 0 and ctrl.stats.active == 0
 
-    await wait_for(idle, f"the {controller} controller idle with a requeue pending")
+    await wait_for(idle, what=f"the {controller} controller idle with a requeue pending")
 
 
 def controller_named(server: APIServer, name: str) -> Controller | None:

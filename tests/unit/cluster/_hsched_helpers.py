@@ -94,7 +94,7 @@ class Env:
         async def seen() -> bool:
             return all((leases.indexer.get_by_key(f"{NODE_LEASE_NAMESPACE}/{n}") or {}).get("spec", {})
                        .get("renewTime") == want for n in nodes)
-        await wait_for(seen, f"the renewals of {nodes}")
+        await wait_for(seen, what=f"the renewals of {nodes}")
 
     async def tick_until(self, probe: Any, what: str, *, healthy: tuple[str, ...] = ("healthy",),
                          limit: float = 120.0) -> Any:
@@ -109,7 +109,7 @@ class Env:
             await self.heartbeat(*healthy)
             self.clock.step(1.0)
             return None
-        return await wait_for(step, what, timeout=60)
+        return await wait_for(step, what=what, timeout=60)
 
 
 async def running_pod(env: Env, name: str, node_name: str, **spec: Any) -> None:

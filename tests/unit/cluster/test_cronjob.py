@@ -43,7 +43,7 @@ async def wait_jobs(client: Client, cronjob: str, count: int) -> list[Any]:
         jobs = await jobs_of(client, cronjob)
         return jobs if len(jobs) == count else None
 
-    return await wait_for(probe, f"{count} jobs of cronjob {cronjob}")
+    return await wait_for(probe, what=f"{count} jobs of cronjob {cronjob}")
 
 
 async def wait_cronjob(client: Client, name: str, check: Any, what: str) -> Any:
@@ -51,7 +51,7 @@ async def wait_cronjob(client: Client, name: str, check: Any, what: str) -> Any:
         cj = await client.get("cronjobs", name, NS)
         return cj if check(cj.get("status") or {}) else None
 
-    return await wait_for(probe, f"cronjob {name}: {what}")
+    return await wait_for(probe, what=f"cronjob {name}: {what}")
 
 
 def active_names(status: Mapping[str, Any]) -> list[str]:
@@ -151,7 +151,7 @@ async def test_should_replace_jobs_when_replace_concurrent() -> None:
             jobs = [j for j in await jobs_of(client, "replace") if not j["metadata"].get("deletionTimestamp")]
             return jobs if [j["metadata"]["name"] for j in jobs] != [first["metadata"]["name"]] and jobs else None
 
-        (second,) = await wait_for(replaced, "the first job replaced by a second")
+        (second,) = await wait_for(replaced, what="the first job replaced by a second")
         cj = await wait_cronjob(client, "replace", lambda s: active_names(s) == [second["metadata"]["name"]],
                                 "only the second job active")
         assert cj["status"]["active"][0]["uid"] == second["metadata"]["uid"]
@@ -182,7 +182,7 @@ async def _history_limit(kind: str, **limits: int) -> None:
             jobs = [j for j in await jobs_of(client, name) if not j["metadata"].get("deletionTimestamp")]
             return jobs if len(jobs) == 1 else None
 
-        (kept,) = await wait_for(one_left, "the older finished job deleted")
+        (kept,) = await wait_for(one_left, what="the older finished job deleted")
         assert kept["metadata"]["name"] == f"{name}-{int(START) // 60 + 2}"
         await wait_event(client, name, "SuccessfulDelete")
         if kind == "Complete":
@@ -197,7 +197,7 @@ async def test_should_not_schedule_jobs_when_suspended() -> None:
         clock.step(180)
         await client.patch("cronjobs", "suspended", {"metadata": {"labels": {"touched": "yes"}}}, namespace=NS)
         # a sync ran at 3 minutes past (the label change) and created nothing
-        await wait_for(lambda: _synced_suspended(server), "a sync of the suspended cronjob")
+        await wait_for(lambda: _synced_suspended(server), what="a sync of the suspended cronjob")
         assert await jobs_of(client, "suspended") == []
         await client.patch("cronjobs", "suspended", {"spec": {"suspend": False}}, namespace=NS)
         # resumed: the most recent missed time runs, once

@@ -77,7 +77,7 @@ async def test_should_run_and_stop_simple_daemon(client: Client) -> None:
             return len(names) == 3 and victim["metadata"]["name"] not in names
 
         await wait_for(revived, what="the deleted pod replaced")
-        created = await wait_for(lambda: _events_if(client, "SuccessfulCreate", 4), "4 SuccessfulCreate events")
+        created = await wait_for(lambda: _events_if(client, "SuccessfulCreate", 4), what="4 SuccessfulCreate events")
         assert all(e["message"].startswith("Created pod: ds-") and e["type"] == "Normal" for e in created)
         # stop: deleting the DaemonSet deletes its pods (garbage collection)
         await client.delete("daemonsets", "ds", namespace=NS, propagation_policy="Foreground")
@@ -128,7 +128,7 @@ async def test_should_retry_creating_failed_daemon_pods(client: Client) -> None:
             return running.get("node-1") not in (None, failed["metadata"]["name"])
 
         await wait_for(replaced, what="the failed pod replaced")
-    warnings = await wait_for(lambda: _events_if(client, "FailedDaemonPod", 1), "the FailedDaemonPod event")
+    warnings = await wait_for(lambda: _events_if(client, "FailedDaemonPod", 1), what="the FailedDaemonPod event")
     assert warnings[0]["type"] == "Warning"
     assert warnings[0]["message"] == (f"Found failed daemon pod {NS}/{failed['metadata']['name']} on node node-1, "
                                    "will try to kill it")
@@ -255,10 +255,10 @@ async def test_daemon_pods_are_bound_by_the_scheduler_to_the_node_they_are_aimed
             await add_node(client, name)
         async with kubelet(client, SELECTOR, bound_only=True):
             await client.create("daemonsets", daemonset())
-            await wait_for(lambda: on_nodes(client, NODES), "a pod bound to each node by the scheduler")
+            await wait_for(lambda: on_nodes(client, NODES), what="a pod bound to each node by the scheduler")
             for pod in await live(client):
                 assert pod["spec"]["nodeName"] == target_node({"spec": {"affinity": pod["spec"]["affinity"]}})
-            await wait_for(lambda: ds_status(client, numberAvailable=3, numberReady=3), "3 available")
+            await wait_for(lambda: ds_status(client, numberAvailable=3, numberReady=3), what="3 available")
 
 
 async def test_on_delete_strategy_updates_a_pod_only_when_it_is_deleted(client: Client) -> None:
@@ -267,7 +267,7 @@ async def test_on_delete_strategy_updates_a_pod_only_when_it_is_deleted(client: 
     async with kubelet(client, SELECTOR, schedule=True):
         await _running_on_three_nodes(client, updateStrategy={"type": "OnDelete"})
         await _set_image(client, "httpd:2.5")
-        status = await wait_for(lambda: ds_status(client, observedGeneration=2), "the update seen")
+        status = await wait_for(lambda: ds_status(client, observedGeneration=2), what="the update seen")
         assert "updatedNumberScheduled" not in status  # 0: omitted, as Go does
         assert set((await _images(client)).values()) == {"httpd:2.4"}
         victim = next(p for p in await live(client) if p["spec"]["nodeName"] == "node-2")
@@ -276,20 +276,20 @@ async def test_on_delete_strategy_updates_a_pod_only_when_it_is_deleted(client: 
         async def node2_updated() -> Any:
             return await _images(client) == {"node-1": "httpd:2.4", "node-2": "httpd:2.5", "node-3": "httpd:2.4"}
 
-        await wait_for(node2_updated, "node-2's pod made again from the new template")
-        await wait_for(lambda: ds_status(client, updatedNumberScheduled=1, numberAvailable=3), "1 updated")
+        await wait_for(node2_updated, what="node-2's pod made again from the new template")
+        await wait_for(lambda: ds_status(client, updatedNumberScheduled=1, numberAvailable=3), what="1 updated")
 
 
 async def test_a_no_schedule_taint_keeps_the_running_pod_as_misscheduled(client: Client) -> None:
     await add_node(client, "node-1")
     async with kubelet(client, SELECTOR, schedule=True):
         await client.create("daemonsets", daemonset())
-        await wait_for(lambda: on_nodes(client, {"node-1"}), "a pod on node-1")
+        await wait_for(lambda: on_nodes(client, {"node-1"}), what="a pod on node-1")
         await client.patch("nodes", "node-1", {"spec": {"taints": [{"key": "maintenance", "effect": "NoSchedule"}]}})
-        status = await wait_for(lambda: ds_status(client, numberMisscheduled=1), "the pod counted misscheduled")
+        status = await wait_for(lambda: ds_status(client, numberMisscheduled=1), what="the pod counted misscheduled")
         assert status["desiredNumberScheduled"] == 0 and len(await live(client)) == 1
         await client.patch("nodes", "node-1", {"spec": {"taints": [{"key": "maintenance", "effect": "NoExecute"}]}})
-        await wait_for(lambda: _no_pods(client), "the pod deleted under a NoExecute taint it does not tolerate")
+        await wait_for(lambda: _no_pods(client), what="the pod deleted under a NoExecute taint it does not tolerate")
 
 
 async def test_no_node_gets_a_second_pod_while_the_first_creation_is_not_observed_yet(client: Client) -> None:
@@ -300,9 +300,9 @@ async def test_no_node_gets_a_second_pod_while_the_first_creation_is_not_observe
         await add_node(client, name)
     async with kubelet(client, SELECTOR, schedule=True):
         await client.create("daemonsets", daemonset())
-        await wait_for(lambda: ds_status(client, numberAvailable=10), "10 available")
+        await wait_for(lambda: ds_status(client, numberAvailable=10), what="10 available")
 
-    await wait_for(lambda: _events_if(client, "SuccessfulCreate", 10), "10 SuccessfulCreate events")
+    await wait_for(lambda: _events_if(client, "SuccessfulCreate", 10), what="10 SuccessfulCreate events")
     assert not await events(client, "ds", "SuccessfulDelete")
     assert sorted(target_node(p) or "" for p in await pods(client, SELECTOR)) == sorted(nodes)
 

@@ -126,7 +126,7 @@ async def test_should_delete_pods_when_suspended() -> None:
         await client.patch("jobs", "pause", {"spec": {"suspend": True}}, namespace=NS)
         job = await wait_job(client, "pause", has_condition("Suspended"), "Suspended")
         await wait_pods(client, "pause", 0)
-        await wait_for(lambda: _no_pods(client, "pause"), "the suspended job's pods gone")
+        await wait_for(lambda: _no_pods(client, "pause"), what="the suspended job's pods gone")
         job = await client.get("jobs", "pause", NS)
         assert "failed" not in job["status"]  # pods the controller deletes are not failures
         await wait_event(client, "pause", "SuccessfulDelete")
@@ -247,7 +247,7 @@ async def test_deleting_a_job_releases_its_pods_finalizers() -> None:
             current = await client.get("pods", pod["metadata"]["name"], NS)
             return not current["metadata"].get("finalizers")
 
-        await wait_for(released, "the orphaned pod's tracking finalizer removed")
+        await wait_for(released, what="the orphaned pod's tracking finalizer removed")
 
 
 async def test_should_scale_a_job_up_and_down() -> None:
@@ -404,7 +404,7 @@ async def test_should_adopt_matching_orphans_and_release_non_matching_pods() -> 
     async with batch_cluster("job") as (_, client, _clock):
         job = await client.create("jobs", job_body("adopt", parallelism=2, completions=2, manualSelector=True,
                                                    selector={"matchLabels": {"app": "adopt"}}, template=template), NS)
-        owned = await wait_for(lambda: _owned(client, job, 2), "two pods")
+        owned = await wait_for(lambda: _owned(client, job, 2), what="two pods")
         # one pod stops matching: released (and replaced); an orphan that matches: adopted
         await client.patch("pods", owned[0]["metadata"]["name"], {"metadata": {"labels": {"app": "other"}}},
                            namespace=NS)
@@ -413,8 +413,8 @@ async def test_should_adopt_matching_orphans_and_release_non_matching_pods() -> 
             pod = await client.get("pods", owned[0]["metadata"]["name"], NS)
             return not pod["metadata"].get("ownerReferences")
 
-        await wait_for(released, "the non-matching pod released")
-        await wait_for(lambda: _owned(client, job, 2), "a replacement")
+        await wait_for(released, what="the non-matching pod released")
+        await wait_for(lambda: _owned(client, job, 2), what="a replacement")
         # the orphan is bound to a node, so of the three pods the Job then has, one of its own unscheduled ones
         # is the one deleted as too many (controller.ActivePods' order), never the orphan the probe reads
         orphan = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stray", "labels": {"app": "adopt"}},
@@ -426,8 +426,8 @@ async def test_should_adopt_matching_orphans_and_release_non_matching_pods() -> 
             refs = pod["metadata"].get("ownerReferences") or []
             return [r["uid"] for r in refs if r.get("controller")] == [job["metadata"]["uid"]]
 
-        await wait_for(adopted, "the orphan adopted")
-        await wait_for(lambda: _owned(client, job, 2), "back to two pods: one deleted as too many")
+        await wait_for(adopted, what="the orphan adopted")
+        await wait_for(lambda: _owned(client, job, 2), what="back to two pods: one deleted as too many")
 
 
 async def _owned(client: Any, job: Any, count: int) -> list[Any] | None:

@@ -80,14 +80,14 @@ async def _scaled(client: Client, message: str, count: int) -> None:
         return any(e["message"] == message and e.get("count", 1) == count
                    for e in await events(client, "web", "ScalingReplicaSet"))
 
-    await wait_for(seen, timeout=20, message=f"event {message!r} x{count}")
+    await wait_for(seen, timeout=20, what=f"event {message!r} x{count}")
 
 
 async def test_kubectl_describe_deployment_shows_one_line_per_message_with_counts(
         deployments: tuple[APIServer, Client, Path]) -> None:
     _, client, kubeconfig = deployments
     await client.create("deployments", deployment("web", 1, {"app": "web"}), NS)
-    await wait_for(lambda: _one_replicaset(client), timeout=20, message="the deployment's replica set")
+    await wait_for(lambda: _one_replicaset(client), timeout=20, what="the deployment's replica set")
     rs = await _one_replicaset(client)
     for replicas, scaled, count in ((1, "up replica set {} from 0 to 1", 1), (2, "up replica set {} from 1 to 2", 1),
                                     (1, "down replica set {} from 2 to 1", 1), (2, "up replica set {} from 1 to 2", 2)):

@@ -79,7 +79,7 @@ async def test_stopped_node_goes_unknown_tainted_then_evicts_after_toleration_se
         return condition(await env.client.get("pods", "web", "default"), "Ready")["status"] == "False"
     await env.tick_until(not_ready, "the pod to be marked NotReady")
     assert await events(env.client, "web", "NodeNotReady")
-    node_events = await wait_for(lambda: events(env.client, "lost", "NodeNotReady"), "the node's event")
+    node_events = await wait_for(lambda: events(env.client, "lost", "NodeNotReady"), what="the node's event")
     assert node_events[0]["message"] == "Node lost status is now: NodeNotReady"
     assert node_events[0]["involvedObject"]["kind"] == "Node"
 
@@ -107,7 +107,7 @@ async def test_node_back_loses_taints_and_cancels_evictions(env: Env) -> None:
     async def untainted() -> bool:
         return not taint_keys(await env.client.get("nodes", "flaky"))
     await env.tick_until(untainted, "the taints to go", healthy=("healthy", "flaky"))
-    cancelled = await wait_for(lambda: events(env.client, "web", "TaintManagerEviction"), "the cancellation")
+    cancelled = await wait_for(lambda: events(env.client, "web", "TaintManagerEviction"), what="the cancellation")
     assert cancelled[0]["message"] == "Cancelling deletion of Pod default/web"
     for _ in range(TOLERATION + 5):  # well past the toleration: the pod stays
         await env.heartbeat("healthy", "flaky")
@@ -120,7 +120,7 @@ async def test_untolerated_no_execute_taint_evicts_at_once(env: Env) -> None:
     await running_pod(env, "victim", "healthy")
     await running_pod(env, "survivor", "healthy", tolerations=[{"key": "maintenance", "operator": "Exists"}])
     await env.client.patch("nodes", "healthy", {"spec": {"taints": [{"key": "maintenance", "effect": "NoExecute"}]}})
-    await wait_for(lambda: pod_gone(env.client, "victim"), "the untolerating pod to be deleted")
+    await wait_for(lambda: pod_gone(env.client, "victim"), what="the untolerating pod to be deleted")
     assert not await pod_gone(env.client, "survivor")
 
 
@@ -131,7 +131,7 @@ async def test_cordoned_node_gets_the_unschedulable_taint(env: Env) -> None:
     async def cordoned() -> bool:
         return ("node.kubernetes.io/unschedulable", "NoSchedule") in taint_keys(await env.client.get("nodes",
                                                                                                      "healthy"))
-    await wait_for(cordoned, "the unschedulable taint")
+    await wait_for(cordoned, what="the unschedulable taint")
 
 
 async def test_default_toleration_seconds_admission_is_configurable(env: Env) -> None:

@@ -114,4 +114,4 @@ async def test_deleted_node_registers_again(fake_cluster: tuple[APIServer, Clien
         nodes = {n["metadata"]["name"]: n for n in (await client.list("nodes")).items}
         return "node-1" in nodes and nodes["node-1"]["metadata"]["uid"] != old
 
-    await wait_for(registered_anew, message="node-1 registered again")
+    await wait_for(registered_anew, what="node-1 registered again")

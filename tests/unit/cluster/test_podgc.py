@@ -38,7 +38,7 @@ async def tick_until(clock: FakeClock, probe: Any, what: str, limit: float = 30.
         clock.step(1.0)
         return None
 
-    return float(await wait_for(step, what, timeout=60))
+    return float(await wait_for(step, what=what, timeout=60))
 
 
 async def test_pods_of_a_deleted_node_are_collected_after_the_quarantine(env: tuple[Client, FakeClock]) -> None:
@@ -55,7 +55,7 @@ async def test_pods_of_a_deleted_node_are_collected_after_the_quarantine(env: tu
         async def bound(nodes: set[str]) -> bool:
             return {p["spec"].get("nodeName") for p in await pods(client, "app=ds")} == nodes
 
-        await wait_for(lambda: bound({"node-1", "node-2"}), "a pod bound on each node")
+        await wait_for(lambda: bound({"node-1", "node-2"}), what="a pod bound on each node")
         await client.delete("nodes", "node-1")
         took = await tick_until(clock, lambda: bound({"node-2"}), "node-1's pod collected")
     assert took >= 4.0  # not before the quarantine

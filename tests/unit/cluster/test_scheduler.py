@@ -28,14 +28,14 @@ async def client() -> AsyncIterator[Client]:
 async def bound_to(client: Client, name: str) -> str:
     async def probe() -> str | None:
         return (await client.get("pods", name, "default"))["spec"].get("nodeName")
-    return str(await wait_for(probe, f"pod {name} to be bound"))
+    return str(await wait_for(probe, what=f"pod {name} to be bound"))
 
 
 async def unschedulable(client: Client, name: str) -> Any:
     async def probe() -> Any:
         cond = condition(await client.get("pods", name, "default"), "PodScheduled")
         return cond if cond and cond["status"] == "False" and cond["reason"] == "Unschedulable" else None
-    return await wait_for(probe, f"pod {name} to be unschedulable")
+    return await wait_for(probe, what=f"pod {name} to be unschedulable")
 
 
 async def test_pod_is_bound_with_scheduled_event_and_condition(client: Client) -> None:
@@ -43,7 +43,7 @@ async def test_pod_is_bound_with_scheduled_event_and_condition(client: Client) -
     await client.create("pods", pod("web"), "default")
     assert await bound_to(client, "web") == "node-a"
     assert condition(await client.get("pods", "web", "default"), "PodScheduled")["status"] == "True"
-    scheduled = await wait_for(lambda: events(client, "web", "Scheduled"), "the Scheduled event")
+    scheduled = await wait_for(lambda: events(client, "web", "Scheduled"), what="the Scheduled event")
     assert scheduled[0]["message"] == "Successfully assigned default/web to node-a"
     assert scheduled[0]["type"] == "Normal"
     assert scheduled[0]["reportingComponent"] == "default-scheduler"
@@ -89,7 +89,7 @@ async def test_filters_message_matches_kube(client: Client) -> None:
         "4 node(s) didn't match Pod's node affinity/selector. "
         "preemption: 0/8 nodes are available: 1 No preemption victims found for incoming pod, "
         "7 Preemption is not helpful for scheduling.")
-    failed = await wait_for(lambda: events(client, "big", "FailedScheduling"), "the FailedScheduling event")
+    failed = await wait_for(lambda: events(client, "big", "FailedScheduling"), what="the FailedScheduling event")
     assert failed[0]["type"] == "Warning"
     assert failed[0]["message"] == cond["message"]
 
@@ -176,7 +176,7 @@ async def test_twenty_pods_at_once_never_overcommit(client: Client) -> None:
         pending = [p for p in pods if (condition(p, "PodScheduled") or {}).get("reason") == "Unschedulable"]
         return pods if len(bound) == 12 and len(pending) == 8 else None
 
-    pods = await wait_for(settled, "12 pods bound and 8 unschedulable", timeout=30)
+    pods = await wait_for(settled, what="12 pods bound and 8 unschedulable", timeout=30)
     per_node: dict[str, int] = {}
     for p in pods:
         if p["spec"].get("nodeName"):

@@ -77,7 +77,7 @@ async def test_should_provide_basic_identity(client: Client) -> None:
         current = await pods(client, SELECTOR)
         return current and current[0]["metadata"]["uid"] != meta["uid"] and current[0]
 
-    again = await wait_for(back, "db-0 made again")
+    again = await wait_for(back, what="db-0 made again")
     assert again["metadata"]["name"] == "db-0" and again["spec"]["hostname"] == "db-0"
     assert {"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}} in again["spec"]["volumes"]
     assert (await client.get("persistentvolumeclaims", "data-db-0", namespace=NS))["metadata"]["uid"] == \
@@ -87,11 +87,11 @@ async def test_should_provide_basic_identity(client: Client) -> None:
 async def test_ordinals_start_names_the_pods_from_it(client: Client) -> None:
     await client.create("statefulsets", statefulset(replicas=2, podManagementPolicy="Parallel",
                                                     ordinals={"start": 5}))
-    assert await wait_for(lambda: _names_are(client, ["db-5", "db-6"]), "db-5 and db-6")
+    assert await wait_for(lambda: _names_are(client, ["db-5", "db-6"]), what="db-5 and db-6")
     assert [p["metadata"]["labels"]["apps.kubernetes.io/pod-index"] for p in await pods(client, SELECTOR)] == \
         ["5", "6"]
     await client.patch("statefulsets", "db", {"spec": {"ordinals": {"start": 6}}}, namespace=NS)
-    assert await wait_for(lambda: _names_are(client, ["db-6", "db-7"]), "db-5 condemned, db-7 made")
+    assert await wait_for(lambda: _names_are(client, ["db-6", "db-7"]), what="db-5 condemned, db-7 made")
 
 
 async def test_scaling_should_happen_in_predictable_order_and_halt_if_any_stateful_pod_is_unhealthy(
@@ -263,7 +263,8 @@ async def test_pvc_retention_policy_delete_when_scaled_and_when_deleted(client: 
                                                             "whenDeleted": "Delete", "whenScaled": "Delete"}))
         await wait_for(lambda: _status_if(client, readyReplicas=2), what="2 ready")
         for name in ("data-db-0", "data-db-1"):  # whenDeleted: the set owns its claims
-            assert await wait_for(lambda name=name: _claim_owners(client, name), f"{name}") == [("StatefulSet", "db")]
+            owners = await wait_for(lambda name=name: _claim_owners(client, name), what=f"{name}")
+            assert owners == [("StatefulSet", "db")]
         await client.patch("statefulsets", "db", {"spec": {"replicas": 1}}, namespace=NS)
         # whenScaled: the condemned pod owns its claim, which goes with it (garbage collection)
         await wait_for(lambda: _names_are(client, ["db-0"]), what="db-1 deleted")
@@ -309,9 +310,9 @@ async def test_min_ready_seconds_delays_availability() -> None:
     clock = FakeClock(wall_start=datetime(2026, 1, 1, tzinfo=UTC).timestamp())
     async with APIServer(clock=clock, controllers=["statefulset"]) as server, Client(server.url) as client:
         await client.create("statefulsets", statefulset(replicas=1, minReadySeconds=10))
-        pod = (await wait_for(lambda: pods(client, SELECTOR), "db-0"))[0]
+        pod = (await wait_for(lambda: pods(client, SELECTOR), what="db-0"))[0]
         await set_running(client, pod, wall=clock.wall())
-        status = await wait_for(lambda: _status_if(client, readyReplicas=1), "1 ready")
+        status = await wait_for(lambda: _status_if(client, readyReplicas=1), what="1 ready")
         assert status["availableReplicas"] == 0
         # kube syncs the set again minReadySeconds after each sync that found a pod not available yet: at
         # +10 s the pod has been ready for exactly minReadySeconds (not more: still unavailable), at +20 s it is
@@ -324,7 +325,7 @@ async def test_min_ready_seconds_delays_availability() -> None:
             clock.step(1)
             return None
 
-        assert 10 < await wait_for(tick, "available after minReadySeconds", timeout=60) <= 21
+        assert 10 < await wait_for(tick, what="available after minReadySeconds", timeout=60) <= 21
 
 
 async def test_orphan_pods_are_adopted(client: Client) -> None:

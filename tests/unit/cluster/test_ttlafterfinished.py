@@ -39,7 +39,7 @@ async def test_job_should_be_deleted_once_it_finishes_after_ttl_seconds() -> Non
         await settle(server, "ttl-after-finished")
         assert not await _gone(client, "ttl")
         clock.step(1)
-        await wait_for(lambda: _gone(client, "ttl"), "the job deleted after its TTL")
+        await wait_for(lambda: _gone(client, "ttl"), what="the job deleted after its TTL")
         assert not (await client.list("pods", NS)).items  # foreground: its pods went with it
 
 
@@ -52,7 +52,7 @@ async def test_unfinished_job_is_never_deleted() -> None:
             ttl = controller_named(server, "ttl-after-finished")
             return ttl is not None and ttl.stats.successes >= 2 and ttl.stats.active == 0 and len(ttl.queue) == 0
 
-        await wait_for(looked_at_twice, "the TTL controller saw the running job")
+        await wait_for(looked_at_twice, what="the TTL controller saw the running job")
         ttl = controller_named(server, "ttl-after-finished")
         assert ttl is not None and ttl.queue.waiting_count == 0  # nothing scheduled: it waits for the job to finish
         clock.step(3600)
@@ -64,7 +64,7 @@ async def test_zero_ttl_deletes_as_soon_as_finished_and_a_changed_ttl_is_reread(
         await client.create("jobs", job_body("now", ttlSecondsAfterFinished=0), NS)
         (pod,) = await wait_pods(client, "now", 1)
         await finish_pod(client, pod, clock)
-        await wait_for(lambda: _gone(client, "now"), "the job deleted at once")
+        await wait_for(lambda: _gone(client, "now"), what="the job deleted at once")
         await client.create("jobs", job_body("later", ttlSecondsAfterFinished=5), NS)
         (pod,) = await wait_pods(client, "later", 1)
         await finish_pod(client, pod, clock)
