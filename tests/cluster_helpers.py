@@ -2,6 +2,7 @@
 
 * :func:`wait_for` — poll a probe (plain or async) until it returns something truthy (returned), bounded by
   ``asyncio.timeout``; the one bounded wait of the cluster's tests (``_h*_helpers`` use it too);
+* :func:`in_background` — a loop run as a task while a block runs, cancelled and awaited after it;
 * :func:`wait_for_object` / :func:`wait_gone` — watch an object until a predicate holds (returned) / it is gone;
 * :func:`events` — the core/v1 Events about an object (optionally of one reason), as ``kubectl get events``
   lists them;
@@ -17,8 +18,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from kinformer.client import Client
@@ -44,6 +46,19 @@ async def wait_for(probe: Callable[[], T | Awaitable[T]], timeout: float = 20.0,
                 await asyncio.sleep(POLL)
     except TimeoutError:
         raise TimeoutError(f"{what} did not hold within {timeout} s") from None
+
+
+@contextlib.asynccontextmanager
+async def in_background(loop: Callable[[], Awaitable[None]], name: str) -> AsyncIterator[None]:
+    """Run ``loop()`` as a task while the block runs (a test playing the kubelet or the scheduler), then cancel
+    it and wait for it: the task never outlives the block, and an error it raised surfaces here."""
+    task = asyncio.create_task(loop(), name=name)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def wait_for_object(client: Client, resource: str, name: str, predicate: Callable[[Any], bool],

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import kinformer as ki
-from cluster_helpers import is_ready
+from cluster_helpers import in_background, is_ready
 from kinformer.server import APIServer
 from kinformer.server.cli import write_kubeconfig
 from unit.cluster._hdeploy_helpers import NS, mark_ready, pods
@@ -66,13 +66,8 @@ async def kubelet(client: ki.Client, selector: str, observe: Callable[[list[Any]
                     await mark_ready(client, pending[0])
             await asyncio.sleep(0.05)
 
-    task = asyncio.create_task(loop())
-    try:
+    async with in_background(loop, "test-kubelet"):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from cluster_helpers import bind, running_status
+from cluster_helpers import bind, in_background, running_status
 from kinformer.client import Client
 from kinformer.cluster.controllers.daemonset_nodes import target_node
 from kinformer.cluster.metatime import rfc3339
@@ -78,10 +78,5 @@ async def kubelet(client: Client, selector: str, *, schedule: bool = False, boun
                     await _play(client, pod, schedule, bound_only, unready_images)
             await asyncio.sleep(0.02)
 
-    task = asyncio.create_task(run(), name="test-kubelet")
-    try:
+    async with in_background(run, "test-kubelet"):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
