@@ -1,5 +1,6 @@
 """Requests a component feeds its own controller (``Builder.source``): a controller's informer handlers that
-lower expectations first (the replicaset controller), a kubelet waking the pods of a node started again.
+lower expectations first (the replicaset controller), a scheduler retrying pods whose binding failed, a kubelet
+waking the pods of a node started again.
 
 Invariant: a key added again before it was taken waits once (as a work queue's dirty set), so what waits is
 bounded by the number of distinct keys, however many events add them.
