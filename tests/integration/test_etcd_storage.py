@@ -49,9 +49,16 @@ DEADLINE = 20.0
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return _free_ports(1)[0]
+
+
+def _free_ports(n: int) -> list[int]:
+    """``n`` distinct free loopback ports (all held open until every one is picked)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
 
 
 class EtcdMember:
@@ -112,7 +119,7 @@ class EtcdMember:
 
 
 def start_single() -> EtcdMember:
-    client, peer = _free_port(), _free_port()
+    client, peer = _free_ports(2)
     return EtcdMember("default", client, peer, f"default=http://127.0.0.1:{peer}")
 
 
@@ -151,13 +158,29 @@ async def etcd(etcd_pool: _Pool) -> AsyncIterator[EtcdMember]:
         member.cleanup()
 
 
+async def _start_cluster() -> list[EtcdMember]:
+    """Three members on distinct free ports; started again on fresh ports (at most 3 tries) when another
+    process took one of them between picking and binding."""
+    for attempt in range(3):
+        free = _free_ports(6)
+        ports = list(zip(free[::2], free[1::2], strict=True))
+        spec = ",".join(f"m{i}=http://127.0.0.1:{peer}" for i, (_, peer) in enumerate(ports))
+        members = [EtcdMember(f"m{i}", client, peer, spec) for i, (client, peer) in enumerate(ports)]
+        try:
+            await asyncio.gather(*(m.wait_healthy() for m in members))
+            return members
+        except RuntimeError as e:
+            for m in members:
+                m.cleanup()
+            if "address already in use" not in str(e) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture
 async def cluster() -> AsyncIterator[list[EtcdMember]]:
-    ports = [(_free_port(), _free_port()) for _ in range(3)]
-    spec = ",".join(f"m{i}=http://127.0.0.1:{peer}" for i, (_, peer) in enumerate(ports))
-    members = [EtcdMember(f"m{i}", client, peer, spec) for i, (client, peer) in enumerate(ports)]
+    members = await _start_cluster()
     try:
-        await asyncio.gather(*(m.wait_healthy() for m in members))
         yield members
     finally:
         for m in members:
