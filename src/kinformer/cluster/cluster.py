@@ -149,14 +149,24 @@ class Cluster:
         return self.node_agents, self.kubelets
 
     async def stop_node(self, name: str) -> None:
-        """Stop node ``name``'s kubelet: no more heartbeats nor Lease renewals; its pods stay as they are."""
-        self._nodes()[0].stop(name)
+        """Stop node ``name``'s kubelet: no more heartbeats nor Lease renewals; its pods stay as they are. It
+        annotates the Node ``kinformer.io/stopped: "true"`` (as ``kubectl annotate`` would) and returns once the
+        kubelet saw it."""
+        await self._annotate_stopped(name, "true")
 
     async def start_node(self, name: str) -> None:
-        """Start node ``name``'s kubelet again: heartbeats, renewals and its pods resume."""
-        agents, kubelets = self._nodes()
-        agents.start(name)
-        kubelets.wake_node(name)
+        """Start node ``name``'s kubelet again (the annotation removed): heartbeats, renewals and its pods
+        resume; returns once the kubelet saw it."""
+        await self._annotate_stopped(name, None)
+
+    async def _annotate_stopped(self, name: str, value: str | None) -> None:
+        from .nodes import STOPPED_ANNOTATION
+
+        agents = self._nodes()[0]
+        agents.get(name)  # KeyError naming the known nodes
+        patch = {"metadata": {"annotations": {STOPPED_ANNOTATION: value}}}
+        await self.client.patch("nodes", name, patch, "merge")
+        await agents.wait_running(name, running=value is None)
 
     async def fail_container(self, namespace: str, pod: str, container: str, exit_code: int = 1) -> None:
         """Make a running container of a pod on a simulated node exit with ``exit_code`` (it restarts per the

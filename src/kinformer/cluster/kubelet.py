@@ -156,6 +156,7 @@ class Kubelets:
         self.runtimes: dict[str, PodRuntime] = {}  # pod key -> runtime
         self.used_ips: dict[str, set[int]] = {name: set() for name in nodes.nodes}
         self.requeue = Wakeups()  # pods of a node started again, a container failed on demand
+        nodes.on_started.append(self.wake_node)
         self.pods = ctx.manager.informer("pods")
         ctx.manager.controller(self.reconcile, name="kubelet").for_("pods").source(self.requeue) \
             .workers(ctx.options.workers)

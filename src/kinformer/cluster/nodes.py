@@ -15,6 +15,11 @@ Kube rules carried over (kubelet's node status and node lease, kwok's node stage
 Not simulated: the kubelet's status report frequency (it posts every period, changed or not), images,
 volumes, resource pressure (the pressure conditions stay False), node shutdown.
 
+A node is stopped by its Node's annotation ``kinformer.io/stopped: "true"`` (:data:`STOPPED_ANNOTATION`), which
+``Cluster.stop_node`` writes and ``kubectl annotate node`` can write as well: one mechanism, read from the Node
+informer. Removing the annotation (or any other value) starts the node again; so does deleting its Node (no
+Node, no annotation: the kubelet registers it afresh).
+
 Invariant: a stopped node writes nothing (no heartbeat, no renewal, its pods are left as they are) until it
 is started again; every delay runs on the cluster's clock.
 """
@@ -24,9 +29,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kinformer.cache.tombstone import DeletedFinalStateUnknown
 from kinformer.controller.leaderelection import micro_time
 from kinformer.errors import AlreadyExists, NotFound
 
@@ -41,6 +48,8 @@ log = logging.getLogger(__name__)
 KUBELET_VERSION = "v1.32.0"
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 KUBELET_PORT = 10250
+#: The Node annotation that stops (``"true"``) a simulated node's kubelet; any other value or none runs it.
+STOPPED_ANNOTATION = "kinformer.io/stopped"
 #: The Node conditions a healthy kubelet reports: (type, reason, message); Ready is True, the others False.
 _CONDITIONS = (
     ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
@@ -56,13 +65,22 @@ def _digest(text: str, size: int = 32) -> str:
 
 @dataclass
 class SimulatedNode:
-    """One node: its name, its pod CIDR ``10.244.<index>.0/24`` and its InternalIP; ``running`` is cleared by
-    :meth:`NodeAgents.stop` (the kubelet is down) and set again by :meth:`NodeAgents.start`."""
+    """One node: its name, its pod CIDR ``10.244.<index>.0/24`` and its InternalIP; ``running`` is cleared while
+    the kubelet is down (:data:`STOPPED_ANNOTATION`) and ``halted`` is set then: always each other's opposite."""
 
     name: str
     index: int
     uid: str = ""
     running: asyncio.Event = field(default_factory=asyncio.Event)
+    halted: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def set_running(self, running: bool) -> bool:
+        """Start or stop the kubelet; True when that changed its state."""
+        if running == self.running.is_set():
+            return False
+        (self.running if running else self.halted).set()
+        (self.halted if running else self.running).clear()
+        return True
 
     @property
     def pod_cidr(self) -> str:
@@ -74,6 +92,12 @@ class SimulatedNode:
 
     def pod_ip(self, host: int) -> str:
         return f"10.244.{self.index}.{host}"
+
+
+def stopped(node: Mapping[str, Any]) -> bool:
+    """Whether the Node object ``node`` asks its kubelet to stop (:data:`STOPPED_ANNOTATION` is ``"true"``)."""
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    return bool(annotations.get(STOPPED_ANNOTATION) == "true")
 
 
 def node_conditions(wall: float, previous: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
@@ -130,14 +154,19 @@ def lease_object(node: SimulatedNode, node_uid: str, options: ClusterOptions, wa
 
 class NodeAgents:
     """The node half of every simulated kubelet: registration, lease renewals and heartbeats, one loop each
-    node, owned by the cluster (``ctx.run``)."""
+    node, owned by the cluster (``ctx.run``). Each node runs or stops as its Node's :data:`STOPPED_ANNOTATION`
+    says, followed through the shared Node informer; ``on_started`` callbacks get the name of a node started
+    again."""
 
     def __init__(self, ctx: ControllerContext, count: int) -> None:
         self.ctx = ctx
         self.nodes = {f"node-{i}": SimulatedNode(f"node-{i}", i) for i in range(1, count + 1)}
+        self.on_started: list[Callable[[str], None]] = []
         for node in self.nodes.values():
-            node.running.set()
+            node.set_running(True)
             ctx.run(lambda node=node: self._run(node), f"node-{node.name}")  # type: ignore[misc]
+        ctx.manager.informer("nodes").add_event_handler(
+            on_add=self._follow, on_update=lambda _old, new: self._follow(new), on_delete=self._deleted)
 
     def get(self, name: str) -> SimulatedNode:
         """The simulated node ``name``; KeyError naming the known ones otherwise."""
@@ -146,11 +175,24 @@ class NodeAgents:
         except KeyError:
             raise KeyError(f"no simulated node {name!r}; known: {', '.join(self.nodes)}") from None
 
-    def stop(self, name: str) -> None:
-        self.get(name).running.clear()
+    def _follow(self, obj: Mapping[str, Any]) -> None:
+        """Run or stop the node of Node ``obj`` as its annotation says."""
+        self._set_running(obj["metadata"]["name"], not stopped(obj))
 
-    def start(self, name: str) -> None:
-        self.get(name).running.set()
+    def _deleted(self, obj: Any) -> None:
+        """A deleted Node's kubelet runs (and registers it again); ``obj`` may be a tombstone (its key)."""
+        self._set_running(obj.key if isinstance(obj, DeletedFinalStateUnknown) else obj["metadata"]["name"], True)
+
+    def _set_running(self, name: str, running: bool) -> None:
+        node = self.nodes.get(name)
+        if node is not None and node.set_running(running) and running:
+            for callback in self.on_started:
+                callback(name)
+
+    async def wait_running(self, name: str, running: bool) -> None:
+        """Return once node ``name`` runs (or is stopped), as its Node's annotation, once seen, makes it."""
+        node = self.get(name)
+        await (node.running if running else node.halted).wait()
 
     async def register_all(self) -> None:
         """Register every node now (the cluster's start waits for it, so a test sees its nodes at once)."""
@@ -164,6 +206,10 @@ class NodeAgents:
             created = await client.create("nodes", body)
         except AlreadyExists:
             created = await client.get("nodes", node.name)
+            if stopped(created):  # left stopped (e.g. by the server's last run): a stopped kubelet writes nothing
+                node.uid = str(created["metadata"]["uid"])
+                node.set_running(False)
+                return
         await client.patch_status("nodes", node.name, {"status": body["status"]}, "strategic")
         node.uid = str(created["metadata"]["uid"])
         await self._renew_lease(node)

@@ -1,8 +1,10 @@
 """Simulated nodes: registration (as the kubelet registers its Node), Lease renewals and Ready heartbeats on the
-cluster's clock, and stop_node/start_node (kube's node e2e: a node whose kubelet stops posts nothing)."""
+cluster's clock, and stop_node/start_node and the ``kinformer.io/stopped`` annotation they write (kube's node
+e2e: a node whose kubelet stops posts nothing)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -12,7 +14,7 @@ from kinformer.client import Client
 from kinformer.clock import FakeClock
 from kinformer.cluster import ClusterOptions
 from kinformer.cluster.metatime import rfc3339
-from kinformer.cluster.nodes import NODE_LEASE_NAMESPACE, micro_time
+from kinformer.cluster.nodes import NODE_LEASE_NAMESPACE, STOPPED_ANNOTATION, micro_time
 from kinformer.server import APIServer
 
 OPTIONS = ClusterOptions(node_lease_renew_interval=10.0, node_status_update_frequency=10.0)
@@ -77,12 +79,8 @@ async def test_ready_heartbeat_advances_and_transition_time_stays(fake_cluster: 
     assert condition(node, "Ready")["lastTransitionTime"] == before["lastTransitionTime"]
 
 
-async def test_stop_node_stops_heartbeats_and_renewals_until_started(fake_cluster: tuple[APIServer, Client],
-                                                                      clock: FakeClock) -> None:
-    server, client = fake_cluster
-    assert server.cluster is not None
-    stopped_at = (await client.get("leases", "node-1", NODE_LEASE_NAMESPACE))["spec"]["renewTime"]
-    await server.cluster.stop_node("node-1")
+async def _assert_node_1_silent(client: Client, clock: FakeClock, stopped_at: str) -> None:
+    """Step past every period: node-2 renews and posts, node-1 (stopped) does neither."""
     clock.step(10.0)
     # node-2, woken by the same step, is the barrier: once it renewed, node-1 would have too
     await wait_for_object(client, "leases", "node-2", lambda o: o["spec"]["renewTime"] == micro_time(clock.wall()),
@@ -91,9 +89,44 @@ async def test_stop_node_stops_heartbeats_and_renewals_until_started(fake_cluste
                           lambda o: condition(o, "Ready")["lastHeartbeatTime"] == rfc3339(clock.wall()))
     assert (await client.get("leases", "node-1", NODE_LEASE_NAMESPACE))["spec"]["renewTime"] == stopped_at
     assert condition(await client.get("nodes", "node-1"), "Ready")["lastHeartbeatTime"] != rfc3339(clock.wall())
-    await server.cluster.start_node("node-1")
+
+
+async def _wait_renewed(client: Client, clock: FakeClock) -> None:
     await wait_for_object(client, "leases", "node-1", lambda o: o["spec"]["renewTime"] == micro_time(clock.wall()),
                           NODE_LEASE_NAMESPACE)
+
+
+async def test_stop_node_stops_heartbeats_and_renewals_until_started(fake_cluster: tuple[APIServer, Client],
+                                                                      clock: FakeClock) -> None:
+    server, client = fake_cluster
+    assert server.cluster is not None
+    stopped_at = (await client.get("leases", "node-1", NODE_LEASE_NAMESPACE))["spec"]["renewTime"]
+    await server.cluster.stop_node("node-1")
+    assert (await client.get("nodes", "node-1"))["metadata"]["annotations"][STOPPED_ANNOTATION] == "true"
+    await _assert_node_1_silent(client, clock, stopped_at)
+    await server.cluster.start_node("node-1")
+    assert STOPPED_ANNOTATION not in (await client.get("nodes", "node-1"))["metadata"]["annotations"]
+    await _wait_renewed(client, clock)
+
+
+@pytest.mark.parametrize("started_by", ["removed", "false"])
+async def test_stopped_annotation_stops_the_kubelet_until_removed(fake_cluster: tuple[APIServer, Client],
+                                                                   clock: FakeClock, started_by: str) -> None:
+    """``kubectl annotate node node-1 kinformer.io/stopped=true`` is stop_node; removing it (or "false") starts."""
+    server, client = fake_cluster
+    assert server.cluster is not None and server.cluster.node_agents is not None
+    agents = server.cluster.node_agents
+    stopped_at = (await client.get("leases", "node-1", NODE_LEASE_NAMESPACE))["spec"]["renewTime"]
+    await client.patch("nodes", "node-1", {"metadata": {"annotations": {STOPPED_ANNOTATION: "true"}}}, "merge")
+    async with asyncio.timeout(10):
+        await agents.wait_running("node-1", running=False)
+    await _assert_node_1_silent(client, clock, stopped_at)
+    value = None if started_by == "removed" else "false"
+    await client.patch("nodes", "node-1", {"metadata": {"annotations": {STOPPED_ANNOTATION: value}}}, "merge")
+    async with asyncio.timeout(10):
+        await agents.wait_running("node-1", running=True)
+    clock.step(10.0)
+    await _wait_renewed(client, clock)
 
 
 async def test_stop_node_of_unknown_node_names_the_known_ones() -> None:
