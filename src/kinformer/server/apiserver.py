@@ -102,7 +102,9 @@ class APIServer:
     tunes them. The defaults run neither, as envtest: a user's own controller can be tested alone.
 
     ``default_toleration_seconds`` is what the DefaultTolerationSeconds admission plugin gives a new pod's
-    NoExecute tolerations of ``node.kubernetes.io/not-ready`` and ``unreachable`` (kube's 300 s).
+    NoExecute tolerations of ``node.kubernetes.io/not-ready`` and ``unreachable`` (kube's 300 s): one number for
+    both, or a (not-ready, unreachable) pair, as kube-apiserver's ``--default-not-ready-toleration-seconds`` and
+    ``--default-unreachable-toleration-seconds``.
     """
 
     def __init__(self, storage: str | Storage = "memory", *, host: str = "127.0.0.1", port: int = 0,
@@ -120,7 +122,8 @@ class APIServer:
                  watcher_buffer_events: int = DEFAULT_WATCHER_BUFFER_EVENTS,
                  watcher_buffer_bytes: int = DEFAULT_WATCHER_BUFFER_BYTES,
                  controllers: bool | Iterable[str] = False, nodes: int = 0,
-                 cluster_options: ClusterOptions | None = None, default_toleration_seconds: int = 300) -> None:
+                 cluster_options: ClusterOptions | None = None,
+                 default_toleration_seconds: int | tuple[int, int] = 300) -> None:
         if client_ca is not None and not tls:
             raise ValueError("client certificate authentication (client_ca) needs tls")
         if not is_loopback(host) and not (tls and (tokens or client_ca)):

@@ -12,7 +12,7 @@ from kinformer.server.machinery import status as st
 from kinformer.server.registry.ipallocator import ServiceAllocator
 from kinformer.server.registry.resources import ResourceInfo
 from kinformer.server.registry.strategies import FallbackStrategy, strategy_table
-from kinformer.server.registry.strategies.pods import TOKEN_MOUNT_PATH, qos_class
+from kinformer.server.registry.strategies.pods import TOKEN_MOUNT_PATH, PodStrategy, admit_tolerations, qos_class
 
 
 def info(group: str, kind: str, plural: str, *, status: bool = True, builtin: bool = True) -> ResourceInfo:
@@ -183,6 +183,20 @@ def test_pod_admission_and_status():
                                                                "containers": [{"name": "c", "image": "x"}]}})
     assert "volumes" not in no_token["spec"]
     assert TABLE[("", "pods")].returns_deleted_object
+
+
+def test_default_toleration_seconds_not_ready_and_unreachable_are_set_apart():
+    """kube-apiserver's --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds."""
+    spec: dict[str, Any] = {"tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists"}]}
+    admit_tolerations(spec, (30, 60))
+    assert spec["tolerations"][1:] == [{"effect": "NoExecute", "key": "node.kubernetes.io/not-ready",
+                                        "operator": "Exists", "tolerationSeconds": 30}]
+    spec = {}
+    admit_tolerations(spec, (30, 60))
+    assert [t["tolerationSeconds"] for t in spec["tolerations"]] == [30, 60]
+    for bad in (-1, (1, -1), (1,), True, (1.5, 2)):
+        with pytest.raises(ValueError, match="not-ready, unreachable"):
+            PodStrategy(bad)  # type: ignore[arg-type]
 
 
 def test_qos_classes():

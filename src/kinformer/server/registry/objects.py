@@ -35,7 +35,7 @@ from .resources import Registry, ResourceInfo
 from .storedform import Split, encode, encode_split, new_uid, served, served_bytes, timestamp
 from .strategies import FallbackStrategy, strategy_table
 from .strategies.certificates import take_approval, take_status
-from .strategies.pods import DEFAULT_TOLERATION_SECONDS
+from .strategies.pods import DEFAULT_TOLERATION_SECONDS, TolerationSeconds
 from .strategy import Strategy, StrategyRegistry
 from .validation import distinct_causes, generate_name, validate_object
 
@@ -191,7 +191,7 @@ class ObjectStore:
 
     def __init__(self, storage: Storage, registry: Registry, clock: Clock = REAL_CLOCK,
                  cache: WatchCache | None = None, allocator: ServiceAllocator | None = None,
-                 default_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS) -> None:
+                 default_toleration_seconds: TolerationSeconds = DEFAULT_TOLERATION_SECONDS) -> None:
         self.storage = storage
         self.registry = registry
         self.clock = clock

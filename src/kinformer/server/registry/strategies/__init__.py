@@ -15,16 +15,17 @@ from ..ipallocator import ServiceAllocator
 from . import apps, batch, core, groups
 from .base import Cause, CustomResourceStrategy, KindStrategy
 from .core import StatusResetStrategy
-from .pods import DEFAULT_TOLERATION_SECONDS, PodStrategy
+from .pods import DEFAULT_TOLERATION_SECONDS, PodStrategy, TolerationSeconds
 from .services import ServiceStrategy
 
 __all__ = ["FallbackStrategy", "KindStrategy", "strategy_table"]
 
 
 def strategy_table(allocator: ServiceAllocator | None = None,
-                   default_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS) -> dict[tuple[str, str], KindStrategy]:
+                   default_toleration_seconds: TolerationSeconds = DEFAULT_TOLERATION_SECONDS) -> dict[tuple[str, str], KindStrategy]:
     """Every kind with its own rules; ``allocator`` hands out Service ClusterIPs and node ports;
-    ``default_toleration_seconds``: what DefaultTolerationSeconds admission gives new pods."""
+    ``default_toleration_seconds``: what DefaultTolerationSeconds admission gives new pods (one number, or
+    (not-ready, unreachable))."""
     table: dict[tuple[str, str], KindStrategy] = {}
     table.update({("", plural): s for plural, s in core.STRATEGIES.items()})
     table[("", "pods")] = PodStrategy(default_toleration_seconds)

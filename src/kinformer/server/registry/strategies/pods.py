@@ -6,9 +6,10 @@ On create, after defaulting, as kube-apiserver 1.32 with its default admission c
   deprecated ``serviceAccount``) and, unless ``automountServiceAccountToken`` is false, a projected
   ``kube-api-access-xxxxx`` volume (token, ``kube-root-ca.crt``, namespace) is mounted read-only at
   :data:`TOKEN_MOUNT_PATH` in every container;
-* DefaultTolerationSeconds: NoExecute tolerations of ``not-ready`` and ``unreachable`` for 300 s (the
-  strategy's ``default_toleration_seconds``: kube-apiserver's ``--default-not-ready-toleration-seconds`` and
-  ``--default-unreachable-toleration-seconds``), each unless a toleration of the pod already tolerates that
+* DefaultTolerationSeconds: NoExecute tolerations of ``not-ready`` and ``unreachable`` for 300 s each (the
+  strategy's ``default_toleration_seconds``, one number for both or a (not-ready, unreachable) pair:
+  kube-apiserver's ``--default-not-ready-toleration-seconds`` and ``--default-unreachable-toleration-seconds``),
+  each unless a toleration of the pod already tolerates that
   taint's NoExecute effect (an empty key or effect tolerating every one);
 * Priority: ``priority: 0`` and ``preemptionPolicy: PreemptLowerPriority`` without a priority class;
 * the status starts as ``Pending`` with the pod's QoS class (and ``PodScheduled=False`` while
@@ -91,14 +92,27 @@ def admit_service_account(spec: dict[str, Any], containers: list[dict[str, Any]]
                                                "readOnly": True}]
 
 
-def admit_tolerations(spec: dict[str, Any], seconds: int = DEFAULT_TOLERATION_SECONDS) -> None:
+#: DefaultTolerationSeconds' setting: one number of seconds for both taints, or (not-ready, unreachable).
+TolerationSeconds = int | tuple[int, int]
+
+
+def toleration_pair(seconds: TolerationSeconds) -> tuple[int, int]:
+    """``seconds`` as (not-ready, unreachable); ValueError unless each is an int >= 0."""
+    pair = seconds if isinstance(seconds, tuple) else (seconds, seconds)
+    if len(pair) != 2 or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in pair):
+        raise ValueError(f"default_toleration_seconds must be an int >= 0 or a (not-ready, unreachable) pair of "
+                         f"them, got {seconds!r}")
+    return pair
+
+
+def admit_tolerations(spec: dict[str, Any], seconds: TolerationSeconds = DEFAULT_TOLERATION_SECONDS) -> None:
     tolerations = tolerations if isinstance(tolerations := spec.get("tolerations"), list) else []
     tolerated = {t.get("key") or "" for t in tolerations
                  if (type(t) is dict or isinstance(t, Mapping)) and t.get("effect") in ("NoExecute", None, "")}
     if "" in tolerated:  # an empty key (operator Exists) tolerates every taint
         return
-    added = [{"effect": "NoExecute", "key": taint, "operator": "Exists",
-              "tolerationSeconds": seconds} for taint in _TAINTS if taint not in tolerated]
+    added = [{"effect": "NoExecute", "key": taint, "operator": "Exists", "tolerationSeconds": after}
+             for taint, after in zip(_TAINTS, toleration_pair(seconds), strict=True) if taint not in tolerated]
     if added:
         spec["tolerations"] = [*tolerations, *added]
 
@@ -166,11 +180,8 @@ def _mutable_view(spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> dict[
 
 
 class PodStrategy(ReturnedOnDeleteMixin, KindStrategy):
-    def __init__(self, default_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS) -> None:
-        if isinstance(default_toleration_seconds, bool) or not isinstance(default_toleration_seconds, int) \
-                or default_toleration_seconds < 0:
-            raise ValueError(f"default_toleration_seconds must be an int >= 0, got {default_toleration_seconds!r}")
-        self.default_toleration_seconds = default_toleration_seconds
+    def __init__(self, default_toleration_seconds: TolerationSeconds = DEFAULT_TOLERATION_SECONDS) -> None:
+        self.default_toleration_seconds = toleration_pair(default_toleration_seconds)
 
     def create(self, obj: dict[str, Any]) -> None:
         spec = obj.get("spec")
