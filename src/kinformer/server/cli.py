@@ -23,7 +23,10 @@ follows etcd, so a write through any replica is seen by all. With TLS, give them
 
 ``kinformer serve`` is a cluster that moves: it runs kube-controller-manager's controllers (those kinformer has)
 and one simulated node with its kubelet (``--nodes N`` for more); ``--bare`` runs neither, an inert server as
-envtest's. Replicas on one etcd should run the cluster in one of them only (``--bare`` for the others).
+envtest's. Replicas on one etcd should run the cluster in one of them only (``--bare`` for the others). Its
+node-failure timings are kube's flags (:mod:`.clusterflags`: ``--node-monitor-grace-period``,
+``--default-unreachable-toleration-seconds`` ...), and ``kubectl annotate node NAME kinformer.io/stopped=true``
+stops a simulated node's kubelet (removing the annotation starts it again).
 
 A data directory belongs to one server: ``kinformer serve`` locks it (:func:`lock_data_dir`) before writing
 anything in it, and a second server on it exits with status 1 naming the directory. Replicas on etcd with a
@@ -143,6 +146,9 @@ def _flow_control_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: 1)")
     parser.add_argument("--bare", action="store_true",
                         help="run neither controllers nor nodes: an inert API server, as envtest")
+    from . import clusterflags
+
+    clusterflags.add_arguments(parser)
 
 
 def is_loopback(host: str) -> bool:
@@ -362,14 +368,19 @@ def _check_cluster_args(args: argparse.Namespace) -> str | None:
         return "--nodes must be >= 0"
     if args.bare and args.nodes:
         return "--bare runs no nodes: drop --nodes or --bare"
-    return None
+    from . import clusterflags
+
+    return clusterflags.check(args)
 
 
 def _cluster_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The controllers and nodes to run: all controllers and one node by default, neither with ``--bare``."""
+    """The controllers and nodes to run (all controllers and one node by default, neither with ``--bare``), their
+    timings and the pods' default tolerations (:mod:`.clusterflags`)."""
+    from . import clusterflags
+
     if args.bare:
-        return {"controllers": False, "nodes": 0}
-    return {"controllers": True, "nodes": 1 if args.nodes is None else args.nodes}
+        return {"controllers": False, "nodes": 0, **clusterflags.server_kwargs(args)}
+    return {"controllers": True, "nodes": 1 if args.nodes is None else args.nodes, **clusterflags.server_kwargs(args)}
 
 
 def main(args: argparse.Namespace) -> int:
