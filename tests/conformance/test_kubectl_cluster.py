@@ -4,10 +4,10 @@ and one simulated node; ``--nodes 3`` where a test needs several nodes), no test
 Each test shows one "Done when" item: a Deployment rolls out, rolls over within maxSurge/maxUnavailable, rolls
 back and scales; a Job completes; a StatefulSet creates its pods in order; a DaemonSet runs a pod per node; a
 Service's EndpointSlices follow readiness; a quota refuses the pod over it; a stopped node's pods are evicted and
-replaced; ``kubectl get events`` shows what the controllers and the scheduler did. ``kinformer serve`` is a
-separate process with no way to stop one of its nodes from outside, so the node-failure test runs an in-process
-``APIServer(controllers=True, nodes=3)`` (short grace periods) and drives ``server.cluster.stop_node`` while
-kubectl talks to ``server.url``. Every kubectl call has a ``--timeout`` or a process timeout, every wait a deadline.
+replaced; ``kubectl get events`` shows what the controllers and the scheduler did. The node-failure test stops a
+node as a kubectl user can (``kubectl annotate node NAME kinformer.io/stopped=true``) on a ``kinformer serve --nodes
+3`` given short node-failure timings by kube's flags. Every kubectl call has a ``--timeout`` or a process timeout,
+every wait a deadline.
 """
 
 from __future__ import annotations
@@ -24,9 +24,6 @@ import pytest
 
 import kinformer as ki
 from cluster_helpers import wait_for
-from kinformer.cluster import ClusterOptions
-from kinformer.server import APIServer
-from kinformer.server.cli import write_kubeconfig
 from kubectllib import KUBECTL, Kubectl, Served, serve
 
 pytestmark = [
@@ -333,22 +330,26 @@ def test_get_events_shows_scaling_replicaset_successful_create_and_scheduled(kub
                for m in messages("Scheduled", "pod"))
 
 
-# -- a node that stops (in process: see the module docstring) ----------------------------------------------------
+# -- a node that stops ------------------------------------------------------------------------------------------
 
 TOLERATION = 2
-GRACE = 2.0
+GRACE = 3
+#: ``kinformer serve`` flags of a cluster that notices a stopped node in seconds (kube's: 40 s and 300 s).
+FAST_NODE_FAILURE = ("--nodes", "3", "--node-monitor-period=500ms", f"--node-monitor-grace-period={GRACE}s",
+                     "--node-status-update-frequency=1s", f"--default-unreachable-toleration-seconds={TOLERATION}",
+                     f"--default-not-ready-toleration-seconds={TOLERATION}")
 
 
 async def test_stopped_node_pods_are_evicted_after_toleration_seconds_and_replaced(tmp_path: Path) -> None:
-    """The DefaultTolerationSeconds admission gives each pod ``unreachable:NoExecute`` for TOLERATION seconds; the
-    stopped node turns Unknown after GRACE seconds and is tainted; its pods are marked for deletion (condition
-    DisruptionTarget, reason DeletionByTaintManager) TOLERATION seconds after the taint, stay Terminating (no
-    kubelet confirms their end) and their ReplicaSet replaces them on the nodes that still run. Started again, the
-    node's kubelet ends them and the node loses its taints."""
-    options = ClusterOptions(node_monitor_period=0.5, node_monitor_grace_period=GRACE)
-    async with APIServer(controllers=True, nodes=3, cluster_options=options,
-                         default_toleration_seconds=TOLERATION) as server:
-        kubectl = Kubectl(write_kubeconfig(tmp_path / "kubeconfig", server.url, None, None), tmp_path)
+    """The DefaultTolerationSeconds admission gives each pod ``unreachable:NoExecute`` for TOLERATION seconds
+    (``--default-unreachable-toleration-seconds``); the node annotated ``kinformer.io/stopped=true`` (its kubelet
+    stops) turns Unknown after GRACE seconds (``--node-monitor-grace-period``) and is tainted; its pods are marked
+    for deletion (condition DisruptionTarget, reason DeletionByTaintManager) TOLERATION seconds after the taint,
+    stay Terminating (no kubelet confirms their end) and their ReplicaSet replaces them on the nodes that still
+    run. The annotation removed, the node's kubelet ends them and the node loses its taints."""
+    (tmp_path / "serve").mkdir()
+    with serve(tmp_path / "serve", *FAST_NODE_FAILURE) as served:
+        kubectl = Kubectl(served.kubeconfig, tmp_path)
         await kubectl.arun("create", "deployment", "web", "--image=nginx", "--replicas=3")
         await kubectl.arun("rollout", "status", "deployment/web", f"--timeout={WAIT}s", timeout=WAIT + 10)
         before = await _pods_json(kubectl)
@@ -357,7 +358,7 @@ async def test_stopped_node_pods_are_evicted_after_toleration_seconds_and_replac
         assert {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
                 "tolerationSeconds": TOLERATION} in before[0]["spec"]["tolerations"]
 
-        await server.cluster.stop_node(doomed)
+        await kubectl.arun("annotate", "node", doomed, "kinformer.io/stopped=true")
         await wait_for(lambda: _replaced(kubectl, victims, doomed), WAIT, "the evicted pods' replacements")
         node = json.loads((await kubectl.arun("get", "node", doomed, "-o", "json")).stdout)
         assert _condition(node, "Ready")["status"] == "Unknown"
@@ -372,7 +373,8 @@ async def test_stopped_node_pods_are_evicted_after_toleration_seconds_and_replac
                 assert _seconds(target["lastTransitionTime"]) >= tainted + TOLERATION - 1
         await kubectl.arun("rollout", "status", "deployment/web", f"--timeout={WAIT}s", timeout=WAIT + 10)
 
-        await server.cluster.start_node(doomed)  # back: its kubelet ends the Terminating pods, the taints go
+        await kubectl.arun("annotate", "node", doomed, "kinformer.io/stopped-")  # back: its kubelet ends the
+        # Terminating pods, the taints go
         await kubectl.arun("wait", "--for=delete", *(f"pod/{v}" for v in victims), f"--timeout={WAIT}s",
                            timeout=WAIT + 10)
         await kubectl.arun("wait", "--for=condition=Ready", f"node/{doomed}", f"--timeout={WAIT}s", timeout=WAIT + 10)
