@@ -160,12 +160,18 @@ class Cluster:
         await self._annotate_stopped(name, None)
 
     async def _annotate_stopped(self, name: str, value: str | None) -> None:
+        from kinformer.errors import NotFound
+
         from .nodes import STOPPED_ANNOTATION
 
         agents = self._nodes()[0]
         agents.get(name)  # KeyError naming the known nodes
         patch = {"metadata": {"annotations": {STOPPED_ANNOTATION: value}}}
-        await self.client.patch("nodes", name, patch, "merge")
+        try:
+            await self.client.patch("nodes", name, patch, "merge")
+        except NotFound:
+            if value is not None:
+                raise  # no Node to stop: its kubelet runs and registers it again
         await agents.wait_running(name, running=value is None)
 
     async def fail_container(self, namespace: str, pod: str, container: str, exit_code: int = 1) -> None:

@@ -22,7 +22,8 @@ __all__ = ["FallbackStrategy", "KindStrategy", "strategy_table"]
 
 
 def strategy_table(allocator: ServiceAllocator | None = None,
-                   default_toleration_seconds: TolerationSeconds = DEFAULT_TOLERATION_SECONDS) -> dict[tuple[str, str], KindStrategy]:
+                   default_toleration_seconds: TolerationSeconds = DEFAULT_TOLERATION_SECONDS,
+                   ) -> dict[tuple[str, str], KindStrategy]:
     """Every kind with its own rules; ``allocator`` hands out Service ClusterIPs and node ports;
     ``default_toleration_seconds``: what DefaultTolerationSeconds admission gives new pods (one number, or
     (not-ready, unreachable))."""
