@@ -11,7 +11,8 @@ its pods in seconds.
   (whole seconds, kube's 300 each) are what the DefaultTolerationSeconds admission gives every new pod.
 
 Invariant: a flag not given leaves its ClusterOptions default; a value out of range is refused by argparse (exit
-2 naming the flag) and :func:`check` refuses combinations under which a healthy node would be seen as failed.
+2 naming the flag) and :func:`check` refuses what ClusterOptions refuses and combinations under which a healthy
+node would be seen as failed.
 """
 
 from __future__ import annotations
@@ -86,7 +87,10 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions:
 def check(args: argparse.Namespace) -> str | None:
     """Why the timings cannot be used together, or None: a grace period must outlast a heartbeat period (kube
     documents N times; one is the least that keeps a healthy node Ready)."""
-    options = cluster_options(args)
+    try:
+        options = cluster_options(args)
+    except ValueError as exc:  # a rule of ClusterOptions' own
+        return str(exc)
     beat = max(options.node_status_update_frequency, options.node_lease_renew_interval)
     for flag in ("node-monitor-grace-period", "node-startup-grace-period"):
         grace = getattr(options, _DURATION_FLAGS[flag])
