@@ -56,3 +56,14 @@ def test_bad_cluster_options_are_refused_naming_the_field(options: dict[str, Any
 def test_default_cluster_options_are_valid_and_reach_the_cluster() -> None:
     options = ClusterOptions(node_cpu="8", container_run_seconds=0.0)
     assert APIServer(nodes=1, cluster_options=options).cluster_options is options
+
+
+async def test_every_controller_and_the_kubelets_share_one_informer_per_resource() -> None:
+    """As kube-controller-manager's shared informer factory: a resource spelled two ways ("replicasets" and
+    "replicasets.apps") would be listed, watched and decoded twice."""
+    async with APIServer(storage="memory", controllers=True, nodes=1) as server:
+        assert server.cluster is not None
+        keys = server.cluster.manager.factory.informers_by_key()
+        plurals = sorted(key[0].partition(".")[0] for key in keys)
+        assert len(keys) > 10
+        assert [p for p in plurals if plurals.count(p) > 1] == []

@@ -158,7 +158,7 @@ class DisruptionReconciler:
         ``/scale``; None when it is gone or is another object than the reference's UID."""
         if ref.get("kind") == "ReplicaSet" and str(ref.get("apiVersion", "")).startswith("apps/"):
             try:
-                rs = await self.client.get("replicasets.apps", ref["name"], namespace=namespace)
+                rs = await self.client.get("replicasets", ref["name"], namespace=namespace)
             except NotFound:
                 return None
             if rs["metadata"].get("uid") != ref.get("uid"):
@@ -240,6 +240,6 @@ def setup(ctx: ControllerContext) -> None:
         namespace = (pod.get("metadata") or {}).get("namespace") or ""
         return [Request.for_object(b) for b in pdbs.lister().list(namespace=namespace) if selected_pods(b, [pod])]
 
-    mgr.informer("replicasets.apps")  # a Deployment's pods are counted by the Deployment's scale
+    mgr.informer("replicasets")  # a Deployment's pods are counted by its scale (the informer the others share)
     mgr.controller(DisruptionReconciler(ctx), "disruption").for_(PDBS) \
         .watches("pods", mapper=budgets_of).workers(ctx.options.workers)

@@ -34,14 +34,15 @@ from ..cluster import ControllerContext
 
 __all__ = ["QuotaReconciler", "setup"]
 
-#: (resource spec, plural, group) of everything watched for recounts from the start.
+#: (resource spec, plural, group) of everything watched for recounts from the start; each spec is spelled as
+#: the other controllers spell it, so they all share one informer (one watch, one decode) per resource.
 WATCHED = (("pods", "pods", ""), ("services", "services", ""),
            ("persistentvolumeclaims", "persistentvolumeclaims", ""), ("configmaps", "configmaps", ""),
            ("secrets", "secrets", ""), ("replicationcontrollers", "replicationcontrollers", ""),
-           ("resourcequotas", "resourcequotas", ""), ("replicasets.apps", "replicasets", "apps"),
-           ("deployments.apps", "deployments", "apps"), ("statefulsets.apps", "statefulsets", "apps"),
-           ("daemonsets.apps", "daemonsets", "apps"), ("jobs.batch", "jobs", "batch"),
-           ("cronjobs.batch", "cronjobs", "batch"))
+           ("resourcequotas", "resourcequotas", ""), ("replicasets", "replicasets", "apps"),
+           ("deployments", "deployments", "apps"), ("statefulsets", "statefulsets", "apps"),
+           ("daemonsets", "daemonsets", "apps"), ("jobs", "jobs", "batch"),
+           ("cronjobs", "cronjobs", "batch"))
 
 
 def _now(ctx_clock: Any) -> datetime.datetime:
