@@ -45,7 +45,7 @@ from kinformer.errors import Conflict, NotFound
 
 from . import scheduling
 from .podindex import pod_reference, pods_informer, pods_on_node
-from .podresources import pod_requests
+from .podresources import Resources, allocatable, pod_requests
 from .podutil import is_terminal
 from .scheduling import NodeInfo, PodUsage, Rejection
 from .wakeups import Wakeups
@@ -151,6 +151,8 @@ class Scheduler:
         #: by pod uid: (the resourceVersion it was read at, its usage), for the pods of the last snapshot, so a
         #: cycle does not recompute what every other pod takes of its node
         self.usages: dict[str, tuple[str, PodUsage]] = {}
+        #: by node name: (the resourceVersion it was read at, its allocatable), so a cycle does not parse it again
+        self.allocatables: dict[str, tuple[str, Resources]] = {}
         self.unschedulable: dict[Request, Backoff] = {}
         self.bindings: asyncio.Queue[Assumed] = asyncio.Queue()  # assumed pods waiting for their binding cycle
         self.retries = Wakeups()  # pods whose binding failed, scheduled again
@@ -208,7 +210,10 @@ class Scheduler:
 
     def _snapshot(self) -> list[NodeInfo]:
         """Every node with its assigned, non-terminal pods and the pods assumed on it, sorted by name."""
-        infos = {node["metadata"]["name"]: NodeInfo(node) for node in self.nodes.indexer.list()}
+        offered: dict[str, tuple[str, Resources]] = {}
+        infos = {node["metadata"]["name"]: NodeInfo(node, self._allocatable(node, offered))
+                 for node in self.nodes.indexer.list()}
+        self.allocatables = offered  # the nodes gone since the last snapshot are forgotten
         usages: dict[str, tuple[str, PodUsage]] = {}
         for name, info in infos.items():
             for pod in pods_on_node(self.pods, name):
@@ -222,6 +227,16 @@ class Scheduler:
             elif assumed.node in infos:
                 infos[assumed.node].add_pod(assumed.usage)
         return [infos[name] for name in sorted(infos)]
+
+    def _allocatable(self, node: Obj, offered: dict[str, tuple[str, Resources]]) -> Resources:
+        """The node's allocatable, parsed again only when the node changed since the last snapshot."""
+        meta = node["metadata"]
+        name, version = meta["name"], meta.get("resourceVersion", "")
+        known = self.allocatables.get(name)
+        if known is None or known[0] != version:
+            known = (version, allocatable(node))
+        offered[name] = known
+        return known[1]
 
     def _usage(self, pod: Obj, usages: dict[str, tuple[str, PodUsage]]) -> PodUsage:
         """The pod's usage, computed again only when the pod changed since the last snapshot."""

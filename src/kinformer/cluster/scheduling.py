@@ -37,7 +37,7 @@ from typing import Any
 
 from . import taints as t
 from .nodeaffinity import required_affinity_matches
-from .podresources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources, allocatable, non_zero_requests
+from .podresources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources, non_zero_requests
 
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_NODE_NAME = "node(s) didn't match the requested node name"
@@ -70,9 +70,11 @@ class PodUsage:
 
 @dataclass
 class NodeInfo:
-    """A node with what its pods (bound or assumed) already take of it."""
+    """A node with what its pods (bound or assumed) already take of it; ``offered`` is the node's
+    allocatable (:func:`~.podresources.allocatable`), parsed once per version of the node by the caller."""
 
     node: Mapping[str, Any]
+    offered: Resources
     requested: Resources = field(default_factory=dict)
     pods: int = 0
     non_zero_cpu: int = 0
@@ -158,7 +160,7 @@ def _node_rejection(pod: Mapping[str, Any], node: Mapping[str, Any]) -> str | No
 
 def _insufficient(info: NodeInfo, requests: Mapping[str, int]) -> list[str]:
     """NodeResourcesFit's reasons, in kube's order."""
-    offered = allocatable(info.node)
+    offered = info.offered
     reasons = []
     if info.pods + 1 > offered.get(PODS, 0):
         reasons.append(REASON_TOO_MANY_PODS)
@@ -215,7 +217,7 @@ def _fraction_free(used: int, total: int) -> float:
 
 def score(pod: Mapping[str, Any], info: NodeInfo) -> int:
     """LeastAllocated plus BalancedAllocation for cpu and memory, each 0..100 (higher is better)."""
-    offered = allocatable(info.node)
+    offered = info.offered
     cpu, memory = non_zero_requests(pod)
     free_cpu = _fraction_free(info.non_zero_cpu + cpu, offered.get(CPU, 0))
     free_memory = _fraction_free(info.non_zero_memory + memory, offered.get(MEMORY, 0))
