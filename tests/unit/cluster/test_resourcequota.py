@@ -197,3 +197,29 @@ async def test_a_count_of_a_resource_the_server_does_not_serve_has_no_usage(clie
                           namespace=NS, timeout=20)
     assert q["status"]["used"] == {"pods": "0"}
     assert q["status"]["hard"] == {"count/widgets.example.com": "1", "pods": "1"}
+
+
+def test_a_pod_update_is_weighed_only_in_a_namespace_with_a_quota() -> None:
+    """kube's replenishment returns early when the namespace has no quota: a pod's status change costs the
+    quota controller nothing there (its cost is not computed), and is still weighed where a quota exists."""
+    from kinformer.clock import REAL_CLOCK
+    from kinformer.cluster.controllers.resourcequota import CostChanged
+
+    quota_namespaces = {"with-quota"}
+    weighed: list[str] = []
+
+    def has_quota(namespace: str) -> bool:
+        weighed.append(namespace)
+        return namespace in quota_namespaces
+
+    changed = CostChanged("pods", "", REAL_CLOCK, has_quota)
+
+    def pod(namespace: str, phase: str) -> dict[str, Any]:
+        return {"metadata": {"name": "p", "namespace": namespace},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+                "status": {"phase": phase}}
+
+    assert changed.update(pod("no-quota", "Running"), pod("no-quota", "Succeeded")) is False
+    assert changed.update(pod("with-quota", "Running"), pod("with-quota", "Succeeded")) is True
+    assert changed.update(pod("with-quota", "Pending"), pod("with-quota", "Running")) is False
+    assert weighed == ["no-quota", "with-quota", "with-quota"]

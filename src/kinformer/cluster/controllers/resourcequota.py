@@ -22,7 +22,7 @@ racing an admitted create not yet stored may undercount it until the next recoun
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kinformer import quota
@@ -50,14 +50,18 @@ def _now(ctx_clock: Any) -> datetime.datetime:
 
 
 class CostChanged(Predicate):
-    """Creates and deletes pass; an update passes when the object's cost or a pod's scope may have changed."""
+    """Creates and deletes pass; an update passes when the object's cost or a pod's scope may have changed,
+    and only in a namespace with a quota (``has_quota(namespace)``; elsewhere nothing would be recounted, so
+    the cost is not computed, as kube's replenishment returns early when the namespace has no quota)."""
 
-    def __init__(self, plural: str, group: str, clock: Any) -> None:
-        self.plural, self.group, self.clock = plural, group, clock
+    def __init__(self, plural: str, group: str, clock: Any, has_quota: Callable[[str], bool]) -> None:
+        self.plural, self.group, self.clock, self.has_quota = plural, group, clock, has_quota
 
     def update(self, old: Mapping[str, Any], new: Mapping[str, Any], is_resync: bool = False) -> bool:
         if is_resync:
             return False  # the quotas' own sync period recounts
+        if not self.has_quota((new.get("metadata") or {}).get("namespace") or ""):
+            return False
         now = _now(self.clock)
         if quota.usage(self.plural, self.group, old, now) != quota.usage(self.plural, self.group, new, now):
             return True
@@ -135,7 +139,10 @@ def setup(ctx: ControllerContext) -> None:
         namespace = (obj.get("metadata") or {}).get("namespace") or ""
         return [Request.for_object(q) for q in quotas.lister().list(namespace=namespace)]
 
+    def has_quota(namespace: str) -> bool:
+        return bool(quotas.lister().list(namespace=namespace))
+
     builder = mgr.controller(QuotaReconciler(ctx), "resourcequota").for_("resourcequotas") \
         .every(ctx.options.resource_quota_sync_period).workers(ctx.options.workers)
     for spec, plural, group in WATCHED:  # quotas too: a quota's create or delete is counted by the others
-        builder.watches(spec, CostChanged(plural, group, ctx.clock), mapper=quotas_of)
+        builder.watches(spec, CostChanged(plural, group, ctx.clock, has_quota), mapper=quotas_of)
