@@ -55,6 +55,7 @@ async def test_times_out_with_a_clear_error(kube_client) -> None:
 async def test_survives_dropped_watches_and_410(kube_server, kube_client) -> None:
     async with FaultProxy.for_url(kube_server.url) as proxy, ki.Client(proxy.url) as client:
         await kube_client.create("configmaps", configmap("cm", v="0"), namespace=NS)
+        await client.resolve("configmaps")  # discovery before the faults: they are meant for the watch
         waiter = asyncio.create_task(ki.wait_for(client, "configmaps", "cm", _value_is("2"), namespace=NS,
                                                  timeout=30))
         await wait_until(lambda: proxy.connections >= 1, what="watch open")
