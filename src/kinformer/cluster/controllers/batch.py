@@ -10,13 +10,13 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from kinformer.controller.conditions import find_condition
-from kinformer.errors import APIError
 
 from ..metatime import parse_time
 from ..metatime import rfc3339 as format_time
+from .podcontrol import error_message, namespace_terminating
 
 __all__ = ["as_dict", "condition", "ensure_condition", "finished_condition", "format_time", "is_finished",
-           "namespace_terminating", "new_condition", "parse_time", "report_failed_create"]
+           "new_condition", "parse_time", "report_failed_create"]
 
 
 def as_dict(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -67,13 +67,8 @@ def is_finished(job: Mapping[str, Any]) -> bool:
     return finished_condition(job) is not None
 
 
-def namespace_terminating(err: BaseException) -> bool:
-    """A create refused because the namespace is being deleted (kube's NamespaceTerminatingCause)."""
-    return isinstance(err, APIError) and any(c.get("reason") == "NamespaceTerminating" for c in err.causes)
-
-
 def report_failed_create(recorder: Any, owner: Mapping[str, Any], err: BaseException, prefix: str) -> None:
     """The FailedCreate Warning kube's controllers record on ``owner`` ("<prefix>: <error>"); none when the
     namespace is terminating (every creation fails there)."""
     if not namespace_terminating(err):
-        recorder.event(owner, "Warning", "FailedCreate", f"{prefix}: {err}")
+        recorder.event(owner, "Warning", "FailedCreate", f"{prefix}: {error_message(err)}")

@@ -41,7 +41,6 @@ from typing import Any
 from kinformer.client import to_plain
 from kinformer.controller.predicates import Funcs
 from kinformer.controller.reconcile import ObjectReconciler, Request, Result
-from kinformer.errors import APIError, NotFound
 from kinformer.selectors import LabelSelector
 
 from ..podutil import is_pod_available, is_pod_ready, is_terminal, phase
@@ -57,6 +56,7 @@ from .daemonset_update import (
     template_generation,
     unavailable_count,
 )
+from .podcontrol import PodControl
 from .podtemplate import pod_from_template
 from .refs import RefManager, orphan_mapper, owner_selector, valid_selector
 from .slowstart import slow_start
@@ -251,25 +251,13 @@ class DaemonSetReconciler(ObjectReconciler):
     async def sync_nodes(self, ds: Obj, delete: Sequence[str], create: Sequence[str], hash_: str) -> None:
         """``syncNodes``: at most 250 creations (slow start) and 250 deletions per sync."""
         namespace = ds["metadata"]["namespace"]
+        pods = PodControl(self.client, self.recorder)
 
         async def create_on(node: str) -> None:
-            body = self._pod_for(ds, node, hash_)
-            try:
-                pod = await self.client.create("pods", body, namespace=namespace)
-            except APIError as err:
-                self.recorder.event(ds, "Warning", "FailedCreate", f"Error creating: {err}")
-                raise
-            self.recorder.event(ds, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
+            await pods.create(ds, self._pod_for(ds, node, hash_), namespace)
 
         async def delete_pod(name: str) -> None:
-            try:
-                await self.client.delete("pods", name, namespace=namespace)
-            except NotFound:
-                return
-            except APIError as err:
-                self.recorder.event(ds, "Warning", "FailedDelete", f"Error deleting: {err}")
-                raise
-            self.recorder.event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {name}")
+            await pods.delete(ds, name, namespace)
 
         await slow_start(list(create)[:BURST_REPLICAS], create_on)
         await slow_start(list(delete)[:BURST_REPLICAS], delete_pod, initial=BURST_REPLICAS)

@@ -54,9 +54,7 @@ from .batch import (
     ensure_condition,
     format_time,
     is_finished,
-    namespace_terminating,
     new_condition,
-    report_failed_create,
 )
 from .job_backoff import BackoffStore
 from .job_indexes import format_indexes, parse_indexes
@@ -91,6 +89,7 @@ from .job_sync import (
     suspended,
     want_active,
 )
+from .podcontrol import PodControl, namespace_terminating
 from .podtemplate import pod_from_template
 from .refs import RefManager, orphan_mapper, owner_selector, valid_selector
 from .slowstart import slow_start
@@ -125,6 +124,7 @@ class JobController:
         self.clock = ctx.clock
         self.options = options
         self.recorder = ctx.recorder("job-controller")
+        self.pod_control = PodControl(self.client, self.recorder)
         self.pods = ctx.manager.informer("pods")
         self.jobs = ctx.manager.informer("jobs")
         self.backoff = BackoffStore()
@@ -302,12 +302,7 @@ class JobController:
 
     async def _create_pod(self, job: Mapping[str, Any], index: int | None, replaced: Pod | None) -> Pod:
         body = self._pod_body(job, index, replaced)
-        try:
-            pod: Pod = await self.client.create("pods", body, job["metadata"]["namespace"])
-        except Exception as err:
-            report_failed_create(self.recorder, job, err, "Error creating")
-            raise
-        self.recorder.event(job, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
+        pod: Pod = await self.pod_control.create(job, body, job["metadata"]["namespace"])
         return pod
 
     async def _delete_pods(self, job: Mapping[str, Any], pods: Sequence[Pod], *,
@@ -322,16 +317,12 @@ class JobController:
 
     async def _delete_pod(self, job: Mapping[str, Any], pod: Pod, keep_finalizers: bool) -> None:
         meta = pod["metadata"]
-        try:
-            if not keep_finalizers and has_tracking_finalizer(pod):
+        if not keep_finalizers and has_tracking_finalizer(pod):
+            try:
                 await remove_tracking_finalizer(self.client, pod)
-            await self.client.delete("pods", meta["name"], meta["namespace"])
-        except NotFound:
-            return
-        except Exception as err:
-            self.recorder.event(job, "Warning", "FailedDelete", f"Error deleting: {err}")
-            raise
-        self.recorder.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
+            except NotFound:
+                return
+        await self.pod_control.delete(job, meta["name"], meta["namespace"])
 
     async def _remove_finalizers(self, pods: Sequence[Pod]) -> None:
         """Remove the tracking finalizer from each of ``pods`` that has it (all attempted; the first error

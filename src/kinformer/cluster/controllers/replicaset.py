@@ -14,8 +14,8 @@ Implemented as kube does it:
 * status: replicas, fullyLabeledReplicas, readyReplicas, availableReplicas (minReadySeconds; requeued
   after minReadySeconds while ready pods are not available yet), observedGeneration, and the
   ReplicaFailure condition (FailedCreate / FailedDelete with the error) while managing fails;
-* events SuccessfulCreate "Created pod: <name>", SuccessfulDelete "Deleted pod: <name>", FailedCreate
-  "Error creating: <error>", FailedDelete "Error deleting: <error>".
+* events through :class:`.podcontrol.PodControl`: SuccessfulCreate "Created pod: <name>", SuccessfulDelete
+  "Deleted pod: <name>", FailedCreate "Error creating: <error>", FailedDelete "Error deleting: <error>".
 
 Not implemented: the re-check of the owner's deletion from the API server before adopting (the cache is
 trusted), the ``TerminatingReplicas`` status field (alpha in 1.33), and the ReplicationController twin.
@@ -43,6 +43,7 @@ from .expectations import (
     Obj,
     meta,
 )
+from .podcontrol import PodControl, error_message, namespace_terminating
 from .podtemplate import pod_from_template
 from .refs import RefManager, controller_of, owners_selecting
 from .slowstart import slow_start_batch
@@ -204,6 +205,7 @@ class ReplicaSetController:
         self.client = ctx.manager.client
         self.clock = ctx.clock
         self.recorder = ctx.recorder("replicaset-controller")
+        self.pods = PodControl(self.client, self.recorder)
         self.expectations = Expectations(ctx.clock)
         self.wakeups = Wakeups()
         self.rs_informer = ctx.manager.informer("replicasets")
@@ -315,15 +317,12 @@ class ReplicaSetController:
         self.expectations.expect_creations(key, count)
 
         async def create_one() -> None:
+            body = pod_from_template(rs["spec"].get("template") or {}, rs)
             try:
-                pod = await self.client.create("pods", pod_from_template(rs["spec"].get("template") or {}, rs),
-                                               namespace=meta(rs)["namespace"])
-            except (APIError, ValueError) as err:
-                if _namespace_terminating(err):
-                    return
-                self.recorder.event(rs, "Warning", "FailedCreate", f"Error creating: {_message(err)}")
-                raise
-            self.recorder.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {meta(pod)['name']}")
+                await self.pods.create(rs, body, meta(rs)["namespace"])
+            except APIError as err:
+                if not namespace_terminating(err):
+                    raise
 
         successes, error = await slow_start_batch(range(count), lambda _: create_one(), SLOW_START_INITIAL_BATCH)
         for _ in range(count - successes):
@@ -336,17 +335,12 @@ class ReplicaSetController:
         self.expectations.expect_deletions(key, [_key(p) for p in victims])
 
         async def delete_one(pod: Obj) -> BaseException | None:
-            name = meta(pod)["name"]
             try:
-                await self.client.delete("pods", name, namespace=meta(pod)["namespace"])
-            except NotFound:
-                self.expectations.deletion_observed(key, _key(pod))
-                return None
+                if not await self.pods.delete(rs, meta(pod)["name"], meta(pod)["namespace"]):
+                    self.expectations.deletion_observed(key, _key(pod))
             except APIError as err:
                 self.expectations.deletion_observed(key, _key(pod))
-                self.recorder.event(rs, "Warning", "FailedDelete", f"Error deleting: {_message(err)}")
-                return RuntimeError(f"unable to delete pods: {_message(err)}")
-            self.recorder.event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {name}")
+                return RuntimeError(f"unable to delete pods: {error_message(err)}")
             return None
 
         errors = [e for e in await asyncio.gather(*(delete_one(p) for p in victims)) if e is not None]
@@ -378,14 +372,6 @@ def _selector(rs: Obj) -> LabelSelector:
 
 def _key(obj: Obj) -> str:
     return f"{meta(obj).get('namespace')}/{meta(obj).get('name')}"
-
-
-def _message(err: BaseException) -> str:
-    return err.message if isinstance(err, APIError) else str(err)
-
-
-def _namespace_terminating(err: BaseException) -> bool:
-    return isinstance(err, APIError) and any(c.get("type") == "NamespaceTerminating" for c in err.causes)
 
 
 def setup(ctx: ControllerContext) -> None:
