@@ -2,14 +2,16 @@
 
 A pod is this scheduler's when ``spec.schedulerName`` is ``default-scheduler`` (or absent), ``spec.nodeName``
 is empty, it is not being deleted and has no scheduling gates left. One worker schedules one pod at a time,
-as kube's scheduling cycle does, against a snapshot of the nodes and the pods already on them
-(:mod:`kinformer.cluster.scheduling` has the filters, the scoring and the message).
+as kube's scheduling cycle does, against the scheduler's cache of the nodes and the pods on them
+(:mod:`kinformer.cluster.schedcache`, kept up to date by informer events, not rebuilt per cycle;
+:mod:`kinformer.cluster.scheduling` has the filters, the scoring and the message).
 
 Invariants:
 
 * the assume cache: a pod is counted on its node from the moment it is assumed (the end of its scheduling
   cycle) until the pods informer shows it assigned (or gone), so pods scheduled back to back never over-commit
-  a node while their bindings and watch events are on their way;
+  a node while their bindings and watch events are on their way; no pod is scheduled before the cache has
+  seen every node and pod the informers listed;
 * binding cycles run beside the scheduling cycle, as kube's do (``bindingCycle`` in a goroutine of its own):
   one worker schedules pod after pod while up to ``BINDINGS_IN_FLIGHT`` bindings are sent, so a round trip
   to the API server is not paid once per pod in sequence; a binding refused because the pod was bound or
@@ -17,7 +19,8 @@ Invariants:
 * a pod that fits nowhere gets the ``PodScheduled=False`` condition (reason ``Unschedulable``, kube's
   message; written only when it changed) and a ``FailedScheduling`` Warning event, and waits in the
   unschedulable set. A node added, or changed in what scheduling reads (allocatable, labels, taints,
-  ``unschedulable``), or an assigned pod deleted or finished, moves every unschedulable pod back; each
+  ``unschedulable``), or a counted pod deleted or finished, moves every unschedulable pod back once the
+  cache shows the change; each
   pod still waits out its backoff (``scheduler_pod_initial_backoff`` doubling per failure up to
   ``scheduler_pod_max_backoff``) and is retried anyway after ``scheduler_max_unschedulable_duration``;
 * success records a ``Scheduled`` Normal event "Successfully assigned ns/pod to node" (events.k8s.io/v1,
@@ -44,9 +47,9 @@ from kinformer.controller.reconcile import Request
 from kinformer.errors import Conflict, NotFound
 
 from . import scheduling
-from .podindex import pod_reference, pods_informer, pods_on_node
-from .podresources import Resources, allocatable, pod_requests
-from .podutil import is_terminal
+from .podindex import pod_reference
+from .podresources import pod_requests
+from .schedcache import SchedulerCache
 from .scheduling import NodeInfo, PodUsage, Rejection
 from .wakeups import Wakeups
 
@@ -69,10 +72,6 @@ def responsible_for(pod: Obj) -> bool:
     return not spec.get("nodeName") and (spec.get("schedulerName") or SCHEDULER_NAME) == SCHEDULER_NAME
 
 
-def _assigned(pod: Obj) -> bool:
-    return bool((pod.get("spec") or {}).get("nodeName"))
-
-
 def _scheduling_inputs(pod: Obj) -> tuple[Any, ...]:
     meta = pod.get("metadata") or {}
     return pod.get("spec"), meta.get("labels"), meta.get("annotations"), meta.get("deletionTimestamp")
@@ -88,42 +87,11 @@ class PendingPods(Predicate):
         return responsible_for(new) and (is_resync or _scheduling_inputs(old) != _scheduling_inputs(new))
 
 
-class NodeChanged(Predicate):
-    """Node events that can make an unschedulable pod fit (kube's NodeAdd and the NodeUpdate it hints)."""
-
-    @staticmethod
-    def _inputs(node: Obj) -> tuple[Any, ...]:
-        spec, status = node.get("spec") or {}, node.get("status") or {}
-        return (status.get("allocatable"), (node.get("metadata") or {}).get("labels"), spec.get("taints"),
-                spec.get("unschedulable"))
-
-    def update(self, old: Obj, new: Obj, is_resync: bool = False) -> bool:
-        return self._inputs(old) != self._inputs(new)
-
-    def delete(self, obj: Obj) -> bool:
-        return False
-
-
-class PodFreedResources(Predicate):
-    """An assigned pod deleted or finished (kube's AssignedPodDelete and a pod turning terminal)."""
-
-    def create(self, obj: Obj) -> bool:
-        return False
-
-    def update(self, old: Obj, new: Obj, is_resync: bool = False) -> bool:
-        return _assigned(old) and not is_terminal(old) and is_terminal(new)
-
-    def delete(self, obj: Obj) -> bool:
-        return _assigned(obj)
-
-
 @dataclass
 class Assumed:
-    """A pod whose binding was sent and whose assignment the informer has not shown yet."""
+    """A pod assumed on ``node``, waiting for (or in) its binding cycle."""
 
-    key: str
     node: str
-    usage: PodUsage
     request: Request
     pod: Obj
 
@@ -145,23 +113,26 @@ class Scheduler:
         self.clock = ctx.clock
         self.options = options
         self.recorder = ctx.events_recorder(SCHEDULER_NAME)
-        self.pods: SharedIndexInformer = pods_informer(ctx.manager)
-        self.nodes: SharedIndexInformer = ctx.manager.informer("nodes")
-        self.assumed: dict[str, Assumed] = {}  # by pod uid
-        #: by pod uid: (the resourceVersion it was read at, its usage), for the pods of the last snapshot, so a
-        #: cycle does not recompute what every other pod takes of its node
-        self.usages: dict[str, tuple[str, PodUsage]] = {}
-        #: by node name: (the resourceVersion it was read at, its allocatable), so a cycle does not parse it again
-        self.allocatables: dict[str, tuple[str, Resources]] = {}
+        self.pods: SharedIndexInformer = ctx.manager.informer("pods")
+        self.cache = SchedulerCache()
+        self.cache.on_freed = self._move_unschedulable
+        self._cache_handlers = [
+            self.pods.add_event_handler(on_add=self.cache.pod_added, on_update=self.cache.pod_updated,
+                                        on_delete=self.cache.pod_deleted),
+            ctx.manager.informer("nodes").add_event_handler(
+                on_add=self.cache.node_added, on_update=self.cache.node_updated, on_delete=self.cache.node_deleted)]
+        self._synced = False
         self.unschedulable: dict[Request, Backoff] = {}
         self.bindings: asyncio.Queue[Assumed] = asyncio.Queue()  # assumed pods waiting for their binding cycle
-        self.retries = Wakeups()  # pods whose binding failed, scheduled again
+        self.retries = Wakeups()  # pods whose binding failed, and unschedulable pods moved back
 
     # -- the queue ------------------------------------------------------------------------------------
 
-    def unschedulable_pods(self, _: Obj) -> list[Request]:
-        """The mapper of cluster events: every pod waiting in the unschedulable set."""
-        return list(self.unschedulable)
+    def _move_unschedulable(self) -> None:
+        """The cache changed in a way that may let a pod fit: every unschedulable pod is tried again (each
+        still waits out its backoff)."""
+        for request in self.unschedulable:
+            self.retries.add(request.namespace or "", request.name)
 
     def _backoff(self, attempts: int) -> float:
         delay = self.options.scheduler_pod_initial_backoff * 2 ** min(attempts - 1, 32)
@@ -170,12 +141,14 @@ class Scheduler:
     # -- one cycle ------------------------------------------------------------------------------------
 
     async def reconcile(self, request: Request) -> Result | None:
+        if not self._synced:
+            await self._wait_for_cache()
         pod = self.pods.indexer.get_by_key(request.key)
         if pod is None or not responsible_for(pod) or pod["metadata"].get("deletionTimestamp") \
                 or (pod.get("spec") or {}).get("schedulingGates"):
             self.unschedulable.pop(request, None)
             return None
-        if pod["metadata"].get("uid") in self.assumed:
+        if self.cache.is_assumed(pod["metadata"].get("uid", "")):
             return None  # bound; its assignment has not reached the informer yet
         waiting = self.unschedulable.get(request)
         now = self.clock.now()
@@ -188,10 +161,17 @@ class Scheduler:
         self._assume(request, pod, scheduling.select(pod, feasible).name, PodUsage.of(pod, requests))
         return None
 
+    async def _wait_for_cache(self) -> None:
+        """Wait until the cache has seen every pod and node of the informers' initial lists (kube's
+        WaitForHandlersSync), so the first cycles count what is already on the nodes."""
+        for registration in self._cache_handlers:
+            await registration.wait_for_sync()
+        self._synced = True
+
     def _filter(self, pod: Obj, requests: dict[str, int]) -> tuple[list[NodeInfo], list[Rejection], str | None]:
         """(the feasible nodes, one Rejection per other node, the PreFilter's message if it rejected all)."""
         allowed = scheduling.affinity_node_names(pod)
-        infos = self._snapshot()
+        infos = self.cache.nodes()
         if allowed is not None and not allowed:
             unresolvable = Rejection((scheduling.REASON_CONFLICT,), resolvable=False)
             return [], [unresolvable] * len(infos), scheduling.REASON_CONFLICT
@@ -208,50 +188,10 @@ class Scheduler:
                 rejections.append(rejection)
         return feasible, rejections, None
 
-    def _snapshot(self) -> list[NodeInfo]:
-        """Every node with its assigned, non-terminal pods and the pods assumed on it, sorted by name."""
-        offered: dict[str, tuple[str, Resources]] = {}
-        infos = {node["metadata"]["name"]: NodeInfo(node, self._allocatable(node, offered))
-                 for node in self.nodes.indexer.list()}
-        self.allocatables = offered  # the nodes gone since the last snapshot are forgotten
-        usages: dict[str, tuple[str, PodUsage]] = {}
-        for name, info in infos.items():
-            for pod in pods_on_node(self.pods, name):
-                if not is_terminal(pod):
-                    info.add_pod(self._usage(pod, usages))
-        self.usages = usages  # the pods gone since the last snapshot are forgotten
-        for uid, assumed in list(self.assumed.items()):
-            cached = self.pods.indexer.get_by_key(assumed.key)
-            if cached is None or cached["metadata"].get("uid") != uid or _assigned(cached):
-                del self.assumed[uid]  # the informer caught up (or the pod is gone)
-            elif assumed.node in infos:
-                infos[assumed.node].add_pod(assumed.usage)
-        return [infos[name] for name in sorted(infos)]
-
-    def _allocatable(self, node: Obj, offered: dict[str, tuple[str, Resources]]) -> Resources:
-        """The node's allocatable, parsed again only when the node changed since the last snapshot."""
-        meta = node["metadata"]
-        name, version = meta["name"], meta.get("resourceVersion", "")
-        known = self.allocatables.get(name)
-        if known is None or known[0] != version:
-            known = (version, allocatable(node))
-        offered[name] = known
-        return known[1]
-
-    def _usage(self, pod: Obj, usages: dict[str, tuple[str, PodUsage]]) -> PodUsage:
-        """The pod's usage, computed again only when the pod changed since the last snapshot."""
-        meta = pod["metadata"]
-        uid, version = meta.get("uid", ""), meta.get("resourceVersion", "")
-        known = self.usages.get(uid)
-        usage = known[1] if known is not None and known[0] == version else PodUsage.of(pod, pod_requests(pod))
-        usages[uid] = (version, usage)
-        return usage
-
     def _assume(self, request: Request, pod: Obj, node: str, usage: PodUsage) -> None:
         """End the scheduling cycle: count the pod on ``node`` and hand it to a binding cycle."""
-        assumed = Assumed(request.key, node, usage, request, pod)
-        self.assumed[pod["metadata"].get("uid", "")] = assumed
-        self.bindings.put_nowait(assumed)
+        self.cache.assume(pod, node, usage)
+        self.bindings.put_nowait(Assumed(node, request, pod))
 
     async def run_bindings(self) -> None:
         """The binding cycles, for as long as the cluster runs: each assumed pod is bound in a task of this
@@ -268,7 +208,7 @@ class Scheduler:
             while True:
                 assumed = await self.bindings.get()
                 await slots.acquire()
-                group.create_task(bind(assumed), name=f"scheduler-bind-{assumed.key}")
+                group.create_task(bind(assumed), name=f"scheduler-bind-{assumed.request.key}")
 
     async def _bind(self, assumed: Assumed) -> None:
         request, pod, node = assumed.request, assumed.pod, assumed.node
@@ -280,11 +220,11 @@ class Scheduler:
         try:
             await self.client.create("pods", binding, meta["namespace"], subresource="binding")
         except (Conflict, NotFound) as exc:  # assigned meanwhile (by another scheduler) or deleted
-            self.assumed.pop(uid, None)
+            self.cache.forget(uid)
             log.info("binding %s to %s: %s", request.key, node, exc)
             return
         except Exception as exc:  # the pod is scheduled again, as kube's handleSchedulingFailure does
-            self.assumed.pop(uid, None)
+            self.cache.forget(uid)
             log.warning("binding %s to %s failed, scheduling it again: %s", request.key, node, exc)
             self.retries.add(request.namespace or "", request.name)
             return
@@ -293,11 +233,12 @@ class Scheduler:
                             f"Successfully assigned {meta['namespace']}/{meta['name']} to {node}", action="Binding")
 
     async def _unschedulable(self, request: Request, pod: Obj, message: str) -> Result:
-        self.recorder.event(pod_reference(pod), "Warning", "FailedScheduling", message, action="Scheduling")
-        await self._set_unschedulable_condition(pod, message)
         previous = self.unschedulable.get(request)
         attempts = (previous.attempts if previous else 0) + 1
+        # in the unschedulable set before any await: a cache change while the condition is written moves it back
         self.unschedulable[request] = Backoff(attempts, self.clock.now() + self._backoff(attempts))
+        self.recorder.event(pod_reference(pod), "Warning", "FailedScheduling", message, action="Scheduling")
+        await self._set_unschedulable_condition(pod, message)
         log.info("pod %s is unschedulable: %s", request.key, message)
         return Result(requeue_after=self.options.scheduler_max_unschedulable_duration)
 
@@ -318,13 +259,11 @@ class Scheduler:
 
 
 def setup(ctx: ControllerContext) -> None:
-    """Register the scheduler: one worker, its pending pods, the events that retry unschedulable ones, and the
-    loop of binding cycles."""
+    """Register the scheduler: one worker, its pending pods, the cache's events that retry unschedulable ones,
+    and the loop of binding cycles."""
     scheduler = Scheduler(ctx)
     (ctx.manager.controller(scheduler, name="scheduler")
         .for_("pods", PendingPods())
-        .watches("nodes", NodeChanged(), mapper=scheduler.unschedulable_pods)
-        .watches("pods", PodFreedResources(), mapper=scheduler.unschedulable_pods)
         .source(scheduler.retries)
         .workers(1))
     ctx.run(scheduler.run_bindings, "scheduler-bindings")

@@ -70,28 +70,41 @@ class PodUsage:
 
 @dataclass
 class NodeInfo:
-    """A node with what its pods (bound or assumed) already take of it; ``offered`` is the node's
-    allocatable (:func:`~.podresources.allocatable`), parsed once per version of the node by the caller."""
+    """A node with what its pods (bound or assumed) take of it; ``offered`` is the node's allocatable
+    (:func:`~.podresources.allocatable`). ``node`` is None while pods are counted on a node the informer does
+    not show (kube's NodeInfo without a node). Invariant: the totals are the sums over the pods added and not
+    removed; ``host_ports`` counts the pods holding each port."""
 
-    node: Mapping[str, Any]
+    name: str
+    node: Mapping[str, Any] | None
     offered: Resources
     requested: Resources = field(default_factory=dict)
     pods: int = 0
     non_zero_cpu: int = 0
     non_zero_memory: int = 0
-    host_ports: set[HostPort] = field(default_factory=set)
-
-    @property
-    def name(self) -> str:
-        return str(self.node["metadata"]["name"])
+    host_ports: dict[HostPort, int] = field(default_factory=dict)
 
     def add_pod(self, usage: PodUsage) -> None:
-        self.pods += 1
+        self._count(usage, 1)
+
+    def remove_pod(self, usage: PodUsage) -> None:
+        """Take off a pod added before, with the very usage it was added with."""
+        self._count(usage, -1)
+
+    def _count(self, usage: PodUsage, sign: int) -> None:
+        self.pods += sign
+        requested = self.requested
         for name, value in usage.requests.items():
-            self.requested[name] = self.requested.get(name, 0) + value
-        self.non_zero_cpu += usage.non_zero_cpu
-        self.non_zero_memory += usage.non_zero_memory
-        self.host_ports |= usage.host_ports
+            requested[name] = requested.get(name, 0) + sign * value
+        self.non_zero_cpu += sign * usage.non_zero_cpu
+        self.non_zero_memory += sign * usage.non_zero_memory
+        ports = self.host_ports
+        for port in usage.host_ports:
+            held = ports.get(port, 0) + sign
+            if held:
+                ports[port] = held
+            else:
+                del ports[port]
 
 
 HostPort = tuple[str, str, int]  # (host IP, protocol, port)
@@ -105,7 +118,7 @@ def host_ports(pod: Mapping[str, Any]) -> set[HostPort]:
             for port in container.get("ports") or () if port.get("hostPort")}
 
 
-def _ports_conflict(wanted: set[HostPort], used: set[HostPort]) -> bool:
+def _ports_conflict(wanted: set[HostPort], used: Mapping[HostPort, int]) -> bool:
     for ip, protocol, port in wanted:
         if ip == ANY_IP:
             if any(p == port and proto == protocol for _, proto, p in used):
@@ -174,6 +187,7 @@ def _insufficient(info: NodeInfo, requests: Mapping[str, int]) -> list[str]:
 
 def check(pod: Mapping[str, Any], requests: Mapping[str, int], info: NodeInfo) -> Rejection | None:
     """Run the filters on one node: None when the pod fits."""
+    assert info.node is not None, "a node the informer does not show is never offered"
     reason = _node_rejection(pod, info.node)
     if reason is not None:
         return Rejection((reason,), resolvable=False)
