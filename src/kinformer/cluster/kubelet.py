@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kinformer.controller.predicates import Predicate
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import Conflict, NotFound
 
@@ -148,6 +149,30 @@ def _container(spec: Mapping[str, Any]) -> Container:
                      float(probe.get("initialDelaySeconds") or 0))
 
 
+class OwnPodChanged(Predicate):
+    """The pod events a kubelet syncs a pod on (kube's kubelet config source: a pod bound to one of its nodes
+    added, changed in spec or metadata, or deleted). A status-only update, such as the kubelet's own status
+    write coming back through the watch, is not synced again: the kubelet's own timers move the pod on."""
+
+    def __init__(self, nodes: Mapping[str, SimulatedNode]) -> None:
+        self.nodes = nodes
+
+    def _ours(self, pod: Mapping[str, Any]) -> bool:
+        return (pod.get("spec") or {}).get("nodeName") in self.nodes
+
+    @staticmethod
+    def _inputs(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+        meta = pod["metadata"]
+        return (pod.get("spec"), meta.get("uid"), meta.get("labels"), meta.get("annotations"),
+                meta.get("deletionTimestamp"), meta.get("deletionGracePeriodSeconds"))
+
+    def create(self, obj: Mapping[str, Any]) -> bool:
+        return self._ours(obj)
+
+    def update(self, old: Mapping[str, Any], new: Mapping[str, Any], is_resync: bool = False) -> bool:
+        return self._ours(new) and (is_resync or self._inputs(old) != self._inputs(new))
+
+
 class Kubelets:
     """The pod half of every simulated kubelet: one reconciler over all pods bound to a simulated node."""
 
@@ -158,7 +183,8 @@ class Kubelets:
         self.requeue = Wakeups()  # pods of a node started again, a container failed on demand
         nodes.on_started.append(self.wake_node)
         self.pods = ctx.manager.informer("pods")
-        ctx.manager.controller(self.reconcile, name="kubelet").for_("pods").source(self.requeue) \
+        ctx.manager.controller(self.reconcile, name="kubelet").for_("pods", OwnPodChanged(nodes.nodes)) \
+            .source(self.requeue) \
             .workers(ctx.options.workers)
 
     # -- faults and queries ----------------------------------------------------------------------------------
@@ -233,7 +259,13 @@ class Kubelets:
             runtime = self.runtimes[key] = self._sandbox(pod, node)
         wake = self._advance(pod, runtime)
         await self._write_status(pod, runtime)
-        return Result(requeue_after=max(wake - self.ctx.clock.now(), 0.0)) if wake is not None else None
+        if wake is None:
+            return None
+        delay = wake - self.ctx.clock.now()
+        if delay <= 0:  # this step reported (a restart, an exit at start): move on once the cache shows it
+            self.requeue.add(request.namespace or "", request.name)
+            return None
+        return Result(requeue_after=delay)
 
     def _forget(self, key: str) -> None:
         runtime = self.runtimes.pop(key, None)

@@ -165,8 +165,10 @@ class NodeAgents:
         for node in self.nodes.values():
             node.set_running(True)
             ctx.run(lambda node=node: self._run(node), f"node-{node.name}")  # type: ignore[misc]
+        # coroutine callbacks: they run on the loop, which owns the nodes' asyncio Events (plain callables
+        # would run on a listener thread of their own)
         ctx.manager.informer("nodes").add_event_handler(
-            on_add=self._follow, on_update=lambda _old, new: self._follow(new), on_delete=self._deleted)
+            on_add=self._added, on_update=self._updated, on_delete=self._deleted)
 
     def get(self, name: str) -> SimulatedNode:
         """The simulated node ``name``; KeyError naming the known ones otherwise."""
@@ -175,11 +177,17 @@ class NodeAgents:
         except KeyError:
             raise KeyError(f"no simulated node {name!r}; known: {', '.join(self.nodes)}") from None
 
+    async def _added(self, obj: Mapping[str, Any]) -> None:
+        self._follow(obj)
+
+    async def _updated(self, _old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        self._follow(new)
+
     def _follow(self, obj: Mapping[str, Any]) -> None:
         """Run or stop the node of Node ``obj`` as its annotation says."""
         self._set_running(obj["metadata"]["name"], not stopped(obj))
 
-    def _deleted(self, obj: Any) -> None:
+    async def _deleted(self, obj: Any) -> None:
         """A deleted Node's kubelet runs (and registers it again); ``obj`` may be a tombstone (its key)."""
         self._set_running(obj.key if isinstance(obj, DeletedFinalStateUnknown) else obj["metadata"]["name"], True)
 

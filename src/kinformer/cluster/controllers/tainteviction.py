@@ -128,6 +128,9 @@ class PodPlacementChanged(Predicate):
         return ((pod.get("spec") or {}).get("nodeName"), t.pod_tolerations(pod),
                 bool(pod["metadata"].get("deletionTimestamp")), is_terminal(pod))
 
+    def create(self, obj: Obj) -> bool:
+        return bool((obj.get("spec") or {}).get("nodeName"))  # an unassigned pod has no node to be evicted from
+
     def update(self, old: Obj, new: Obj, is_resync: bool = False) -> bool:
         return is_resync or self._inputs(old) != self._inputs(new)
 
