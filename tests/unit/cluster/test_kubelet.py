@@ -294,3 +294,24 @@ def test_status_posted_by_the_binding_is_not_written_again() -> None:
     assert _posted(posted, wanted)
     posted["conditions"][0]["status"] = "False"
     assert not _posted(posted, wanted)
+
+
+def test_kubelet_syncs_on_spec_and_metadata_changes_not_on_its_own_status_writes() -> None:
+    """kube's kubelet config source: a pod bound to one of its nodes is synced when added, changed in spec or
+    metadata, or deleted; its own status write coming back through the watch is no reason to sync again."""
+    from kinformer.cluster.kubelet import OwnPodChanged
+    from kinformer.cluster.nodes import SimulatedNode
+
+    changed = OwnPodChanged({"node-1": SimulatedNode("node-1", 1)})
+    bound = {"metadata": {"name": "web", "uid": "u1", "annotations": {}}, "spec": {"nodeName": "node-1"},
+             "status": {"phase": "Pending"}}
+    running = {**bound, "status": {"phase": "Running"}}
+    annotated = {**running, "metadata": {**bound["metadata"], "annotations": {UNREADY_ANNOTATION: "true"}}}
+    deleting = {**running, "metadata": {**bound["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    elsewhere = {**bound, "spec": {"nodeName": "node-9"}}
+    assert changed.create(bound) and not changed.create(elsewhere) and not changed.create({**bound, "spec": {}})
+    assert not changed.update(bound, running)
+    assert changed.update(bound, running, is_resync=True)
+    assert changed.update(running, annotated) and changed.update(running, deleting)
+    assert changed.update({**bound, "spec": {}}, bound)  # the binding
+    assert not changed.update(elsewhere, {**elsewhere, "status": {"phase": "Running"}})
