@@ -23,7 +23,10 @@ divides the fastest Deployment by the fastest bare creates of the run: on a shar
 creates are the figure other processes disturb most, and this ratio moves least with them. The process's CPU
 seconds are measured beside the wall seconds (the measurements are CPU-bound: one process, one event loop)
 and their ratio printed too: the figure a loaded machine moves least. Not a pass/fail test.
-``--profile FILE`` writes a cProfile of one more Deployment rollout (pstats format).
+``--profile FILE`` writes a cProfile of one more Deployment rollout (pstats format). ``--census`` runs one
+more rollout and counts what it cost: wall and CPU seconds (and how long the loop waited in ``select``), the
+requests the server answered by verb and resource, the watch events each cluster informer received, each
+controller's reconciles, and the cyclic collector's collections by generation.
 """
 
 from __future__ import annotations
@@ -32,11 +35,15 @@ import argparse
 import asyncio
 import copy
 import cProfile
+import gc
 import os
+import re
 import statistics
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from benchlib import parse_args
@@ -215,19 +222,94 @@ def profile(args: argparse.Namespace) -> None:
     print(f"profile of one Deployment rollout written to {args.profile}")
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--replicas", type=int, default=300)
-    parser.add_argument("--nodes", type=int, default=3, help="simulated nodes (110 pods each)")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--concurrency", type=int, default=16, help="direct pod creates in flight")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds a measurement may take")
-    parser.add_argument("--profile", metavar="FILE", help="also write a cProfile of one Deployment rollout")
-    args = parse_args(parser, argv, replicas=20, nodes=1, rounds=1)
-    if args.replicas > 110 * args.nodes:
-        parser.error(f"{args.replicas} replicas do not fit on {args.nodes} nodes of 110 pods")
-    load = os.getloadavg()
-    rounds = [run_round(args, i) for i in range(args.rounds)]
+_REQUEST_TOTAL = re.compile(r'^apiserver_request_total\{(.*)\} (\S+)$', re.M)
+
+
+async def _requests(client: Any) -> Counter[tuple[str, str]]:
+    """The server's request counts so far, by (verb, resource), from its ``apiserver_request_total``."""
+    text = (await client.request_bytes("GET", "/metrics")).decode()
+    counts: Counter[tuple[str, str]] = Counter()
+    for labels, value in _REQUEST_TOTAL.findall(text):
+        label = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        counts[(label.get("verb", ""), label.get("resource", ""))] += int(float(value))
+    return counts
+
+
+@contextmanager
+def _collections() -> Iterator[Counter[str]]:
+    """Count the cyclic collector's collections (by generation) and their seconds while the block runs."""
+    out: Counter[str] = Counter()
+    started: dict[int, float] = {}
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        generation = info["generation"]
+        if phase == "start":
+            started[generation] = time.perf_counter()
+        else:
+            out[f"gen{generation}"] += 1
+            out[f"gen{generation} ms"] += round(1000 * (time.perf_counter() - started.pop(generation)))
+
+    gc.callbacks.append(callback)
+    try:
+        yield out
+    finally:
+        gc.callbacks.remove(callback)
+
+
+@contextmanager
+def _select_seconds() -> Iterator[list[float]]:
+    """Seconds the running loop's selector waited (idle) while the block runs."""
+    selector = asyncio.get_running_loop()._selector  # type: ignore[attr-defined]
+    select, waited = selector.select, [0.0]
+
+    def timed(timeout: float | None = None) -> Any:
+        start = time.perf_counter()
+        try:
+            return select(timeout)
+        finally:
+            waited[0] += time.perf_counter() - start
+
+    selector.select = timed
+    try:
+        yield waited
+    finally:
+        selector.select = select
+
+
+async def census(replicas: int, nodes: int, timeout: float) -> None:
+    """One rollout, counted (see ``--census``)."""
+    import kinformer as ki
+
+    async with _server(nodes) as server, ki.Client(server.url) as client:
+        await _settled(client)
+        manager = server.cluster.manager
+        informers = manager.factory.informers
+        before = await _requests(client), {n: inf.stats.deltas for n, inf in informers.items()}, \
+            {c.name: c.stats.reconciles for c in manager.controllers}
+        watcher = Watcher(client, "deployments", available(replicas), 1)
+        await watcher.start()
+        try:
+            with _collections() as collected, _select_seconds() as idle:
+                t0, c0 = time.perf_counter(), time.process_time()
+                await client.create("deployments", deployment(replicas), namespace=NAMESPACE)
+                await watcher.wait(timeout)
+                wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        finally:
+            await watcher.close()
+        requests = await _requests(client) - before[0]
+    writes = sum(n for (verb, _), n in requests.items() if verb in ("POST", "PUT", "PATCH", "DELETE"))
+    print(f"census of one rollout: {wall:.2f} s wall, {cpu:.2f} s CPU, the loop idle in select {idle[0]:.2f} s; "
+          f"{writes} writes ({writes / replicas:.2f} a pod)")
+    print("  requests: " + ", ".join(f"{verb} {resource} {n}" for (verb, resource), n in requests.most_common()))
+    deltas = {n: inf.stats.deltas - before[1].get(n, 0) for n, inf in informers.items()}
+    print("  informer deltas: " + ", ".join(f"{n} {d}" for n, d in sorted(deltas.items(), key=lambda x: -x[1]) if d))
+    reconciles = {c.name: c.stats.reconciles - before[2].get(c.name, 0) for c in manager.controllers}
+    print("  reconciles: " + ", ".join(f"{n} {r}" for n, r in sorted(reconciles.items(), key=lambda x: -x[1]) if r))
+    print("  collections: " + ", ".join(f"{k} {v}" for k, v in sorted(collected.items())))
+
+
+def report(rounds: list[dict[str, float]], args: argparse.Namespace, load: tuple[float, float, float]) -> None:
+    """Print the rounds' ratios and medians (``load``: the load average before the first round)."""
     med = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
     print(f"Deployment of {args.replicas} Available / {args.replicas} pods created directly (bare server): "
           f"{med['ratio vs pods created']:.2f}x (target <= 6x, floor ~4x)")
@@ -244,8 +326,27 @@ def main(argv: list[str] | None = None) -> None:
     print(f"  medians of {args.rounds} rounds; {args.nodes} nodes; {args.concurrency} creates in flight; "
           f"load average {load[0]:.2f} before, {os.getloadavg()[0]:.2f} after; {os.cpu_count()} CPUs; "
           f"Python {sys.version.split()[0]}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--replicas", type=int, default=300)
+    parser.add_argument("--nodes", type=int, default=3, help="simulated nodes (110 pods each)")
+    parser.add_argument("--rounds", type=int, default=3, help="0: only --profile and --census")
+    parser.add_argument("--concurrency", type=int, default=16, help="direct pod creates in flight")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds a measurement may take")
+    parser.add_argument("--profile", metavar="FILE", help="also write a cProfile of one Deployment rollout")
+    parser.add_argument("--census", action="store_true",
+                        help="also count what one rollout cost (requests, informer deltas, reconciles, collections)")
+    args = parse_args(parser, argv, replicas=20, nodes=1, rounds=1)
+    if args.replicas > 110 * args.nodes:
+        parser.error(f"{args.replicas} replicas do not fit on {args.nodes} nodes of 110 pods")
+    if args.rounds:
+        report([run_round(args, i) for i in range(args.rounds)], args, os.getloadavg())
     if args.profile:
         profile(args)
+    if args.census:
+        asyncio.run(census(args.replicas, args.nodes, args.timeout))
 
 
 if __name__ == "__main__":
