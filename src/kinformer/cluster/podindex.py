@@ -1,4 +1,4 @@
-"""Cached pods as the cluster's parts read them (the scheduler, node lifecycle, taint eviction): the pods
+"""Cached pods as the cluster's parts read them (node lifecycle, taint eviction, pod GC): the pods
 informer's index by ``spec.nodeName`` and the reference an event about a pod names.
 
 The index is named after the field, so ``manager.client.list("pods", field_selector="spec.nodeName=n")``

@@ -20,9 +20,9 @@ Invariants:
   message; written only when it changed) and a ``FailedScheduling`` Warning event, and waits in the
   unschedulable set. A node added, or changed in what scheduling reads (allocatable, labels, taints,
   ``unschedulable``), or a counted pod deleted or finished, moves every unschedulable pod back once the
-  cache shows the change; each
-  pod still waits out its backoff (``scheduler_pod_initial_backoff`` doubling per failure up to
-  ``scheduler_pod_max_backoff``) and is retried anyway after ``scheduler_max_unschedulable_duration``;
+  cache shows the change; each pod still waits out its backoff (``scheduler_pod_initial_backoff`` doubling
+  per failure up to ``scheduler_pod_max_backoff``) and is retried anyway after
+  ``scheduler_max_unschedulable_duration``;
 * success records a ``Scheduled`` Normal event "Successfully assigned ns/pod to node" (events.k8s.io/v1,
   reportingController ``default-scheduler``); the API server sets ``PodScheduled=True`` on binding.
 
