@@ -26,7 +26,8 @@ every container unready; ``kinformer.io/fail-start: "a,b"`` makes those containe
 
 Not simulated: probes other than the readiness delay (liveness, startup), images pulls, volumes, resources,
 ephemeral containers, sidecar (restartable init) containers, pod resize, the status report of evicted pods.
-Every delay runs on the cluster's clock; each status write is a strategic merge patch of ``pods/status``.
+Every delay runs on the cluster's clock; each status write is a strategic merge patch of ``pods/status``
+carrying only the fields and conditions that changed, as the kubelet's two-way patch does.
 """
 
 from __future__ import annotations
@@ -362,15 +363,13 @@ class Kubelets:
         current = pod.get("status") or {}
         if status["phase"] in ("Succeeded", "Failed"):
             self._release_ip(runtime)  # its sandbox is gone; its status keeps the IP, as kube's does
-        if _posted(current, status):
+        changed = _status_patch(current, status)
+        if not changed:
             return
         meta = pod["metadata"]
-        # conditions merge by type: a reason or message no longer given is deleted with a null, as in
-        # the kubelet's two-way patch
-        status["conditions"] = [{"reason": None, "message": None, **c} for c in status["conditions"]]
         try:
             await self.ctx.client.patch_status("pods", meta["name"], {"metadata": {"uid": meta["uid"]},
-                                                                      "status": status},
+                                                                      "status": changed},
                                                "strategic", meta.get("namespace"))
         except (NotFound, Conflict):
             pass  # deleted (or replaced) meanwhile: that event reconciles it
@@ -451,10 +450,19 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
-def _posted(current: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
-    """The pod's status already says all of ``status`` (kubelet's isPodStatusByKubeletEqual: compared as decoded,
-    so the ``lastProbeTime: null`` the API server's binding gives PodScheduled is no difference)."""
-    return all(_without_nulls(current.get(k)) == v for k, v in status.items())
+def _status_patch(current: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
+    """The status part of the kubelet's two-way strategic merge patch from ``current`` to ``status``: only the
+    fields that differ, and of ``conditions`` (merged by type) only the conditions that differ, a reason or
+    message no longer given deleted with a null. Empty when the pod already says all of ``status`` (kubelet's
+    isPodStatusByKubeletEqual: compared as decoded, so the ``lastProbeTime: null`` the API server's binding
+    gives PodScheduled is no difference)."""
+    patch = {k: v for k, v in status.items() if k != "conditions" and _without_nulls(current.get(k)) != v}
+    posted = {c.get("type"): _without_nulls(c) for c in current.get("conditions") or ()}
+    conditions = [{"reason": None, "message": None, **c} for c in status.get("conditions") or ()
+                  if posted.get(c["type"]) != c]
+    if conditions:
+        patch["conditions"] = conditions
+    return patch
 
 
 def _phase(policy: str, containers: list[Container]) -> str:

@@ -282,7 +282,7 @@ async def test_a_completed_pod_gives_its_ip_back() -> None:
 def test_status_posted_by_the_binding_is_not_written_again() -> None:
     """kubelet's isPodStatusByKubeletEqual compares decoded statuses: the ``lastProbeTime: null`` the API server's
     binding gives PodScheduled is no difference, so a running pod is not patched again at each of its events."""
-    from kinformer.cluster.kubelet import _posted
+    from kinformer.cluster.kubelet import _status_patch
 
     wanted = {"phase": "Running", "conditions": [
         {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
@@ -291,9 +291,27 @@ def test_status_posted_by_the_binding_is_not_written_again() -> None:
         {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
         {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
          "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
-    assert _posted(posted, wanted)
+    assert _status_patch(posted, wanted) == {}
     posted["conditions"][0]["status"] = "False"
-    assert not _posted(posted, wanted)
+    assert _status_patch(posted, wanted) != {}
+
+
+def test_status_patch_carries_only_what_changed() -> None:
+    """The kubelet's two-way strategic merge patch (statusutil.PatchPodStatus): the fields that differ, and of
+    the conditions (merged by type) only those that differ, a reason no longer given deleted with a null."""
+    from kinformer.cluster.kubelet import _status_patch
+
+    since = "2026-01-01T00:00:00Z"
+    posted = {"phase": "Running", "podIP": "10.244.1.2", "conditions": [
+        {"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": since},
+        {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": since}]}
+    wanted = {"phase": "Running", "podIP": "10.244.1.2", "containerStatuses": [{"name": "a", "ready": True}],
+              "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:09Z"},
+                             {"type": "PodScheduled", "status": "True", "lastTransitionTime": since}]}
+    assert _status_patch(posted, wanted) == {
+        "containerStatuses": [{"name": "a", "ready": True}],
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:09Z",
+                        "reason": None, "message": None}]}
 
 
 def test_kubelet_syncs_on_spec_and_metadata_changes_not_on_its_own_status_writes() -> None:
