@@ -24,6 +24,7 @@ import orjson
 from ..machinery.jsoncopy import json_copy
 from .managedfields import (
     ABSENT,
+    MEMO_PATHS,
     Entry,
     FieldSet,
     Path,
@@ -33,12 +34,13 @@ from .managedfields import (
     is_keyed,
     key_value,
     meta_of,
+    object_fields,
     parse_entries,
     set_to_fields,
     strategy_of,
     update_managed_fields,
     upsert,
-    value_elements,
+    value_element,
     with_managed_fields,
 )
 from .patch import PatchError, ResourceInfoLike, freeze
@@ -320,7 +322,9 @@ def server_side_apply(live: Mapping[str, Any] | None, applied: Mapping[str, Any]
     previous = next((paths for entry, paths in entries if entry_id(entry) == me), set())
     _remove_abandoned(merged, previous - new_set, new_set, [p for e, p in entries if entry_id(e) != me])
     upsert(entries, manager, "Apply", api_version, subresource, new_set, now)
-    return with_managed_fields(merged, entries)
+    # a large configuration's tree is rendered from it, as a create's (no tree built from its paths)
+    given = (new_set, object_fields(applied, info, subresource)) if len(new_set) > MEMO_PATHS else None
+    return with_managed_fields(merged, entries, given)
 
 
 def _resolve_conflicts(entries: list[Entry], me: tuple[str, str, str],
@@ -353,10 +357,13 @@ def _changed(live: Any, merged: Any, paths: FieldSet, finder: _Finder) -> set[Pa
     out: set[Path] = set()
     for parent, elements in by_parent.items():
         before, after = finder.get(live, parent), finder.get(merged, parent)
-        old_members, new_members = _string_members(before), _string_members(after)
+        old_members, new_members = _strings(before), _strings(after)
         if old_members is not None and new_members is not None:
-            # a canonical element names a string of the list exactly when it is one of the list's elements
-            out.update((*parent, e) for e in (old_members ^ new_members).intersection(elements))
+            # a canonical element names a string of the list exactly when it is one of the list's elements,
+            # and the element of a string is a function of it (one to one): encode only those that flip
+            if old_members != new_members:
+                flipped = {value_element(text) for text in old_members ^ new_members}
+                out.update((*parent, e) for e in flipped.intersection(elements))
             elements = [e for e in elements if e[:2] != "v:"]
         for element in elements:
             old, new = finder.child(before, element), finder.child(after, element)
@@ -369,10 +376,10 @@ def _changed(live: Any, merged: Any, paths: FieldSet, finder: _Finder) -> set[Pa
     return out
 
 
-def _string_members(node: Any) -> set[str] | None:
-    """The ``v:`` elements of ``node`` when it is a non-empty list of strings only; None otherwise."""
+def _strings(node: Any) -> set[str] | None:
+    """The members of ``node`` when it is a non-empty list of strings only; None otherwise."""
     if isinstance(node, list) and node and all(type(item) is str for item in node):
-        return set(value_elements(node))
+        return set(node)
     return None
 
 

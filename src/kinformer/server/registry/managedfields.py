@@ -641,8 +641,10 @@ def upsert(entries: list[Entry], manager: str, operation: str, api_version: str,
     entries.append((entry, paths))
 
 
-def with_managed_fields(obj: dict[str, Any], entries: list[Entry]) -> dict[str, Any]:
-    return _set_managed_fields(obj, render_entries(entries))
+def with_managed_fields(obj: dict[str, Any], entries: list[Entry],
+                        given: tuple[FieldSet, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``obj`` with the managedFields of ``entries`` (``given``: see :func:`render_entries`)."""
+    return _set_managed_fields(obj, render_entries(entries, given))
 
 
 def _set_managed_fields(obj: dict[str, Any], rendered: list[dict[str, Any]]) -> dict[str, Any]:

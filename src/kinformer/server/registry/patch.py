@@ -496,8 +496,9 @@ class _StrategicMerger:
 
     def merge_value(self, original: Any, patch: Any, path: tuple[str, ...]) -> Any:
         if isinstance(patch, dict):
-            base = original if isinstance(original, dict) else {}
-            return self.merge_map(base, patch, path)
+            if isinstance(original, dict):
+                return self.merge_map(original, patch, path)
+            return self.new_map(patch, path)
         if isinstance(patch, list):
             strategy = list_strategy(self.info, path)
             if not isinstance(original, list):
@@ -570,14 +571,25 @@ class _StrategicMerger:
             if i < len(result):
                 result[i] = self.merge_map(result[i], item, path)
             else:
-                result.append(self.merge_map({}, item, path))
+                result.append(self.new_map(item, path))
         return result
 
     def _strip(self, value: Any, path: tuple[str, ...]) -> Any:
         """A patch value placed where nothing merges with it: copy it without directives."""
         if isinstance(value, dict):
-            return self.merge_map({}, value, path)
+            return self.new_map(value, path)
         return copy.deepcopy(value)
+
+    def new_map(self, patch: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+        """``merge_map({}, patch, path)``; a patch of scalars only and no directive (an env var, a port: most
+        items of a large list) is copied without its nulls in one pass, as the merge would build it."""
+        out: dict[str, Any] = {}
+        for key, value in patch.items():
+            if isinstance(value, dict | list) or key[:1] == "$":
+                return self.merge_map({}, patch, path)
+            if value is not None:
+                out[key] = value
+        return out
 
     def _delete_primitives(self, original: dict[str, Any], key: str, values: Any) -> None:
         if not isinstance(values, list):
