@@ -186,14 +186,18 @@ def test_large_field_sets_are_rendered_without_being_remembered() -> None:
 def test_an_update_renders_the_writers_new_subtrees_as_their_paths_would(seed: int,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A writer owns what it owned and what it changed; a large such set is rendered from the new subtrees'
-    values (``changes_tree``), which must give the tree of the paths, key order included."""
+    values (``changes_tree``), which must give the tree of the paths, key order included; the paths of a
+    long new list are never listed unless a manager claims something at or below it."""
     rnd = random.Random(seed)
     old = update_managed_fields(None, pod(), manager="owner", info=POD, now="T0")
     writer = rnd.choice(["writer", "owner"])
-    if writer == "owner" and rnd.random() < 0.5:  # a stale claim below a subtree the write adds
+    if rnd.random() < 0.6:  # a stale claim of the owner below a subtree the write adds (a list's, deferred)
         fields = old["metadata"]["managedFields"][0]["fieldsV1"] = copy.deepcopy(
             old["metadata"]["managedFields"][0]["fieldsV1"])
-        fields["f:spec"]["f:extra"] = {"f:b": {"f:stale": {}}}
+        if rnd.random() < 0.5:
+            fields["f:spec"]["f:extra"] = {"f:b": {"f:stale": {}}}
+        else:
+            fields["f:metadata"]["f:finalizers"] = {'v:"example.com/f1"': {}, 'v:"stale"': {}}
     new = copy.deepcopy(old)
     container = new["spec"]["containers"][0]
     container["env"] = [{"name": f"E{i}", "value": rnd.choice(["v", None])} for i in range(rnd.randint(1, 6))]
@@ -208,3 +212,19 @@ def test_an_update_renders_the_writers_new_subtrees_as_their_paths_would(seed: i
         renders.append(json.dumps(update_managed_fields(old, copy.deepcopy(new), manager=writer, info=POD,
                                                         now="T")))
     assert renders[0] == renders[1]
+
+
+@pytest.mark.parametrize("memo_paths", [10**9, 0])
+def test_a_write_that_only_adds_a_long_list_stamps_the_writers_entry(memo_paths: int,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer's set grows by the new list's members alone (with ``MEMO_PATHS`` 0, a deferred list whose
+    paths are never listed): its entry is stamped with the write's time and renders them."""
+    monkeypatch.setattr(managedfields, "MEMO_PATHS", memo_paths)
+    old = update_managed_fields(None, pod(), manager="owner", info=POD, now="T0")
+    new = copy.deepcopy(old)
+    new["metadata"]["finalizers"] = ["example.com/b", "example.com/a"]
+    out = update_managed_fields(old, new, manager="owner", info=POD, now="T1")
+    [entry] = out["metadata"]["managedFields"]
+    assert entry["time"] == "T1"
+    assert entry["fieldsV1"]["f:metadata"]["f:finalizers"] == {'v:"example.com/a"': {}, 'v:"example.com/b"': {}}
+    assert fields_to_set(entry["fieldsV1"]) == field_set(new, POD, None)

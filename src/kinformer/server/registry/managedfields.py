@@ -325,18 +325,46 @@ def _same(old: Any, new: Any) -> bool:
 class Changes(set[Path]):
     """The changed paths of :func:`changed_paths`, remembering how they were found: ``wholes``, each subtree
     ``new`` sets where ``old`` has nothing (path, field names, value), whose paths all lie below it; and
-    ``singles``, every other path added. So :func:`changes_tree` can render them without their paths."""
+    ``singles``, every other path added. So :func:`changes_tree` can render them without their paths.
 
-    __slots__ = ("singles", "wholes")
+    With ``defer``, a whole that is a list of more than ``MEMO_PATHS`` items (it sets at least one path) is
+    also listed in ``deferred`` and its paths are left out of the set until :meth:`materialize` adds them:
+    a caller that renders it from its value and finds no other path at or below its root never needs them.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("deferred", "info", "singles", "wholes")
+
+    def __init__(self, info: ResourceInfoLike | None = None, defer: bool = False) -> None:
         super().__init__()
         self.wholes: list[tuple[Path, tuple[str, ...], Any]] = []
         self.singles: list[Path] = []
+        self.deferred: list[tuple[Path, tuple[str, ...], Any]] | None = [] if defer else None
+        self.info = info
 
     def add(self, path: Path) -> None:
         super().add(path)
         self.singles.append(path)
+
+    def add_whole(self, path: Path, names: tuple[str, ...], value: Any) -> None:
+        """Record ``value``, set at ``path`` where the old object had nothing."""
+        self.wholes.append((path, names, value))
+        if self.deferred is not None and isinstance(value, list) and len(value) > MEMO_PATHS:
+            self.deferred.append((path, names, value))
+        else:
+            self.update(_values(value, names, path, self.info))
+
+    def reaches_deferred(self, paths: Iterable[Path]) -> bool:
+        """Whether a path of ``paths`` is the root of a deferred whole or lies below one."""
+        roots = {root for root, _, _ in self.deferred or ()}
+        depths = {len(root) for root in roots}
+        return any(path[:n] in roots for path in paths for n in depths if len(path) >= n)
+
+    def materialize(self) -> None:
+        """Add the paths of the deferred wholes: the set is then every changed path."""
+        for path, names, value in self.deferred or ():
+            self.update(_values(value, names, path, self.info))
+        if self.deferred:
+            self.deferred = []
 
 
 def changes_tree(changes: Changes, info: ResourceInfoLike | None,
@@ -366,13 +394,13 @@ def changes_tree(changes: Changes, info: ResourceInfoLike | None,
 
 
 def changed_paths(old: Mapping[str, Any], new: Mapping[str, Any], info: ResourceInfoLike | None,
-                  subresource: str | None) -> tuple[Changes, set[Path]]:
+                  subresource: str | None, defer: bool = False) -> tuple[Changes, set[Path]]:
     """(paths ``new`` sets with another value than ``old``, paths only ``old`` sets), in one walk over both.
 
     Exactly the comparison of :func:`field_values` of both objects (a leaf changes when its value or its
-    type does), but a subtree whose encoding is unchanged is never visited.
+    type does), but a subtree whose encoding is unchanged is never visited. ``defer``: see :class:`Changes`.
     """
-    changed = Changes()
+    changed = Changes(info, defer)
     removed: set[Path] = set()
     for name in {**old, **new}:
         if name in ("apiVersion", "kind") or not tracked(name, subresource, info):
@@ -407,8 +435,7 @@ def _diff(before: Any, after: Any, names: tuple[str, ...], path: Path, info: Res
     """Add what changes between ``before`` and ``after`` at ``path`` (None stands for absent)."""
     if before is None or after is None:
         if after is not None:
-            changed.update(_values(after, names, path, info))
-            changed.wholes.append((path, names, after))
+            changed.add_whole(path, names, after)
         elif before is not None:
             removed.update(_values(before, names, path, info))
         return
@@ -615,21 +642,25 @@ def render_entries(entries: list[Entry],
     already known."""
     out = []
     for entry, paths in entries:
-        if not paths:
+        tree = given[1] if given is not None and paths is given[0] else None
+        if tree is None and not paths:
             continue
         rendered = {k: v for k, v in entry.items() if k != "fieldsV1"}
         rendered["fieldsType"] = "FieldsV1"
-        rendered["fieldsV1"] = given[1] if given is not None and paths is given[0] else render_fields(entry, paths)
+        rendered["fieldsV1"] = tree if tree is not None else render_fields(entry, paths)
         out.append(rendered)
     return out
 
 
 def upsert(entries: list[Entry], manager: str, operation: str, api_version: str, subresource: str | None,
-           paths: FieldSet, now: str | None) -> None:
+           paths: FieldSet, now: str | None, grown: bool = False) -> None:
+    """Set the entry of (``manager``, ``operation``, ``subresource``) to ``paths``, stamped with ``now`` when
+    they differ from its old set; ``grown``: the new set also holds paths ``paths`` does not list, none of
+    them in the old set (so it differs)."""
     wanted = (manager, operation, subresource or "")
     for i, (entry, old_paths) in enumerate(entries):
         if entry_id(entry) == wanted:
-            if old_paths != paths or entry.get("apiVersion") != api_version:
+            if grown or old_paths != paths or entry.get("apiVersion") != api_version:
                 entry = {**entry, "apiVersion": api_version, "time": now or _now()}
             else:
                 paths = old_paths  # the same set: the entry keeps its FieldsV1 tree
@@ -797,7 +828,23 @@ def update_managed_fields(old: Mapping[str, Any] | None, new: Mapping[str, Any],
         # A create: the writer owns everything the object sets, taken from the entries the client sent.
         return _first_entry(result, heads, manager, operation, api_version, info, subresource, now)
     entries = with_paths(heads)
-    changed, removed = changed_paths(old or {}, new, info, subresource)
+    changed, removed = changed_paths(old or {}, new, info, subresource, defer=True)
+    if changed.deferred and any(changed.reaches_deferred(paths) for _, paths in entries):
+        changed.materialize()  # a claim at or below a deferred subtree: take the plain path
+    tree, mine, grown = _writer_paths(entries, me, changed, removed, info)
+    if mine or grown or any(entry_id(e) == me for e, _ in entries):
+        upsert(entries, manager, operation, api_version, subresource, mine, now, grown)
+    return _set_managed_fields(result, render_entries(entries, (mine, tree) if tree is not None else None))
+
+
+def _writer_paths(entries: list[Entry], me: tuple[str, str, str], changed: Changes, removed: set[Path],
+                  info: ResourceInfoLike | None) -> tuple[dict[str, Any] | None, FieldSet, bool]:
+    """Take ``changed`` and ``removed`` out of the other entries' sets; (the FieldsV1 tree of the writer's new
+    set when it is rendered from the changes' values, else None; the writer's new set; whether that set also
+    holds the paths of deferred wholes, which it then lacks: only ``tree`` has them).
+
+    No entry holds a path at or below a deferred whole (the caller made sure), so leaving their paths out of
+    ``gone`` subtracts the same, and the writer's set grows by at least one path there."""
     gone = changed | removed
     mine: FieldSet = set()
     for i, (entry, paths) in enumerate(entries):
@@ -805,11 +852,11 @@ def update_managed_fields(old: Mapping[str, Any] | None, new: Mapping[str, Any],
             mine = paths - removed if removed and not paths.isdisjoint(removed) else paths
         elif gone and not paths.isdisjoint(gone):
             entries[i] = (entry, paths - gone)
+    if not changed and not changed.deferred:
+        return None, mine, False
     tree = None
-    if changed:
-        if len(changed) > MEMO_PATHS:  # a large set: render the new subtrees from their values
-            tree = changes_tree(changed, info, mine)
-        mine = mine | changed
-    if mine or any(entry_id(e) == me for e, _ in entries):
-        upsert(entries, manager, operation, api_version, subresource, mine, now)
-    return _set_managed_fields(result, render_entries(entries, (mine, tree) if tree is not None else None))
+    if len(changed) > MEMO_PATHS or changed.deferred:  # a large set: render the new subtrees from their values
+        tree = changes_tree(changed, info, mine)
+        if tree is None and changed.deferred:  # a repeated key in a deferred list: its paths merge
+            changed.materialize()
+    return tree, mine | changed, bool(tree is not None and changed.deferred)
