@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -331,10 +332,11 @@ def _resolve_conflicts(entries: list[Entry], me: tuple[str, str, str],
                        new_set: FieldSet, live: Any, merged: Any, force: bool) -> None:
     conflicts: list[tuple[str, Path]] = []
     finder = _Finder()
+    flips: dict[Path, set[str] | None] = {}  # shared by the managers: see _flipped
     for i, (entry, paths) in enumerate(entries):
         if entry_id(entry) == me:
             continue
-        clashing = _changed(live, merged, paths & new_set, finder)
+        clashing = _changed(live, merged, paths & new_set, finder, flips)
         if not clashing:
             continue
         if force:
@@ -345,26 +347,38 @@ def _resolve_conflicts(entries: list[Entry], me: tuple[str, str, str],
         raise _conflict_error(conflicts)
 
 
-def _changed(live: Any, merged: Any, paths: FieldSet, finder: _Finder) -> set[Path]:
+_PARENT = operator.itemgetter(slice(None, -1))
+_LAST = operator.itemgetter(-1)
+_IS_MEMBER = operator.methodcaller("startswith", "v:")
+
+
+def _changed(live: Any, merged: Any, paths: FieldSet, finder: _Finder,
+             flips: dict[Path, set[str] | None]) -> set[Path]:
     """The ``paths`` (canonical, as :func:`field_set` writes them) whose value applying changes; list-item
     memberships only compare presence.
 
-    Paths are taken by parent (a list's items share one): each parent is looked up once on each side, and
-    the members of lists of strings are compared as sets of their elements."""
+    The members of a list of strings are compared as sets (``flips``, by parent, see :func:`_flipped`): their
+    paths are never visited one by one. The other paths are taken by parent, each parent looked up once on
+    each side."""
+    out: set[Path] = set()
+    strings = set()
+    parents = set(map(_PARENT, paths))
+    for parent in parents:
+        if parent not in flips:
+            flips[parent] = _flipped(finder.get(live, parent), finder.get(merged, parent))
+        flipped = flips[parent]
+        if flipped is not None:
+            strings.add(parent)
+            out.update(path for path in ((*parent, e) for e in flipped) if path in paths)
+    if strings == parents and all(map(_IS_MEMBER, map(_LAST, paths))):
+        return out  # only members of lists of strings (no loop over them here)
     by_parent: dict[Path, list[str]] = {}
     for path in paths:
-        by_parent.setdefault(path[:-1], []).append(path[-1])
-    out: set[Path] = set()
+        parent = path[:-1]
+        if parent not in strings or path[-1][:2] != "v:":
+            by_parent.setdefault(parent, []).append(path[-1])
     for parent, elements in by_parent.items():
         before, after = finder.get(live, parent), finder.get(merged, parent)
-        old_members, new_members = _strings(before), _strings(after)
-        if old_members is not None and new_members is not None:
-            # a canonical element names a string of the list exactly when it is one of the list's elements,
-            # and the element of a string is a function of it (one to one): encode only those that flip
-            if old_members != new_members:
-                flipped = {value_element(text) for text in old_members ^ new_members}
-                out.update((*parent, e) for e in flipped.intersection(elements))
-            elements = [e for e in elements if e[:2] != "v:"]
         for element in elements:
             old, new = finder.child(before, element), finder.child(after, element)
             if element[:2] in ("k:", "v:"):
@@ -374,6 +388,18 @@ def _changed(live: Any, merged: Any, paths: FieldSet, finder: _Finder) -> set[Pa
             if differs:
                 out.add((*parent, element))
     return out
+
+
+def _flipped(before: Any, after: Any) -> set[str] | None:
+    """When ``before`` and ``after`` are both non-empty lists of strings: the canonical ``v:`` elements of the
+    strings in one of them only (a canonical element names a string of the list exactly when it is one of
+    its members, and is a function of the string, one to one); None otherwise."""
+    old_members, new_members = _strings(before), _strings(after)
+    if old_members is None or new_members is None:
+        return None
+    if old_members == new_members:
+        return set()
+    return {value_element(text) for text in old_members ^ new_members}
 
 
 def _strings(node: Any) -> set[str] | None:
