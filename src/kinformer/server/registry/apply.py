@@ -25,6 +25,7 @@ import orjson
 from ..machinery.jsoncopy import json_copy
 from .managedfields import (
     ABSENT,
+    all_keyed,
     MEMO_PATHS,
     Entry,
     FieldSet,
@@ -32,7 +33,6 @@ from .managedfields import (
     entry_id,
     field_set,
     fields_to_set,
-    is_keyed,
     key_value,
     meta_of,
     object_fields,
@@ -206,7 +206,8 @@ def _merge(live: Any, applied: Any, names: tuple[str, ...], info: ResourceInfoLi
         return result
     if isinstance(live, list) and isinstance(applied, list):
         strategy = strategy_of(info, names)
-        if strategy.kind == "map" and strategy.keys and all(is_keyed(i, strategy.keys) for i in live + applied):
+        if strategy.kind == "map" and strategy.keys and all_keyed(live, strategy.keys) and \
+                all_keyed(applied, strategy.keys):
             return _merge_keyed(live, applied, strategy.keys, names, info)
         if strategy.kind == "set":
             present = {freeze(item) for item in live}

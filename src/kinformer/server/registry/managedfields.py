@@ -23,6 +23,7 @@ memos) share them freely.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -139,8 +140,12 @@ def key_elements(items: list[dict[str, Any]], keys: tuple[str, ...]) -> list[str
     return [key_element(item, keys) for item in items]
 
 
-def is_keyed(item: Any, keys: tuple[str, ...]) -> bool:
-    return isinstance(item, dict) and all(k in item or k in KEY_DEFAULTS for k in keys)
+def all_keyed(items: list[Any], keys: tuple[str, ...]) -> bool:
+    """Whether every item is an object that has each of ``keys`` (or a default for it, ``KEY_DEFAULTS``);
+    checked a key at a time, with no call per item."""
+    if not all(issubclass(kind, dict) for kind in set(map(type, items))):
+        return False
+    return all(all(map(operator.methodcaller("__contains__", k), items)) for k in keys if k not in KEY_DEFAULTS)
 
 
 def field_set(obj: Mapping[str, Any], info: ResourceInfoLike | None, subresource: str | None) -> set[Path]:
@@ -203,13 +208,15 @@ def _builtin_apply_strategy(info: ResourceInfoLike, names: tuple[str, ...]) -> L
 def _map_keys(value: list[Any], names: tuple[str, ...], info: ResourceInfoLike | None) -> tuple[str, ...] | None:
     """The item keys when ``value`` is an associative list whose every item has them; None otherwise."""
     strategy = strategy_of(info, names)
-    if strategy.kind == "map" and strategy.keys and all(is_keyed(i, strategy.keys) for i in value):
+    if strategy.kind == "map" and strategy.keys and all_keyed(value, strategy.keys):
         return strategy.keys
     return None
 
 
 def _is_set(value: list[Any], names: tuple[str, ...], info: ResourceInfoLike | None) -> bool:
-    return strategy_of(info, names).kind == "set" and all(not isinstance(i, dict | list) for i in value)
+    """Whether ``value`` is a set (by the schema) of scalars; its items' types are looked at, not each item."""
+    return strategy_of(info, names).kind == "set" and not any(
+        issubclass(kind, dict | list) for kind in set(map(type, value)))
 
 
 def collect(value: Any, names: tuple[str, ...], path: Path, out: dict[Path, Any],
@@ -227,8 +234,7 @@ def collect(value: Any, names: tuple[str, ...], path: Path, out: dict[Path, Any]
                 _collect_fields(item, names, item_path, out, info)
             return
         if _is_set(value, names, info):
-            for element in value_elements(value):
-                out[(*path, element)] = True
+            out.update(dict.fromkeys(map(path.__add__, zip(value_elements(value))), True))  # no call per member
             return
     out[path] = value
 
@@ -520,6 +526,12 @@ def fields_to_set(fields: Mapping[str, Any] | None) -> set[Path]:
     out: set[Path] = set()
 
     def walk(node: Mapping[str, Any], path: Path) -> None:
+        if not any(node.values()):  # leaves only (the members of a set, say): their paths without a call each
+            out.update(map(path.__add__, zip(node)))
+            if "." in node:
+                out.discard((*path, "."))
+                out.add(path)
+            return
         for key, child in node.items():
             if key == ".":
                 out.add(path)

@@ -21,6 +21,7 @@ their structural schema.
 from __future__ import annotations
 
 import copy
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
@@ -509,13 +510,7 @@ class _StrategicMerger:
     def merge_list(self, original: list[Any], patch: list[Any], strategy: ListStrategy, path: tuple[str, ...], *,
                    order: list[Any] | None = None) -> list[Any]:
         if strategy.kind == "set":
-            merged = list(original)
-            present = {freeze(item) for item in merged}
-            for item in patch:
-                frozen = freeze(item)
-                if frozen not in present:
-                    present.add(frozen)
-                    merged.append(item if type(item) in _IMMUTABLE else copy.deepcopy(item))
+            merged = _merge_set(original, patch)
             if not original and order is None:
                 return merged  # the patch's items, deduplicated: already in the order normalizing gives
             return _normalize_order(merged, patch if order is None else order, original, freeze)
@@ -596,11 +591,33 @@ class _StrategicMerger:
             raise PatchError(f"invalid {_DELETE_PRIMITIVE}{key}: {values!r}: must be a list", 400)
         current = original.get(key)
         if isinstance(current, list):
+            if only_strings(values) and only_strings(current):  # their own stand-ins: no call per item
+                original[key] = list(itertools.filterfalse(set(values).__contains__, current))
+                return
             doomed = {freeze(value) for value in values}
             original[key] = [item for item in current if freeze(item) not in doomed]
 
 
 _IMMUTABLE = (str, int, float, bool, type(None))  # JSON scalars: a merged list may share them with the patch
+
+
+def _merge_set(original: list[Any], patch: list[Any]) -> list[Any]:
+    """``original`` and then each patch item it lacks (first mentions, copied), in the patch's order."""
+    if only_strings(original) and only_strings(patch):  # finalizers, say: their own stand-ins, no call per item
+        return [*original, *itertools.filterfalse(set(original).__contains__, dict.fromkeys(patch))]
+    merged = list(original)
+    present = {freeze(item) for item in merged}
+    for item in patch:
+        frozen = freeze(item)
+        if frozen not in present:
+            present.add(frozen)
+            merged.append(item if type(item) in _IMMUTABLE else copy.deepcopy(item))
+    return merged
+
+
+def only_strings(values: list[Any]) -> bool:
+    """Whether every item of ``values`` is a ``str`` (each is then its own :func:`freeze`); no call per item."""
+    return set(map(type, values)) <= {str}
 
 
 def freeze(value: Any) -> Any:
