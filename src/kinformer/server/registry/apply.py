@@ -25,11 +25,11 @@ import orjson
 from ..machinery.jsoncopy import json_copy
 from .managedfields import (
     ABSENT,
-    all_keyed,
     MEMO_PATHS,
     Entry,
     FieldSet,
     Path,
+    all_keyed,
     entry_id,
     field_set,
     fields_to_set,
@@ -44,7 +44,7 @@ from .managedfields import (
     value_element,
     with_managed_fields,
 )
-from .patch import PatchError, ResourceInfoLike, freeze
+from .patch import PatchError, ResourceInfoLike, freeze, merge_set, only_strings
 
 __all__ = [
     "ApplyConflict",
@@ -210,14 +210,7 @@ def _merge(live: Any, applied: Any, names: tuple[str, ...], info: ResourceInfoLi
                 all_keyed(applied, strategy.keys):
             return _merge_keyed(live, applied, strategy.keys, names, info)
         if strategy.kind == "set":
-            present = {freeze(item) for item in live}
-            added = []
-            for item in applied:
-                frozen = freeze(item)
-                if frozen not in present:
-                    present.add(frozen)
-                    added.append(copy.deepcopy(item))
-            return list(live) + added
+            return merge_set(live, applied)
     return copy.deepcopy(applied)
 
 
@@ -405,7 +398,7 @@ def _flipped(before: Any, after: Any) -> set[str] | None:
 
 def _strings(node: Any) -> set[str] | None:
     """The members of ``node`` when it is a non-empty list of strings only; None otherwise."""
-    if isinstance(node, list) and node and all(type(item) is str for item in node):
+    if isinstance(node, list) and node and only_strings(node):
         return set(node)
     return None
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from .patch import ListStrategy, ResourceInfoLike, list_strategy
+from .patch import ListStrategy, ResourceInfoLike, list_strategy, only_strings
 
 Path = tuple[str, ...]
 FieldSet = set[Path] | frozenset[Path]
@@ -120,7 +120,7 @@ def _plain_strings(values: list[str]) -> list[str] | None:
 
 def value_elements(items: list[Any]) -> list[str]:
     """``[value_element(item) for item in items]``, encoded in one go when every item is a string."""
-    if len(items) > 1 and all(type(item) is str for item in items):
+    if len(items) > 1 and only_strings(items):
         plain = _plain_strings(items)
         if plain is not None:
             return ['v:"' + text + '"' for text in plain]

@@ -510,7 +510,7 @@ class _StrategicMerger:
     def merge_list(self, original: list[Any], patch: list[Any], strategy: ListStrategy, path: tuple[str, ...], *,
                    order: list[Any] | None = None) -> list[Any]:
         if strategy.kind == "set":
-            merged = _merge_set(original, patch)
+            merged = merge_set(original, patch)
             if not original and order is None:
                 return merged  # the patch's items, deduplicated: already in the order normalizing gives
             return _normalize_order(merged, patch if order is None else order, original, freeze)
@@ -601,7 +601,7 @@ class _StrategicMerger:
 _IMMUTABLE = (str, int, float, bool, type(None))  # JSON scalars: a merged list may share them with the patch
 
 
-def _merge_set(original: list[Any], patch: list[Any]) -> list[Any]:
+def merge_set(original: list[Any], patch: list[Any]) -> list[Any]:
     """``original`` and then each patch item it lacks (first mentions, copied), in the patch's order."""
     if only_strings(original) and only_strings(patch):  # finalizers, say: their own stand-ins, no call per item
         return [*original, *itertools.filterfalse(set(original).__contains__, dict.fromkeys(patch))]
