@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 __all__ = [
     "DNS1035_LABEL_MAX_LENGTH",
@@ -16,6 +17,7 @@ __all__ = [
     "DNS1123_SUBDOMAIN_MAX_LENGTH",
     "LABEL_VALUE_MAX_LENGTH",
     "QUALIFIED_NAME_MAX_LENGTH",
+    "all_qualified_names",
     "is_config_map_key",
     "is_dns1035_label",
     "is_dns1123_label",
@@ -148,6 +150,14 @@ def _qualified_name_errors(value: str) -> tuple[str, ...]:
         errors.append("name part " + regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name",
                                                  "123-abc"))
     return tuple(errors)
+
+
+def all_qualified_names(values: list[Any]) -> bool:
+    """Whether every item of ``values`` is a string :func:`is_qualified_name` finds nothing wrong with, found
+    without a Python call per item (a list of 140,000 finalizers); False may still be all valid (a prefixed
+    name longer than 63 characters): then ask :func:`is_qualified_name` of each."""
+    return (set(map(type, values)) <= {str} and max(map(len, values), default=0) <= QUALIFIED_NAME_MAX_LENGTH
+            and all(map(_SHORT_QUALIFIED_NAME_RE.fullmatch, values)))
 
 
 def is_qualified_name(value: str) -> list[str]:

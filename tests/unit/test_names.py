@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kinformer.names import (
+    all_qualified_names,
     is_config_map_key,
     is_dns1035_label,
     is_dns1123_label,
@@ -28,6 +29,18 @@ def test_qualified_name_reports_prefix_and_name_problems_together() -> None:
     assert is_qualified_name("example.com/MyName") == []
     assert is_qualified_name("a/b/c")[0].startswith("a qualified name must consist of")
     assert is_qualified_name("/x") == ["prefix part must be non-empty"]
+
+
+def test_all_qualified_names_is_true_only_when_each_name_is_valid() -> None:
+    """The one-pass check of a list (finalizers) never passes what the per-name check refuses."""
+    names = ["example.com/f1", "f", "a.b/c-d_e.F", "x" * 63, "p" * 200 + "/n", "", "-x", "a/b/c", "x" * 64,
+             "x\n", "Bad_Prefix/ok", None, 1]
+    for name in names:
+        single = isinstance(name, str) and is_qualified_name(name) == []
+        assert all_qualified_names([name]) <= single, name  # False may still be valid: then ask each
+        assert all_qualified_names(["ok", name, "example.com/ok"]) <= single
+    assert all_qualified_names([f"example.com/f{i}" for i in range(1000)])
+    assert all_qualified_names([])
 
 
 def test_lengths() -> None:

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from kinformer.names import (
+    all_qualified_names,
     is_config_map_key,
     is_dns1035_label,
     is_dns1123_label,
@@ -124,7 +125,7 @@ def _validate_metadata(info: ResourceInfoLike, meta: Mapping[str, Any], old: Map
     finalizers = meta.get("finalizers") or []
     if not isinstance(finalizers, list):
         causes.append(invalid("metadata.finalizers", finalizers, "must be a list of strings"))
-    else:
+    elif not all_qualified_names(finalizers):
         for i, finalizer in enumerate(finalizers):
             if finalizer is None:
                 finalizer = ""  # a JSON null decodes to the empty string in a Go []string
