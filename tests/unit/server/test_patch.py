@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+import random
 from types import SimpleNamespace
 from typing import Any
 
@@ -549,3 +551,52 @@ def test_smp_into_an_empty_list_keeps_the_patch_order_of_first_mentions() -> Non
     env = [{"name": "B", "value": "1"}, {"name": "A"}, {"name": "B", "value": "2"}, {"name": "C", "$patch": "delete"}]
     merged = _smp({"spec": {"template": {"spec": {"containers": [{"name": name, "env": env}]}}}}, obj)
     assert _containers(merged)[0]["env"] == [{"name": "B", "value": "2"}, {"name": "A"}]
+
+
+def _random_smp_case(rnd: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A Deployment and a patch of its finalizers (a set: strings, now and then another value) and of a
+    container's env (keyed by name: scalars, nulls, now and then a nested value or a directive)."""
+    def members() -> list[Any]:
+        return [rnd.choice(["a", "b", "c", "d", "example.com/f", 1, None] if rnd.random() < 0.2 else ["a", "b", "c"])
+                for _ in range(rnd.randint(0, 5))]
+
+    def env() -> list[dict[str, Any]]:
+        items = []
+        for _ in range(rnd.randint(0, 4)):
+            item: dict[str, Any] = {"name": rnd.choice(["A", "B", "C"])}
+            for key in rnd.sample(["value", "x", "$patch", "valueFrom"], rnd.randint(0, 2)):
+                item[key] = "delete" if key == "$patch" else rnd.choice(["v", None, 2, {"k": None}])
+            items.append(item)
+        return items
+
+    original = _deployment()
+    original["metadata"]["finalizers"] = members()
+    original["spec"]["template"]["spec"]["containers"][0]["env"] = env()  # the container "app"
+    patch: dict[str, Any] = {"metadata": {"finalizers": members()}}
+    if rnd.random() < 0.3:
+        patch["metadata"]["$deleteFromPrimitiveList/finalizers"] = members()
+    if rnd.random() < 0.3:
+        patch["metadata"]["$setElementOrder/finalizers"] = members()
+    patch["spec"] = {"template": {"spec": {"containers": [{"name": rnd.choice(["app", "new"]), "env": env()}]}}}
+    return original, patch
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_smp_shortcuts_for_strings_and_flat_items_merge_as_the_general_merge(seed: int) -> None:
+    """Lists of strings merge and delete through themselves, new flat items are copied in one pass: the
+    results (order, types and errors included) are those of the general merge."""
+    from kinformer.server.registry import patch as patches
+
+    original, patch = _random_smp_case(random.Random(seed))
+
+    def merge() -> str:
+        try:
+            return json.dumps(strategic_merge_patch(copy.deepcopy(original), patch, DEPLOYMENT))
+        except PatchError as err:
+            return f"{err.code} {err.message}"
+
+    fast = merge()
+    with pytest.MonkeyPatch.context() as general:
+        general.setattr(patches, "only_strings", lambda values: False)
+        general.setattr(patches._StrategicMerger, "new_map", lambda self, p, path: self.merge_map({}, p, path))
+        assert merge() == fast
