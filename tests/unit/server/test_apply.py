@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+import random
 from types import SimpleNamespace
 from typing import Any
 
@@ -317,3 +319,42 @@ def test_set_members_conflict_only_where_presence_changes() -> None:
         _apply(stale, _cm({}, finalizers=["a.io/y", "a.io/x"]), manager="second")
     assert err.value.causes == [{"reason": "FieldManagerConflict", "field": '.metadata.finalizers[="a.io/y"]',
                                  "message": 'conflict with "first": .metadata.finalizers[="a.io/y"]'}]
+
+
+def _apply_sequence(seed: int, kind: type) -> list[str]:
+    """A random history of applies (three managers, forced or not) and updates of one ConfigMap whose
+    finalizers and ownerReferences are lists of ``kind`` strings: each outcome (the object, or the conflict)."""
+    rnd = random.Random(seed)
+    live: dict[str, Any] | None = None
+    outcomes = []
+    for _ in range(rnd.randint(2, 6)):
+        meta = {"finalizers": [kind(f) for f in rnd.sample(["a", "b", "c", "d", "e"], rnd.randint(0, 5))],
+                "ownerReferences": _refs(range(rnd.randint(0, 3)), kind)}
+        config = _cm({k: rnd.choice(["1", "2"]) for k in rnd.sample(["x", "y"], rnd.randint(0, 2))},
+                     **{k: v for k, v in meta.items() if rnd.random() < 0.7})
+        try:
+            if live is not None and rnd.random() < 0.25:
+                live = update_managed_fields(live, {**live, "metadata": {**live["metadata"], **meta}},
+                                             manager="editor", info=CONFIGMAP, now=NOW)
+            else:
+                live = server_side_apply(live, config, manager=rnd.choice(["m1", "m2", "m3"]),
+                                         force=rnd.random() < 0.3, info=CONFIGMAP, now=NOW)
+            outcomes.append(json.dumps(live))
+        except ApplyConflict as err:
+            outcomes.append(err.message)
+    return outcomes
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_random_applies_come_out_alike_with_and_without_the_shortcuts_for_large_lists(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lists of plain strings take the shortcuts (members compared as sets, merged by themselves), a str
+    subclass the general per-item paths; with ``MEMO_PATHS`` 0 every configuration's entry is rendered from
+    the object rather than from its paths. Objects, managedFields and conflicts are the same, byte for byte."""
+    from kinformer.server.registry import apply, managedfields
+
+    plain = _apply_sequence(seed, str)
+    assert _apply_sequence(seed, Counted) == plain
+    monkeypatch.setattr(apply, "MEMO_PATHS", 0)
+    monkeypatch.setattr(managedfields, "MEMO_PATHS", 0)
+    assert _apply_sequence(seed, str) == plain
