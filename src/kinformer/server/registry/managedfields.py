@@ -651,7 +651,7 @@ def decodable(entries: Any) -> bool:
 def render_entries(entries: list[Entry],
                    given: tuple[FieldSet, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The managedFields of ``entries`` (those with paths); ``given``: a field set (by identity) whose tree is
-    already known."""
+    already known, rendered as that tree even when the set lists no path (see :func:`_writer_paths`)."""
     out = []
     for entry, paths in entries:
         tree = given[1] if given is not None and paths is given[0] else None
