@@ -929,3 +929,25 @@ async def test_a_large_patch_merges_off_the_loop_so_health_probes_answer_meanwhi
     assert code == 200, out
     assert saw_probe == [True]
     assert out["metadata"]["finalizers"] == finalizers
+
+
+async def test_get_reads_storage_and_serves_the_cached_version_of_that_revision(server, http, monkeypatch):
+    """A GET without resourceVersion is a quorum read (kube reads etcd): the cache's bytes answer only when the
+    cache holds the very revision storage has; a lagging cache never answers an older version."""
+    from kinformer.server.endpoints import reads
+
+    code, created = await call_json(http, "POST", CM, {"metadata": {"name": "a"}, "data": {"k": "v1"}})
+    assert code == 201
+    await settle(server, created["metadata"]["resourceVersion"])
+    decoded: list[Any] = []
+    decode = reads.served
+    monkeypatch.setattr(reads, "served", lambda kv: decoded.append(kv) or decode(kv))
+    code, got = await call_json(http, "GET", f"{CM}/a")
+    assert code == 200 and got == created and not decoded, "the cache held this revision: no decode"
+    gate = CacheGate(server)
+    gate.close()
+    code, updated = await call_json(http, "PUT", f"{CM}/a", {"metadata": {"name": "a"}, "data": {"k": "v2"}})
+    assert code == 200
+    code, got = await call_json(http, "GET", f"{CM}/a")
+    gate.open()
+    assert code == 200 and got == updated and len(decoded) == 1, "the cache lagged: storage's version, decoded"
