@@ -73,10 +73,19 @@ class ResourceInfo:
     #: a CRD's ``subresources.scale`` (specReplicasPath, statusReplicasPath, labelSelectorPath)
     scale_paths: Mapping[str, Any] | None = field(default=None, compare=False)
     subresource_details: tuple[Subresource, ...] = field(default=(), compare=False)
+    # Derived from the fields above once, at construction: every request reads them, several times.
+    #: ``group/version`` (``version`` for the core group)
+    api_version: str = field(init=False, compare=False, repr=False)
+    #: key prefix of every object of this resource, ending with ``/``
+    storage_prefix: str = field(init=False, compare=False, repr=False)
+    #: whether the resource has the status subresource
+    has_status: bool = field(init=False, compare=False, repr=False)
 
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
+    def __post_init__(self) -> None:
+        derive = object.__setattr__  # frozen: set once here, read-only afterwards
+        derive(self, "api_version", f"{self.group}/{self.version}" if self.group else self.version)
+        derive(self, "storage_prefix", f"/registry/{self.group or 'core'}/{self.plural}/")
+        derive(self, "has_status", "status" in self.subresources)
 
     @property
     def group_version(self) -> str:
@@ -85,15 +94,6 @@ class ResourceInfo:
     @property
     def list_kind(self) -> str:
         return f"{self.kind}List"
-
-    @property
-    def storage_prefix(self) -> str:
-        """Key prefix of every object of this resource, ending with ``/``."""
-        return f"/registry/{self.group or 'core'}/{self.plural}/"
-
-    @property
-    def has_status(self) -> bool:
-        return "status" in self.subresources
 
     def subresource(self, name: str) -> Subresource | None:
         """The catalogue's description of subresource ``name``, or None (CRDs, unknown names)."""

@@ -116,16 +116,23 @@ def _validate_metadata(info: ResourceInfoLike, meta: Mapping[str, Any], old: Map
     elif not isinstance(name, str):
         causes.append(invalid("metadata.name", name, "must be a string"))
     else:
-        causes += [invalid("metadata.name", name, msg) for msg in _name_validator(info)(name)]
+        errors = _name_validator(info)(name)
+        if errors:  # the messages of valid names (nearly all) are not looked at
+            causes += [invalid("metadata.name", name, msg) for msg in errors]
     namespace = meta.get("namespace")
     if info.namespaced and namespace:
-        causes += [invalid("metadata.namespace", namespace, msg) for msg in is_dns1123_label(str(namespace))]
-    causes += _validate_labels(meta.get("labels"), "metadata.labels")
-    causes += _validate_annotations(meta.get("annotations"), "metadata.annotations")
-    finalizers = meta.get("finalizers") or []
-    if not isinstance(finalizers, list):
+        errors = is_dns1123_label(str(namespace))
+        if errors:
+            causes += [invalid("metadata.namespace", namespace, msg) for msg in errors]
+    labels, annotations = meta.get("labels"), meta.get("annotations")
+    if labels is not None:
+        causes += _validate_labels(labels, "metadata.labels")
+    if annotations is not None:
+        causes += _validate_annotations(annotations, "metadata.annotations")
+    finalizers = meta.get("finalizers")  # absent, null or empty (of any type): nothing to check
+    if finalizers and not isinstance(finalizers, list):
         causes.append(invalid("metadata.finalizers", finalizers, "must be a list of strings"))
-    elif not all_qualified_names(finalizers):
+    elif finalizers and not all_qualified_names(finalizers):
         for i, finalizer in enumerate(finalizers):
             if finalizer is None:
                 finalizer = ""  # a JSON null decodes to the empty string in a Go []string
