@@ -31,7 +31,7 @@ from .bodies import (
     parse_document,
     read_body,
 )
-from .offloop import run_sized
+from .offloop import OFF_LOOP_BYTES, run_sized
 from .query import make_filter, truthy
 from .reads import ReadHandlers
 from .responses import json_response
@@ -180,10 +180,15 @@ class WriteHandlers(ReadHandlers):
             elif t.info.plural == "persistentvolumes":
                 protect(t.info.plural, obj)
         hooks = self.admission
-        if hooks is None or not hooks.active():
-            await run_sized(size, lambda: self.store.validate(t.info, obj, old, t.subresource))
-            await self._validating_plugins(request, t, obj, old)
-            await self._charge_quota(t, obj, old, dry)
+        if hooks is None or not hooks.active():  # each stage awaited only when it has work (no coroutine else)
+            if size < OFF_LOOP_BYTES:
+                self.store.validate(t.info, obj, old, t.subresource)
+            else:
+                await run_sized(size, lambda: self.store.validate(t.info, obj, old, t.subresource))
+            if self._plugins_validate(t):
+                await self._validating_plugins(request, t, obj, old)
+            if self.quotas is not None and self.quotas.covers(t.info, t.namespace, old):
+                await self._charge_quota(t, obj, old, dry)
             return obj
         attrs = admission_attributes(request, t, "CREATE" if old is None else "UPDATE", dry,
                                      name=(obj.get("metadata") or {}).get("name", ""))
@@ -191,7 +196,8 @@ class WriteHandlers(ReadHandlers):
         assert mutated is not None
         mutated = reimpose(t.info, obj, mutated, old, t.subresource)
         await run_sized(size, lambda: self.store.validate(t.info, mutated, old, t.subresource))
-        await self._validating_plugins(request, t, mutated, old)
+        if self._plugins_validate(t):
+            await self._validating_plugins(request, t, mutated, old)
         await hooks.validate(attrs, mutated, old)
         await self._charge_quota(t, mutated, old, dry)
         add_warnings(headers, attrs.warnings)
@@ -202,11 +208,16 @@ class WriteHandlers(ReadHandlers):
         if self.quotas is not None:
             await self.quotas.admit(t.info, t.namespace, obj, old, dry_run=dry, subresource=t.subresource)
 
+    def _plugins_validate(self, t: Target) -> bool:
+        """Whether kube's built-in validating admission plugins that need the request's user and the authorizer
+        judge a write of ``t`` (:meth:`_validating_plugins`)."""
+        return self.certificates is not None and t.info.group == "certificates.k8s.io"
+
     async def _validating_plugins(self, request: web.Request, t: Target, obj: dict[str, Any],
                                   old: Mapping[str, Any] | None) -> None:
-        """kube's built-in validating admission plugins (those that need the request's user and the authorizer)."""
-        if self.certificates is not None and t.info.group == "certificates.k8s.io":
-            await self.certificates.validate(request.get(USER_KEY) or ADMIN, t.info, t.subresource, obj, old)
+        """Run the built-in validating plugins of a write :meth:`_plugins_validate` says they judge."""
+        assert self.certificates is not None
+        await self.certificates.validate(request.get(USER_KEY) or ADMIN, t.info, t.subresource, obj, old)
 
     async def _admit_delete(self, request: web.Request, t: Target, namespace: str, name: str, dry: bool,
                             headers: dict[str, str]) -> None:

@@ -230,16 +230,27 @@ class ObjectStore:
             raise st.not_found(info, name)
         return served(kv), kv
 
+    def _cached_namespace(self, namespace: str) -> Mapping[str, Any] | None:
+        bucket = self.cache.buckets.get(NS_INFO_KEY) if self.cache is not None else None
+        cached = bucket.objects.get(NS_INFO_KEY + namespace) if bucket is not None else None
+        return cached.obj if cached is not None else None
+
+    def namespace_open(self, namespace: str) -> bool:
+        """Whether the cache holds ``namespace`` and it is not being deleted: :meth:`check_namespace` would pass
+        without a wait (False tells nothing: the check decides)."""
+        bucket = self.cache.buckets.get(NS_INFO_KEY) if self.cache is not None else None
+        cached = bucket.objects.get(NS_INFO_KEY + namespace) if bucket is not None else None
+        return cached is not None and not (cached.obj.get("metadata") or {}).get("deletionTimestamp")
+
     async def check_namespace(self, namespace: str) -> None:
         """404 when ``namespace`` does not exist; 403 when it is being deleted.
 
         Like kube-apiserver's namespace lifecycle admission, this reads the cache and falls back to
         storage only when the cache does not know the namespace (it may have been created just now).
         """
-        bucket = self.cache.buckets.get(NS_INFO_KEY) if self.cache is not None else None
-        cached = bucket.objects.get(NS_INFO_KEY + namespace) if bucket is not None else None
+        cached = self._cached_namespace(namespace)
         if cached is not None:
-            ns = cached.obj
+            ns = cached
         else:
             kv = await self.storage.get(NS_INFO_KEY + namespace)
             if kv is None:
@@ -324,7 +335,7 @@ class ObjectStore:
     async def _create(self, info: ResourceInfo, namespace: str, obj: dict[str, Any], dry_run: bool,
                       handover: bool) -> tuple[dict[str, Any], bytes | None]:
         name = obj["metadata"].get("name", "")
-        if info.namespaced:
+        if info.namespaced and not self.namespace_open(namespace):
             await self.check_namespace(namespace)
         key = self.key(info, namespace, name)
         if dry_run:
