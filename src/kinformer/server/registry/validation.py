@@ -628,6 +628,8 @@ def unknown_fields(info: ResourceInfoLike, obj: Mapping[str, Any]) -> list[str]:
     Custom resources: what structural pruning would drop, plus unknown metadata fields.
     """
     if getattr(info, "builtin", True):
+        if _last_fine[0] is obj:  # found fine (as decoded, nearly always): nothing unknown
+            return []
         return [path for path, _, _ in _builtin_unknown(info, obj)]
     schema = getattr(info, "schema", None)
     if not schema:
@@ -640,6 +642,8 @@ def prune_builtin(info: ResourceInfoLike, obj: dict[str, Any]) -> dict[str, Any]
     of the wrong JSON type refused with Go's error (400 ``Deployment in version "v1" cannot be handled as a
     Deployment: json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32``).
     """
+    if _last_fine[0] is obj:  # found fine (as decoded, nearly always): nothing to drop
+        return obj
     node = _builtin_node(info)
     if _fine(node, obj):
         return obj

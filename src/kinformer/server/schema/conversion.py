@@ -97,8 +97,9 @@ class Conversion:
     def storage_target(self, t: Target) -> Target | None:
         """The same target in the storage version (of the storage group: an events.k8s.io Event is a core
         one), when ``t`` must be converted; else None."""
-        storage = builtin_conversion.storage_of(t.info.group, t.info.plural) if t.info.builtin else None
-        if storage is None:
+        if t.info.builtin:  # a built-in converts only to another version of its own (no webhook)
+            storage = builtin_conversion.storage_of(t.info.group, t.info.plural)
+        else:
             found = self._webhook(t.info)
             storage = (t.info.group, found[1]) if found is not None else None
         if storage is None or storage == (t.info.group, t.info.version):
