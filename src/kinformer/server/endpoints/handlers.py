@@ -9,6 +9,7 @@ Every failure is a :class:`StatusError`.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import Any
 
 import orjson
@@ -79,46 +80,47 @@ class ResourceAPI(WatchHandlers, PodSubresources):
         obj, _ = await self.store.read(t.info, t.namespace, t.name)
         return obj
 
-    async def _dispatch(self, request: web.Request, t: Target) -> web.StreamResponse:
-        """Serve ``request`` for the resolved target ``t`` (verbs already authorized)."""
+    def _dispatch(self, request: web.Request, t: Target) -> Awaitable[web.StreamResponse]:
+        """The handler serving ``request`` for the resolved target ``t`` (verbs already authorized), called: a
+        plain function, so a request awaits the handler's coroutine only, not one of this choice around it."""
         method = request.method
         q = request.query
         if method == "GET" and t.subresource in ("", "status", "scale"):
             table_version = tables.negotiate_table(request.headers.get("Accept", ""))
             if table_version is not None:
-                return await self.serve_table(request, t, table_version)
+                return self.serve_table(request, t, table_version)
         if method == "GET" and not t.subresource:
             partial = negotiate_partial(request.headers.get("Accept", ""))
             if partial is not None:
-                return await serve_partial(self, request, t, partial)
+                return serve_partial(self, request, t, partial)
         if not t.name:
             if method == "GET":
                 if t.watch or truthy(q.get("watch")):
-                    return await self.watch(request, t)
-                return await self.list(request, t)
+                    return self.watch(request, t)
+                return self.list(request, t)
             if method == "POST" and (t.namespace or not t.info.namespaced):
-                return await self.create(request, t)
+                return self.create(request, t)
             if method == "DELETE":
-                return await self.delete_collection(request, t)
+                return self.delete_collection(request, t)
             raise st.method_not_allowed()
         if t.watch:
-            return await self.watch(request, t)
+            return self.watch(request, t)
         if t.subresource == "scale":
-            return await self.scale(request, t)
+            return self.scale(request, t)
         if t.subresource == "binding":
-            return await self.binding(request, t)
+            return self.binding(request, t)
         if t.subresource == "eviction":
-            return await self.eviction(request, t)
+            return self.eviction(request, t)
         if t.subresource == "log":
-            return await self.pod_log(request, t)
+            return self.pod_log(request, t)
         if method in ("GET", "HEAD"):
-            return await self.get(request, t)
+            return self.get(request, t)
         if method == "PUT":
-            return await self.update(request, t)
+            return self.update(request, t)
         if method == "PATCH":
-            return await self.patch(request, t)
+            return self.patch(request, t)
         if method == "DELETE" and not t.subresource:
-            return await self.delete(request, t)
+            return self.delete(request, t)
         raise st.method_not_allowed()
 
     async def pod_log(self, request: web.Request, t: Target) -> web.Response:

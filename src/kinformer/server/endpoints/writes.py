@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -107,10 +108,11 @@ class WriteHandlers(ReadHandlers):
     #: The ResourceQuota admission plugin (None: quotas are not enforced).
     quotas: QuotaAdmission | None = None
 
-    async def _decode(self, request: web.Request, info: ResourceInfo) -> dict[str, Any]:
-        """The body as an object; a built-in's is checked by its schema as it is decoded (bounding its depth)."""
-        body = await read_body(request)
-        bounded = (lambda doc: decoded_fine(info, doc)) if info.builtin else None
+    @staticmethod
+    def _decode(request: web.Request, info: ResourceInfo, body: bytes) -> dict[str, Any]:
+        """``body`` (:func:`read_body`'s) as an object; a built-in's is checked by its schema as it is decoded
+        (bounding its depth)."""
+        bounded = functools.partial(decoded_fine, info) if info.builtin else None
         return decode_object(parse_document(body, content_type(request), bounded))
 
     @staticmethod
@@ -234,7 +236,7 @@ class WriteHandlers(ReadHandlers):
     async def create(self, request: web.Request, t: Target) -> web.Response:
         info = t.info
         dry = self._dry_run(request)
-        obj = await self._decode(request, info)
+        obj = self._decode(request, info, await read_body(request))
         check_kind(info, obj)
         headers = self._field_validation(request, info, obj)
         obj = self._prepare_custom(info, obj)
@@ -242,13 +244,13 @@ class WriteHandlers(ReadHandlers):
         obj = self.store.prepare_create(info, t.namespace, obj,
                                         managed=lambda defaulted: self._managed(info, None, defaulted, manager))
         obj = await self._admitted(request, t, obj, None, dry, headers)
-        created = await self.store.create_served(info, t.namespace, obj, dry_run=dry)
+        _, created = await self.store.create_served(info, t.namespace, obj, dry_run=dry)
         return json_response(created, 201, headers)
 
     async def update(self, request: web.Request, t: Target) -> web.Response:
         info = t.info
         dry = self._dry_run(request)
-        new = await self._decode(request, info)
+        new = self._decode(request, info, await read_body(request))
         check_kind(info, new)
         headers = self._field_validation(request, info, new)
         new = self._prepare_custom(info, new)

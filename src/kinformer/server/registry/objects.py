@@ -322,18 +322,20 @@ class ObjectStore:
         """Create ``obj`` (already prepared); 404 on a missing namespace, 409 when the name is taken."""
         return (await self._create(info, namespace, obj, dry_run, False))[0]
 
-    async def create_served(self, info: ResourceInfo, namespace: str, obj: dict[str, Any], *,
-                            dry_run: bool = False) -> bytes:
-        """:meth:`create`, answering the new object's served bytes (one encoding for the answer and the cache).
+    def create_served(self, info: ResourceInfo, namespace: str, obj: dict[str, Any], *,
+                      dry_run: bool = False) -> Awaitable[tuple[dict[str, Any], bytes | None]]:
+        """:meth:`create`, answering (the object, its served bytes: never None here); one encoding for the answer
+        and the cache.
 
         ``obj`` is handed over: it becomes the watch cache's copy (so the cache does not decode the stored
-        value again) and the caller must never mutate it afterwards.
+        value again) and the caller must never mutate it afterwards. A plain function returning the write's
+        coroutine: a request awaits that one, not another around it.
         """
-        obj, raw = await self._create(info, namespace, obj, dry_run, True)
-        return raw if raw is not None else orjson.dumps(obj)
+        return self._create(info, namespace, obj, dry_run, True)
 
     async def _create(self, info: ResourceInfo, namespace: str, obj: dict[str, Any], dry_run: bool,
                       handover: bool) -> tuple[dict[str, Any], bytes | None]:
+        """(the object created, its served bytes when ``handover``: see :meth:`create_served`; else None)."""
         name = obj["metadata"].get("name", "")
         if info.namespaced and not self.namespace_open(namespace):
             await self.check_namespace(namespace)
@@ -341,7 +343,7 @@ class ObjectStore:
         if dry_run:
             if await self.storage.get(key) is not None:
                 raise st.already_exists(info, name)
-            return obj, None
+            return obj, orjson.dumps(obj) if handover else None
         meta = obj["metadata"]
         split = None
         if handover and self.cache is not None:
@@ -356,7 +358,9 @@ class ObjectStore:
             raise st.already_exists(info, name) from None
         meta.pop("resourceVersion", None)  # last, where decoding the stored value puts it
         meta["resourceVersion"] = str(kv.mod_revision)
-        raw = self._hand_over(key, kv.mod_revision, obj, split) if handover else None
+        raw = None
+        if handover:
+            raw = self._hand_over(key, kv.mod_revision, obj, split) or orjson.dumps(obj)
         self._after(info, obj, False)
         return obj, raw
 
