@@ -85,14 +85,16 @@ class ResourceAPI(WatchHandlers, PodSubresources):
         plain function, so a request awaits the handler's coroutine only, not one of this choice around it."""
         method = request.method
         q = request.query
-        if method == "GET" and t.subresource in ("", "status", "scale"):
-            table_version = tables.negotiate_table(request.headers.get("Accept", ""))
-            if table_version is not None:
-                return self.serve_table(request, t, table_version)
-        if method == "GET" and not t.subresource:
-            partial = negotiate_partial(request.headers.get("Accept", ""))
-            if partial is not None:
-                return serve_partial(self, request, t, partial)
+        accept = request.headers.get("Accept", "") if method == "GET" else ""
+        if "=" in accept:  # a Table or partial metadata is asked for by a media type parameter (as=...)
+            if t.subresource in ("", "status", "scale"):
+                table_version = tables.negotiate_table(accept)
+                if table_version is not None:
+                    return self.serve_table(request, t, table_version)
+            if not t.subresource:
+                partial = negotiate_partial(accept)
+                if partial is not None:
+                    return serve_partial(self, request, t, partial)
         if not t.name:
             if method == "GET":
                 if t.watch or truthy(q.get("watch")):
