@@ -353,36 +353,51 @@ class SharedIndexInformer(Generic[ObjT]):
         return bool(syncing)
 
     def _handle_deltas(self, deltas: list[Delta], is_in_initial_list: bool) -> None:
-        """Apply one key's deltas to the cache, then notify (client-go handleDeltas / processDeltas)."""
-        indexer = self._indexer
-        listeners = self._listeners
-        detector = self._detector
-        new_note = _new_tuple
+        """Apply one pop's deltas to the cache, then notify (client-go handleDeltas / processDeltas)."""
+        apply = self._apply
         now = self.clock.now()
         for kind, obj in deltas:
-            if kind is _DELETED:
-                if indexer.delete(obj) is None:
-                    continue  # never cached (or already reported): the cache decides, as for add vs update
-                if detector is not None:
-                    detector.forget(indexer.key_of(obj))
-                note = new_note(Notification, (DELETE, obj, None, False, now))
-                for listener in listeners:
-                    listener.enqueue(note)
-                continue
+            apply(kind, obj, is_in_initial_list, now)
+        if deltas:
+            self._last_processed = deltas[-1].object
+        self._stats.deltas += len(deltas)
+
+    def _handle_direct(self, kind: DeltaType, obj: Any) -> None:
+        """One delta handed over by an idle RealFIFO (its fast path, in the reflector's call): applied as a
+        pop would apply it; a failure is logged and counted as the process loop would."""
+        try:
+            self._apply(kind, obj, False, self.clock.now())
+        except Exception:
+            self._stats.process_errors += 1
+            log.exception("%s: processing deltas failed", self.name)
+        self._last_processed = obj
+        self._stats.deltas += 1
+
+    def _apply(self, kind: DeltaType, obj: Any, is_in_initial_list: bool, now: float) -> None:
+        """One delta: the cache first (it decides add vs update and holds the old object), then one
+        notification shared by every handler concerned (the due ones only, for a resync)."""
+        indexer = self._indexer
+        detector = self._detector
+        if kind is _DELETED:
+            if indexer.delete(obj) is None:
+                return  # never cached (or already reported): the cache decides, as for add vs update
+            if detector is not None:
+                detector.forget(indexer.key_of(obj))
+            note = _new_tuple(Notification, (DELETE, obj, None, False, now))
+            listeners = self._listeners
+        else:
             old = indexer.add(obj)
             if detector is not None:
                 detector.record(indexer.key_of(obj), obj)
             if old is None:
-                note = new_note(Notification, (ADD, obj, None, is_in_initial_list, now))
-                for listener in listeners:
-                    listener.enqueue(note)
-                continue
-            is_sync = kind is _SYNC or (kind is _REPLACED and _resource_version(old) == _resource_version(obj))
-            note = new_note(Notification, (UPDATE, old, obj, is_sync, now))
-            for listener in (self._syncing if is_sync else listeners):
-                listener.enqueue(note)
-        self._last_processed = obj
-        self._stats.deltas += len(deltas)
+                note = _new_tuple(Notification, (ADD, obj, None, is_in_initial_list, now))
+                listeners = self._listeners
+            else:
+                is_sync = kind is _SYNC or (kind is _REPLACED and _resource_version(old) == _resource_version(obj))
+                note = _new_tuple(Notification, (UPDATE, old, obj, is_sync, now))
+                listeners = self._syncing if is_sync else self._listeners
+        for listener in listeners:
+            listener.enqueue(note)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -449,6 +464,8 @@ class SharedIndexInformer(Generic[ObjT]):
         self._stopped = True
         for reflector in self._reflectors:
             reflector.stop()
+        if isinstance(self._fifo, RealFIFO):
+            self._fifo.set_direct(None)
         self._fifo.close()
         for helper in helpers:
             helper.cancel()
@@ -472,13 +489,16 @@ class SharedIndexInformer(Generic[ObjT]):
     async def _process_loop(self) -> None:
         """Pop and process deltas until the queue closes. With a RealFIFO, every pop is followed by what else
         is ready (up to ``YIELD_EVERY``, then the loop yields): the same order and bookkeeping, without a
-        coroutine per delta."""
+        coroutine per delta; and while the queue is idle the reflector's deltas skip it (``set_direct``): a
+        steady watch is applied in the reflector's own call, one delta at a time, with no pop or wake-up."""
         fifo = self._fifo
         pop = fifo.pop
         ready = fifo.pop_ready if isinstance(fifo, RealFIFO) else None
         handle = self._handle_deltas
         if self.gc_freeze:
             await self._process_initial_list_freezing()
+        if isinstance(fifo, RealFIFO):
+            fifo.set_direct(self._handle_direct)
         while True:
             try:
                 await pop(handle)
