@@ -13,13 +13,15 @@ Error contract for implementations:
   (``OSError``/``ConnectionError``/``asyncio.TimeoutError``), either at the call or on the first
   ``__anext__``. A clean end of stream (server-side timeout) is ``StopAsyncIteration``; a stream that breaks
   half-way raises some other exception, which callers treat as a transport error.
+* An implementation may also offer ``watch_batches(options)``: the same stream as lists of events (one per
+  chunk read), under the same contract; the reflector prefers it (see :func:`watch_batches`).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 __all__ = [
     "ADDED",
@@ -33,6 +35,8 @@ __all__ = [
     "ListerWatcher",
     "TweakedListerWatcher",
     "WatchEvent",
+    "batches_of_one",
+    "watch_batches",
 ]
 
 ADDED = "ADDED"
@@ -123,6 +127,26 @@ class ListerWatcher(Protocol):
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]: ...
 
 
+def watch_batches(lw: ListerWatcher, options: ListOptions) -> AsyncIterator[list[WatchEvent]]:
+    """``lw``'s watch as lists of events: its own ``watch_batches`` when it has one (a list per chunk read),
+    else its ``watch``'s events in lists of one (closed with the result)."""
+    batched = getattr(lw, "watch_batches", None)
+    if batched is not None:
+        return cast(AsyncIterator[list[WatchEvent]], batched(options))
+    return batches_of_one(lw.watch(options))
+
+
+async def batches_of_one(events: AsyncIterator[WatchEvent]) -> AsyncIterator[list[WatchEvent]]:
+    """Each event of ``events`` as a list of one; ``events`` is closed (if it can be) when this ends."""
+    try:
+        async for event in events:
+            yield [event]
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
 class TweakedListerWatcher:
     """Applies ``tweak`` (e.g. setting label or field selectors) to a copy of every options object
     before delegating to ``lw``. The caller's options are never modified."""
@@ -143,3 +167,6 @@ class TweakedListerWatcher:
 
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
         return self.lw.watch(self._tweaked(options))
+
+    def watch_batches(self, options: ListOptions) -> AsyncIterator[list[WatchEvent]]:
+        return watch_batches(self.lw, self._tweaked(options))

@@ -63,6 +63,8 @@ from kinformer.listwatch import (
     ListerWatcher,
     ListOptions,
     WatchEvent,
+    batches_of_one,
+    watch_batches,
 )
 
 __all__ = ["Backoff", "DeltaStore", "Reflector", "ReflectorStats", "WatchErrorHandler", "WatchOutcome"]
@@ -435,15 +437,19 @@ class Reflector:
     def _watch_timeout(self) -> int:
         return int(self.min_watch_timeout * (self._rng.random() + 1.0))
 
-    async def _watch(self, watch: AsyncIterator[WatchEvent] | None) -> WatchOutcome:
-        """Consume one watch (opening it unless given); returns what to do next."""
-        started = watch is not None
-        if watch is None:
+    async def _watch(self, events: AsyncIterator[WatchEvent] | None) -> WatchOutcome:
+        """Consume one watch (opening it unless a streaming list's open one is given); returns what to do
+        next."""
+        started = events is not None
+        watch: AsyncIterator[list[WatchEvent]]
+        if events is not None:
+            watch = batches_of_one(events)
+        else:
             options = ListOptions(resource_version=self._last_rv, timeout_seconds=self._watch_timeout(),
                                   allow_watch_bookmarks=True)
             self.stats.watches += 1
             try:
-                watch = aiter(self.lw.watch(options))
+                watch = aiter(watch_batches(self.lw, options))
             except Exception as exc:
                 return self._watch_open_failed(exc)
         start = self.clock.now()
@@ -463,12 +469,16 @@ class Reflector:
                 return _REWATCH
         finally:
             await _aclose(watch)
+            if events is not None:
+                await _aclose(events)  # in case the batches never started (then closing them closes nothing)
 
-    async def _consume(self, watch: AsyncIterator[WatchEvent], started: bool, start: float) -> WatchOutcome:
+    async def _consume(self, watch: AsyncIterator[list[WatchEvent]], started: bool, start: float) -> WatchOutcome:
         """Apply the watch's events to the store until it ends; returns what to do next.
 
-        An event whose resourceVersion is not a sane one is ignored (logged, counted), so it can never become
-        the resume point; one whose RV is below the last is logged and followed (the server's word wins).
+        Events come in batches (what one read delivered): one await and one clock reading (the staleness
+        mark) per batch, then a plain loop over its events. An event whose resourceVersion is not a sane one
+        is ignored (logged, counted), so it can never become the resume point; one whose RV is below the last
+        is logged and followed (the server's word wins).
         """
         store = self.store
         stats = self.stats
@@ -479,7 +489,7 @@ class Reflector:
         count = 0
         while True:
             try:
-                event = await anext(watch)
+                batch = await anext(watch)
             except StopAsyncIteration:
                 break
             except Exception as exc:
@@ -490,53 +500,54 @@ class Reflector:
                 if count == 0 and now() - start < _SHORT_WATCH:
                     return _BACKOFF_REWATCH
                 return _REWATCH
-            count += 1
+            count += len(batch)
             self._last_event_at = now()
-            kind = event.type
-            obj = event.object
-            if kind == ERROR:
-                stats.error_events += 1
-                return self._error_event(obj)
-            rv = fast_rv(obj)
-            if rv is None:
-                rv = _resource_version(obj) if isinstance(obj, Mapping) else ""
-            # the common case (1 to 19 digits, no leading zero) is sane without the full check's call
-            if rv and not (len(rv) < 20 and rv.isdigit() and rv.isascii() and rv[0] != "0") and not sane(rv):
-                self._bad_resource_version(kind, rv)
-                continue
-            try:
-                if kind == MODIFIED:
-                    if transform is not None:
-                        obj = transform(obj)
-                    store.update(obj)
-                    stats.modified += 1
-                elif kind == ADDED:
-                    if transform is not None:
-                        obj = transform(obj)
-                    store.add(obj)
-                    stats.added += 1
-                elif kind == DELETED:
-                    if transform is not None:
-                        obj = transform(obj)
-                    store.delete(obj)
-                    stats.deleted += 1
-                elif kind == BOOKMARK:
-                    stats.bookmarks += 1
-                else:
-                    log.warning("%s: ignoring watch event of unknown type %r", self.name, kind)
+            for event in batch:
+                kind = event.type
+                obj = event.object
+                if kind == ERROR:
+                    stats.error_events += 1
+                    return self._error_event(obj)
+                rv = fast_rv(obj)
+                if rv is None:
+                    rv = _resource_version(obj) if isinstance(obj, Mapping) else ""
+                # the common case (1 to 19 digits, no leading zero) is sane without the full check's call
+                if rv and not (len(rv) < 20 and rv.isdigit() and rv.isascii() and rv[0] != "0") and not sane(rv):
+                    self._bad_resource_version(kind, rv)
                     continue
-            except Exception:
-                # As client-go: one object the transform or the store rejects is logged and skipped, and the
-                # watch goes on instead of the reflector dying silently.
-                stats.store_errors += 1
-                log.exception("%s: unable to apply %s watch event", self.name, kind)
-                continue
-            if rv:
-                last = self._last_rv
-                size, last_size = len(rv), len(last)
-                if size < last_size or (size == last_size and rv < last):
-                    self._resource_version_went_back(kind, rv)
-                self._last_rv = rv
+                try:
+                    if kind == MODIFIED:
+                        if transform is not None:
+                            obj = transform(obj)
+                        store.update(obj)
+                        stats.modified += 1
+                    elif kind == ADDED:
+                        if transform is not None:
+                            obj = transform(obj)
+                        store.add(obj)
+                        stats.added += 1
+                    elif kind == DELETED:
+                        if transform is not None:
+                            obj = transform(obj)
+                        store.delete(obj)
+                        stats.deleted += 1
+                    elif kind == BOOKMARK:
+                        stats.bookmarks += 1
+                    else:
+                        log.warning("%s: ignoring watch event of unknown type %r", self.name, kind)
+                        continue
+                except Exception:
+                    # As client-go: one object the transform or the store rejects is logged and skipped, and
+                    # the watch goes on instead of the reflector dying silently.
+                    stats.store_errors += 1
+                    log.exception("%s: unable to apply %s watch event", self.name, kind)
+                    continue
+                if rv:
+                    last = self._last_rv
+                    size, last_size = len(rv), len(last)
+                    if size < last_size or (size == last_size and rv < last):
+                        self._resource_version_went_back(kind, rv)
+                    self._last_rv = rv
         if count == 0 and now() - start < _SHORT_WATCH:
             stats.watch_errors += 1
             self._report(ConnectionError("very short watch: the watch ended within 1s without any event"))

@@ -32,7 +32,7 @@ from kinformer.client.objects import LazyObject, decode_list, decode_object, enc
 from kinformer.client.podexec import PROTOCOLS, ExecSession
 from kinformer.client.podlogs import iter_lines, log_params
 from kinformer.client.portforward import PortForward
-from kinformer.client.watch import iter_events
+from kinformer.client.watch import iter_event_batches
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.errors import APIError, from_status
 from kinformer.listwatch import ListOptions, ListResult, WatchEvent
@@ -456,6 +456,19 @@ class Client:
                            as_metadata: bool = False) -> AsyncIterator[WatchEvent]:
         """Open a watch with exactly ``options`` (and extra ``headers``) and decode its events as they arrive;
         ``as_metadata``: each object event's object is a PartialObjectMetadata (whole objects cut down)."""
+        batches = self.watch_batches(resource, options, namespace, headers=headers, as_metadata=as_metadata)
+        try:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+        finally:
+            await batches.aclose()  # the response is released or closed now, not when the generator is collected
+
+    async def watch_batches(self, resource: ResourceRef, options: ListOptions, namespace: str | None = None, *,
+                            headers: Mapping[str, str] | None = None,
+                            as_metadata: bool = False) -> AsyncIterator[list[WatchEvent]]:
+        """:meth:`watch_stream`, as one list of events per chunk read (the informer's path: no await per
+        event)."""
         res = await self.resolve(resource)
         params = options.to_query()
         params["watch"] = "true"
@@ -467,8 +480,8 @@ class Client:
                                   timeout=timeout, headers=headers)
         clean = False
         try:
-            async for event in iter_events(resp.content.iter_any(), as_metadata=as_metadata):
-                yield event
+            async for batch in iter_event_batches(resp.content.iter_any(), as_metadata=as_metadata):
+                yield batch
             clean = True
         finally:
             if clean:

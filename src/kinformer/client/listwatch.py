@@ -91,6 +91,12 @@ class ClientListerWatcher:
                                         headers=self._accept(PARTIAL_OBJECT_METADATA_ACCEPT),
                                         as_metadata=self.metadata_only)
 
+    def watch_batches(self, options: ListOptions) -> AsyncIterator[list[WatchEvent]]:
+        """:meth:`watch`, one list of events per chunk read (the reflector's path: no await per event)."""
+        return self.client.watch_batches(self._resolved or self.resource, self._options(options), self.namespace,
+                                         headers=self._accept(PARTIAL_OBJECT_METADATA_ACCEPT),
+                                         as_metadata=self.metadata_only)
+
     def __repr__(self) -> str:
         where = f" in {self.namespace}" if self.namespace else ""
         return f"<ClientListerWatcher {self.resource}{where}>"

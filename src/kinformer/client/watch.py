@@ -21,7 +21,8 @@ from kinformer.client.objects import LazyObject, _decode_envelope, _decode_head
 from kinformer.client.partial import is_partial, partial_from_raw, to_partial_object_metadata
 from kinformer.listwatch import BOOKMARK, ERROR, WatchEvent
 
-__all__ = ["LineSplitter", "decode_partial_watch_line", "decode_watch_line", "iter_events", "iter_lines"]
+__all__ = ["LineSplitter", "decode_partial_watch_line", "decode_watch_line", "iter_event_batches", "iter_events",
+           "iter_lines"]
 
 # The exact line prefixes of the API server's event types (keyed by the type's first letter, line[9]).
 _PREFIXES = {ord(t[0]): (t, f'{{"type":"{t}","object":'.encode()) for t in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")}
@@ -144,17 +145,26 @@ def decode_partial_watch_line(line: bytes) -> WatchEvent:
     return WatchEvent(ev.type, to_partial_object_metadata(ev.object))
 
 
-async def iter_events(chunks: AsyncIterable[bytes], *, as_metadata: bool = False) -> AsyncIterator[WatchEvent]:
-    """Decode a watch stream into :class:`WatchEvent` objects as the bytes arrive; with ``as_metadata`` each
-    object event's object is a PartialObjectMetadata (cut down here when the server sent the whole object)."""
+async def iter_event_batches(chunks: AsyncIterable[bytes], *,
+                             as_metadata: bool = False) -> AsyncIterator[list[WatchEvent]]:
+    """Decode a watch stream as the bytes arrive: one list of :class:`WatchEvent` per chunk that completes at
+    least one line (a consumer's loop over a list costs no await per event); with ``as_metadata`` each object
+    event's object is a PartialObjectMetadata (cut down here when the server sent the whole object)."""
     splitter = LineSplitter()
     feed = splitter.feed
     fast = _fast_partial_event if as_metadata else _fast_event
     general = decode_partial_watch_line if as_metadata else decode_watch_line
     async for chunk in chunks:
-        for line in feed(chunk):
-            ev = fast(line)
-            yield ev if ev is not None else general(line)
+        lines = feed(chunk)
+        if lines:
+            yield [ev if (ev := fast(line)) is not None else general(line) for line in lines]
     rest = splitter.flush()
     if rest:
-        yield general(rest)
+        yield [general(rest)]
+
+
+async def iter_events(chunks: AsyncIterable[bytes], *, as_metadata: bool = False) -> AsyncIterator[WatchEvent]:
+    """:func:`iter_event_batches`, one event at a time."""
+    async for batch in iter_event_batches(chunks, as_metadata=as_metadata):
+        for event in batch:
+            yield event
