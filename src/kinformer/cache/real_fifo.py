@@ -69,7 +69,8 @@ class RealFIFO(_PoppingFIFO):
 
     def _idle(self) -> bool:
         """Nothing queued or in flight, the initial population processed, open: a delta may bypass the queue."""
-        return not self._log and not self._in_flight and self.has_synced() and not self._closed
+        return (not self._log and not self._in_flight and self._populated and not self._initial_unprocessed
+                and not self._closed)
 
     def _append(self, kind: DeltaType, obj: Any, key: str) -> None:
         delta = _new_tuple(Delta, (kind, obj))

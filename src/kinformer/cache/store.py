@@ -107,7 +107,9 @@ class Indexer(Generic[T]):
 
     def _refresh_specs(self) -> None:
         # parallel tuples in the order of self._indexers: the hot path iterates these
-        self._funcs: tuple[IndexFunc, ...] = tuple(self._indexers.values())
+        # (the namespace index's function answers its one value bare, as a str: no list made and taken apart)
+        self._funcs: tuple[Callable[[Any], Any], ...] = tuple(
+            namespace_of if f is meta_namespace_index_func else f for f in self._indexers.values())
         self._maps: tuple[dict[str, set[str]], ...] = tuple(self._indices[name] for name in self._indexers)
 
     # ------------------------------------------------------------------ keys
@@ -127,7 +129,9 @@ class Indexer(Generic[T]):
             entries: list[_Entry] = []  # computed before any change: a raising index func leaves the store as it was
             for f in self._funcs:
                 v = f(obj)
-                if v.__class__ is list and len(v) == 1 and v[0].__class__ is str:
+                if v.__class__ is str:
+                    entries.append(v)
+                elif v.__class__ is list and len(v) == 1 and v[0].__class__ is str:
                     entries.append(v[0])
                 else:
                     entries.append(_entry(v))

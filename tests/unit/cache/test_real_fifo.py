@@ -118,3 +118,43 @@ def test_pop_ready_processes_what_is_queued_as_pop_would_up_to_the_limit() -> No
     with pytest.raises(RuntimeError):
         fifo.pop_ready(process, 10)
     assert fifo.list_keys() == ["ns/a"] and not fifo._in_flight  # the failed delta left flight; the next stays
+
+
+async def test_an_idle_fifo_hands_deltas_to_its_direct_consumer_and_queues_behind_a_backlog() -> None:
+    known: Indexer[Any] = Indexer()
+    fifo = RealFIFO(known_objects=known)
+    direct: list[tuple[DeltaType, str]] = []
+
+    def consume(kind: DeltaType, o: Any) -> None:  # as the informer: the cache first
+        known.delete(o) if kind is DELETED else known.add(o)
+        direct.append((kind, fifo.key_of(o)))
+
+    fifo.set_direct(consume)
+    fifo.replace([], "1")  # an empty first list: populated and synced at once
+    fifo.add(obj("early"))
+    assert direct == [(ADDED, "ns/early")] and len(fifo) == 0
+    fifo.replace([obj("a"), obj("b")], "1")  # a relist queues; what follows must not overtake it
+    fifo.update(obj("a", "2"))
+    fifo.delete(obj("b"))
+    assert len(direct) == 1 and len(fifo) == 5  # tombstone for ns/early, 2 Replaced, Updated, Deleted
+    assert [(t, k) for t, k, _ in await drain(fifo)] == [
+        (DELETED, "ns/early"), (REPLACED, "ns/a"), (REPLACED, "ns/b"), (UPDATED, "ns/a"), (DELETED, "ns/b")]
+    fifo.update(obj("a", "3"))
+    fifo.delete(obj("a", "3"))
+    assert direct[1:] == [(UPDATED, "ns/a"), (DELETED, "ns/a")] and len(fifo) == 0
+    fifo.set_direct(None)
+    fifo.add(obj("c"))
+    assert len(direct) == 3 and len(fifo) == 1
+
+
+def test_a_fifo_before_its_initial_population_is_processed_queues_even_with_a_direct_consumer() -> None:
+    fifo = RealFIFO()
+    direct: list[Any] = []
+    fifo.set_direct(lambda kind, o: direct.append(o))
+    fifo.replace([obj("a")], "1")
+    fifo.update(obj("a", "2"))  # the initial list is not processed yet: has_synced must wait for it first
+    assert not direct and len(fifo) == 2 and not fifo.has_synced()
+    assert fifo.pop_ready(lambda d, i: None, 10) == 2 and fifo.has_synced()
+    fifo.close()
+    fifo.update(obj("a", "3"))  # closed: nothing more goes around the queue
+    assert not direct

@@ -544,3 +544,46 @@ async def test_reflector_stop_before_run_starts_is_not_lost() -> None:
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+class BatchedLW:
+    """Lists an empty collection at RV 10; its watch comes as the given batches (then stays open, silent).
+    Its one-event ``watch`` fails the test: a reflector must prefer ``watch_batches``."""
+
+    def __init__(self, batches: list[list[WatchEvent]]) -> None:
+        self.batches = batches
+        self.requests: list[ListOptions] = []
+
+    async def list(self, options: ListOptions) -> ListResult:
+        return ListResult([], "10")
+
+    def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        raise AssertionError("watch() used although watch_batches() is offered")
+
+    async def watch_batches(self, options: ListOptions) -> AsyncIterator[list[WatchEvent]]:
+        self.requests.append(options)
+        batches, self.batches = self.batches, []
+        for batch in batches:
+            yield batch
+        await asyncio.Event().wait()
+
+
+def _ev(kind: str, name: str, rv: str) -> WatchEvent:
+    return WatchEvent(kind, {"metadata": {"name": name, "namespace": "default", "resourceVersion": rv}})
+
+
+async def test_watch_batches_are_applied_in_order_with_one_staleness_mark_per_batch() -> None:
+    lw = BatchedLW([[_ev("ADDED", "a", "11"), _ev("ADDED", "b", "12")],
+                    [_ev("MODIFIED", "a", "13"), _ev("BOOKMARK", "", "14"), _ev("DELETED", "b", "15")]])
+
+    def tweak(o: ListOptions) -> None:
+        o.label_selector = "app=web"
+
+    async with Env(lw=TweakedListerWatcher(lw, tweak)) as env:
+        await wait_until(lambda: len(env.store.ops) == 4)
+        assert env.store.ops == [("add", "a"), ("add", "b"), ("update", "a"), ("delete", "b")]
+        assert env.reflector.last_sync_resource_version == "15" and env.reflector.stats.bookmarks == 1
+        assert [(r.resource_version, r.label_selector) for r in lw.requests] == [("10", "app=web")]
+        assert env.reflector.last_event_at == env.clock.now()
+        env.clock.step(3.0)
+        assert env.reflector.seconds_since_last_event() == 3.0

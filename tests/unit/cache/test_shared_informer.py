@@ -589,3 +589,26 @@ async def test_gc_freeze_keeps_the_synced_cache_out_of_the_cyclic_collector() ->
     finally:
         await inf.stop()
         gc.unfreeze()
+
+
+async def test_a_watch_event_the_cache_rejects_is_counted_and_the_informer_goes_on() -> None:
+    def by_owner(obj: Any) -> list[str]:
+        if obj["metadata"]["name"] == "boom":
+            raise ValueError("index function bug")
+        return ["x"]
+
+    src = FakeSource()
+    inf = make_informer(src, indexers={"owner": by_owner})
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(5)
+        src.create(cm("boom"))
+        src.create(cm("ok"))
+        await wait_until(lambda: rec.events == [("add", "ok", False)])
+        stats = inf.stats
+        assert stats.process_errors == 1 and stats.reflector.store_errors == 0  # the informer's, not the watch's
+        assert inf.indexer.list_keys() == ["default/ok"] and len(inf._fifo) == 0
+    finally:
+        await inf.stop()

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import orjson
 import pytest
 
-from kinformer.client.watch import LineSplitter, iter_events, iter_lines
+from kinformer.client.watch import LineSplitter, iter_event_batches, iter_events, iter_lines
 
 
 def split_all(chunks: list[bytes]) -> list[bytes]:
@@ -93,3 +93,15 @@ async def test_iter_events_bad_line_raises_value_error() -> None:
     assert first.type == "ADDED"
     with pytest.raises(ValueError):
         await agen.__anext__()
+
+
+async def test_iter_event_batches_yields_one_list_per_chunk_that_completes_lines() -> None:
+    def line(name: str, rv: int) -> bytes:
+        obj = {"metadata": {"name": name, "namespace": "ns", "resourceVersion": str(rv)}}
+        return orjson.dumps({"type": "MODIFIED", "object": obj}) + b"\n"
+
+    a, b, c = line("a", 1), line("b", 2), line("c", 3)
+    chunks = [a + b + c[:5], c[5:20], c[20:], b"\n"]  # a chunk with no line end, a blank line at the end
+    batches = [[(e.type, e.object["metadata"]["name"]) for e in batch]
+               async for batch in iter_event_batches(_agen(chunks))]
+    assert batches == [[("MODIFIED", "a"), ("MODIFIED", "b")], [("MODIFIED", "c")]]
