@@ -34,6 +34,7 @@ __all__ = [
     "ListResult",
     "ListerWatcher",
     "TweakedListerWatcher",
+    "WatchBatch",
     "WatchEvent",
     "batches_of_one",
     "watch_batches",
@@ -118,6 +119,10 @@ class WatchEvent:
     object: Mapping[str, Any]
 
 
+#: The events one read of a watch stream delivered (see :func:`watch_batches`).
+WatchBatch = list[WatchEvent]
+
+
 @runtime_checkable
 class ListerWatcher(Protocol):
     """Lists and watches one kind of object (see the module docstring for the error contract)."""
@@ -127,16 +132,16 @@ class ListerWatcher(Protocol):
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]: ...
 
 
-def watch_batches(lw: ListerWatcher, options: ListOptions) -> AsyncIterator[list[WatchEvent]]:
+def watch_batches(lw: ListerWatcher, options: ListOptions) -> AsyncIterator[WatchBatch]:
     """``lw``'s watch as lists of events: its own ``watch_batches`` when it has one (a list per chunk read),
     else its ``watch``'s events in lists of one (closed with the result)."""
     batched = getattr(lw, "watch_batches", None)
     if batched is not None:
-        return cast(AsyncIterator[list[WatchEvent]], batched(options))
+        return cast(AsyncIterator[WatchBatch], batched(options))
     return batches_of_one(lw.watch(options))
 
 
-async def batches_of_one(events: AsyncIterator[WatchEvent]) -> AsyncIterator[list[WatchEvent]]:
+async def batches_of_one(events: AsyncIterator[WatchEvent]) -> AsyncIterator[WatchBatch]:
     """Each event of ``events`` as a list of one; ``events`` is closed (if it can be) when this ends."""
     try:
         async for event in events:
@@ -168,5 +173,5 @@ class TweakedListerWatcher:
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
         return self.lw.watch(self._tweaked(options))
 
-    def watch_batches(self, options: ListOptions) -> AsyncIterator[list[WatchEvent]]:
+    def watch_batches(self, options: ListOptions) -> AsyncIterator[WatchBatch]:
         return watch_batches(self.lw, self._tweaked(options))

@@ -62,6 +62,7 @@ from kinformer.listwatch import (
     MODIFIED,
     ListerWatcher,
     ListOptions,
+    WatchBatch,
     WatchEvent,
     batches_of_one,
     watch_batches,
@@ -441,7 +442,7 @@ class Reflector:
         """Consume one watch (opening it unless a streaming list's open one is given); returns what to do
         next."""
         started = events is not None
-        watch: AsyncIterator[list[WatchEvent]]
+        watch: AsyncIterator[WatchBatch]
         if events is not None:
             watch = batches_of_one(events)
         else:
@@ -472,7 +473,7 @@ class Reflector:
             if events is not None:
                 await _aclose(events)  # in case the batches never started (then closing them closes nothing)
 
-    async def _consume(self, watch: AsyncIterator[list[WatchEvent]], started: bool, start: float) -> WatchOutcome:
+    async def _consume(self, watch: AsyncIterator[WatchBatch], started: bool, start: float) -> WatchOutcome:
         """Apply the watch's events to the store until it ends; returns what to do next.
 
         Events come in batches (what one read delivered): one await and one clock reading (the staleness
@@ -588,7 +589,7 @@ def _key(obj: Mapping[str, Any]) -> str:
     return f"{ns}/{meta.get('name', '')}" if ns else meta.get("name", "")
 
 
-async def _aclose(watch: AsyncIterator[WatchEvent]) -> None:
+async def _aclose(watch: AsyncIterator[Any]) -> None:
     aclose = getattr(watch, "aclose", None)
     if aclose is None:
         return

@@ -18,7 +18,7 @@ import os
 import ssl
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 import aiohttp
@@ -35,7 +35,7 @@ from kinformer.client.portforward import PortForward
 from kinformer.client.watch import iter_event_batches
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.errors import APIError, from_status
-from kinformer.listwatch import ListOptions, ListResult, WatchEvent
+from kinformer.listwatch import ListOptions, ListResult, WatchBatch, WatchEvent
 from kinformer.typed_resources import ObjT, resource_spec
 
 #: A resource: its name (any spelling discovery resolves), a resolved Resource, or a class that stands for it
@@ -466,7 +466,7 @@ class Client:
 
     async def watch_batches(self, resource: ResourceRef, options: ListOptions, namespace: str | None = None, *,
                             headers: Mapping[str, str] | None = None,
-                            as_metadata: bool = False) -> AsyncIterator[list[WatchEvent]]:
+                            as_metadata: bool = False) -> AsyncGenerator[WatchBatch, None]:
         """:meth:`watch_stream`, as one list of events per chunk read (the informer's path: no await per
         event)."""
         res = await self.resolve(resource)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from kinformer.client.discovery import Resource
 from kinformer.client.partial import is_partial, to_partial_object_metadata
 from kinformer.errors import APIError
-from kinformer.listwatch import ListOptions, ListResult, WatchEvent
+from kinformer.listwatch import ListOptions, ListResult, WatchBatch, WatchEvent
 
 if TYPE_CHECKING:
     from kinformer.client.client import Client
@@ -91,7 +91,7 @@ class ClientListerWatcher:
                                         headers=self._accept(PARTIAL_OBJECT_METADATA_ACCEPT),
                                         as_metadata=self.metadata_only)
 
-    def watch_batches(self, options: ListOptions) -> AsyncIterator[list[WatchEvent]]:
+    def watch_batches(self, options: ListOptions) -> AsyncIterator[WatchBatch]:
         """:meth:`watch`, one list of events per chunk read (the reflector's path: no await per event)."""
         return self.client.watch_batches(self._resolved or self.resource, self._options(options), self.namespace,
                                          headers=self._accept(PARTIAL_OBJECT_METADATA_ACCEPT),

@@ -10,12 +10,19 @@ roughly its JSON size.
 Invariants: a LazyObject is read-only (the values it hands out are plain dicts and lists, which callers
 must not mutate, as with any informer cache object); it compares equal to the plain dict of the same
 JSON; :meth:`LazyObject.to_dict` always returns a fresh deep copy the caller owns.
+
+The compact copy :meth:`LazyObject.without_managed_fields` makes (what an informer caches by default) is
+not tracked by the cyclic garbage collector (CPython): a LazyObject refers to bytes, strings and the dicts
+and lists its JSON decodes to, none of which refers back to it, so it is never part of a reference cycle and
+reference counting frees it. A cache of 100k objects then costs the collector nothing per object in its
+collections (they were about a tenth of an informer's CPU time at 50k cached pods).
 """
 
 from __future__ import annotations
 
+import ctypes
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from operator import attrgetter
 from typing import Any
 
@@ -33,6 +40,21 @@ __all__ = [
     "encode",
     "to_plain",
 ]
+
+
+def _gc_untrack_function() -> Callable[[object], None]:
+    """CPython's ``PyObject_GC_UnTrack`` (public C API; untracking is idempotent and deallocation copes with
+    an untracked object); a no-op where it is not available."""
+    try:
+        untrack = ctypes.pythonapi.PyObject_GC_UnTrack
+    except (AttributeError, ValueError):
+        return lambda obj: None
+    untrack.argtypes = [ctypes.py_object]
+    untrack.restype = None
+    return untrack
+
+
+_gc_untrack = _gc_untrack_function()
 
 
 class _Meta(Struct, gc=False):
@@ -144,6 +166,7 @@ class LazyObject(Mapping[str, Any]):
         new._ns = self._ns
         new._rv = self._rv
         new._mf = UNSET
+        _gc_untrack(new)  # see the module's docstring
         return new
 
     @classmethod

@@ -19,7 +19,7 @@ from msgspec import UNSET, Raw
 
 from kinformer.client.objects import LazyObject, _decode_envelope, _decode_head
 from kinformer.client.partial import is_partial, partial_from_raw, to_partial_object_metadata
-from kinformer.listwatch import BOOKMARK, ERROR, WatchEvent
+from kinformer.listwatch import BOOKMARK, ERROR, WatchBatch, WatchEvent
 
 __all__ = ["LineSplitter", "decode_partial_watch_line", "decode_watch_line", "iter_event_batches", "iter_events",
            "iter_lines"]
@@ -146,7 +146,7 @@ def decode_partial_watch_line(line: bytes) -> WatchEvent:
 
 
 async def iter_event_batches(chunks: AsyncIterable[bytes], *,
-                             as_metadata: bool = False) -> AsyncIterator[list[WatchEvent]]:
+                             as_metadata: bool = False) -> AsyncIterator[WatchBatch]:
     """Decode a watch stream as the bytes arrive: one list of :class:`WatchEvent` per chunk that completes at
     least one line (a consumer's loop over a list costs no await per event); with ``as_metadata`` each object
     event's object is a PartialObjectMetadata (cut down here when the server sent the whole object)."""
