@@ -517,23 +517,20 @@ class Reflector:
                     self._bad_resource_version(kind, rv)
                     continue
                 try:
-                    if kind == MODIFIED:
-                        if transform is not None:
-                            obj = transform(obj)
-                        store.update(obj)
-                        stats.modified += 1
-                    elif kind == ADDED:
-                        if transform is not None:
-                            obj = transform(obj)
-                        store.add(obj)
-                        stats.added += 1
-                    elif kind == DELETED:
-                        if transform is not None:
-                            obj = transform(obj)
-                        store.delete(obj)
-                        stats.deleted += 1
-                    elif kind == BOOKMARK:
+                    if kind == BOOKMARK:
                         stats.bookmarks += 1
+                    elif kind == MODIFIED or kind == ADDED or kind == DELETED:
+                        if transform is not None:
+                            obj = transform(obj)
+                        if kind == MODIFIED:
+                            store.update(obj)
+                            stats.modified += 1
+                        elif kind == ADDED:
+                            store.add(obj)
+                            stats.added += 1
+                        else:
+                            store.delete(obj)
+                            stats.deleted += 1
                     else:
                         log.warning("%s: ignoring watch event of unknown type %r", self.name, kind)
                         continue
