@@ -1,7 +1,9 @@
 """SharedIndexInformer: one list/watch, one cache, many event handlers (client-go shared_informer.go).
 
 Pipeline: Reflector -> DeltaFIFO -> :meth:`SharedIndexInformer._handle_deltas` -> Indexer, then each
-handler's :class:`~kinformer.cache.processor_listener.ProcessorListener` (its own buffer and task).
+handler's :class:`~kinformer.cache.processor_listener.ProcessorListener` (its own buffer and task). While
+the RealFIFO is idle the reflector's deltas skip it (:meth:`RealFIFO.set_direct
+<kinformer.cache.real_fifo.RealFIFO.set_direct>`): the same order and bookkeeping, no pop per event.
 
 Invariants:
 
