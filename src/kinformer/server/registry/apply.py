@@ -31,6 +31,7 @@ from .managedfields import (
     Path,
     all_keyed,
     entry_id,
+    field_parts,
     field_set,
     fields_to_set,
     key_value,
@@ -309,11 +310,12 @@ def server_side_apply(live: Mapping[str, Any] | None, applied: Mapping[str, Any]
     if live is not None and not entries:
         entries = [({"manager": _BEFORE_FIRST_APPLY, "operation": "Update", "apiVersion": api_version},
                     field_set(live, info, subresource))]
-    base = json_copy(dict(live)) if live is not None else {}
+    base = _content_copy(live) if live is not None else {}
     merged = _merge(base, applied, (), info) if live is not None else json_copy(dict(applied))
-    new_set = field_set(applied, info, subresource)
+    rest, sets = field_parts(applied, info, subresource)
+    new_set = rest.union(*sets.values())
     me = (manager, "Apply", subresource or "")
-    _resolve_conflicts(entries, me, new_set, base, merged, force)
+    _resolve_conflicts(entries, me, rest, sets, base, merged, force)
     previous = next((paths for entry, paths in entries if entry_id(entry) == me), set())
     _remove_abandoned(merged, previous - new_set, new_set, [p for e, p in entries if entry_id(e) != me])
     upsert(entries, manager, "Apply", api_version, subresource, new_set, now)
@@ -322,15 +324,31 @@ def server_side_apply(live: Mapping[str, Any] | None, applied: Mapping[str, Any]
     return with_managed_fields(merged, entries, given)
 
 
+def _content_copy(live: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of ``live`` but its managedFields (apply renders new ones; copying a long list's
+    FieldsV1 trees cost more than copying the list)."""
+    meta = live.get("metadata")
+    if type(meta) is dict and "managedFields" in meta:
+        live = {**live, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return json_copy(dict(live))
+
+
 def _resolve_conflicts(entries: list[Entry], me: tuple[str, str, str],
-                       new_set: FieldSet, live: Any, merged: Any, force: bool) -> None:
+                       rest: set[Path], sets: dict[Path, dict[Path, Any]], live: Any, merged: Any,
+                       force: bool) -> None:
+    """Raise :class:`ApplyConflict` when the configuration (``rest`` and ``sets``, see ``field_parts``) changes
+    paths other managers own, unless ``force``: then those paths leave the other managers' sets."""
+    others = [i for i, (entry, _) in enumerate(entries) if entry_id(entry) != me]
+    if not others:
+        return
     conflicts: list[tuple[str, Path]] = []
     finder = _Finder()
     flips: dict[Path, set[str] | None] = {}  # shared by the managers: see _flipped
-    for i, (entry, paths) in enumerate(entries):
-        if entry_id(entry) == me:
-            continue
-        clashing = _changed(live, merged, paths & new_set, finder, flips)
+    general, flipping = _split_members(rest, sets, live, merged, finder)
+    for i in others:
+        entry, paths = entries[i]
+        clashing = _changed(live, merged, paths & general, finder, flips)
+        clashing.update(path for path in flipping if path in paths)
         if not clashing:
             continue
         if force:
@@ -339,6 +357,25 @@ def _resolve_conflicts(entries: list[Entry], me: tuple[str, str, str],
             conflicts.extend((_manager_label(entry), p) for p in sorted(clashing))
     if conflicts:
         raise _conflict_error(conflicts)
+
+
+def _split_members(rest: set[Path], sets: dict[Path, dict[Path, Any]], live: Any, merged: Any,
+                   finder: _Finder) -> tuple[set[Path], list[Path]]:
+    """(the configuration's paths whose change is checked one by one, the paths of the set members whose
+    presence applying flips).
+
+    A set that is a non-empty list of strings both before and after (``_flipped``) changes in the members
+    of one side only, found by a set difference: its other members are never visited, whichever manager
+    owns them. Every other path of the configuration is checked one by one (``_changed``)."""
+    general = set(rest)
+    flipping: list[Path] = []
+    for parent, members in sets.items():
+        flipped = _flipped(finder.get(live, parent), finder.get(merged, parent))
+        if flipped is None:
+            general.update(members)
+        else:
+            flipping.extend(path for path in ((*parent, e) for e in flipped) if path in members)
+    return general, flipping
 
 
 _PARENT = operator.itemgetter(slice(None, -1))

@@ -157,6 +157,33 @@ def field_values(obj: Mapping[str, Any], info: ResourceInfoLike | None,
                  subresource: str | None) -> dict[Path, Any]:
     """Each path of :func:`field_set` with its value (``True`` for list-item and set memberships)."""
     out: dict[Path, Any] = {}
+    _fill(obj, info, subresource, out)
+    return out
+
+
+class _SetsApart(dict[Path, Any]):
+    """A :func:`collect` target that keeps the members of each set out of itself: ``sets`` maps each set's path
+    to its member paths (as keys), so they are never looked at one by one."""
+
+    __slots__ = ("sets",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sets: dict[Path, dict[Path, Any]] = {}
+
+
+def field_parts(obj: Mapping[str, Any], info: ResourceInfoLike | None,
+                subresource: str | None) -> tuple[set[Path], dict[Path, dict[Path, Any]]]:
+    """:func:`field_set` in two parts: (its paths but the members of sets, each set's path -> its member paths
+    as keys). The field set is their union; a set's members are all its children in it."""
+    out = _SetsApart()
+    _fill(obj, info, subresource, out)
+    return set(out), out.sets
+
+
+def _fill(obj: Mapping[str, Any], info: ResourceInfoLike | None, subresource: str | None,
+          out: dict[Path, Any]) -> None:
+    """Add the paths (with values) of ``obj``'s tracked content to ``out`` (see :func:`collect`)."""
     for name, value in obj.items():
         if name in ("apiVersion", "kind") or value is None or not tracked(name, subresource, info):
             continue
@@ -166,7 +193,6 @@ def field_values(obj: Mapping[str, Any], info: ResourceInfoLike | None,
                     collect(meta_value, ("metadata", meta_name), ("f:metadata", f"f:{meta_name}"), out, info)
             continue
         collect(value, (name,), (f"f:{name}",), out, info)
-    return out
 
 
 def tracked(top: str, subresource: str | None, info: ResourceInfoLike | None) -> bool:
@@ -234,7 +260,11 @@ def collect(value: Any, names: tuple[str, ...], path: Path, out: dict[Path, Any]
                 _collect_fields(item, names, item_path, out, info)
             return
         if _is_set(value, names, info):
-            out.update(dict.fromkeys(map(path.__add__, zip(value_elements(value))), True))  # no call per member
+            members = dict.fromkeys(map(path.__add__, zip(value_elements(value))), True)  # no call per member
+            if type(out) is _SetsApart:
+                out.sets[path] = members
+            else:
+                out.update(members)
             return
     out[path] = value
 
