@@ -321,6 +321,31 @@ def test_set_members_conflict_only_where_presence_changes() -> None:
                                  "message": 'conflict with "first": .metadata.finalizers[="a.io/y"]'}]
 
 
+def test_set_members_are_compared_as_sets_not_checked_for_each_manager(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A configuration's list of strings is compared with the live one as a whole (its members whose presence
+    flips), never member by member for each manager that owns some: the paths checked one by one are the
+    configuration's other fields, however long the list and however many managers share it."""
+    from kinformer.server.registry import apply
+
+    checked: list[int] = []
+    real = apply._changed
+
+    def spy(live: Any, merged: Any, paths: Any, finder: Any, flips: Any) -> set[Any]:
+        checked.append(len(paths))
+        return real(live, merged, paths, finder, flips)
+
+    live = _apply(None, _cm({"x": "1"}, finalizers=_finalizers(range(N))))
+    live = _apply(live, _cm({"x": "1"}, finalizers=_finalizers(range(0, N, 2))), "half")
+    monkeypatch.setattr(apply, "_changed", spy)
+    other = _apply(live, _cm({"x": "1"}, finalizers=_finalizers(range(N + 1))[::-1]), "other")
+    assert other["metadata"]["finalizers"] == _finalizers(range(N + 1))
+    assert checked == [1, 1]  # data.x, for "kubectl" and "half"
+    with pytest.raises(ApplyConflict):  # the flip is still seen: a member one manager owns, gone from the object
+        stale = copy.deepcopy(live)
+        stale["metadata"]["finalizers"] = _finalizers(range(1, N))
+        _apply(stale, _cm({}, finalizers=_finalizers(range(N))), "other")
+
+
 def _apply_sequence(seed: int, kind: type) -> list[str]:
     """A random history of applies (three managers, forced or not) and updates of one ConfigMap whose
     finalizers and ownerReferences are lists of ``kind`` strings: each outcome (the object, or the conflict)."""

@@ -236,9 +236,13 @@ def _item_key(item: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
 
 
 def _strip_nulls(value: Any) -> Any:
+    """``value`` without the null fields of its objects, at any depth (list items stay, null or not); a list of
+    scalars only is copied as it is, its items' types looked at rather than each item."""
     if isinstance(value, dict):
         return {k: _strip_nulls(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
+        if not any(issubclass(kind, dict | list) for kind in set(map(type, value))):
+            return list(value)
         return [_strip_nulls(v) if isinstance(v, dict | list) else v for v in value]
     return value
 
