@@ -317,14 +317,19 @@ def server_side_apply(live: Mapping[str, Any] | None, applied: Mapping[str, Any]
     base = _content_copy(live) if live is not None else {}
     merged = _merge(base, applied, (), info) if live is not None else json_copy(dict(applied))
     rest, sets = field_parts(applied, info, subresource)
-    new_set = rest.union(*sets.values())
     me = (manager, "Apply", subresource or "")
     _resolve_conflicts(entries, me, rest, sets, base, merged, force)
-    previous = next((paths for entry, paths in entries if entry_id(entry) == me), set())
-    _remove_abandoned(merged, previous - new_set, new_set, [p for e, p in entries if entry_id(e) != me])
+    previous = next((paths for entry, paths in entries if entry_id(entry) == me), None)
+    large = len(rest) + sum(map(len, sets.values())) > MEMO_PATHS
+    if previous is None and large:
+        new_set: FieldSet = set(rest)  # stands for the new entry's set: rendered as ``given``, its members unlisted
+    else:
+        new_set = rest.union(*(map(parent.__add__, zip(elements)) for parent, elements in sets.items()))
+        _remove_abandoned(merged, (previous or set()) - new_set, new_set,
+                          [p for e, p in entries if entry_id(e) != me])
     upsert(entries, manager, "Apply", api_version, subresource, new_set, now)
     # a large configuration's tree is rendered from it, as a create's (no tree built from its paths)
-    given = (new_set, object_fields(applied, info, subresource)) if len(new_set) > MEMO_PATHS else None
+    given = (new_set, object_fields(applied, info, subresource)) if large else None
     return with_managed_fields(merged, entries, given)
 
 
@@ -338,7 +343,7 @@ def _content_copy(live: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _resolve_conflicts(entries: list[Entry], me: tuple[str, str, str],
-                       rest: set[Path], sets: dict[Path, dict[Path, Any]], live: Any, merged: Any,
+                       rest: set[Path], sets: dict[Path, list[str]], live: Any, merged: Any,
                        force: bool) -> None:
     """Raise :class:`ApplyConflict` when the configuration (``rest`` and ``sets``, see ``field_parts``) changes
     paths other managers own, unless ``force``: then those paths leave the other managers' sets."""
@@ -363,7 +368,7 @@ def _resolve_conflicts(entries: list[Entry], me: tuple[str, str, str],
         raise _conflict_error(conflicts)
 
 
-def _split_members(rest: set[Path], sets: dict[Path, dict[Path, Any]], live: Any, merged: Any,
+def _split_members(rest: set[Path], sets: dict[Path, list[str]], live: Any, merged: Any,
                    finder: _Finder) -> tuple[set[Path], list[Path]]:
     """(the configuration's paths whose change is checked one by one, the paths of the set members whose
     presence applying flips).
@@ -373,12 +378,12 @@ def _split_members(rest: set[Path], sets: dict[Path, dict[Path, Any]], live: Any
     owns them. Every other path of the configuration is checked one by one (``_changed``)."""
     general = set(rest)
     flipping: list[Path] = []
-    for parent, members in sets.items():
+    for parent, elements in sets.items():
         flipped = _flipped(finder.get(live, parent), finder.get(merged, parent))
         if flipped is None:
-            general.update(members)
-        else:
-            flipping.extend(path for path in ((*parent, e) for e in flipped) if path in members)
+            general.update(map(parent.__add__, zip(elements)))
+        elif flipped:
+            flipping.extend((*parent, e) for e in flipped.intersection(elements))
     return general, flipping
 
 

@@ -163,19 +163,19 @@ def field_values(obj: Mapping[str, Any], info: ResourceInfoLike | None,
 
 class _SetsApart(dict[Path, Any]):
     """A :func:`collect` target that keeps the members of each set out of itself: ``sets`` maps each set's path
-    to its member paths (as keys), so they are never looked at one by one."""
+    to its members' path elements (a member's path is the set's path and its element), none made a path."""
 
     __slots__ = ("sets",)
 
     def __init__(self) -> None:
         super().__init__()
-        self.sets: dict[Path, dict[Path, Any]] = {}
+        self.sets: dict[Path, list[str]] = {}
 
 
 def field_parts(obj: Mapping[str, Any], info: ResourceInfoLike | None,
-                subresource: str | None) -> tuple[set[Path], dict[Path, dict[Path, Any]]]:
-    """:func:`field_set` in two parts: (its paths but the members of sets, each set's path -> its member paths
-    as keys). The field set is their union; a set's members are all its children in it."""
+                subresource: str | None) -> tuple[set[Path], dict[Path, list[str]]]:
+    """:func:`field_set` in two parts: (its paths but the members of sets, each set's path -> its members' path
+    elements, repeats kept). The field set is the first part and, for each set, its path plus each element."""
     out = _SetsApart()
     _fill(obj, info, subresource, out)
     return set(out), out.sets
@@ -260,11 +260,11 @@ def collect(value: Any, names: tuple[str, ...], path: Path, out: dict[Path, Any]
                 _collect_fields(item, names, item_path, out, info)
             return
         if _is_set(value, names, info):
-            members = dict.fromkeys(map(path.__add__, zip(value_elements(value))), True)  # no call per member
+            elements = value_elements(value)
             if type(out) is _SetsApart:
-                out.sets[path] = members
+                out.sets[path] = elements
             else:
-                out.update(members)
+                out.update(dict.fromkeys(map(path.__add__, zip(elements)), True))  # no call per member
             return
     out[path] = value
 
