@@ -60,17 +60,37 @@ def split_key(key: str) -> tuple[str, str, str]:
 
 
 class CachedObject:
-    """One object version as served: the decoded dict (read-only by contract) and its JSON bytes."""
+    """One object version as served: its JSON bytes and the decoded dict (read-only by contract).
 
-    __slots__ = ("key", "name", "namespace", "obj", "raw", "rev")
+    ``raw`` always holds the version; the decoded dict is kept while the version is current or the one just
+    before it, and :meth:`release`\ d once it is older (see :meth:`WatchCache._supersede`): a decoded pod is
+    a few hundred containers the cyclic collector walks at every full collection, and the ring keeps a thousand
+    versions per resource that only a late watcher with a selector ever reads again. A released version's
+    :attr:`obj` decodes ``raw`` again (a fresh, equal dict at each access).
+    """
+
+    __slots__ = ("_obj", "key", "name", "namespace", "raw", "rev")
 
     def __init__(self, key: str, namespace: str, name: str, obj: dict[str, Any], raw: bytes, rev: int) -> None:
         self.key = key
         self.namespace = namespace
         self.name = name
-        self.obj = obj
+        self._obj: dict[str, Any] | None = obj
         self.raw = raw
         self.rev = rev
+
+    @property
+    def obj(self) -> dict[str, Any]:
+        """The decoded object: kept while recent, decoded from :attr:`raw` again once released."""
+        obj = self._obj
+        if obj is None:
+            decoded: dict[str, Any] = orjson.loads(self.raw)
+            return decoded
+        return obj
+
+    def release(self) -> None:
+        """Drop the decoded dict (the bytes stay): :attr:`obj` decodes them from now on."""
+        self._obj = None
 
 
 class CachedEvent:
@@ -153,11 +173,13 @@ class Watcher:
 class Bucket:
     """Cache of one resource (all versions share one storage prefix)."""
 
-    __slots__ = ("objects", "prefix", "ring", "ring_start", "watchers")
+    __slots__ = ("objects", "prefix", "ring", "ring_start", "superseded", "watchers")
 
     def __init__(self, prefix: str, size: int, ring_start: int) -> None:
         self.prefix = prefix
         self.objects: dict[str, CachedObject] = {}
+        # key -> the version the current one replaced (still decoded: the latest event's prev)
+        self.superseded: dict[str, CachedObject] = {}
         self.ring: deque[CachedEvent] = deque()
         self.ring_start = ring_start
         self.watchers: set[Watcher] = set()
@@ -314,6 +336,7 @@ class WatchCache:
         else:
             bucket.objects[key] = cur
             cev = CachedEvent("MODIFIED" if prev is not None else "ADDED", cur, prev)
+        self._supersede(bucket, key, prev, deleted=ev.type == "DELETE")
         ring = bucket.ring
         ring.append(cev)
         if len(ring) > self.size:
@@ -336,6 +359,16 @@ class WatchCache:
             fut = heapq.heappop(waiters)[2]
             if not fut.done():
                 fut.set_result(None)
+
+    @staticmethod
+    def _supersede(bucket: Bucket, key: str, prev: CachedObject | None, deleted: bool) -> None:
+        """``prev`` was just replaced: release the version it had replaced, keep ``prev`` decoded (the new
+        event's prev, which watchers with selectors and the listeners read) until the next write of ``key``."""
+        older = bucket.superseded.pop(key, None)
+        if older is not None:
+            older.release()
+        if prev is not None and not deleted:
+            bucket.superseded[key] = prev
 
     async def wait_for(self, revision: int, timeout: float) -> bool:
         """Wait until the cache has applied ``revision``; False on timeout."""

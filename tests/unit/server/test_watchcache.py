@@ -1,0 +1,65 @@
+"""The watch cache keeps few decoded versions: older ones are served from their bytes, unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import orjson
+import pytest
+
+from kinformer.server.storage.memory import MemoryStorage
+from kinformer.server.storage.watchcache import WatchCache
+
+PREFIX = "/registry/core/configmaps/"
+KEY = PREFIX + "default/a"
+
+
+@pytest.fixture
+async def cache() -> AsyncIterator[tuple[MemoryStorage, WatchCache]]:
+    storage = MemoryStorage()
+    await storage.start()
+    cache = WatchCache(storage)
+    await cache.start()
+    yield storage, cache
+    await cache.stop()
+    await storage.close()
+
+
+def _value(n: int) -> bytes:
+    return orjson.dumps({"metadata": {"name": "a", "namespace": "default"}, "data": {"n": str(n)}})
+
+
+async def test_superseded_versions_are_released_and_decode_from_their_bytes(
+        cache: tuple[MemoryStorage, WatchCache]) -> None:
+    storage, wc = cache
+    kv = await storage.create(KEY, _value(1))
+    for n in (2, 3):
+        kv = await storage.update(KEY, _value(n), kv.mod_revision)
+    await wc.sync()
+    ring = list(wc.buckets[PREFIX].ring)
+    v1, v2, v3 = (ev.cur for ev in ring)
+    assert [ev.type for ev in ring] == ["ADDED", "MODIFIED", "MODIFIED"]
+    assert ring[2].prev is v2 and ring[1].prev is v1
+    # the current version and the one it replaced stay decoded (one dict, handed out as is) ...
+    assert v3.obj is v3.obj and v2.obj is v2.obj
+    assert wc.buckets[PREFIX].objects[KEY] is v3
+    # ... an older one is released: each read decodes its bytes again, equal to what was served
+    assert v1.obj is not v1.obj
+    assert v1.obj == orjson.loads(v1.raw)
+    assert v1.obj["data"] == {"n": "1"} and v1.obj["metadata"]["resourceVersion"] == str(v1.rev)
+    v1.obj["data"]["n"] = "changed"  # a reader's copy: the version itself cannot change
+    assert v1.obj["data"] == {"n": "1"}
+
+
+async def test_a_deleted_key_leaves_no_superseded_version_behind(cache: tuple[MemoryStorage, WatchCache]) -> None:
+    storage, wc = cache
+    kv = await storage.create(KEY, _value(1))
+    kv = await storage.update(KEY, _value(2), kv.mod_revision)
+    await storage.delete(KEY, kv.mod_revision)
+    await wc.sync()
+    bucket = wc.buckets[PREFIX]
+    added, modified, deleted = bucket.ring
+    assert not bucket.superseded and KEY not in bucket.objects
+    assert added.cur.obj is not added.cur.obj  # released when the delete superseded its successor
+    assert deleted.prev is modified.cur and deleted.prev.obj["data"] == {"n": "2"}
+    assert deleted.cur.obj["data"] == {"n": "2"}
