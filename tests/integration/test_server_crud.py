@@ -951,3 +951,51 @@ async def test_get_reads_storage_and_serves_the_cached_version_of_that_revision(
     code, got = await call_json(http, "GET", f"{CM}/a")
     gate.open()
     assert code == 200 and got == updated and len(decoded) == 1, "the cache lagged: storage's version, decoded"
+
+
+STRATEGIC = "application/strategic-merge-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+async def test_status_patches_never_change_a_version_the_watch_cache_holds_or_served(server, http):
+    """A status patch shares what it does not touch with the version it read: neither that version, nor any
+    the watch cache holds or handed to a watcher, ever changes."""
+    pods = "/api/v1/namespaces/default/pods"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"app": "p"}},
+           "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    code, created = await call_json(http, "POST", pods, pod)
+    assert code == 201
+    watched: list[dict[str, Any]] = []
+
+    async def watch() -> None:
+        params = {"watch": "1", "resourceVersion": created["metadata"]["resourceVersion"]}
+        async with http.get(pods, params=params) as r:
+            async for line in r.content:
+                watched.append(json.loads(line)["object"])
+
+    watching = asyncio.create_task(watch())
+    bucket = server.cache.buckets["/registry/core/pods/"]
+    seen = []  # every cached version: the object itself as first handed out, and what it was then
+    patches = [(STRATEGIC, {"metadata": {"uid": created["metadata"]["uid"]},
+                            "status": {"phase": "Running", "hostIP": "10.0.0.1",
+                                       "conditions": [{"type": "Ready", "status": "False", "reason": None}]}}),
+               (MERGE_PATCH, {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+               (STRATEGIC, {"status": {"podIP": "10.244.0.2", "conditions": [{"type": "Ready", "status": "True"}]}})]
+    try:
+        for ctype, patch in patches:
+            await settle(server, created["metadata"]["resourceVersion"])
+            current = bucket.objects["/registry/core/pods/default/p"]
+            seen.append((current.obj, json.loads(current.raw)))
+            code, created = await call_raw(http, "PATCH", f"{pods}/p/status", json.dumps(patch).encode(), ctype)
+            assert code == 200, created
+        await wait_until(lambda: len(watched) == len(patches), what="every patch watched")
+    finally:
+        watching.cancel()
+        await asyncio.gather(watching, return_exceptions=True)
+    for obj, as_served in seen:
+        assert obj == as_served
+    assert [w["status"].get("podIP") for w in watched] == [None, None, "10.244.0.2"]
+    assert [w["status"]["conditions"][0]["status"] for w in watched] == ["False", "True", "True"]
+    assert all(w["spec"] == watched[0]["spec"] and w["metadata"]["labels"] == {"app": "p"} for w in watched)
+    code, live = await call_json(http, "GET", f"{pods}/p")
+    assert live == watched[-1] and live["status"]["hostIP"] == "10.0.0.1"

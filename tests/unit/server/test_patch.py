@@ -395,6 +395,48 @@ def test_strategic_merge_patch_only_raises_patch_errors(original: dict[str, Any]
     assert original == before
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_smp_keys, _smp_values, max_size=3), st.dictionaries(_smp_keys, _smp_values, max_size=3))
+def test_strategic_merge_patch_shared_gives_the_independent_result_and_changes_neither_side(
+        original: dict[str, Any], patch: dict[str, Any]) -> None:
+    before, patch_before = copy.deepcopy(original), copy.deepcopy(patch)
+    try:
+        independent = strategic_merge_patch(original, patch, DEPLOYMENT)
+    except PatchError:
+        return
+    assert strategic_merge_patch(original, patch, DEPLOYMENT, share=True) == independent
+    assert original == before and patch == patch_before
+
+
+@settings(max_examples=100, deadline=None)
+@given(_json_objects, _json_objects)
+def test_merge_patch_shared_gives_the_independent_result_and_changes_neither_side(a: dict[str, Any],
+                                                                                 b: dict[str, Any]) -> None:
+    patch = _merge_diff(a, b)
+    before, patch_before = copy.deepcopy(a), copy.deepcopy(patch)
+    assert json_merge_patch(a, patch, share=True) == json_merge_patch(a, patch) == b
+    assert a == before and patch == patch_before
+
+
+POD_WITH_STATUS = {"metadata": {"name": "p", "labels": {"a": "b"}},
+                   "spec": {"containers": [{"name": "c", "image": "i"}]},
+                   "status": {"phase": "Pending", "conditions": [{"type": "Ready", "status": "False"}],
+                              "hostIP": "10.0.0.1"}}
+STATUS_PATCH = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+@pytest.mark.parametrize("merge", [lambda o, p, **kw: strategic_merge_patch(o, p, POD, **kw), json_merge_patch],
+                         ids=["strategic", "merge"])
+def test_a_shared_patch_result_copies_what_the_patch_reaches_and_only_that(merge: Any) -> None:
+    original = copy.deepcopy(POD_WITH_STATUS)
+    shared = merge(original, STATUS_PATCH, share=True)
+    assert shared["status"]["phase"] == "Running" and shared["status"]["hostIP"] == "10.0.0.1"
+    assert shared is not original and shared["status"] is not original["status"]
+    assert shared["spec"] is original["spec"] and shared["metadata"] is original["metadata"]
+    independent = merge(original, STATUS_PATCH)
+    assert independent == shared and independent["spec"] is not original["spec"]
+    assert original == POD_WITH_STATUS
+
 # ------------------------------------------------------------------------------------------ limits
 
 def test_json_patch_copy_amplification_is_bounded_by_the_accumulated_copy_size() -> None:

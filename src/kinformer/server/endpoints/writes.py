@@ -298,6 +298,9 @@ class WriteHandlers(ReadHandlers):
             raise st.bad_request("error decoding patch: the patch must be a JSON object")
         manager = self._manager(request)
         headers: dict[str, str] = {}
+        # a status write takes only the patched status into a copy of the old object (ObjectStore.prepare_update):
+        # the patched object may share what the patch does not reach with ``old`` (private to this attempt)
+        share = t.subresource == "status"
 
         def patched(old: dict[str, Any]) -> dict[str, Any]:
             nonlocal headers
@@ -305,9 +308,9 @@ class WriteHandlers(ReadHandlers):
                 if kind == "json":
                     new = json_patch(old, doc)
                 elif kind == "merge":
-                    new = json_merge_patch(old, doc)
+                    new = json_merge_patch(old, doc, share=share)
                 else:
-                    new = strategic_merge_patch(old, doc, info)
+                    new = strategic_merge_patch(old, doc, info, share=share)
             except PatchError as e:
                 raise st.StatusError(e.code, e.reason, e.message,
                                      details={"causes": e.causes} if e.causes else None) from None

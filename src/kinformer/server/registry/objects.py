@@ -174,6 +174,18 @@ def _set_on_create(rv: Any) -> bool:
         return False
 
 
+def _status_update_base(old: dict[str, Any]) -> dict[str, Any]:
+    """What a status write starts from: ``old`` with a new top level and ``metadata`` (the only levels the
+    update preparation, managedFields and the write change from here on) sharing everything below them.
+
+    ``old`` is private to the write attempt (:meth:`ObjectStore.guaranteed_update`), so what the result shares
+    belongs to no one else: the object written, and then the watch cache's, is never changed through ``old``.
+    """
+    result = dict(old)
+    result["metadata"] = dict(old["metadata"])
+    return result
+
+
 def _set_type(obj: dict[str, Any], info: ResourceInfo) -> None:
     """Set kind and apiVersion, placing them first as kube-apiserver serialises them."""
     if obj.get("kind") == info.kind and obj.get("apiVersion") == info.api_version and \
@@ -396,7 +408,7 @@ class ObjectStore:
             result = take(old, new, timestamp(self.clock))
             nmeta = result["metadata"]
         elif subresource == "status":
-            result = json_copy(old)
+            result = _status_update_base(old)
             if "status" in new:
                 result["status"] = new["status"]
             else:

@@ -118,12 +118,17 @@ def checked_result(doc: Any) -> Any:
 
 # --------------------------------------------------------------------------------------------- merge patch
 
-def json_merge_patch(original: Any, patch: Any) -> Any:
-    """Apply an RFC 7386 JSON merge patch; a non-object patch replaces the document."""
-    return checked_result(_merge_patch(original, patch))
+def json_merge_patch(original: Any, patch: Any, *, share: bool = False) -> Any:
+    """Apply an RFC 7386 JSON merge patch; a non-object patch replaces the document.
+
+    Neither argument is changed. The result is independent of ``original``, or with ``share`` holds what the
+    patch leaves untouched by reference (each map on the patch's paths is a new dict): for a caller that changes
+    only what the patch touched, or nothing.
+    """
+    return checked_result(_merge_patch(original, patch, share))
 
 
-def _merge_patch(original: Any, patch: Any) -> Any:
+def _merge_patch(original: Any, patch: Any, share: bool) -> Any:
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     result = dict(original) if isinstance(original, dict) else {}
@@ -131,12 +136,12 @@ def _merge_patch(original: Any, patch: Any) -> Any:
         if value is None:
             result.pop(key, None)
         elif isinstance(value, dict):
-            result[key] = _merge_patch(result.get(key), value)
+            result[key] = _merge_patch(result.get(key), value, share)
         else:
             result[key] = copy.deepcopy(value)
-    # Untouched values are still shared with the original: copy them so the result is independent.
-    for key in result.keys() - patch.keys():
-        result[key] = copy.deepcopy(result[key])
+    if not share:  # untouched values are still the original's: copy them so the result is independent
+        for key in result.keys() - patch.keys():
+            result[key] = json_copy(result[key])
     return result
 
 
@@ -408,12 +413,15 @@ _SET_ORDER = "$setElementOrder/"
 _DELETE_PRIMITIVE = "$deleteFromPrimitiveList/"
 
 
-def strategic_merge_patch(original: Mapping[str, Any], patch: Any, info: ResourceInfoLike) -> dict[str, Any]:
+def strategic_merge_patch(original: Mapping[str, Any], patch: Any, info: ResourceInfoLike, *,
+                          share: bool = False) -> dict[str, Any]:
     """Apply a strategic merge patch to a built-in object.
 
     Lists merge by the kind's merge keys (:func:`list_strategy`); lists without one are replaced. Supports
     ``$patch: replace|merge|delete``, ``$retainKeys``, ``$setElementOrder/<list>``,
     ``$deleteFromPrimitiveList/<list>`` and ``null`` (delete the key). Custom resources answer 415.
+    Neither argument is changed; ``share`` as for :func:`json_merge_patch` (every map and list the patch
+    reaches is new, what it does not reach is ``original``'s).
     """
     if not getattr(info, "builtin", False):
         raise PatchError("the body of the request was in an unknown format - accepted media types include: "
@@ -421,8 +429,8 @@ def strategic_merge_patch(original: Mapping[str, Any], patch: Any, info: Resourc
                          415)
     if not isinstance(patch, dict):
         raise PatchError("json: cannot unmarshal into Go value of type map[string]interface {}", 400)
-    merger = _StrategicMerger(info)
-    return checked_result(merger.merge_map(json_copy(dict(original)), patch, ()))
+    merged = _StrategicMerger(info).merge_map(original, patch, ())
+    return checked_result(merged if share else json_copy(merged))
 
 
 class _StrategicMerger:
@@ -437,8 +445,10 @@ class _StrategicMerger:
     def __init__(self, info: ResourceInfoLike) -> None:
         self.info = info
 
-    def merge_map(self, original: dict[str, Any], patch: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
-        """Merge ``patch`` into ``original`` (owned by the caller, mutated and returned)."""
+    def merge_map(self, original: Mapping[str, Any], patch: Mapping[str, Any],
+                  path: tuple[str, ...]) -> dict[str, Any]:
+        """``original`` with ``patch`` merged: a new dict, sharing the values the patch does not reach."""
+        original = dict(original)
         directive = patch.get(_DIRECTIVE)
         if directive is not None:
             if directive == "replace":

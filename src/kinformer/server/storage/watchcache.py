@@ -63,7 +63,7 @@ class CachedObject:
     """One object version as served: its JSON bytes and the decoded dict (read-only by contract).
 
     ``raw`` always holds the version; the decoded dict is kept while the version is current or the one just
-    before it, and :meth:`release`\ d once it is older (see :meth:`WatchCache._supersede`): a decoded pod is
+    before it, and released (:meth:`release`) once it is older (see :meth:`WatchCache._supersede`): a decoded pod is
     a few hundred containers the cyclic collector walks at every full collection, and the ring keeps a thousand
     versions per resource that only a late watcher with a selector ever reads again. A released version's
     :attr:`obj` decodes ``raw`` again (a fresh, equal dict at each access).
