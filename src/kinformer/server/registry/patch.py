@@ -449,6 +449,15 @@ class _StrategicMerger:
                   path: tuple[str, ...]) -> dict[str, Any]:
         """``original`` with ``patch`` merged: a new dict, sharing the values the patch does not reach."""
         original = dict(original)
+        if not any(key[:1] == "$" for key in patch):  # no directive: each key merges on its own
+            for key, value in patch.items():
+                if value is None:
+                    original.pop(key, None)
+                elif isinstance(value, dict | list):
+                    original[key] = self.merge_value(original.get(key, _MISSING), value, (*path, key))
+                else:
+                    original[key] = value  # a JSON scalar (immutable: shared with the patch)
+            return original
         directive = patch.get(_DIRECTIVE)
         if directive is not None:
             if directive == "replace":
