@@ -73,28 +73,30 @@ def sequential_raw(url: str, n: int, prefix: str) -> float:
         for i in range(n):
             data = body(f"{prefix}-{i}")
             sock.sendall(head + str(len(data)).encode() + b"\r\n\r\n" + data)
-            _read_response(sock, f"{prefix}-{i}")
+            _read_response(sock, f"create {prefix}-{i}")
         return n / (time.perf_counter() - t0)
 
 
-def _read_response(sock: socket.socket, name: str) -> None:
+def _read_response(sock: socket.socket, name: str, expect: bytes = b"201") -> bytes:
+    """Read one HTTP/1.1 response with a Content-Length; its body (a status other than ``expect`` raises)."""
     buf = b""
     while b"\r\n\r\n" not in buf:
         chunk = sock.recv(65536)
         if not chunk:
-            raise RuntimeError(f"create {name}: connection closed")
+            raise RuntimeError(f"{name}: connection closed")
         buf += chunk
     head, _, rest = buf.partition(b"\r\n\r\n")
     lines = head.split(b"\r\n")
-    if not lines[0].startswith(b"HTTP/1.1 201"):
-        raise RuntimeError(f"create {name}: {lines[0].decode()}")
+    if not lines[0].startswith(b"HTTP/1.1 " + expect):
+        raise RuntimeError(f"{name}: {lines[0].decode()}")
     length = next(int(v) for k, _, v in (line.partition(b":") for line in lines[1:])
                   if k.strip().lower() == b"content-length")
     while len(rest) < length:
         chunk = sock.recv(65536)
         if not chunk:
-            raise RuntimeError(f"create {name}: connection closed")
+            raise RuntimeError(f"{name}: connection closed")
         rest += chunk
+    return rest
 
 
 async def concurrent(http: aiohttp.ClientSession, n: int, workers: int, prefix: str) -> float:

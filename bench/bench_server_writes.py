@@ -119,7 +119,7 @@ def minimal_sequential(url: str, path: str, bodies: list[bytes]) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         for body in bodies:
             sock.sendall(head.encode() + str(len(body)).encode() + b"\r\n\r\n" + body)
-            _read_response(sock, path)
+            _read_response(sock, f"create {path}")
 
 
 # ------------------------------------------------------------------------------------------ the server side
