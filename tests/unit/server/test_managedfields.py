@@ -228,3 +228,21 @@ def test_a_write_that_only_adds_a_long_list_stamps_the_writers_entry(memo_paths:
     assert entry["time"] == "T1"
     assert entry["fieldsV1"]["f:metadata"]["f:finalizers"] == {'v:"example.com/a"': {}, 'v:"example.com/b"': {}}
     assert fields_to_set(entry["fieldsV1"]) == field_set(new, POD, None)
+
+
+def test_a_status_write_compares_the_subtrees_it_shares_with_the_old_version_without_encoding_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    statuses = [{"name": "c", "ready": True, "restartCount": 0, "state": {"running": {"startedAt": "t"}}}]
+    old = {"metadata": {"name": "p"}, "status": {"phase": "Pending", "containerStatuses": statuses}}
+    new = {"metadata": {"name": "p"}, "status": {"phase": "Running", "containerStatuses": statuses}}
+    encoded: list[Any] = []
+    dumps = managedfields.orjson.dumps
+
+    def counting(value: Any, *args: Any, **kwargs: Any) -> bytes:
+        encoded.append(value)
+        return dumps(value, *args, **kwargs)
+
+    monkeypatch.setattr(managedfields.orjson, "dumps", counting)
+    changes, removed = changed_paths(old, new, POD, "status")
+    assert set(changes) == {("f:status", "f:phase")} and not removed
+    assert not any(value is statuses for value in encoded)

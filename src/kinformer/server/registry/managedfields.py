@@ -349,7 +349,12 @@ def _children(obj: Mapping[str, Any], names: tuple[str, ...], info: ResourceInfo
 # ------------------------------------------------------------------------------------------ changed paths
 
 def _same(old: Any, new: Any) -> bool:
-    """Equal values with equal types throughout (``1``, ``1.0`` and ``true`` differ), by their encodings."""
+    """Equal values with equal types throughout (``1``, ``1.0`` and ``true`` differ), by their encodings.
+
+    One object is the same as itself: a write that shares what it did not change with the version it read (a
+    status patch) skips those subtrees without encoding them."""
+    if old is new:
+        return True
     if old != new:
         return False
     try:
