@@ -11,6 +11,8 @@ it costs a few µs per request). Each round, in order, on the same server:
 * ``status-strategic``: each pod's ``pods/status`` patched as the simulated kubelet patches it (a strategic merge
   patch of the whole status with the pod's uid; conditions carrying ``reason: null`` and ``message: null``),
   twice: Running and not ready, then ready;
+* ``status-small``: each pod's Ready condition turned False, then True, as the kubelet patches a readiness change
+  (a strategic merge patch of the changed condition only, with the pod's uid);
 * ``status-merge``: each pod's status patched once more with a JSON merge patch of one condition list and the
   container statuses (as a controller's status write);
 * ``event``: one ``events.k8s.io/v1`` Event per pod (the scheduler's ``Scheduled``) and one core/v1 Event (the
@@ -38,7 +40,7 @@ from bench_server import _read_response
 from benchlib import FIXTURE, parse_args
 
 PODS = "/api/v1/namespaces/default/pods"
-PHASES = ("create", "status-strategic", "status-merge", "event")
+PHASES = ("create", "status-strategic", "status-small", "status-merge", "event")
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 Request = tuple[str, str, str, bytes]  # method, path, content type, body
@@ -95,6 +97,16 @@ def status_patches(uids: dict[str, str], names: list[str]) -> list[Request]:
         status = _status(ready, names)
         for pod, uid in uids.items():
             body = _dumps({"metadata": {"uid": uid}, "status": status})
+            out.append(("PATCH", f"{PODS}/{pod}/status", STRATEGIC, body))
+    return out
+
+
+def small_patches(uids: dict[str, str]) -> list[Request]:
+    out = []
+    for flag in ("False", "True"):
+        for pod, uid in uids.items():
+            body = _dumps({"metadata": {"uid": uid}, "status": {"conditions": [
+                {"type": "Ready", "status": flag, "lastTransitionTime": "2026-01-01T00:00:02Z"}]}})
             out.append(("PATCH", f"{PODS}/{pod}/status", STRATEGIC, body))
     return out
 
@@ -169,7 +181,7 @@ async def one_round(n: int, profile: str | None = None, phase: str = "") -> dict
         out = {"create": await _timed(url, creates(n), profile if phase == "create" else None)}
         uids = await _uids(url)
         for name, requests in (("status-strategic", status_patches(uids, names)),
-                               ("status-merge", merge_patches(uids, names)), ("event", events(uids))):
+                               ("status-small", small_patches(uids)), ("status-merge", merge_patches(uids, names)), ("event", events(uids))):
             out[name] = await _timed(url, requests, profile if phase == name else None)
     return out
 
