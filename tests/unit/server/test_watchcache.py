@@ -63,3 +63,22 @@ async def test_a_deleted_key_leaves_no_superseded_version_behind(cache: tuple[Me
     assert added.cur.obj is not added.cur.obj  # released when the delete superseded its successor
     assert deleted.prev is modified.cur and deleted.prev.obj["data"] == {"n": "2"}
     assert deleted.cur.obj["data"] == {"n": "2"}
+
+
+async def test_a_version_replaced_long_ago_is_not_kept_once_its_event_leaves_the_window() -> None:
+    storage = MemoryStorage()
+    await storage.start()
+    wc = WatchCache(storage, size=2)
+    await wc.start()
+    try:
+        kv = await storage.create(KEY, _value(1))
+        await storage.update(KEY, _value(2), kv.mod_revision)
+        await wc.sync()
+        assert KEY in wc.buckets[PREFIX].superseded
+        for n in range(2):  # two writes of other keys push the key's events out of a window of two
+            await storage.create(f"{PREFIX}default/other-{n}", _value(n))
+        await wc.sync()
+        assert KEY not in wc.buckets[PREFIX].superseded and wc.buckets[PREFIX].objects[KEY].obj["data"] == {"n": "2"}
+    finally:
+        await wc.stop()
+        await storage.close()

@@ -178,7 +178,8 @@ class Bucket:
     def __init__(self, prefix: str, size: int, ring_start: int) -> None:
         self.prefix = prefix
         self.objects: dict[str, CachedObject] = {}
-        # key -> the version the current one replaced (still decoded: the latest event's prev)
+        # key -> the version the current one replaced (still decoded: the prev of the key's newest event, while
+        # that event is in the ring; so at most one such version per event of the ring)
         self.superseded: dict[str, CachedObject] = {}
         self.ring: deque[CachedEvent] = deque()
         self.ring_start = ring_start
@@ -340,7 +341,10 @@ class WatchCache:
         ring = bucket.ring
         ring.append(cev)
         if len(ring) > self.size:
-            bucket.ring_start = ring.popleft().rev
+            evicted = ring.popleft()
+            bucket.ring_start = evicted.rev
+            if evicted.prev is not None and bucket.superseded.get(evicted.cur.key) is evicted.prev:
+                del bucket.superseded[evicted.cur.key]  # its key's newest event left the window
         if rev > self.revision:  # a gap probe may have advanced past an event still in flight (see wait_fresh)
             self.revision = rev
         if bucket.watchers:
