@@ -181,7 +181,8 @@ async def one_round(n: int, profile: str | None = None, phase: str = "") -> dict
         out = {"create": await _timed(url, creates(n), profile if phase == "create" else None)}
         uids = await _uids(url)
         for name, requests in (("status-strategic", status_patches(uids, names)),
-                               ("status-small", small_patches(uids)), ("status-merge", merge_patches(uids, names)), ("event", events(uids))):
+                               ("status-small", small_patches(uids)),
+                               ("status-merge", merge_patches(uids, names)), ("event", events(uids))):
             out[name] = await _timed(url, requests, profile if phase == name else None)
     return out
 
