@@ -97,6 +97,58 @@ async def test_missing_content_type_yaml_and_generate_name(http):
     assert code == 201 and obj["data"] == {"a": "b"}
 
 
+def scripted_names(server: APIServer, *suffixes: str) -> list[str]:
+    """Make ``server`` generate ``prefix + suffix`` for each of ``suffixes`` in turn (the last one repeated);
+    returns the list of the names generated so far."""
+    made: list[str] = []
+
+    def generate(prefix: str) -> str:
+        made.append(prefix + suffixes[min(len(made), len(suffixes) - 1)])
+        return made[-1]
+
+    server.store.generate_name = generate
+    return made
+
+
+async def test_generate_name_collision_is_retried_with_a_new_name(server, http):
+    code, _, _ = await call(http, "POST", CM, cm("gen-aaaaa"))
+    assert code == 201
+    made = scripted_names(server, "aaaaa", "bbbbb")
+    code, obj, _ = await call(http, "POST", CM, {"metadata": {"generateName": "gen-"}, "data": {"k": "v"}})
+    assert code == 201, obj
+    assert made == ["gen-aaaaa", "gen-bbbbb"] and obj["metadata"]["name"] == "gen-bbbbb"
+    assert obj["data"] == {"k": "v"} and obj["metadata"]["generateName"] == "gen-"
+    code, kept, _ = await call(http, "GET", f"{CM}/gen-aaaaa")
+    assert code == 200 and kept["data"] == {}  # the object that held the name is untouched
+
+
+async def test_generate_name_conflict_after_eight_attempts(server, http):
+    code, _, _ = await call(http, "POST", CM, cm("gen-aaaaa"))
+    assert code == 201
+    made = scripted_names(server, "aaaaa")
+    for params in (None, {"dryRun": "All"}):
+        made.clear()
+        code, body, resp = await call(http, "POST", CM, {"metadata": {"generateName": "gen-"}}, params=params)
+        assert code == 409 and made == ["gen-aaaaa"] * 8
+        assert_status(body, 409, "AlreadyExists")
+        assert body["message"] == ('configmaps "gen-aaaaa" already exists, the server was not able to generate '
+                                   "a unique name for the object")
+        assert body["details"] == {"name": "gen-aaaaa", "kind": "configmaps", "retryAfterSeconds": 1}
+        assert resp.headers["Retry-After"] == "1"
+
+
+async def test_create_naming_its_object_is_not_retried(server, http):
+    code, _, _ = await call(http, "POST", CM, cm("gen-aaaaa"))
+    assert code == 201
+    made = scripted_names(server, "bbbbb")
+    code, body, resp = await call(http, "POST", CM, cm("gen-aaaaa"))
+    assert code == 409 and body["message"] == 'configmaps "gen-aaaaa" already exists' and made == []
+    assert "Retry-After" not in resp.headers
+    named = {"metadata": {"name": "gen-aaaaa", "generateName": "gen-"}}  # a name given wins: one attempt
+    code, body, _ = await call(http, "POST", CM, named)
+    assert code == 409 and made == [] and body["message"].endswith("not able to generate a unique name for the object")
+
+
 async def test_validation_and_namespace_errors(http):
     code, body, _ = await call(http, "POST", CM, cm("Bad_Name"))
     assert code == 422

@@ -19,6 +19,7 @@ from ..auth.authentication import ADMIN, USER_KEY
 from ..machinery import status as st
 from ..machinery.jsoncopy import json_copy
 from ..registry.apply import update_managed_fields
+from ..registry.generatename import create_generating_name
 from ..registry.objects import parse_rv, timestamp
 from ..registry.resources import ResourceInfo
 from ..registry.validation import decoded_fine, prune_builtin, unknown_fields
@@ -241,10 +242,14 @@ class WriteHandlers(ReadHandlers):
         headers = self._field_validation(request, info, obj)
         obj = self._prepare_custom(info, obj)
         manager = self._manager(request)
-        obj = self.store.prepare_create(info, t.namespace, obj,
-                                        managed=lambda defaulted: self._managed(info, None, defaulted, manager))
-        obj = await self._admitted(request, t, obj, None, dry, headers)
-        _, created = await self.store.create_served(info, t.namespace, obj, dry_run=dry)
+
+        async def attempt(body: dict[str, Any]) -> bytes | None:
+            body = self.store.prepare_create(info, t.namespace, body,
+                                             managed=lambda defaulted: self._managed(info, None, defaulted, manager))
+            body = await self._admitted(request, t, body, None, dry, headers)
+            return (await self.store.create_served(info, t.namespace, body, dry_run=dry))[1]
+
+        created = await create_generating_name(obj, attempt)
         return json_response(created, 201, headers)
 
     async def update(self, request: web.Request, t: Target) -> web.Response:

@@ -119,6 +119,14 @@ def already_exists(info: ResourceInfo, name: str) -> StatusError:
                        details=_details(info, name))
 
 
+def generate_name_conflict(info: ResourceInfo, name: str) -> StatusError:
+    """kube's ``NewGenerateNameConflict``: the name the server generated from ``generateName`` is taken (409
+    AlreadyExists, ``retryAfterSeconds`` 1, which the response also sends as ``Retry-After``)."""
+    return StatusError(409, "AlreadyExists", f'{resource_label(info)} "{name}" already exists, the server was not '
+                       "able to generate a unique name for the object",
+                       details={**_details(info, name), "retryAfterSeconds": 1}, headers={"Retry-After": "1"})
+
+
 def conflict(info: ResourceInfo, name: str, why: str | None = None) -> StatusError:
     why = why or "the object has been modified; please apply your changes to the latest version and try again"
     return StatusError(409, "Conflict", f'Operation cannot be fulfilled on {resource_label(info)} "{name}": {why}',

@@ -198,6 +198,15 @@ def _set_type(obj: dict[str, Any], info: ResourceInfo) -> None:
     obj.update(rest)
 
 
+def _name_taken(info: ResourceInfo, obj: Mapping[str, Any]) -> st.StatusError:
+    """A create's AlreadyExists; the generated-name form when ``obj`` has a ``generateName`` (kube's
+    ``CheckGeneratedNameError``, which looks at ``generateName`` alone)."""
+    meta = obj["metadata"]
+    if meta.get("generateName"):
+        return st.generate_name_conflict(info, meta["name"])
+    return st.already_exists(info, meta["name"])
+
+
 class ObjectStore:
     """CRUD of API objects on top of the MVCC storage (see the module invariants)."""
 
@@ -214,6 +223,8 @@ class ObjectStore:
         # Hooks run after a successful (non-dry-run) write: (info, object, deleted). They must not mutate
         # the object (it may already be the watch cache's copy).
         self.after_write: list[Callable[[ResourceInfo, dict[str, Any], bool], None]] = []
+        #: the names made from ``generateName`` (a prefix -> the name); replaceable, e.g. by a test forcing a collision
+        self.generate_name: Callable[[str], str] = generate_name
         #: kube's graceful deletion of pods bound to a node (:mod:`.gracefuldelete`); on only where kubelets run.
         self.graceful_pods = False
 
@@ -303,7 +314,7 @@ class ObjectStore:
                 "message": "Invalid value: 0x0: resourceVersion should not be set on objects to be created"}])
         meta.pop("resourceVersion", None)
         if not meta.get("name") and isinstance(meta.get("generateName"), str) and meta["generateName"]:
-            meta["name"] = generate_name(meta["generateName"])
+            meta["name"] = self.generate_name(meta["generateName"])
         meta["uid"] = new_uid()
         meta["creationTimestamp"] = timestamp(self.clock)
         meta.pop("generation", None)
@@ -354,7 +365,7 @@ class ObjectStore:
         key = self.key(info, namespace, name)
         if dry_run:
             if await self.storage.get(key) is not None:
-                raise st.already_exists(info, name)
+                raise _name_taken(info, obj)
             return obj, orjson.dumps(obj) if handover else None
         meta = obj["metadata"]
         split = None
@@ -367,7 +378,7 @@ class ObjectStore:
         try:
             kv = await self.storage.create(key, encode(obj) if split is None else split[0] + split[1])
         except KeyExists:
-            raise st.already_exists(info, name) from None
+            raise _name_taken(info, obj) from None
         meta.pop("resourceVersion", None)  # last, where decoding the stored value puts it
         meta["resourceVersion"] = str(kv.mod_revision)
         raw = None
