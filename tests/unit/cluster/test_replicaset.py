@@ -100,6 +100,30 @@ async def test_replicaset_should_release_no_longer_matching_pods(client: ki.Clie
     assert replacement[0]["metadata"]["name"] != name
 
 
+async def test_replicaset_recovers_when_the_server_cannot_generate_a_unique_pod_name() -> None:
+    """Eight generated-name collisions in a row: the server answers 409 AlreadyExists, the controller records
+    FailedCreate, lowers its expectations (else it would wait five minutes for a pod that never comes) and
+    requeues; the next sync creates the pod."""
+    taken = "collide-zzzzz"
+    async with APIServer(storage="memory", controllers=["replicaset"]) as server, ki.Client(server.url) as client:
+        await client.create("pods", {"metadata": {"name": taken, "labels": {"app": "other"}},
+                                     "spec": {"containers": [{"name": "c", "image": "nginx"}]}}, namespace=NS)
+        made: list[str] = []
+
+        def generate(prefix: str) -> str:
+            made.append(taken if len(made) < 8 else f"{prefix}{len(made):05d}")
+            return made[-1]
+
+        server.store.generate_name = generate
+        await client.create("replicasets", replicaset("collide", 1, {"app": "collide"}), namespace=NS)
+        created = await wait_for(lambda: _count(client, "app=collide", 1), what="the pod, created on a retry")
+        assert created[0]["metadata"]["name"] == "collide-00008" and made[:8] == [taken] * 8
+        failed = await wait_for(lambda: _events_with(client, "collide", "FailedCreate", 1), what="FailedCreate")
+        assert failed[0]["message"] == (f'Error creating: pods "{taken}" already exists, the server was not able '
+                                        "to generate a unique name for the object")
+        await wait_for(lambda: _status_if(client, "collide", replicas=1), what="status.replicas 1")
+
+
 def test_replica_failure_condition_is_set_while_managing_fails_and_removed_after() -> None:
     rs = replicaset("quota", 2, {"app": "quota"})
     rs["metadata"]["generation"] = 1
