@@ -7,6 +7,10 @@ generates its own name and runs the create's preparation and admission again), a
 with AlreadyExists; the last attempt's error is the answer (the store's ``generate_name_conflict``: 409
 AlreadyExists "... the server was not able to generate a unique name for the object"). Any other outcome ends
 the loop at once. A create that names its object is attempted once: its AlreadyExists is the client's.
+
+One difference from kube: there, mutating admission runs once before the attempts (on the object without a
+name) and only the validation and validating admission run per attempt; here the name is generated before
+admission, so each attempt runs the whole chain, mutating webhooks included, and they see the name.
 """
 
 from __future__ import annotations
