@@ -82,6 +82,7 @@ class Indexer(Generic[T]):
 
     Invariants (held under the lock):
       * ``_items[k]`` is the object stored under key ``k``;
+      * ``_canon_one[e]`` is ``_canon[(e,)]`` (the canonical tuple of one entry, found without making one);
       * ``_values[k][i]`` is what index function ``i`` returned for ``_items[k]`` when it was stored, as an
         :data:`_Entry` (so an update compares against, and a delete removes, exactly what was indexed);
       * for every index ``i`` and value ``v``: ``_indices[name_i][v]`` is the non-empty set of keys whose
@@ -91,7 +92,7 @@ class Indexer(Generic[T]):
     An index function that raises leaves the store unchanged.
     """
 
-    __slots__ = ("_canon", "_funcs", "_indexers", "_indices", "_items", "_key_func", "_lock", "_maps", "_values")
+    __slots__ = ("_canon", "_canon_one", "_funcs", "_indexers", "_indices", "_items", "_key_func", "_lock", "_maps", "_values")
 
     def __init__(self, key_func: KeyFunc = meta_namespace_key,
                  indexers: Mapping[str, IndexFunc] | None = None) -> None:
@@ -101,6 +102,7 @@ class Indexer(Generic[T]):
         self._values: dict[str, tuple[_Entry, ...]] = {}
         # one shared tuple per distinct index values (objects mostly share them: a namespace, an app label)
         self._canon: dict[tuple[_Entry, ...], tuple[_Entry, ...]] = {}
+        self._canon_one: dict[_Entry, tuple[_Entry, ...]] = {}  # the same tuples of one entry, by that entry
         self._indexers: dict[str, IndexFunc] = {NAMESPACE_INDEX: meta_namespace_index_func, **(indexers or {})}
         self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
         self._refresh_specs()
@@ -126,25 +128,52 @@ class Indexer(Generic[T]):
         """Insert or replace ``obj`` under its key; return the object it replaced (None if new)."""
         key = self._key_func(obj)
         with self._lock:
-            entries: list[_Entry] = []  # computed before any change: a raising index func leaves the store as it was
-            for f in self._funcs:
-                v = f(obj)
-                if v.__class__ is str:
-                    entries.append(v)
-                elif v.__class__ is list and len(v) == 1 and v[0].__class__ is str:
-                    entries.append(v[0])
-                else:
-                    entries.append(_entry(v))
-            values = self._shared(tuple(entries))
+            values = self._index_values(obj)  # before any change: a raising index func leaves the store as it was
             items = self._items
             old = items.get(key)
             items[key] = obj
             stored = self._values
             old_values = stored.get(key)
             stored[key] = values
-            if old_values != values:
-                self._reindex(key, old_values, values)
+            if old_values is not values:  # canonical tuples: the same values are mostly the same tuple
+                if old_values is None:
+                    self._index_new(key, values)
+                elif old_values != values:
+                    self._reindex(key, old_values, values)
             return old
+
+    def _index_values(self, obj: T) -> tuple[_Entry, ...]:
+        """What every index function returns for ``obj``, as the canonical tuple of stored entries."""
+        funcs = self._funcs
+        if len(funcs) == 1:  # the default store: the namespace index only (one lookup by the bare value)
+            v = funcs[0](obj)
+            if v.__class__ is not str:
+                v = _entry(v)
+            found = self._canon_one.get(v)
+            if found is not None:
+                return found
+            return self._shared((v,))
+        entries: list[_Entry] = []
+        for f in funcs:
+            v = f(obj)
+            if v.__class__ is str:
+                entries.append(v)
+            elif v.__class__ is list and len(v) == 1 and v[0].__class__ is str:
+                entries.append(v[0])
+            else:
+                entries.append(_entry(v))
+        return self._shared(tuple(entries))
+
+    def _index_new(self, key: str, values: tuple[_Entry, ...]) -> None:
+        """Add a key that was not stored to the index entries of ``values`` (lock held)."""
+        for i, index in enumerate(self._maps):
+            entry = values[i]
+            for v in (entry,) if entry.__class__ is str else entry:
+                keys = index.get(v)
+                if keys is None:
+                    index[v] = {key}
+                else:
+                    keys.add(key)
 
     update = add
 
@@ -169,6 +198,8 @@ class Indexer(Generic[T]):
             return found
         if len(canon) < _CANON_MAX:
             canon[values] = values
+            if len(values) == 1:
+                self._canon_one[values[0]] = values
         return values
 
     def replace(self, objs: Iterable[T], resource_version: str = "") -> None:
@@ -178,22 +209,16 @@ class Indexer(Generic[T]):
             funcs = self._funcs
             items: dict[str, T] = {}
             values: dict[str, tuple[_Entry, ...]] = {}
-            for obj in objs:
+            for obj in objs:  # everything that may raise happens before the store changes
                 key = key_func(obj)
                 items[key] = obj
                 values[key] = self._shared(tuple([_entry(f(obj)) for f in funcs]))
-            indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
-            maps = tuple(indices[name] for name in self._indexers)
-            for key, vals in values.items():
-                for i, index in enumerate(maps):
-                    for v in _values_of(vals[i]):
-                        keys = index.get(v)
-                        if keys is None:
-                            index[v] = {key}
-                        else:
-                            keys.add(key)
-            self._items, self._values, self._indices = items, values, indices
+            self._items, self._values = items, values
+            self._indices = {name: {} for name in self._indexers}
             self._refresh_specs()
+            index_new = self._index_new
+            for key, vals in values.items():
+                index_new(key, vals)
 
     def resync(self) -> None:
         """Nothing to do for a plain store; kept so the store and the FIFO share an interface."""
