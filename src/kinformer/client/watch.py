@@ -43,21 +43,34 @@ class LineSplitter:
         self._pending: list[bytes] = []
 
     def feed(self, chunk: bytes) -> list[bytes]:
+        """The lines ``chunk`` completes, in order.
+
+        Lines are cut at each newline found by ``bytes.find`` (a memchr): ``bytes.split`` tests every byte in
+        a loop of its own, several times the cost on watch lines of kilobytes.
+        """
         pending = self._pending
-        if b"\n" not in chunk:
+        find = chunk.find
+        end = find(b"\n")
+        if end < 0:
             if chunk:
                 pending.append(chunk)
             return []
-        lines = chunk.split(b"\n")
         if pending:
-            pending.append(lines[0])
-            lines[0] = b"".join(pending)
+            pending.append(chunk[:end])
+            first = b"".join(pending)
             pending.clear()
-        tail = lines.pop()
-        if tail:
-            pending.append(tail)
-        if b"" in lines:
-            lines = [line for line in lines if line]
+        else:
+            first = chunk[:end]
+        lines = [first] if first else []
+        start = end + 1
+        end = find(b"\n", start)
+        while end >= 0:
+            if end > start:
+                lines.append(chunk[start:end])
+            start = end + 1
+            end = find(b"\n", start)
+        if start < len(chunk):
+            pending.append(chunk[start:])
         return lines
 
     def flush(self) -> bytes:
