@@ -131,6 +131,23 @@ def test_index_follows_changed_values_and_drops_empty_sets() -> None:
     assert store.list_index_func_values(NAMESPACE_INDEX) == []
 
 
+def test_single_index_store_follows_values_beyond_the_shared_tuples() -> None:
+    # a store with one index function shares one tuple per value for the first few thousand distinct values
+    # and keeps fresh ones beyond; either way an update moves the key and a delete leaves no empty entry
+    store = Indexer(indexers={NAMESPACE_INDEX: lambda o: sorted(f"{k}={v}" for k, v in o["metadata"]["labels"].items())})
+    count = 5000
+    for i in range(count):
+        store.add(obj(f"p{i}", app=f"a{i}", tier="web"))
+    for i in range(count):
+        store.update(obj(f"p{i}", app=f"b{i}", tier="web"))
+    assert store.index_keys(NAMESPACE_INDEX, "app=a0") == []
+    assert store.index_keys(NAMESPACE_INDEX, f"app=b{count - 1}") == [f"default/p{count - 1}"]
+    assert len(store.index_keys(NAMESPACE_INDEX, "tier=web")) == count
+    for i in range(count):
+        store.delete(obj(f"p{i}"))
+    assert store.list_index_func_values(NAMESPACE_INDEX) == []
+
+
 def test_multi_valued_index_and_index_query() -> None:
     store = Indexer(indexers={"labels": by_labels})
     store.add(obj("a", x="1", y="1"))
