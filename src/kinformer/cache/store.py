@@ -92,7 +92,8 @@ class Indexer(Generic[T]):
     An index function that raises leaves the store unchanged.
     """
 
-    __slots__ = ("_canon", "_canon_one", "_funcs", "_indexers", "_indices", "_items", "_key_func", "_lock", "_maps", "_values")
+    __slots__ = ("_canon", "_canon_one", "_funcs", "_indexers", "_indices", "_items", "_key_func", "_lock", "_maps",
+                 "_values")
 
     def __init__(self, key_func: KeyFunc = meta_namespace_key,
                  indexers: Mapping[str, IndexFunc] | None = None) -> None:

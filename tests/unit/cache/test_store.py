@@ -134,7 +134,10 @@ def test_index_follows_changed_values_and_drops_empty_sets() -> None:
 def test_single_index_store_follows_values_beyond_the_shared_tuples() -> None:
     # a store with one index function shares one tuple per value for the first few thousand distinct values
     # and keeps fresh ones beyond; either way an update moves the key and a delete leaves no empty entry
-    store = Indexer(indexers={NAMESPACE_INDEX: lambda o: sorted(f"{k}={v}" for k, v in o["metadata"]["labels"].items())})
+    def label_pairs(o: Any) -> list[str]:
+        return sorted(f"{k}={v}" for k, v in o["metadata"]["labels"].items())
+
+    store = Indexer(indexers={NAMESPACE_INDEX: label_pairs})
     count = 5000
     for i in range(count):
         store.add(obj(f"p{i}", app=f"a{i}", tier="web"))
