@@ -85,6 +85,16 @@ async def test_a_no_op_judged_on_a_cached_copy_is_confirmed_on_storage(env):
     assert out["metadata"]["resourceVersion"] == str(new.mod_revision)
 
 
+async def test_an_update_that_changes_nothing_on_a_cached_copy_is_not_written(env):
+    store, info, storage, cache, key, kv = env
+    cache.hold(info.storage_prefix, key, kv.value, kv.mod_revision)
+    out, outcome = await store.guaranteed_update(info, "default", "a", lambda obj: obj)
+    assert outcome == "updated" and out["metadata"]["resourceVersion"] == str(kv.mod_revision)
+    assert await storage.current_revision() == kv.mod_revision
+    out, outcome = await store.guaranteed_update(info, "default", "a", bump)
+    assert out["metadata"]["resourceVersion"] == str(await storage.current_revision()) != str(kv.mod_revision)
+
+
 async def test_precondition_and_bounded_retries_answer_409(env):
     store, info, storage, _, key, kv = env
     with pytest.raises(st.StatusError) as e:

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from kinformer.server.registry import storedform
-from kinformer.server.registry.storedform import encode, encode_split, new_uid, served_bytes
+from kinformer.server.registry.storedform import encode, encode_split, new_uid, served_bytes, stored_of_served
 
 
 def test_new_uids_are_random_version_4_uuids() -> None:
@@ -39,3 +39,22 @@ def test_an_encoding_that_holds_the_marker_elsewhere_is_not_cut() -> None:
     obj = {"metadata": {"name": "a", "resourceVersion": "", "labels": {}}}  # not the last metadata field
     assert encode_split(obj) is None
     assert encode_split({"metadata": {"resourceVersion": ""}}) is None  # the only one: not cut
+
+
+@pytest.mark.parametrize("meta", [{"name": "a"}, {"name": "a", "labels": {"resourceVersion": "x"}},
+                                  {"annotations": {"a": '","resourceVersion":"7"}'}, "name": "é\u2028"}])
+def test_the_stored_form_is_cut_from_the_served_bytes_exactly(meta: dict[str, Any]) -> None:
+    obj = {"kind": "Event", "metadata": {**meta, "resourceVersion": "7"}, "data": {"x": [1.5, None, "y"]}}
+    raw = orjson.dumps(obj)
+    assert stored_of_served(raw, obj, 7) == encode(obj)
+
+
+@pytest.mark.parametrize("obj", [
+    {"metadata": {"name": "a", "resourceVersion": "7"}, "involvedObject": {"uid": "u", "resourceVersion": "7"}},  # twice
+    {"metadata": {"resourceVersion": "7"}},  # no field before it
+    {"metadata": {"resourceVersion": "7", "name": "a"}},  # not the last field
+    {"metadata": {"name": "a", "resourceVersion": "8"}},  # another revision
+    {"metadata": "a"},
+])
+def test_served_bytes_that_could_be_cut_elsewhere_are_not_cut(obj: dict[str, Any]) -> None:
+    assert stored_of_served(orjson.dumps(obj), obj, 7) is None

@@ -32,7 +32,7 @@ from .ephemeralcontainers import ephemeral_update_causes, take_ephemeral_contain
 from .gracefuldelete import Graceful, before_delete
 from .ipallocator import ServiceAllocator
 from .resources import Registry, ResourceInfo
-from .storedform import Split, encode, encode_split, new_uid, served, served_bytes, timestamp
+from .storedform import Split, encode, encode_split, new_uid, served, served_bytes, stored_of_served, timestamp
 from .strategies import FallbackStrategy, strategy_table
 from .strategies.certificates import take_approval, take_status
 from .strategies.pods import DEFAULT_TOLERATION_SECONDS, TolerationSeconds
@@ -246,8 +246,7 @@ class ObjectStore:
             bucket = self.cache.buckets.get(info.storage_prefix)
             co = bucket.objects.get(key) if bucket is not None else None
             if co is not None and (not want_rv or want_rv == co.rev):
-                obj = orjson.loads(co.raw)
-                return obj, KeyValue(key, encode(obj), co.rev, 0)
+                return self._state_of_cached(key, co.raw, co.rev)
         kv = await self.storage.get(key)
         if kv is None:
             raise st.not_found(info, name)
@@ -637,8 +636,19 @@ class ObjectStore:
         co = bucket.objects.get(key) if bucket is not None else None
         if co is None or (want_rv and want_rv != co.rev):
             return None
-        obj = orjson.loads(co.raw)
-        return obj, KeyValue(key, encode(obj), co.rev, 0)
+        return self._state_of_cached(key, co.raw, co.rev)
+
+    @staticmethod
+    def _state_of_cached(key: str, raw: bytes, rev: int) -> tuple[dict[str, Any], KeyValue]:
+        """A private copy of a cached object (served bytes ``raw`` at ``rev``) and a key-value standing for it.
+
+        The key-value's value is the stored form storage holds at ``rev`` (what :meth:`_write` compares a
+        result with to find a no-op), cut from ``raw`` rather than encoded again; its ``create_revision`` is 0,
+        which marks it as read from the cache (see :meth:`_confirm_current`).
+        """
+        obj = orjson.loads(raw)
+        stored = stored_of_served(raw, obj, rev)
+        return obj, KeyValue(key, encode(obj) if stored is None else stored, rev, 0)
 
     async def _storage_state(self, info: ResourceInfo, key: str, name: str, allow_create: bool) -> State:
         kv = await self.storage.get(key)

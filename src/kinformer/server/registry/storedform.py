@@ -6,7 +6,8 @@ Invariants:
   ``metadata.resourceVersion == str(mod_revision)`` as its last metadata field (where decoding the stored
   value and setting it puts it).
 * :func:`encode_split` cuts one encoding into both forms, exactly: it answers None rather than cut anything
-  but the one marked field.
+  but the one marked field. :func:`stored_of_served` cuts a served encoding back to the stored form, as
+  exactly: None unless the field it removes can only be the metadata's last one.
 """
 
 from __future__ import annotations
@@ -97,6 +98,25 @@ def encode_split(obj: dict[str, Any]) -> Split | None:
 def served_bytes(split: Split, rev: int) -> bytes:
     """The served form of an :func:`encode_split` object at ``rev``."""
     return b"".join((split[0], _RV_FIELD, str(rev).encode(), b'"', split[1]))
+
+
+def stored_of_served(raw: bytes, obj: Mapping[str, Any], rev: int) -> bytes | None:
+    """The stored form of ``raw``, ``orjson.dumps(obj)`` of an object in its served form at ``rev``; equal to
+    ``encode(obj)`` without encoding it again.
+
+    Cuts the text of ``metadata.resourceVersion``; only when ``obj``'s metadata ends with it after another
+    field (so that text ends the metadata) and it is in ``raw`` exactly once (so the text cut is that
+    field). None otherwise: the caller encodes.
+    """
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or len(meta) < 2 or next(reversed(meta)) != "resourceVersion" \
+            or meta["resourceVersion"] != str(rev):
+        return None
+    field = b"".join((_RV_FIELD, str(rev).encode(), b'"}'))
+    at = raw.find(field)
+    if at < 0 or raw.find(field, at + 1) >= 0:
+        return None
+    return raw[:at] + raw[at + len(field) - 1:]
 
 
 def served(kv: KeyValue) -> dict[str, Any]:
