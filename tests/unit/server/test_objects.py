@@ -180,3 +180,30 @@ async def test_a_served_create_hands_its_object_and_bytes_to_the_watch_cache_unc
     finally:
         await cache.stop()
         await storage.close()
+
+
+def _pod_write(store: ObjectStore, subresource: str, **changes: Any) -> None:
+    """Validate a write of a stored pod (``changes`` on top of it) as the store validates one, ``subresource``."""
+    info = store.registry.get("", "v1", "pods")
+    old = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "namespace": "default", "uid": "u"},
+           "spec": {"containers": [{"name": "c", "image": "x"}]}, "status": {"phase": "Pending"}}
+    new = {**old, "metadata": dict(old["metadata"]), **changes}
+    store.validate(info, new, old, subresource)
+
+
+async def test_pod_status_update_does_not_validate_the_spec_it_keeps(env):
+    # kube's podStatusStrategy.ValidateUpdate is ValidatePodStatusUpdate: metadata and status, never the spec
+    store = env[0]
+    _pod_write(store, "status", spec={"containers": []}, status={"phase": "Running"})
+    with pytest.raises(st.StatusError) as e:
+        _pod_write(store, "", spec={"containers": []})
+    assert e.value.code == 422
+
+
+async def test_pod_status_update_still_validates_metadata_and_status_types(env):
+    store = env[0]
+    for changes in ({"metadata": {"name": "p", "namespace": "default", "uid": "u", "labels": {"a b": "c"}}},
+                    {"status": "Running"}):
+        with pytest.raises(st.StatusError) as e:
+            _pod_write(store, "status", **changes)
+        assert e.value.code == 422, changes

@@ -88,12 +88,18 @@ def validate(info: ResourceInfo, obj: dict[str, Any], old: Mapping[str, Any] | N
     """Raise 422 Invalid with causes when ``obj`` is not acceptable (schema, metadata and ``strategy`` checks).
 
     An update through the ephemeralcontainers subresource is held to that subresource's own update rule
-    (applied when it was prepared), not to the pod's.
+    (applied when it was prepared), not to the pod's. A ``status`` write of a built-in kind is judged as
+    kube's status strategies judge it: metadata, types and the kind's status rules; not the spec, which is
+    the stored one (:meth:`ObjectStore.prepare_update`).
     """
-    causes = validate_object(info, obj, old) + _owner_ref_causes(obj)
+    status_write = subresource == "status" and old is not None and info.builtin
+    causes = validate_object(info, obj, old, spec=not status_write) + _owner_ref_causes(obj)
     if strategy is not None:
         if old is None or subresource == "ephemeralcontainers":
             causes += strategy.validate(info, obj)
+        elif status_write:
+            assert old is not None
+            causes += strategy.validate_status_update(info, obj, old)
         else:
             causes += strategy.validate_update(info, obj, old)
     name = (obj.get("metadata") or {}).get("name")

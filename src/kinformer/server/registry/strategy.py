@@ -11,7 +11,9 @@ A :class:`Strategy` adds what differs per kind, at these points:
   the stored one (identity metadata and, with a status subresource, status kept; generation reset to
   the stored one), then :meth:`Strategy.prepare_for_update`, then :meth:`Strategy.validate_update`.
   Subresource writes (``status``, ``finalize``) never call ``prepare_for_update``; they still run
-  ``validate_update``;
+  ``validate_update``, except a built-in kind's ``status`` write, which runs
+  :meth:`Strategy.validate_status_update` instead (kube's status strategies: the spec is the stored one, so
+  only metadata and status are judged);
 * delete: :attr:`Strategy.returns_deleted_object` picks what DELETE answers when the object is gone.
 
 Invariants: hooks mutate the object they are given and never do I/O; ``validate*`` never mutate and
@@ -48,6 +50,11 @@ class Strategy(Protocol):
         """Kind-specific causes against an update (immutable fields and the like)."""
         ...
 
+    def validate_status_update(self, info: ResourceInfo, obj: Mapping[str, Any],
+                               old: Mapping[str, Any]) -> list[Cause]:
+        """Kind-specific causes against a ``status`` write of a built-in kind (its status rules only)."""
+        ...
+
 
 def _generation_part(info: ResourceInfo, obj: Mapping[str, Any]) -> dict[str, Any]:
     """What a change of bumps ``metadata.generation``: all but metadata (and status when it is a subresource).
@@ -80,6 +87,10 @@ class DefaultStrategy:
         return []
 
     def validate_update(self, info: ResourceInfo, obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+        return []
+
+    def validate_status_update(self, info: ResourceInfo, obj: Mapping[str, Any],
+                               old: Mapping[str, Any]) -> list[Cause]:
         return []
 
 

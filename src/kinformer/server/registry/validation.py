@@ -534,16 +534,18 @@ def distinct_causes(causes: list[Cause]) -> list[Cause]:
 
 
 def validate_object(info: ResourceInfoLike, obj: Mapping[str, Any],
-                    old: Mapping[str, Any] | None = None) -> list[Cause]:
+                    old: Mapping[str, Any] | None = None, *, spec: bool = True) -> list[Cause]:
     """Status causes for ``obj`` (``old`` set on updates); empty when the object is valid.
 
     Covers metadata for every kind, the built-in rules users hit, and the CRD schema for custom resources.
+    Without ``spec`` (a built-in kind's status write, whose spec is the stored one) a built-in kind's own
+    rules are skipped: metadata and types are still checked.
     """
     meta = obj.get("metadata")
     if type(meta) is not dict and not isinstance(meta, Mapping):
         return [required("metadata.name", "name or generateName is required")]
     causes = _validate_metadata(info, meta, old)
-    validator = _KIND_VALIDATORS.get(info.kind) if getattr(info, "builtin", True) else None
+    validator = _KIND_VALIDATORS.get(info.kind) if spec and getattr(info, "builtin", True) else None
     if validator is not None:
         causes += validator(obj, old)
     if getattr(info, "builtin", True):

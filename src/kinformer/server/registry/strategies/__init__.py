@@ -70,3 +70,6 @@ class FallbackStrategy:
 
     def validate_update(self, info: Any, obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
         return self._pick(info).validate_update(info, obj, old)
+
+    def validate_status_update(self, info: Any, obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+        return self._pick(info).validate_status_update(info, obj, old)

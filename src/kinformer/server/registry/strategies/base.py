@@ -152,6 +152,9 @@ class KindStrategy:
     def validate_update(self, info: Any, obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
         return self.causes(obj) + self.update_causes(obj, old)
 
+    def validate_status_update(self, info: Any, obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+        return self.status_causes(obj, old)
+
     # -- what subclasses override
 
     def generation_changed(self, obj: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
@@ -169,6 +172,10 @@ class KindStrategy:
 
     def update_causes(self, obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
         """Kind-specific validation of an update (immutable fields)."""
+        return []
+
+    def status_causes(self, obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+        """Kind-specific validation of a ``status`` write: its status rules (none unless a kind has some)."""
         return []
 
 

@@ -174,3 +174,6 @@ class CSRStrategy(KindStrategy):
 
     def update_causes(self, obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
         return approval_causes(obj, old)
+
+    def status_causes(self, obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+        return approval_causes(obj, old)
