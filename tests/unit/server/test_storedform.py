@@ -50,7 +50,8 @@ def test_the_stored_form_is_cut_from_the_served_bytes_exactly(meta: dict[str, An
 
 
 @pytest.mark.parametrize("obj", [
-    {"metadata": {"name": "a", "resourceVersion": "7"}, "involvedObject": {"uid": "u", "resourceVersion": "7"}},  # twice
+    # the field's text twice: the metadata's and the involved object's
+    {"metadata": {"name": "a", "resourceVersion": "7"}, "involvedObject": {"uid": "u", "resourceVersion": "7"}},
     {"metadata": {"resourceVersion": "7"}},  # no field before it
     {"metadata": {"resourceVersion": "7", "name": "a"}},  # not the last field
     {"metadata": {"name": "a", "resourceVersion": "8"}},  # another revision
