@@ -21,6 +21,7 @@ from kinformer.server.registry.managedfields import (
     update_managed_fields,
 )
 from kinformer.server.registry.resources import Registry
+from testlib import cyclic_garbage
 
 FIXTURE = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "pod-realistic.json"
 REGISTRY = Registry()
@@ -246,3 +247,11 @@ def test_a_status_write_compares_the_subtrees_it_shares_with_the_old_version_wit
     changes, removed = changed_paths(old, new, POD, "status")
     assert set(changes) == {("f:status", "f:phase")} and not removed
     assert not any(value is statuses for value in encoded)
+
+
+def test_fields_to_set_leaves_no_cyclic_garbage():
+    fields = object_fields(pod(), POD, None)
+    assert len(fields_to_set(fields)) > 5  # the walk recursed
+    with cyclic_garbage() as garbage:
+        fields_to_set(fields)
+    assert garbage == []

@@ -559,26 +559,28 @@ def _sorted_fields(node: dict[str, Any]) -> dict[str, Any]:
 def fields_to_set(fields: Mapping[str, Any] | None) -> set[Path]:
     """The field set described by FieldsV1 JSON (inverse of :func:`set_to_fields`)."""
     out: set[Path] = set()
-
-    def walk(node: Mapping[str, Any], path: Path) -> None:
-        if not any(node.values()):  # leaves only (the members of a set, say): their paths without a call each
-            out.update(map(path.__add__, zip(node)))
-            if "." in node:
-                out.discard((*path, "."))
-                out.add(path)
-            return
-        for key, child in node.items():
-            if key == ".":
-                out.add(path)
-                continue
-            child_path = (*path, key)
-            if isinstance(child, Mapping) and child:
-                walk(child, child_path)
-            else:
-                out.add(child_path)
-
-    walk(fields or {}, ())
+    _add_paths(fields or {}, (), out)
     return out
+
+
+def _add_paths(node: Mapping[str, Any], path: Path, out: set[Path]) -> None:
+    """Add the paths of the FieldsV1 subtree ``node`` at ``path`` to ``out``. A module function, not a closure:
+    a recursive closure refers to itself through its cell, a cycle each call would leave to the collector."""
+    if not any(node.values()):  # leaves only (the members of a set, say): their paths without a call each
+        out.update(map(path.__add__, zip(node)))
+        if "." in node:
+            out.discard((*path, "."))
+            out.add(path)
+        return
+    for key, child in node.items():
+        if key == ".":
+            out.add(path)
+            continue
+        child_path = (*path, key)
+        if isinstance(child, Mapping) and child:
+            _add_paths(child, child_path, out)
+        else:
+            out.add(child_path)
 
 
 def parse_fields(fields: Any) -> frozenset[Path]:
