@@ -30,7 +30,9 @@ and their ratio printed too: the figure a loaded machine moves least. Not a pass
 ``--profile FILE`` writes a cProfile of one more Deployment rollout (pstats format). ``--census`` runs one
 more rollout and counts what it cost: wall and CPU seconds (and how long the loop waited in ``select``), the
 requests the server answered by verb and resource, the watch events each cluster informer received, each
-controller's reconciles, and the cyclic collector's collections by generation.
+controller's reconciles, and the cyclic collector's collections by generation; then, with the collector off, the
+cyclic garbage (objects only the collector can free, by type) of one more rollout (the first one's first-use
+work, such as compiling decoders, done) and what its server's teardown left.
 """
 
 from __future__ import annotations
@@ -337,6 +339,53 @@ async def census(replicas: int, nodes: int, timeout: float) -> None:
     print("  collections: " + ", ".join(f"{k} {v}" for k, v in sorted(collected.items())))
 
 
+@contextmanager
+def _cyclic_garbage() -> Iterator[Counter[str]]:
+    """Count by type the objects the block leaves that only the cyclic collector frees (filled on exit). The
+    collector is off inside the block; what was left before it is collected first."""
+    out: Counter[str] = Counter()
+    gc.collect()
+    gc.disable()
+    try:
+        yield out
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        out.update(type(o).__qualname__ for o in gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+
+
+async def _rollout_garbage(replicas: int, nodes: int, timeout: float) -> Counter[str]:
+    """The cyclic garbage of one rollout, from the Deployment's create until it is Available."""
+    import kinformer as ki
+
+    async with _server(nodes) as server, ki.Client(server.url) as client:
+        await _settled(client)
+        watcher = Watcher(client, "deployments", available(replicas), 1)
+        await watcher.start()
+        try:
+            with _cyclic_garbage() as during:
+                await client.create("deployments", deployment(replicas), namespace=NAMESPACE)
+                await watcher.wait(timeout)
+        finally:
+            await watcher.close()
+    return during
+
+
+def garbage_census(replicas: int, nodes: int, timeout: float) -> None:
+    """Print the cyclic garbage of a rollout and of its server's teardown (see ``--census``)."""
+    def top(counts: Counter[str]) -> str:
+        return f"{counts.total()} objects" + "".join(f", {k} {n}" for k, n in counts.most_common(8))
+
+    run_alone(lambda: measure_deployment(replicas, nodes, timeout))  # first-use work is not a rollout's
+    with _cyclic_garbage() as teardown:
+        during = run_alone(lambda: _rollout_garbage(replicas, nodes, timeout))
+    print(f"  cyclic garbage of a rollout: {top(during)}")
+    print(f"  cyclic garbage of its server's teardown: {top(teardown)}")
+
+
 def report(rounds: list[dict[str, float]], args: argparse.Namespace, load: tuple[float, float, float]) -> None:
     """Print the rounds' ratios and medians (``load``: the load average before the first round)."""
     med = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
@@ -376,6 +425,7 @@ def main(argv: list[str] | None = None) -> None:
         profile(args)
     if args.census:
         run_alone(lambda: census(args.replicas, args.nodes, args.timeout))
+        garbage_census(args.replicas, args.nodes, args.timeout)
 
 
 if __name__ == "__main__":
