@@ -82,3 +82,18 @@ async def test_a_version_replaced_long_ago_is_not_kept_once_its_event_leaves_the
     finally:
         await wc.stop()
         await storage.close()
+
+
+
+async def test_a_stopped_cache_holds_no_objects_and_reloads_them_on_start(
+        cache: tuple[MemoryStorage, WatchCache]) -> None:
+    """What the cache held goes at stop, by reference counting though the server's controllers and the cache
+    refer to each other (a cycle only the collector would free, with all it holds)."""
+    storage, wc = cache
+    await storage.create(KEY, _value(1))
+    await wc.sync()
+    assert wc.buckets[PREFIX].objects
+    await wc.stop()
+    assert wc.buckets == {}
+    await wc.start()
+    assert orjson.loads(wc.buckets[PREFIX].objects[KEY].raw)["data"] == {"n": "1"}

@@ -239,6 +239,9 @@ class WatchCache:
         self._task = asyncio.create_task(self._run(), name="kinformer-watchcache")
 
     async def stop(self) -> None:
+        """End following the store, close every watcher and drop every cached object (:meth:`start` loads them
+        again): the server's controllers and the cache refer to each other, and what a cycle holds would
+        otherwise wait for the cyclic collector, a whole cluster's objects at a server's end."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -248,6 +251,7 @@ class WatchCache:
             for w in list(bucket.watchers):
                 w.close()
             bucket.watchers.clear()
+        self.buckets = {}
         for _, _, fut in self._waiters:
             if not fut.done():
                 fut.cancel()
