@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-__all__ = ["LeaseStore", "call", "cm", "collect", "configmap", "cyclic_garbage", "running", "wait_until", "wait_until_sync"]
+__all__ = ["LeaseStore", "call", "cm", "collect", "configmap", "cyclic_garbage", "running", "wait_until",
+           "wait_until_sync"]
 
 
 async def wait_until(cond: Callable[[], bool | Awaitable[bool]], timeout: float = 15.0, what: str = "condition",
