@@ -51,7 +51,13 @@ async def test_a_pod_in_a_brand_new_namespace_waits_for_its_default_account() ->
 
 
 def _cache() -> SimpleNamespace:
-    return SimpleNamespace(buckets={}, listeners=[])
+    listeners: list[Any] = []
+
+    def add_listener(listener: Any, prefixes: Any = None) -> None:
+        assert prefixes is None or SA_PREFIX in prefixes
+        listeners.append(listener)
+
+    return SimpleNamespace(buckets={}, listeners=listeners, add_listener=add_listener)
 
 
 def _added(cache: SimpleNamespace, namespace: str, name: str) -> None:

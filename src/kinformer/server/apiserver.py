@@ -352,11 +352,10 @@ class APIServer:
             registry.sync_crds(co.obj for co in cache.bucket(CRD_PREFIX).snapshot())
 
         def on_event(prefix: str, ev: CachedEvent) -> None:
-            if prefix == CRD_PREFIX:
-                registry.on_crd_event(ev.type, ev.cur.obj)
+            registry.on_crd_event(ev.type, ev.cur.obj)
 
         snapshot()
-        cache.listeners.append(on_event)
+        cache.add_listener(on_event, (CRD_PREFIX,))
         cache.reset_listeners.append(snapshot)
 
     async def stop(self) -> None:

@@ -1,14 +1,17 @@
-"""The watch cache keeps few decoded versions: older ones are served from their bytes, unchanged."""
+"""The watch cache keeps few decoded versions (older ones are served from their bytes, unchanged), and a write
+calls only the listeners that want its resource."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import orjson
 import pytest
 
 from kinformer.server.storage.memory import MemoryStorage
-from kinformer.server.storage.watchcache import WatchCache
+from kinformer.server.storage.watchcache import CachedEvent, WatchCache
 
 PREFIX = "/registry/core/configmaps/"
 KEY = PREFIX + "default/a"
@@ -97,3 +100,96 @@ async def test_a_stopped_cache_holds_no_objects_and_reloads_them_on_start(
     assert wc.buckets == {}
     await wc.start()
     assert orjson.loads(wc.buckets[PREFIX].objects[KEY].raw)["data"] == {"n": "1"}
+
+
+SECRETS = "/registry/core/secrets/"
+
+
+def _recorder(calls: list[tuple[str, str, str]], name: str) -> Callable[[str, CachedEvent], None]:
+    def listener(prefix: str, ev: CachedEvent) -> None:
+        calls.append((name, prefix, ev.type))
+    return listener
+
+
+async def test_a_write_calls_only_the_listeners_of_its_prefix_and_those_of_every_prefix_in_order(
+        cache: tuple[MemoryStorage, WatchCache]) -> None:
+    storage, wc = cache
+    calls: list[tuple[str, str, str]] = []
+    wc.add_listener(_recorder(calls, "all-1"))
+    wc.add_listener(_recorder(calls, "configmaps"), (PREFIX,))
+    wc.add_listener(_recorder(calls, "all-2"), None)
+    wc.add_listener(_recorder(calls, "secrets"), [SECRETS])
+    wc.add_listener(_recorder(calls, "both"), {PREFIX, SECRETS})
+    kv = await storage.create(KEY, _value(1))
+    await storage.create(SECRETS + "default/s", _value(1))
+    await storage.delete(KEY, kv.mod_revision)
+    await storage.create("/registry/core/pods/default/p", _value(1))
+    await wc.sync()
+    assert calls == [
+        ("all-1", PREFIX, "ADDED"), ("configmaps", PREFIX, "ADDED"), ("all-2", PREFIX, "ADDED"),
+        ("both", PREFIX, "ADDED"),
+        ("all-1", SECRETS, "ADDED"), ("all-2", SECRETS, "ADDED"), ("secrets", SECRETS, "ADDED"),
+        ("both", SECRETS, "ADDED"),
+        ("all-1", PREFIX, "DELETED"), ("configmaps", PREFIX, "DELETED"), ("all-2", PREFIX, "DELETED"),
+        ("both", PREFIX, "DELETED"),
+        ("all-1", "/registry/core/pods/", "ADDED"), ("all-2", "/registry/core/pods/", "ADDED"),
+    ]
+
+
+async def test_a_failing_listener_keeps_neither_the_others_nor_the_cache_from_the_event(
+        cache: tuple[MemoryStorage, WatchCache], caplog: pytest.LogCaptureFixture) -> None:
+    storage, wc = cache
+    calls: list[tuple[str, str, str]] = []
+
+    def failing(prefix: str, ev: CachedEvent) -> None:
+        raise RuntimeError("listener broke")
+
+    wc.add_listener(failing, (PREFIX,))
+    wc.add_listener(_recorder(calls, "after"), (PREFIX,))
+    wc.add_listener(failing)
+    wc.add_listener(_recorder(calls, "last"))
+    with caplog.at_level(logging.ERROR, logger="kinformer.server.storage.watchcache"):
+        kv = await storage.create(KEY, _value(1))
+        await storage.update(KEY, _value(2), kv.mod_revision)
+        await wc.sync()
+    assert calls == [("after", PREFIX, "ADDED"), ("last", PREFIX, "ADDED"),
+                     ("after", PREFIX, "MODIFIED"), ("last", PREFIX, "MODIFIED")]
+    assert [r.message for r in caplog.records].count("watch cache listener failed") == 4
+    assert wc.buckets[PREFIX].objects[KEY].obj["data"] == {"n": "2"} and wc.revision == kv.mod_revision + 1
+
+
+async def test_listeners_added_or_removed_between_writes_are_seen_by_the_next_write(
+        cache: tuple[MemoryStorage, WatchCache]) -> None:
+    storage, wc = cache
+    calls: list[tuple[str, str, str]] = []
+    first, scoped, late = _recorder(calls, "first"), _recorder(calls, "scoped"), _recorder(calls, "late")
+    wc.add_listener(first, (PREFIX,))
+    kv = await storage.create(KEY, _value(1))
+    await wc.sync()
+    wc.add_listener(late)  # the bucket's listeners were worked out at the first write
+    wc.add_listener(scoped, (PREFIX,))
+    kv = await storage.update(KEY, _value(2), kv.mod_revision)
+    await wc.sync()
+    wc.remove_listener(first)
+    wc.remove_listener(late)
+    wc.remove_listener(_recorder(calls, "never added"))  # a no-op
+    await storage.update(KEY, _value(3), kv.mod_revision)
+    await wc.sync()
+    assert [(name, ev) for name, _, ev in calls] == [
+        ("first", "ADDED"), ("first", "MODIFIED"), ("late", "MODIFIED"), ("scoped", "MODIFIED"),
+        ("scoped", "MODIFIED")]
+
+
+@pytest.mark.parametrize("prefix", ["/registry/core/", "/registry/core/configmaps", "core/configmaps/",
+                                    "/registry/core/configmaps/default/", "/registry//configmaps/", 7])
+async def test_a_listener_prefix_that_is_not_a_resource_prefix_is_refused(
+        cache: tuple[MemoryStorage, WatchCache], prefix: Any) -> None:
+    _, wc = cache
+    with pytest.raises(ValueError, match="not of the form /registry/<group>/<plural>/"):
+        wc.add_listener(_recorder([], "bad"), (PREFIX, prefix))
+    with pytest.raises(TypeError, match="not one string"):
+        wc.add_listener(_recorder([], "bad"), PREFIX)
+    storage, _ = cache
+    await storage.create(KEY, _value(1))
+    await wc.sync()
+    assert wc.buckets[PREFIX].listeners == ()  # nothing was added

@@ -38,14 +38,14 @@ class ServiceAccountAdmission:
         self.wait = wait
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._waiting = 0
-        cache.listeners.append(self._on_event)
+        cache.add_listener(self._on_event, (SA_PREFIX,))
 
     def _exists(self, namespace: str, name: str) -> bool:
         bucket = self.cache.buckets.get(SA_PREFIX)
         return bucket is not None and f"{SA_PREFIX}{namespace}/{name}" in bucket.objects
 
     def _on_event(self, prefix: str, ev: CachedEvent) -> None:
-        if prefix == SA_PREFIX and ev.type == "ADDED":
+        if ev.type == "ADDED":  # called only for ServiceAccount writes
             for fut in self._waiters.pop(ev.cur.key, ()):
                 if not fut.done():
                     fut.set_result(None)

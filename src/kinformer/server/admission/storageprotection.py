@@ -71,12 +71,12 @@ class StorageProtection(CacheController):
         claims = registry.get("", "v1", "persistentvolumeclaims")
         volumes = registry.get("", "v1", "persistentvolumes")
         assert claims is not None and volumes is not None
-        super().__init__(cache, store, claims.storage_prefix, retry=retry)
+        super().__init__(cache, store, claims.storage_prefix, also=(volumes.storage_prefix, _PODS_PREFIX), retry=retry)
         self.claims, self.volumes = claims, volumes
         self._held = False  # a terminating claim is held by a pod: only then do pod changes matter
 
     def _on_event(self, prefix: str, ev: CachedEvent) -> None:
-        if prefix in (self._prefix, self.volumes.storage_prefix) or (prefix == _PODS_PREFIX and self._held):
+        if prefix != _PODS_PREFIX or self._held:  # called for claims, volumes and pods only
             self._dirty.set()
 
     def _objects(self, prefix: str) -> list[Mapping[str, Any]]:

@@ -167,12 +167,11 @@ class RBACAuthorizer:
         self.cache = cache
         self._index: dict[tuple[str, str], list[_Binding]] | None = None
         self._rules_cache: dict[tuple[str, tuple[str, ...], str], tuple[PolicyRule, ...]] = {}
-        cache.listeners.append(self._on_event)
+        cache.add_listener(self._on_event, PREFIXES.values())
         cache.reset_listeners.append(self.invalidate)
 
     def _on_event(self, prefix: str, ev: CachedEvent) -> None:
-        if prefix.startswith("/registry/rbac.authorization.k8s.io/"):
-            self.invalidate()
+        self.invalidate()  # called only for writes of RBAC objects
 
     def invalidate(self) -> None:
         """Forget derived state (called on every RBAC object change)."""

@@ -21,7 +21,7 @@ from typing import Any
 from ..machinery import status as st
 from ..registry.objects import ObjectStore, timestamp
 from ..registry.resources import Registry, ResourceInfo
-from ..storage.watchcache import CachedEvent, WatchCache
+from ..storage.watchcache import WatchCache
 from .cachecontroller import CacheController, create_as
 from .garbagecollector import CRD_PREFIX
 
@@ -96,13 +96,9 @@ class APIServiceRegistration(CacheController):
     def __init__(self, cache: WatchCache, store: ObjectStore, registry: Registry, *, retry: float = 1.0) -> None:
         info = registry.get(GROUP, "v1", "apiservices")
         assert info is not None
-        super().__init__(cache, store, info.storage_prefix, retry=retry)
+        super().__init__(cache, store, info.storage_prefix, also=(CRD_PREFIX,), retry=retry)
         self.info = info
         self.registry = registry
-
-    def _on_event(self, prefix: str, ev: CachedEvent) -> None:
-        if prefix in (self._prefix, CRD_PREFIX):
-            self._dirty.set()
 
     def _current(self) -> dict[str, Mapping[str, Any]]:
         bucket = self.cache.buckets.get(self._prefix)

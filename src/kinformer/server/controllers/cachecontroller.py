@@ -1,15 +1,17 @@
 """The loop of the server's own controllers: a pass over a resource whenever the watch cache changes it.
 
-Invariants: a change of any object under the controller's storage prefix (or a cache reload) marks it
-dirty, and a dirty controller runs one :meth:`CacheController.sync` pass; changes during a pass trigger
-another. A failed pass is logged and retried after ``retry`` seconds on the store's clock. :meth:`run`
-ends only by cancellation (the API server owns the task).
+Invariants: a change of any object under the controller's storage prefix or one of the other prefixes it
+watches (as :meth:`CacheController._on_event` decides), or a cache reload, marks it dirty, and a dirty
+controller runs one :meth:`CacheController.sync` pass; changes during a pass trigger another. A failed pass
+is logged and retried after ``retry`` seconds on the store's clock. :meth:`run` ends only by cancellation
+(the API server owns the task).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from ..machinery import status as st
@@ -65,18 +67,21 @@ class CacheController:
 
     what = "controller pass"
 
-    def __init__(self, cache: WatchCache, store: ObjectStore, prefix: str, *, retry: float = 1.0) -> None:
+    def __init__(self, cache: WatchCache, store: ObjectStore, prefix: str, *, also: Iterable[str] = (),
+                 retry: float = 1.0) -> None:
+        """``prefix`` is the resource the controller keeps; a write there or under a prefix of ``also`` calls
+        :meth:`_on_event` (the watch cache calls it for no other write)."""
         self.cache = cache
         self.store = store
         self.retry = retry
         self._prefix = prefix
         self._dirty = asyncio.Event()
-        cache.listeners.append(self._on_event)
+        cache.add_listener(self._on_event, (prefix, *also))
         cache.reset_listeners.append(self._dirty.set)
 
     def _on_event(self, prefix: str, ev: CachedEvent) -> None:
-        if prefix == self._prefix:
-            self._dirty.set()
+        """A write under one of the watched prefixes: a pass is due (a subclass may look closer)."""
+        self._dirty.set()
 
     async def sync(self) -> int:
         """One pass; returns how many objects it wrote."""

@@ -71,7 +71,7 @@ class GarbageCollector:
 
     def start(self) -> None:
         self.rebuild()
-        self.cache.listeners.append(self.on_event)
+        self.cache.add_listener(self.on_event)  # every resource: any object may own or depend on another
         self.cache.reset_listeners.append(self.rebuild)
         self._task = asyncio.create_task(self._run(), name="kinformer-gc")
 
@@ -89,8 +89,7 @@ class GarbageCollector:
                     self.enqueue(key)
 
     async def stop(self) -> None:
-        with contextlib.suppress(ValueError):
-            self.cache.listeners.remove(self.on_event)
+        self.cache.remove_listener(self.on_event)
         with contextlib.suppress(ValueError):
             self.cache.reset_listeners.remove(self.rebuild)
         for timer in self._delayed.values():

@@ -20,6 +20,9 @@ Invariants:
 * A watcher whose buffer overflows (``watcher_buffer_events`` events or ``watcher_buffer_bytes`` bytes of objects) is
   closed and its buffer dropped (its client re-watches from its last RV) instead of blocking others or pinning
   more superseded object versions.
+* A write calls, in the order they were added, the listeners added for its bucket's prefix and those added for
+  every prefix (:meth:`WatchCache.add_listener`), each after the cache has applied it; a listener that raises
+  is logged and keeps neither the others nor the cache from the event.
 * A writer may :meth:`WatchCache.offer` the object it just wrote (decoded, with its served bytes) for the
   event of that key and revision; the cache then takes it instead of decoding the stored value again. An
   offered object is read-only from then on, like every cached object.
@@ -33,7 +36,7 @@ import heapq
 import itertools
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -173,10 +176,12 @@ class Watcher:
 class Bucket:
     """Cache of one resource (all versions share one storage prefix)."""
 
-    __slots__ = ("objects", "prefix", "ring", "ring_start", "superseded", "watchers")
+    __slots__ = ("listeners", "objects", "prefix", "ring", "ring_start", "superseded", "watchers")
 
     def __init__(self, prefix: str, size: int, ring_start: int) -> None:
         self.prefix = prefix
+        # the listeners a write of this bucket calls, in order; None until the next write works them out
+        self.listeners: tuple[Listener, ...] | None = None
         self.objects: dict[str, CachedObject] = {}
         # key -> the version the current one replaced (still decoded: the prev of the key's newest event, while
         # that event is in the ring; so at most one such version per event of the ring)
@@ -197,6 +202,14 @@ class Bucket:
 
 
 Listener = Callable[[str, CachedEvent], None]
+
+
+def check_prefix(prefix: object) -> str:
+    """``prefix`` itself when it is a bucket's prefix (``/registry/<group>/<plural>/``); ValueError otherwise."""
+    if not isinstance(prefix, str) or not prefix.startswith(ROOT) or not prefix.endswith("/") \
+            or prefix.count("/") != 4 or "//" in prefix:
+        raise ValueError(f"watch cache listener prefix {prefix!r} is not of the form /registry/<group>/<plural>/")
+    return prefix
 
 
 def decode(key: str, value: bytes, rev: int) -> CachedObject:
@@ -223,7 +236,8 @@ class WatchCache:
         self.revision = 0
         self.start_revision = 0
         self.buckets: dict[str, Bucket] = {}
-        self.listeners: list[Listener] = []
+        # every listener with the prefixes it wants (None: every prefix), in the order they were added
+        self._listeners: list[tuple[Listener, frozenset[str] | None]] = []
         # Called after the cache had to reload everything (its event stream had a gap): rebuild derived state.
         self.reset_listeners: list[Callable[[], None]] = []
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
@@ -256,6 +270,31 @@ class WatchCache:
             if not fut.done():
                 fut.cancel()
         self._waiters.clear()
+
+    def add_listener(self, listener: Listener, prefixes: Iterable[str] | None = None) -> None:
+        """Call ``listener(prefix, event)`` for each write under one of ``prefixes`` (bucket prefixes,
+        ``/registry/<group>/<plural>/``), or for every write when ``prefixes`` is None. Synchronous, on the
+        cache's task, once the cache has applied the write; it must not block and should not raise."""
+        if isinstance(prefixes, str):
+            raise TypeError("watch cache listener prefixes: an iterable of prefixes, not one string")
+        wanted = None if prefixes is None else frozenset(check_prefix(p) for p in prefixes)
+        self._listeners.append((listener, wanted))
+        self._forget_listeners()
+
+    def remove_listener(self, listener: Listener) -> None:
+        """Stop calling ``listener`` (each time it was added); a no-op for one never added."""
+        self._listeners = [entry for entry in self._listeners if entry[0] != listener]
+        self._forget_listeners()
+
+    def _forget_listeners(self) -> None:
+        for bucket in self.buckets.values():
+            bucket.listeners = None
+
+    def _listeners_of(self, bucket: Bucket) -> tuple[Listener, ...]:
+        """The listeners a write of ``bucket`` calls, in the order they were added (kept on the bucket)."""
+        prefix = bucket.prefix
+        found = bucket.listeners = tuple(fn for fn, wanted in self._listeners if wanted is None or prefix in wanted)
+        return found
 
     def offer(self, key: str, rev: int, obj: dict[str, Any], raw: bytes) -> None:
         """The writer of ``key`` at ``rev`` hands over its object (``metadata.resourceVersion`` set) and its
@@ -357,7 +396,10 @@ class WatchCache:
                     continue
                 if not w.push(cev):
                     bucket.watchers.discard(w)
-        for listener in self.listeners:
+        listeners = bucket.listeners
+        if listeners is None:
+            listeners = self._listeners_of(bucket)
+        for listener in listeners:
             try:
                 listener(prefix, cev)
             except Exception:
