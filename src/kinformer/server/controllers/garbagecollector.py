@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from ..machinery import status as st
@@ -46,9 +47,19 @@ CONFLICT_RETRY = 0.05  # seconds before a key that hit a conflict is looked at a
 NAMESPACE_SYNC_TIMEOUT = 2.0  # bound on the consistent read before a namespace's finalizer is removed
 
 
-def _owner_uids(obj: Mapping[str, Any]) -> set[str]:
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+_NO_OWNERS: frozenset[str] = frozenset()
+
+
+def _owners_of(meta: Mapping[str, Any]) -> AbstractSet[str]:
+    """The owner uids that the object of metadata ``meta`` names (the same empty set when it names none)."""
+    refs = meta.get("ownerReferences")
+    if not refs:
+        return _NO_OWNERS
     return {r["uid"] for r in refs if isinstance(r, Mapping) and r.get("uid")}
+
+
+def _owner_uids(obj: Mapping[str, Any]) -> AbstractSet[str]:
+    return _owners_of(obj.get("metadata") or {})
 
 
 class GarbageCollector:
@@ -81,7 +92,7 @@ class GarbageCollector:
         self.dependents.clear()
         for bucket in self.cache.buckets.values():
             for key, co in bucket.objects.items():
-                self._index(key, None, co.obj)
+                self._index(key, None, co.obj.get("metadata") or {})
         for bucket in self.cache.buckets.values():
             for key, co in bucket.objects.items():
                 meta = co.obj.get("metadata") or {}
@@ -101,23 +112,31 @@ class GarbageCollector:
                 await self._task
             self._task = None
 
-    def _index(self, key: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
-        if old is not None:
-            uid = (old.get("metadata") or {}).get("uid")
-            if uid and self.uid_to_key.get(uid) == key and new is None:
-                del self.uid_to_key[uid]
-            for owner in _owner_uids(old) - (_owner_uids(new) if new is not None else set()):
-                deps = self.dependents.get(owner)
-                if deps is not None:
-                    deps.discard(key)
-                    if not deps:
-                        del self.dependents[owner]
-        if new is not None:
-            uid = (new.get("metadata") or {}).get("uid")
+    def _index(self, key: str, old_meta: Mapping[str, Any] | None, new_meta: Mapping[str, Any] | None) -> None:
+        """Record in the uid and owner indexes that ``key`` went from ``old_meta`` to ``new_meta`` (its
+        metadata before and after; None: absent)."""
+        if new_meta is not None:
+            uid = new_meta.get("uid")
             if uid:
                 self.uid_to_key[uid] = key
-            for owner in _owner_uids(new):
-                self.dependents.setdefault(owner, set()).add(key)
+        elif old_meta is not None:
+            uid = old_meta.get("uid")
+            if uid and self.uid_to_key.get(uid) == key:
+                del self.uid_to_key[uid]
+        if (old_meta is not None and old_meta.get("ownerReferences")) or \
+                (new_meta is not None and new_meta.get("ownerReferences")):  # most objects have no owner
+            self._index_owners(key, _owners_of(old_meta) if old_meta is not None else _NO_OWNERS,
+                               _owners_of(new_meta) if new_meta is not None else _NO_OWNERS)
+
+    def _index_owners(self, key: str, old: AbstractSet[str], new: AbstractSet[str]) -> None:
+        for owner in old - new:
+            deps = self.dependents.get(owner)
+            if deps is not None:
+                deps.discard(key)
+                if not deps:
+                    del self.dependents[owner]
+        for owner in new:
+            self.dependents.setdefault(owner, set()).add(key)
 
     def enqueue(self, key: str) -> None:
         if key not in self._pending:
@@ -127,40 +146,42 @@ class GarbageCollector:
 
     def on_event(self, prefix: str, ev: CachedEvent) -> None:
         """Cache listener: update the indexes and queue whatever this change may unblock."""
-        key = ev.cur.key
-        obj = ev.cur.obj
-        meta = obj.get("metadata") or {}
+        cur = ev.cur
+        meta = cur.obj.get("metadata") or {}
         if ev.type == "DELETED":
-            self._index(key, obj, None)
-            uid = meta.get("uid")
-            for dep in self.dependents.get(uid, ()) if uid else ():
-                self.enqueue(dep)
-            for owner in _owner_uids(obj):
-                owner_key = self.uid_to_key.get(owner)
-                if owner_key is not None:
-                    self.enqueue(owner_key)
-            ns = ev.cur.namespace
-            if ns:
-                self.enqueue(NS_PREFIX + ns)
-            self._crd_contents_changed(prefix)
+            self._on_deleted(prefix, cur.key, cur.namespace, meta)
             return
-        self._index(key, ev.prev.obj if ev.prev is not None else None, obj)
+        prev = ev.prev
+        old_meta = (prev.obj.get("metadata") or {}) if prev is not None else None
+        self._index(cur.key, old_meta, meta)
         if meta.get("deletionTimestamp") or meta.get("ownerReferences"):
-            self.enqueue(key)
-        if ev.prev is None and ev.cur.namespace:
-            self._check_namespace_alive(ev.cur.namespace)
-        if ev.prev is not None and _owner_uids(ev.prev.obj) != _owner_uids(obj):
-            for owner in _owner_uids(ev.prev.obj):
-                owner_key = self.uid_to_key.get(owner)
-                if owner_key is not None:
-                    self.enqueue(owner_key)
+            self.enqueue(cur.key)
+        if old_meta is None:
+            if cur.namespace:  # new content of a namespace that may be terminating (it raced the deletion)
+                bucket = self.cache.buckets.get(NS_PREFIX)
+                ns = bucket.objects.get(NS_PREFIX + cur.namespace) if bucket is not None else None
+                if ns is None or (ns.obj.get("metadata") or {}).get("deletionTimestamp"):
+                    self.enqueue(NS_PREFIX + cur.namespace)
+        elif old_meta.get("ownerReferences") or meta.get("ownerReferences"):
+            old_owners = _owners_of(old_meta)
+            if old_owners != _owners_of(meta):
+                for owner in old_owners:
+                    owner_key = self.uid_to_key.get(owner)
+                    if owner_key is not None:
+                        self.enqueue(owner_key)
 
-    def _check_namespace_alive(self, ns: str) -> None:
-        """Queue the namespace of new content when it is terminating (the content raced its deletion)."""
-        bucket = self.cache.buckets.get(NS_PREFIX)
-        co = bucket.objects.get(NS_PREFIX + ns) if bucket is not None else None
-        if co is None or (co.obj.get("metadata") or {}).get("deletionTimestamp"):
-            self.enqueue(NS_PREFIX + ns)
+    def _on_deleted(self, prefix: str, key: str, namespace: str, meta: Mapping[str, Any]) -> None:
+        self._index(key, meta, None)
+        uid = meta.get("uid")
+        for dep in self.dependents.get(uid, ()) if uid else ():
+            self.enqueue(dep)
+        for owner in _owners_of(meta):
+            owner_key = self.uid_to_key.get(owner)
+            if owner_key is not None:
+                self.enqueue(owner_key)
+        if namespace:
+            self.enqueue(NS_PREFIX + namespace)
+        self._crd_contents_changed(prefix)
 
     def _crd_contents_changed(self, prefix: str) -> None:
         group, plural = prefix.split("/")[2:4]
@@ -266,7 +287,8 @@ class GarbageCollector:
             return "waiting"
         return "solid"
 
-    async def _drop_refs(self, info: ResourceInfo, ns: str, name: str, owners: set[str], uid: str | None) -> None:
+    async def _drop_refs(self, info: ResourceInfo, ns: str, name: str, owners: AbstractSet[str],
+                         uid: str | None) -> None:
         def fn(cur: dict[str, Any]) -> dict[str, Any] | None:
             meta = cur["metadata"]
             if uid and meta.get("uid") != uid:
