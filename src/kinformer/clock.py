@@ -34,10 +34,11 @@ class Clock(Protocol):
 
 
 class RealClock:
-    """The process's monotonic clock and asyncio's sleep."""
+    """The process's monotonic clock and asyncio's sleep.
 
-    def now(self) -> float:
-        return time.monotonic()
+    ``now`` is ``time.monotonic`` itself (no Python frame per reading: the informer reads it per event)."""
+
+    now = staticmethod(time.monotonic)
 
     def wall(self) -> float:
         return time.time()

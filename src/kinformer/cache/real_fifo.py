@@ -43,6 +43,27 @@ ADDED, UPDATED, DELETED, REPLACED, SYNC = (DeltaType.ADDED, DeltaType.UPDATED, D
                                           DeltaType.REPLACED, DeltaType.SYNC)
 
 
+def _producer(kind: DeltaType, name: str, doc: str) -> Callable[[RealFIFO, Any], None]:
+    """RealFIFO's ``add``/``update``/``delete`` for deltas of ``kind``: handed to the direct consumer while the
+    queue is idle (nothing queued or in flight, the initial population processed, open), else queued. The
+    idleness test is written out here, not called: this is the informer's per-event path."""
+
+    def produce(self: RealFIFO, obj: Any) -> None:
+        direct = self._direct
+        if (direct is not None and self._populated and not self._log and not self._in_flight
+                and not self._initial_unprocessed and not self._closed):
+            direct(kind, obj)
+            return
+        if not self._populated:
+            self._populate_by_event()
+        self._append(kind, obj, self.key_of(obj))
+
+    produce.__doc__ = doc
+    produce.__name__ = name
+    produce.__qualname__ = f"RealFIFO.{name}"
+    return produce
+
+
 class RealFIFO(_PoppingFIFO):
     """An in-order queue of deltas with DeltaFIFO's interface.
 
@@ -67,11 +88,6 @@ class RealFIFO(_PoppingFIFO):
         module's docstring); None turns it off. ``process`` runs in the producer's call and must not raise."""
         self._direct = process
 
-    def _idle(self) -> bool:
-        """Nothing queued or in flight, the initial population processed, open: a delta may bypass the queue."""
-        return (not self._log and not self._in_flight and self._populated and not self._initial_unprocessed
-                and not self._closed)
-
     def _append(self, kind: DeltaType, obj: Any, key: str) -> None:
         delta = _new_tuple(Delta, (kind, obj))
         self._log.append((key, delta))
@@ -80,35 +96,10 @@ class RealFIFO(_PoppingFIFO):
         if self._waiters:
             self._wake()
 
-    def add(self, obj: Any) -> None:
-        """Queue an Added delta."""
-        direct = self._direct
-        if direct is not None and self._idle():
-            direct(ADDED, obj)
-            return
-        if not self._populated:
-            self._populate_by_event()
-        self._append(ADDED, obj, self.key_of(obj))
-
-    def update(self, obj: Any) -> None:
-        """Queue an Updated delta."""
-        direct = self._direct
-        if direct is not None and self._idle():
-            direct(UPDATED, obj)
-            return
-        if not self._populated:
-            self._populate_by_event()
-        self._append(UPDATED, obj, self.key_of(obj))
-
-    def delete(self, obj: Any) -> None:
-        """Queue a Deleted delta (always: RealFIFO reports every deletion it is told about)."""
-        direct = self._direct
-        if direct is not None and self._idle():
-            direct(DELETED, obj)
-            return
-        if not self._populated:
-            self._populate_by_event()
-        self._append(DELETED, obj, self.key_of(obj))
+    add = _producer(ADDED, "add", "Queue an Added delta.")
+    update = _producer(UPDATED, "update", "Queue an Updated delta.")
+    delete = _producer(DELETED, "delete",
+                       "Queue a Deleted delta (always: RealFIFO reports every deletion it is told about).")
 
     def _known_object(self, key: str) -> Any | None:
         delta = self._in_flight.get(key)

@@ -101,6 +101,7 @@ _decode_envelope = msgspec.json.Decoder(_Envelope).decode
 _decode_list = msgspec.json.Decoder(_List).decode
 _loads = orjson.loads
 _MF_KEY = b'"managedFields":'
+_MF_KEY_LEN = len(_MF_KEY)
 _FAST_META = ("name", "namespace", "resourceVersion")
 _intern = sys.intern
 
@@ -328,15 +329,17 @@ class LazyObject(Mapping[str, Any]):
             return self if type(raw) is bytes else self._with_raw(bytes(raw))
         data = bytes(raw)  # no copy when raw is bytes already
         found = data.find(_MF_KEY)
-        if found < 0 or not data.startswith(value, found + len(_MF_KEY)):
+        start = found + _MF_KEY_LEN
+        if found < 0 or not data.startswith(value, start):
             return self._strip_by_decoding()
-        start, end = found, found + len(_MF_KEY) + len(value)
+        size = len(value)
+        start, end = found, start + size
         # the JSON key can occur once only in the object's metadata; another occurrence (nested, or inside a
         # string value) followed by the very same value would make the cut ambiguous: never guess. Such an
         # occurrence must leave room for the value after it, which bounds the search.
-        last = data.rfind(_MF_KEY, end, len(data) - len(value))
+        last = data.rfind(_MF_KEY, end, len(data) - size)
         while last >= 0:
-            if data.startswith(value, last + len(_MF_KEY)):
+            if data.startswith(value, last + _MF_KEY_LEN):
                 return self._strip_by_decoding()
             last = data.rfind(_MF_KEY, end, last)
         if data[start - 1:start] == b",":
