@@ -83,6 +83,25 @@ async def test_webhook_warnings_reach_the_client(kube_server, kube_webhook_serve
         assert resp.headers.get("Warning") == '299 - "stamped"'
 
 
+async def test_a_create_retried_for_its_generated_name_answers_one_attempts_warnings(kube_server,
+                                                                                       kube_webhook_server):
+    import aiohttp
+
+    kube_webhook_server.mutating("/mutate", stamp)
+    async with ki.Client(kube_server.url) as client:
+        await client.create(MUTATING, configuration("MutatingWebhookConfiguration", "stamper",
+                                                    kube_webhook_server.client_config("/mutate")))
+    url = f"{kube_server.url}/api/v1/namespaces/default/configmaps"
+    async with aiohttp.ClientSession() as http:
+        async with http.post(url, json=cm("gen-taken")) as resp:
+            assert resp.status == 201
+        names = iter(["gen-taken", "gen-taken", "gen-free"])  # two collisions, then a free name
+        kube_server.store.generate_name = lambda prefix: next(names)
+        async with http.post(url, json={"metadata": {"generateName": "gen-"}}) as resp:
+            assert resp.status == 201 and (await resp.json())["metadata"]["name"] == "gen-free"
+            assert resp.headers.get("Warning") == '299 - "stamped"'
+
+
 async def test_selectors_decide_what_is_sent(kube_client, kube_webhook_server):
     seen: list[str] = []
 

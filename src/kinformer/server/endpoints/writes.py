@@ -243,14 +243,15 @@ class WriteHandlers(ReadHandlers):
         obj = self._prepare_custom(info, obj)
         manager = self._manager(request)
 
-        async def attempt(body: dict[str, Any]) -> bytes | None:
+        async def attempt(body: dict[str, Any]) -> tuple[bytes | None, dict[str, str]]:
+            answer = dict(headers)  # an attempt's webhook warnings are its own: a retried one's are dropped
             body = self.store.prepare_create(info, t.namespace, body,
                                              managed=lambda defaulted: self._managed(info, None, defaulted, manager))
-            body = await self._admitted(request, t, body, None, dry, headers)
-            return (await self.store.create_served(info, t.namespace, body, dry_run=dry))[1]
+            body = await self._admitted(request, t, body, None, dry, answer)
+            return (await self.store.create_served(info, t.namespace, body, dry_run=dry))[1], answer
 
-        created = await create_generating_name(obj, attempt)
-        return json_response(created, 201, headers)
+        created, answer = await create_generating_name(obj, attempt)
+        return json_response(created, 201, answer)
 
     async def update(self, request: web.Request, t: Target) -> web.Response:
         info = t.info
