@@ -15,17 +15,12 @@ import pytest
 from kinformer.client.objects import LazyObject, decode_list, decode_object, encode, to_plain
 from kinformer.client.watch import decode_watch_line
 
-FIXTURE = Path("/work/shared/fixtures/pod-realistic.json")
+FIXTURE = Path(__file__).resolve().parents[3] / "bench" / "pod-realistic.json"
 
 
 @pytest.fixture
 def pod() -> dict:
-    if FIXTURE.exists():
-        return json.loads(FIXTURE.read_text())
-    return {"kind": "Pod", "apiVersion": "v1",
-            "metadata": {"name": "p", "namespace": "default", "resourceVersion": "7", "labels": {"a": "b"},
-                         "managedFields": [{"manager": "kubectl", "operation": "Update"}]},
-            "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Running"}}
+    return json.loads(FIXTURE.read_text())
 
 
 def stripped(d: dict) -> dict:

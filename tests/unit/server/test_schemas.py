@@ -118,7 +118,7 @@ def _ref_items(node: schemas.Node, value: Any) -> Any:
     return value.values() if node.kind == schemas.MAP and type(value) is dict else ()
 
 
-FIXTURE = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "pod-realistic.json"
+FIXTURE = Path(__file__).resolve().parents[3] / "bench" / "pod-realistic.json"
 _CONTAINER = {"name": "web", "image": "nginx:1.27", "imagePullPolicy": "IfNotPresent", "command": ["nginx"],
               "args": ["-g", "daemon off;"], "env": [{"name": "A", "value": "1"}, {"name": "B", "valueFrom": {
                   "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}],
@@ -154,8 +154,7 @@ BASES: list[tuple[tuple[str, str, str], dict[str, Any]]] = [
                 "type": "object", "properties": {"spec": {"type": "object", "properties": {
                     "n": {"type": "integer", "enum": [1, 2]}}, "x-kubernetes-preserve-unknown-fields": True}}}}}]}}),
 ]
-if FIXTURE.exists():
-    BASES.append((("", "v1", "Pod"), json.loads(FIXTURE.read_text())))
+BASES.append((("", "v1", "Pod"), json.loads(FIXTURE.read_text())))
 
 
 def _spots(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
