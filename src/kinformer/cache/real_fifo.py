@@ -9,10 +9,11 @@ Same threading rule and in-flight accounting as :class:`~kinformer.cache.delta_f
 
 A consumer that processes synchronously may also take deltas straight from the producer
 (:meth:`RealFIFO.set_direct`): while the queue is idle (nothing queued or in flight, the initial population
-processed, not closed) ``add``/``update``/``delete`` hand their delta to it at once instead of queuing it.
+processed, not closed) ``add``/``update``/``delete`` hand their delta to it at once instead of queuing it, and
+:meth:`RealFIFO.add_watch_deltas` a whole watch batch in one call.
 Nothing queued can be overtaken and nothing is in flight meanwhile, so the order, ``has_synced``, ``replace``
 and ``resync`` are exactly those of the queued path; a steady watch then costs no queue entry, no wake-up
-and no pop per event (the informer's fast path).
+and no pop per event, one call per batch (the informer's fast path).
 """
 
 from __future__ import annotations
@@ -43,16 +44,18 @@ ADDED, UPDATED, DELETED, REPLACED, SYNC = (DeltaType.ADDED, DeltaType.UPDATED, D
                                           DeltaType.REPLACED, DeltaType.SYNC)
 
 
+WatchDeltas = list[tuple[DeltaType, Any]]
+"""One watch batch's deltas, ``(type, object)`` in arrival order."""
+
+
 def _producer(kind: DeltaType, name: str, doc: str) -> Callable[[RealFIFO, Any], None]:
     """RealFIFO's ``add``/``update``/``delete`` for deltas of ``kind``: handed to the direct consumer while the
-    queue is idle (nothing queued or in flight, the initial population processed, open), else queued. The
-    idleness test is written out here, not called: this is the informer's per-event path."""
+    queue is idle, else queued."""
 
     def produce(self: RealFIFO, obj: Any) -> None:
-        direct = self._direct
-        if (direct is not None and self._populated and not self._log and not self._in_flight
-                and not self._initial_unprocessed and not self._closed):
-            direct(kind, obj)
+        direct = self._direct_consumer()
+        if direct is not None:
+            direct([(kind, obj)])
             return
         if not self._populated:
             self._populate_by_event()
@@ -81,12 +84,42 @@ class RealFIFO(_PoppingFIFO):
         self._log: deque[tuple[str, Delta]] = deque()
         self._counts: dict[str, int] = {}
         self._last: dict[str, Delta] = {}
-        self._direct: Callable[[DeltaType, Any], None] | None = None
+        self._direct: Callable[[WatchDeltas], None] | None = None
 
-    def set_direct(self, process: Callable[[DeltaType, Any], None] | None) -> None:
-        """Hand each delta to ``process(type, object)`` instead of queuing it while the queue is idle (see the
+    def set_direct(self, process: Callable[[WatchDeltas], None] | None) -> None:
+        """Hand deltas to ``process(deltas)`` (a list of ``(type, object)``, in order: one watch batch, or one
+        delta of ``add``/``update``/``delete``) instead of queuing them while the queue is idle (see the
         module's docstring); None turns it off. ``process`` runs in the producer's call and must not raise."""
         self._direct = process
+
+    def _direct_consumer(self) -> Callable[[WatchDeltas], None] | None:
+        """The direct consumer if the queue is idle (nothing queued or in flight, the initial population
+        processed, open), else None."""
+        if (self._populated and not self._log and not self._in_flight and not self._initial_unprocessed
+                and not self._closed):
+            return self._direct
+        return None
+
+    def add_watch_deltas(self, deltas: WatchDeltas) -> list[tuple[DeltaType, Exception]]:
+        """One watch batch's deltas (Added, Updated or Deleted), in order: handed to the direct consumer in one
+        call while the queue is idle, else queued as ``add``/``update``/``delete`` would queue them one by one.
+        Returns ``(type, exception)`` for each delta whose object has no key (not queued; the rest are)."""
+        direct = self._direct_consumer()
+        if direct is not None:
+            direct(deltas)
+            return []
+        if not self._populated:
+            self._populate_by_event()
+        rejected: list[tuple[DeltaType, Exception]] = []
+        key_of = self.key_of
+        for kind, obj in deltas:
+            try:
+                key = key_of(obj)
+            except Exception as exc:
+                rejected.append((kind, exc))
+                continue
+            self._append(kind, obj, key)
+        return rejected
 
     def _append(self, kind: DeltaType, obj: Any, key: str) -> None:
         delta = _new_tuple(Delta, (kind, obj))

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from kinformer.cache.backoff import Backoff
+from kinformer.cache.delta_fifo import DeltaType
 from kinformer.cache.resource_version import is_sane_resource_version
 from kinformer.cache.store import fast_resource_version
 from kinformer.cache.transforms import Transform
@@ -91,9 +92,16 @@ _REWATCH, _BACKOFF_REWATCH, _RELIST = WatchOutcome.REWATCH, WatchOutcome.BACKOFF
 
 _SHORT_WATCH = 1.0
 
+_ADDED, _UPDATED, _DELETED = DeltaType.ADDED, DeltaType.UPDATED, DeltaType.DELETED
+
 
 class DeltaStore(Protocol):
-    """What the reflector needs from its store (a DeltaFIFO)."""
+    """What the reflector needs from its store (a DeltaFIFO).
+
+    A store may also offer ``add_watch_deltas(deltas)``: the deltas ``(DeltaType, object)`` of one watch batch
+    (Added, Updated or Deleted) applied in order as the calls above would apply them one by one, returning
+    ``(type, exception)`` for each delta it rejected (the rest applied regardless); the reflector prefers it.
+    """
 
     def add(self, obj: Any) -> None: ...
     def update(self, obj: Any) -> None: ...
@@ -477,16 +485,13 @@ class Reflector:
         """Apply the watch's events to the store until it ends; returns what to do next.
 
         Events come in batches (what one read delivered): one await and one clock reading (the staleness
-        mark) per batch, then a plain loop over its events. An event whose resourceVersion is not a sane one
-        is ignored (logged, counted), so it can never become the resume point; one whose RV is below the last
-        is logged and followed (the server's word wins).
+        mark) per batch; the batch's events become deltas (:meth:`_deltas_of`) handed to the store together
+        (:meth:`_store_deltas`). An ERROR event ends the watch after the events before it were applied.
         """
-        store = self.store
         stats = self.stats
-        transform = self.transform
-        fast_rv = fast_resource_version
-        sane = is_sane_resource_version
         now = self.clock.now
+        deltas_of = self._deltas_of
+        store_deltas = self._store_deltas
         count = 0
         while True:
             try:
@@ -503,54 +508,101 @@ class Reflector:
                 return _REWATCH
             count += len(batch)
             self._last_event_at = now()
-            for event in batch:
-                kind = event.type
-                obj = event.object
-                if kind == ERROR:
-                    stats.error_events += 1
-                    return self._error_event(obj)
-                rv = fast_rv(obj)
-                if rv is None:
-                    rv = _resource_version(obj) if isinstance(obj, Mapping) else ""
-                # the common case (1 to 19 digits, no leading zero) is sane without the full check's call
-                if rv and not (len(rv) < 20 and rv.isdigit() and rv.isascii() and rv[0] != "0") and not sane(rv):
-                    self._bad_resource_version(kind, rv)
-                    continue
-                try:
-                    if kind == BOOKMARK:
-                        stats.bookmarks += 1
-                    elif kind == MODIFIED or kind == ADDED or kind == DELETED:
-                        if transform is not None:
-                            obj = transform(obj)
-                        if kind == MODIFIED:
-                            store.update(obj)
-                            stats.modified += 1
-                        elif kind == ADDED:
-                            store.add(obj)
-                            stats.added += 1
-                        else:
-                            store.delete(obj)
-                            stats.deleted += 1
-                    else:
-                        log.warning("%s: ignoring watch event of unknown type %r", self.name, kind)
-                        continue
-                except Exception:
-                    # As client-go: one object the transform or the store rejects is logged and skipped, and
-                    # the watch goes on instead of the reflector dying silently.
-                    stats.store_errors += 1
-                    log.exception("%s: unable to apply %s watch event", self.name, kind)
-                    continue
-                if rv:
-                    last = self._last_rv
-                    size, last_size = len(rv), len(last)
-                    if size < last_size or (size == last_size and rv < last):
-                        self._resource_version_went_back(kind, rv)
-                    self._last_rv = rv
+            deltas, error = deltas_of(batch)
+            if deltas:
+                store_deltas(deltas)
+            if error is not None:
+                stats.error_events += 1
+                return self._error_event(error)
         if count == 0 and now() - start < _SHORT_WATCH:
             stats.watch_errors += 1
             self._report(ConnectionError("very short watch: the watch ended within 1s without any event"))
             return _BACKOFF_REWATCH
         return _REWATCH
+
+    def _deltas_of(self, batch: WatchBatch) -> tuple[list[tuple[DeltaType, Any]], Any]:
+        """The store deltas ``(type, transformed object)`` of ``batch``'s events in order, and the object of its
+        first ERROR event (None if none): the events after an ERROR are not looked at.
+
+        Per event, as it is taken: an event whose resourceVersion is not a sane one is ignored (logged,
+        counted), so it can never become the resume point; one whose RV is below the last is logged and
+        followed (the server's word wins); an object the transform rejects is logged, counted as a store
+        error and skipped (its RV is not taken). Every other event, bookmarks included, advances
+        :attr:`last_sync_resource_version` (as client-go, whether or not the store then accepts its delta).
+        """
+        stats = self.stats
+        transform = self.transform
+        fast_rv = fast_resource_version
+        sane = is_sane_resource_version
+        deltas: list[tuple[DeltaType, Any]] = []
+        append = deltas.append
+        for event in batch:
+            kind = event.type
+            obj = event.object
+            if kind == ERROR:
+                return deltas, obj
+            rv = fast_rv(obj)
+            if rv is None:
+                rv = _resource_version(obj) if isinstance(obj, Mapping) else ""
+            # the common case (1 to 19 digits, no leading zero) is sane without the full check's call
+            if rv and not (len(rv) < 20 and rv.isdigit() and rv.isascii() and rv[0] != "0") and not sane(rv):
+                self._bad_resource_version(kind, rv)
+                continue
+            if kind == MODIFIED or kind == ADDED or kind == DELETED:
+                try:
+                    if transform is not None:
+                        obj = transform(obj)
+                except Exception:
+                    # As client-go: one object the transform rejects is logged and skipped, and the watch
+                    # goes on instead of the reflector dying silently.
+                    stats.store_errors += 1
+                    log.exception("%s: unable to apply %s watch event", self.name, kind)
+                    continue
+                if kind == MODIFIED:
+                    append((_UPDATED, obj))
+                    stats.modified += 1
+                elif kind == ADDED:
+                    append((_ADDED, obj))
+                    stats.added += 1
+                else:
+                    append((_DELETED, obj))
+                    stats.deleted += 1
+            elif kind == BOOKMARK:
+                stats.bookmarks += 1
+            else:
+                log.warning("%s: ignoring watch event of unknown type %r", self.name, kind)
+                continue
+            if rv:
+                last = self._last_rv
+                size, last_size = len(rv), len(last)
+                if size < last_size or (size == last_size and rv < last):
+                    self._resource_version_went_back(kind, rv)
+                self._last_rv = rv
+        return deltas, None
+
+    def _store_deltas(self, deltas: list[tuple[DeltaType, Any]]) -> None:
+        """Hand ``deltas`` to the store: in one call when it has ``add_watch_deltas`` (a RealFIFO), else one
+        ``add``/``update``/``delete`` call each. A delta the store rejects is logged, counted and skipped."""
+        store = self.store
+        add_all = getattr(store, "add_watch_deltas", None)
+        if add_all is not None:
+            for kind, exc in add_all(deltas):
+                self._store_failed(kind, exc)
+            return
+        for kind, obj in deltas:
+            try:
+                if kind is _UPDATED:
+                    store.update(obj)
+                elif kind is _ADDED:
+                    store.add(obj)
+                else:
+                    store.delete(obj)
+            except Exception as exc:
+                self._store_failed(kind, exc)
+
+    def _store_failed(self, kind: DeltaType, exc: Exception) -> None:
+        self.stats.store_errors += 1
+        log.error("%s: unable to apply an %s watch delta", self.name, kind, exc_info=exc)
 
     def _bad_resource_version(self, kind: str, rv: str) -> None:
         self.stats.bad_resource_versions += 1

@@ -125,9 +125,10 @@ async def test_an_idle_fifo_hands_deltas_to_its_direct_consumer_and_queues_behin
     fifo = RealFIFO(known_objects=known)
     direct: list[tuple[DeltaType, str]] = []
 
-    def consume(kind: DeltaType, o: Any) -> None:  # as the informer: the cache first
-        known.delete(o) if kind is DELETED else known.add(o)
-        direct.append((kind, fifo.key_of(o)))
+    def consume(deltas: list[tuple[DeltaType, Any]]) -> None:  # as the informer: the cache first
+        for kind, o in deltas:
+            known.delete(o) if kind is DELETED else known.add(o)
+            direct.append((kind, fifo.key_of(o)))
 
     fifo.set_direct(consume)
     fifo.replace([], "1")  # an empty first list: populated and synced at once
@@ -150,7 +151,7 @@ async def test_an_idle_fifo_hands_deltas_to_its_direct_consumer_and_queues_behin
 def test_a_fifo_before_its_initial_population_is_processed_queues_even_with_a_direct_consumer() -> None:
     fifo = RealFIFO()
     direct: list[Any] = []
-    fifo.set_direct(lambda kind, o: direct.append(o))
+    fifo.set_direct(direct.extend)
     fifo.replace([obj("a")], "1")
     fifo.update(obj("a", "2"))  # the initial list is not processed yet: has_synced must wait for it first
     assert not direct and len(fifo) == 2 and not fifo.has_synced()
