@@ -365,19 +365,52 @@ class SharedIndexInformer(Generic[ObjT]):
         self._stats.deltas += len(deltas)
 
     def _handle_direct(self, deltas: list[tuple[DeltaType, Any]]) -> None:
-        """Deltas handed over by an idle RealFIFO (its fast path, in the reflector's call: a watch batch), in
-        order, each applied as a pop would apply it; a delta that fails (no key, an index function raising)
-        is logged and counted as the process loop would, and the rest are applied."""
-        apply = self._apply
+        """Deltas handed over by an idle RealFIFO (its fast path, in the reflector's call: a watch batch of
+        Added/Updated/Deleted deltas), in order: all applied to the cache under one acquisition of its lock,
+        then their notifications handed to every handler (none is a resync). A delta that fails (no key, an
+        index function raising) leaves the cache as it was, is logged and counted as the process loop would,
+        and the rest are applied."""
+        indexer = self._indexer
+        detector = self._detector
+        add = indexer.add_locked
+        delete = indexer.delete_locked
         now = self.clock.now()
-        for kind, obj in deltas:
-            try:
-                apply(kind, obj, False, now)
-            except Exception:
-                self._stats.process_errors += 1
-                log.exception("%s: processing deltas failed", self.name)
+        notes: list[Notification] = []
+        append = notes.append
+        with indexer.lock:
+            for kind, obj in deltas:
+                try:
+                    if kind is _DELETED:
+                        old = delete(obj)
+                        if old is None:
+                            continue  # never cached (or already reported): no handler hears of it
+                        append(_new_tuple(Notification, (DELETE, obj, None, False, now)))
+                    else:
+                        old = add(obj)
+                        if old is None:
+                            append(_new_tuple(Notification, (ADD, obj, None, False, now)))
+                        else:
+                            append(_new_tuple(Notification, (UPDATE, old, obj, False, now)))
+                    if detector is not None:
+                        self._detect(kind, obj)
+                except Exception:
+                    self._stats.process_errors += 1
+                    log.exception("%s: processing deltas failed", self.name)
+        for listener in self._listeners:
+            enqueue = listener.enqueue
+            for note in notes:
+                enqueue(note)
         self._last_processed = deltas[-1][1]
         self._stats.deltas += len(deltas)
+
+    def _detect(self, kind: DeltaType, obj: Any) -> None:
+        """Tell the mutation detector about one applied delta."""
+        assert self._detector is not None
+        key = self._indexer.key_of(obj)
+        if kind is _DELETED:
+            self._detector.forget(key)
+        else:
+            self._detector.record(key, obj)
 
     def _apply(self, kind: DeltaType, obj: Any, is_in_initial_list: bool, now: float) -> None:
         """One delta: the cache first (it decides add vs update and holds the old object), then one
@@ -388,13 +421,13 @@ class SharedIndexInformer(Generic[ObjT]):
             if indexer.delete(obj) is None:
                 return  # never cached (or already reported): the cache decides, as for add vs update
             if detector is not None:
-                detector.forget(indexer.key_of(obj))
+                self._detect(kind, obj)
             note = _new_tuple(Notification, (DELETE, obj, None, False, now))
             listeners = self._listeners
         else:
             old = indexer.add(obj)
             if detector is not None:
-                detector.record(indexer.key_of(obj), obj)
+                self._detect(kind, obj)
             if old is None:
                 note = _new_tuple(Notification, (ADD, obj, None, is_in_initial_list, now))
                 listeners = self._listeners

@@ -125,23 +125,33 @@ class Indexer(Generic[T]):
 
     # ------------------------------------------------------------------ mutations
 
+    @property
+    def lock(self) -> threading.Lock:
+        """The lock every mutation holds; hold it to apply several changes with ``*_locked`` in one go."""
+        return self._lock
+
     def add(self, obj: T) -> T | None:
         """Insert or replace ``obj`` under its key; return the object it replaced (None if new)."""
-        key = self._key_func(obj)
         with self._lock:
-            values = self._index_values(obj)  # before any change: a raising index func leaves the store as it was
-            items = self._items
-            old = items.get(key)
-            items[key] = obj
-            stored = self._values
-            old_values = stored.get(key)
-            stored[key] = values
-            if old_values is not values:  # canonical tuples: the same values are mostly the same tuple
-                if old_values is None:
-                    self._index_new(key, values)
-                elif old_values != values:
-                    self._reindex(key, old_values, values)
-            return old
+            return self.add_locked(obj)
+
+    def add_locked(self, obj: T) -> T | None:
+        """:meth:`add`, the caller holding :attr:`lock`. A key function or index function that raises leaves
+        the store as it was."""
+        key = self._key_func(obj)
+        values = self._index_values(obj)  # before any change: a raising index func leaves the store as it was
+        items = self._items
+        old = items.get(key)
+        items[key] = obj
+        stored = self._values
+        old_values = stored.get(key)
+        stored[key] = values
+        if old_values is not values:  # canonical tuples: the same values are mostly the same tuple
+            if old_values is None:
+                self._index_new(key, values)
+            elif old_values != values:
+                self._reindex(key, old_values, values)
+        return old
 
     def _index_values(self, obj: T) -> tuple[_Entry, ...]:
         """What every index function returns for ``obj``, as the canonical tuple of stored entries."""
@@ -182,14 +192,21 @@ class Indexer(Generic[T]):
         """Remove the object with ``obj``'s key (tombstones accepted); return what was removed, or None."""
         return self.delete_key(self.key_of(obj))
 
+    def delete_locked(self, obj: T | DeletedFinalStateUnknown) -> T | None:
+        """:meth:`delete`, the caller holding :attr:`lock`."""
+        return self._delete_key_locked(self.key_of(obj))
+
     def delete_key(self, key: str) -> T | None:
         """Remove the object stored under ``key``; return it, or None if there was none."""
         with self._lock:
-            old = self._items.pop(key, _MISSING)
-            if old is _MISSING:
-                return None
-            self._reindex(key, self._values.pop(key), None)
-            return old
+            return self._delete_key_locked(key)
+
+    def _delete_key_locked(self, key: str) -> T | None:
+        old = self._items.pop(key, _MISSING)
+        if old is _MISSING:
+            return None
+        self._reindex(key, self._values.pop(key), None)
+        return old
 
     def _shared(self, values: tuple[_Entry, ...]) -> tuple[_Entry, ...]:
         """The canonical copy of ``values`` (at most ``_CANON_MAX`` kept: beyond, values are stored as given)."""
