@@ -190,6 +190,19 @@ class ProcessorListener:
         self.buffer.append(note)
         if note.flag and note.kind is ADD:
             self._enqueued_initial += 1
+        if self._sleeping or self._waiter is not None:
+            self._wake()
+
+    def enqueue_all(self, notes: list[Notification]) -> None:
+        """:meth:`enqueue` each of ``notes`` in order, with at most one wake-up of the consumer. None of them
+        may be an initial-list add (those go through :meth:`enqueue`, which counts them)."""
+        self.buffer.extend(notes)
+        if self._sleeping or self._waiter is not None:
+            self._wake()
+
+    def _wake(self) -> None:
+        """Tell the waiting consumer that the buffer has notifications (a sleeping worker thread a little
+        later, with what gathers meanwhile)."""
         if self._sleeping:
             if self._handoff is None:  # hand over what gathers meanwhile in one go: the GIL changes hands rarely
                 loop = self._loop

@@ -396,10 +396,9 @@ class SharedIndexInformer(Generic[ObjT]):
                 except Exception:
                     self._stats.process_errors += 1
                     log.exception("%s: processing deltas failed", self.name)
-        for listener in self._listeners:
-            enqueue = listener.enqueue
-            for note in notes:
-                enqueue(note)
+        if notes:
+            for listener in self._listeners:
+                listener.enqueue_all(notes)
         self._last_processed = deltas[-1][1]
         self._stats.deltas += len(deltas)
 
