@@ -46,3 +46,37 @@ async def test_a_burst_reaches_a_plain_handler_in_one_hand_over_and_in_order() -
         assert seen == list(range(1000)) and threads and threading.get_ident() not in threads
         assert listener.pending == 0 and listener.processed == 1001
         listener.stop()
+
+
+async def test_a_batch_enqueued_at_once_wakes_a_plain_handler_once_and_keeps_its_order() -> None:
+    seen: list[int] = []
+    listener = ProcessorListener(callbacks_of(None, None, lambda old, new: seen.append(new), None), 0.0,
+                                 FakeClock(), "plain")
+    wake = listener._wake_worker = CountingEvent()
+    async with asyncio.TaskGroup() as tg:
+        listener.start(tg)
+        await wait_until(lambda: listener._sleeping, what="worker asleep")
+        sets = wake.sets
+        for start in range(0, 300, 100):
+            listener.enqueue_all([Notification(UPDATE, i, i, False, 0.0) for i in range(start, start + 100)])
+        assert listener.pending == 300
+        await wait_until(lambda: len(seen) == 300, what="the batches delivered")
+        assert wake.sets == sets + 1 and seen == list(range(300)) and listener.processed == 300
+        listener.stop()
+
+
+async def test_a_batch_enqueued_at_once_reaches_an_async_handler_in_order() -> None:
+    seen: list[int] = []
+
+    async def on_update(old: Any, new: Any) -> None:
+        seen.append(new)
+
+    listener = ProcessorListener(callbacks_of(None, None, on_update, None), 0.0, FakeClock(), "async")
+    async with asyncio.TaskGroup() as tg:
+        listener.start(tg)
+        await wait_until(lambda: listener._waiter is not None, what="task waiting")
+        listener.enqueue_all([Notification(UPDATE, i, i, False, 0.0) for i in range(5)])
+        listener.enqueue_all([Notification(UPDATE, i, i, False, 0.0) for i in range(5, 8)])
+        await wait_until(lambda: len(seen) == 8, what="the batches delivered")
+        assert seen == list(range(8)) and listener.pending == 0
+        listener.stop()

@@ -159,3 +159,24 @@ def test_a_fifo_before_its_initial_population_is_processed_queues_even_with_a_di
     fifo.close()
     fifo.update(obj("a", "3"))  # closed: nothing more goes around the queue
     assert not direct
+
+
+async def test_a_watch_batch_goes_to_the_direct_consumer_in_one_call_or_is_queued_in_order() -> None:
+    fifo = RealFIFO()
+    calls: list[list[tuple[DeltaType, Any]]] = []
+    fifo.set_direct(calls.append)
+    fifo.replace([obj("a")], "1")  # the initial list is queued: the batch must wait behind it
+    batch = [(UPDATED, obj("a", "2")), (ADDED, obj("b", "3")), (DELETED, obj("a", "4"))]
+    assert fifo.add_watch_deltas(batch) == [] and not calls
+    assert await drain(fifo) == [(REPLACED, "ns/a", True), (UPDATED, "ns/a", False), (ADDED, "ns/b", False),
+                                 (DELETED, "ns/a", False)]
+    later = [(ADDED, obj("c", "5")), (UPDATED, obj("c", "6"))]
+    assert fifo.add_watch_deltas(later) == [] and calls == [later] and len(fifo) == 0  # idle: one call
+
+
+def test_a_keyless_object_in_a_queued_batch_is_rejected_and_the_rest_queued() -> None:
+    fifo = RealFIFO()
+    keyless = {"metadata": {"namespace": "ns"}}
+    rejected = fifo.add_watch_deltas([(ADDED, obj("a")), (ADDED, keyless), (UPDATED, obj("a", "2"))])
+    assert [(kind, type(exc)) for kind, exc in rejected] == [(ADDED, ValueError)]
+    assert [d.type for d in fifo.get_by_key("ns/a") or []] == [ADDED, UPDATED] and len(fifo) == 2

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kinformer import errors
-from kinformer.cache.delta_fifo import DeltaFIFO
+from kinformer.cache.delta_fifo import DeltaFIFO, DeltaType
 from kinformer.cache.fake import FakeSource
 from kinformer.cache.reflector import Backoff, Reflector
 from kinformer.cache.store import Indexer
@@ -47,7 +47,7 @@ class Env:
     def __init__(self, src: FakeSource | None = None, **kwargs: Any) -> None:
         self.src = src if src is not None else FakeSource()
         self.clock = FakeClock()
-        self.store = RecordingStore()
+        self.store: RecordingStore = kwargs.pop("store", None) or RecordingStore()
         self.errors: list[BaseException] = []
         lw = kwargs.pop("lw", self.src)
         self.reflector = Reflector(lw, self.store, clock=self.clock, rng=random.Random(7),
@@ -587,3 +587,79 @@ async def test_watch_batches_are_applied_in_order_with_one_staleness_mark_per_ba
         assert env.reflector.last_event_at == env.clock.now()
         env.clock.step(3.0)
         assert env.reflector.seconds_since_last_event() == 3.0
+
+
+class BatchStore(RecordingStore):
+    """A store that takes a watch batch's deltas in one call (as a RealFIFO); rejects objects named "bad"."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[list[tuple[DeltaType, str]]] = []
+
+    def add_watch_deltas(self, deltas: list[tuple[DeltaType, Any]]) -> list[tuple[DeltaType, Exception]]:
+        self.calls.append([(kind, obj["metadata"]["name"]) for kind, obj in deltas])
+        return [(kind, ValueError("no key")) for kind, obj in deltas if obj["metadata"]["name"] == "bad"]
+
+
+async def test_a_store_with_add_watch_deltas_gets_each_batch_in_one_call_in_order() -> None:
+    lw = BatchedLW([[_ev("ADDED", "a", "11"), _ev("ADDED", "b", "12")],
+                    [_ev("MODIFIED", "a", "13"), _ev("BOOKMARK", "", "14"), _ev("DELETED", "b", "15")],
+                    [_ev("BOOKMARK", "", "16")]])
+    store = BatchStore()
+    reflector = Reflector(lw, store, clock=FakeClock(), rng=random.Random(7))
+    task = asyncio.create_task(reflector.run())
+    try:
+        await wait_until(lambda: reflector.last_sync_resource_version == "16")
+        # a batch of bookmarks only makes no call; the per-event methods are never used
+        assert store.calls == [[(DeltaType.ADDED, "a"), (DeltaType.ADDED, "b")],
+                               [(DeltaType.UPDATED, "a"), (DeltaType.DELETED, "b")]] and store.ops == []
+        assert reflector.stats.events == {"ADDED": 2, "MODIFIED": 1, "DELETED": 1, "BOOKMARK": 2, "ERROR": 0}
+    finally:
+        reflector.stop()
+        await asyncio.wait_for(task, 5)
+
+
+def _status_event() -> WatchEvent:
+    return WatchEvent("ERROR", {"kind": "Status", "code": 500, "reason": "InternalError", "message": "boom"})
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["per-event store", "batch store"])
+async def test_an_error_event_mid_batch_ends_the_watch_after_the_events_before_it(batched: bool) -> None:
+    lw = BatchedLW([[_ev("ADDED", "a", "11"), _status_event(), _ev("ADDED", "c", "13")]])
+    async with Env(lw=lw, store=BatchStore() if batched else RecordingStore()) as env:
+        await wait_until(lambda: len(env.errors) == 1)
+        await env.step_backoff(1.6)
+        await wait_until(lambda: len(lw.requests) == 2)  # backed off, re-watched (no relist) from "a"'s RV
+        applied = env.store.calls if isinstance(env.store, BatchStore) else [env.store.ops]
+        assert applied == ([[(DeltaType.ADDED, "a")]] if batched else [[("add", "a")]])
+        assert isinstance(env.errors[0], errors.ServerError) and env.reflector.stats.error_events == 1
+        assert [r.resource_version for r in lw.requests] == ["10", "11"] and len(env.store.replaced) == 1
+
+
+class RejectingStore(RecordingStore):
+    def add(self, obj: Any) -> None:
+        if obj["metadata"]["name"] == "bad":
+            raise ValueError("no key")
+        super().add(obj)
+
+
+@pytest.mark.parametrize("store_type", [RejectingStore, BatchStore])
+async def test_a_delta_the_store_rejects_is_counted_and_the_rest_of_its_batch_applied(
+        store_type: type[RecordingStore]) -> None:
+    lw = BatchedLW([[_ev("ADDED", "a", "11"), _ev("ADDED", "bad", "12"), _ev("ADDED", "c", "13")],
+                    [_ev("ADDED", "bad", "14")]])
+    store = store_type()
+    reflector = Reflector(lw, store, clock=FakeClock(), rng=random.Random(7))
+    task = asyncio.create_task(reflector.run())
+    try:
+        await wait_until(lambda: reflector.stats.store_errors == 2)
+        applied = store.calls if isinstance(store, BatchStore) else [store.ops]
+        if isinstance(store, BatchStore):
+            assert applied[0] == [(DeltaType.ADDED, "a"), (DeltaType.ADDED, "bad"), (DeltaType.ADDED, "c")]
+        else:
+            assert applied == [[("add", "a"), ("add", "c")]]
+        # as client-go: the RV of an event the store rejected is taken (the watch resumes after it)
+        assert reflector.last_sync_resource_version == "14" and reflector.stats.added == 4
+    finally:
+        reflector.stop()
+        await asyncio.wait_for(task, 5)

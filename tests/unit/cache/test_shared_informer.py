@@ -21,6 +21,7 @@ from kinformer.cache.shared_informer import (
     strip_managed_fields,
 )
 from kinformer.clock import FakeClock
+from kinformer.listwatch import ListOptions, ListResult, WatchEvent
 from testlib import cancelled_future, cm, wait_until
 
 
@@ -611,4 +612,165 @@ async def test_a_watch_event_the_cache_rejects_is_counted_and_the_informer_goes_
         assert stats.process_errors == 1 and stats.reflector.store_errors == 0  # the informer's, not the watch's
         assert inf.indexer.list_keys() == ["default/ok"] and len(inf._fifo) == 0
     finally:
+        await inf.stop()
+
+
+class ScriptedLW:
+    """Lists nothing at RV 10; its watch delivers the batches pushed with :meth:`push`, one event at a time."""
+
+    def __init__(self) -> None:
+        self.batches: asyncio.Queue[list[WatchEvent]] = asyncio.Queue()
+        self.rv = 10
+
+    def push(self, *events: tuple[str, dict[str, Any]]) -> None:
+        batch = []
+        for kind, obj in events:
+            self.rv += 1
+            obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.rv)}}
+            batch.append(WatchEvent(kind, obj))
+        self.batches.put_nowait(batch)
+
+    async def list(self, options: ListOptions) -> ListResult:
+        return ListResult([], "10")
+
+    async def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        async for batch in self.watch_batches(options):
+            for event in batch:
+                yield event
+
+    async def watch_batches(self, options: ListOptions) -> AsyncIterator[list[WatchEvent]]:
+        while True:
+            yield await self.batches.get()
+
+
+class OneByOneLW(ScriptedLW):
+    """The same watch without ``watch_batches``: the reflector gets every event alone."""
+
+    watch_batches = None  # type: ignore[assignment]
+
+    async def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        while True:
+            for event in await self.batches.get():
+                yield event
+
+
+class AsyncRecorder(Recorder):
+    async def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:  # type: ignore[override]
+        super().on_add(obj, is_in_initial_list)
+
+    async def on_update(self, old: Any, new: Any, is_resync: bool = False) -> None:  # type: ignore[override]
+        super().on_update(old, new, is_resync)
+
+    async def on_delete(self, obj: Any) -> None:  # type: ignore[override]
+        super().on_delete(obj)
+
+
+async def started(lw: ScriptedLW, **kwargs: Any) -> tuple[SharedIndexInformer, list[int], Recorder, Recorder]:
+    """A started, synced informer on ``lw`` with a plain and an async recorder; the list records the size of
+    every batch handed to the informer's direct path."""
+    inf = make_informer(lw, **kwargs)
+    direct_calls: list[int] = []
+    handle = inf._handle_direct
+
+    def spy(deltas: list[Any]) -> None:
+        direct_calls.append(len(deltas))
+        handle(deltas)
+
+    inf._handle_direct = spy  # type: ignore[method-assign]
+    plain, coro = Recorder(), AsyncRecorder()
+    inf.add_event_handler(plain)
+    inf.add_event_handler(coro)
+    inf.start()
+    assert await inf.wait_for_sync(5)
+    return inf, direct_calls, plain, coro
+
+
+_SCRIPT = [(("ADDED", cm("a")), ("ADDED", cm("b")), ("MODIFIED", cm("a", value="2"))),
+           (("DELETED", cm("b")), ("DELETED", cm("ghost")), ("ADDED", cm("c")), ("ADDED", cm("c", value="3"))),
+           (("MODIFIED", cm("c", value="4")),)]
+_EXPECTED = [("add", "a", False), ("add", "b", False), ("update", "a", "2", False, False), ("delete", "b"),
+             ("add", "c", False), ("update", "c", "3", False, False), ("update", "c", "4", False, False)]
+
+
+async def run_script(lw: ScriptedLW) -> tuple[list[int], dict[str, Any], list[Any], str]:
+    """_SCRIPT through an informer on ``lw``: the sizes of the direct calls, the cache, its namespace index and
+    the cache's resourceVersion, once both handlers saw _EXPECTED."""
+    inf, direct_calls, plain, coro = await started(lw)
+    try:
+        for batch in _SCRIPT:
+            lw.push(*batch)
+        await wait_until(lambda: len(plain.events) == len(coro.events) == len(_EXPECTED))
+        assert plain.events == coro.events == _EXPECTED
+        assert inf.stats.deltas == 8 and inf.stats.process_errors == 0
+        return (direct_calls, {k: inf.indexer.get_by_key(k) for k in inf.indexer.list_keys()},
+                inf.indexer.by_index("namespace", "default"), inf.cache_resource_version)
+    finally:
+        await inf.stop()
+
+
+async def test_a_watch_batch_applied_in_one_call_gives_the_cache_and_notifications_of_one_by_one() -> None:
+    batched = await run_script(ScriptedLW())
+    one_by_one = await run_script(OneByOneLW())
+    assert batched[0] == [3, 4, 1] and one_by_one[0] == [1] * 8  # one direct call per batch
+    assert batched[1:] == one_by_one[1:]
+    assert sorted(batched[1]) == ["default/a", "default/c"] and batched[3] == "18"
+
+
+async def test_a_keyless_object_in_a_batch_is_counted_and_skipped_and_the_rest_applied() -> None:
+    lw = ScriptedLW()
+    inf, direct_calls, plain, coro = await started(lw)
+    try:
+        keyless = {"metadata": {"namespace": "default"}, "data": {"v": "1"}}
+        lw.push(("ADDED", cm("a")), ("ADDED", keyless), ("MODIFIED", cm("a", value="2")))
+        await wait_until(lambda: len(coro.events) == 2 and len(plain.events) == 2)
+        assert coro.events == [("add", "a", False), ("update", "a", "2", False, False)] == plain.events
+        stats = inf.stats
+        assert stats.process_errors == 1 and stats.reflector.store_errors == 0 and direct_calls == [3]
+        assert inf.indexer.list_keys() == ["default/a"] and inf.last_sync_resource_version == "13"
+    finally:
+        await inf.stop()
+
+
+async def test_an_index_function_raising_mid_batch_skips_that_delta_only() -> None:
+    def by_owner(obj: Any) -> list[str]:
+        if obj["data"]["v"] == "boom":
+            raise ValueError("index function bug")
+        return [obj["metadata"]["name"]]
+
+    lw = ScriptedLW()
+    inf, direct_calls, plain, coro = await started(lw, indexers={"owner": by_owner})
+    try:
+        lw.push(("ADDED", cm("a")), ("MODIFIED", cm("a", value="boom")), ("ADDED", cm("b", value="boom")),
+                ("ADDED", cm("c")))
+        await wait_until(lambda: len(coro.events) == 2 and len(plain.events) == 2)
+        assert coro.events == [("add", "a", False), ("add", "c", False)] == plain.events
+        assert inf.stats.process_errors == 2 and direct_calls == [4]
+        assert inf.indexer.get_by_key("default/a")["data"]["v"] == "1"  # the failed update left it as it was
+        assert sorted(inf.indexer.list_keys()) == ["default/a", "default/c"]
+        assert inf.indexer.index_keys("owner", "c") == ["default/c"] and not inf.indexer.index_keys("owner", "b")
+    finally:
+        await inf.stop()
+
+
+async def test_a_slow_handler_blocks_nobody_when_batches_are_applied_in_one_call() -> None:
+    lw = ScriptedLW()
+    release = threading.Event()
+    entered = threading.Event()
+
+    def slow(obj: Any) -> None:
+        entered.set()
+        release.wait(10)
+
+    inf, direct_calls, plain, coro = await started(lw)
+    slow_reg = inf.add_event_handler(on_add=slow)
+    try:
+        lw.push(*[("ADDED", cm(f"o{i}")) for i in range(5)])
+        lw.push(*[("ADDED", cm(f"o{i}")) for i in range(5, 10)])
+        await wait_until(lambda: len(coro.events) == 10 and len(plain.events) == 10)
+        await wait_until(entered.is_set)
+        assert len(inf.indexer) == 10 and slow_reg.pending == 10 and direct_calls == [5, 5]
+        release.set()
+        await wait_until(lambda: slow_reg.pending == 0 and slow_reg.processed == 10)
+    finally:
+        release.set()
         await inf.stop()

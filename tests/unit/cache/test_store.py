@@ -216,6 +216,29 @@ def test_raising_index_func_leaves_store_unchanged() -> None:
     assert store.index_keys("picky", "ok") == ["default/a"]
 
 
+def test_changes_applied_under_the_store_lock_in_one_go() -> None:
+    def picky(o: Any) -> list[str]:
+        if o["metadata"]["labels"].get("bad"):
+            raise RuntimeError("cannot index")
+        return ["ok"]
+
+    store = Indexer(indexers={"picky": picky})
+    a, b = obj("a"), obj("b")
+    store.add(a)
+    with store.lock:  # the lock add/delete take: held, a reader's compound read waits for the whole batch
+        assert store.add_locked(b) is None
+        with pytest.raises(RuntimeError):
+            store.add_locked(obj("a", bad="1"))  # leaves the store as it was
+        with pytest.raises(ValueError):
+            store.add_locked({"metadata": {"namespace": "default"}})  # no key
+        assert store.delete_locked(DeletedFinalStateUnknown("default/a", None)) is a
+        assert store.delete_locked(obj("gone")) is None
+        assert store.add_locked(obj("b", rv="2")) is b
+    assert not store.lock.locked() and store.list_keys() == ["default/b"]
+    assert store.index_keys("picky", "ok") == ["default/b"]
+    assert store.get_by_key("default/b")["metadata"]["resourceVersion"] == "2"
+
+
 def test_custom_key_func() -> None:
     store = Indexer(key_func=lambda o: o["metadata"]["uid"])
     store.add({"metadata": {"name": "a", "uid": "u1"}})
