@@ -306,9 +306,15 @@ class ProcessorListener:
         callbacks = self.callbacks
         for kind, a, b, flag, _ in batch:
             cb = callbacks[kind]
-            if cb.fn is not None:
-                try:
-                    await _invoke(cb, kind, a, b, flag)
+            fn = cb.fn
+            if fn is not None:
+                try:  # _invoke written out: no frame of its own per notification
+                    if kind is UPDATE:
+                        await (fn(a, b, is_resync=flag) if cb.flag_kw else fn(a, b))
+                    elif kind is ADD:
+                        await (fn(a, is_in_initial_list=flag) if cb.flag_kw else fn(a))
+                    else:
+                        await fn(a)
                 except asyncio.CancelledError:
                     task = asyncio.current_task()
                     if task is not None and task.cancelling():
