@@ -17,6 +17,7 @@ from typing import Any
 
 __all__ = [
     "Object",
+    "fast_getters",
     "fast_resource_version",
     "meta_namespace_key",
     "namespace_of",
@@ -42,6 +43,13 @@ def register_fast_metadata(cls: type, *, key: _Getter | None = None, namespace: 
                           (_FAST_RESOURCE_VERSION, resource_version)):
         if getter is not None:
             table[cls] = getter
+
+
+def fast_getters(cls: type) -> tuple[_Getter | None, _Getter | None, _Getter | None]:
+    """The fast ``(key, namespace, resourceVersion)`` getters registered for ``cls`` (None where there is none),
+    for code that handles many objects of one class to look up once; each getter still answers None for an
+    instance that cannot answer fast (then the generic accessor above runs)."""
+    return _FAST_KEY.get(cls), _FAST_NAMESPACE.get(cls), _FAST_RESOURCE_VERSION.get(cls)
 
 
 def object_key(namespace: str | None, name: str) -> str:

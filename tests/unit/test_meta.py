@@ -7,6 +7,7 @@ import pytest
 from kinformer.cache.tombstone import DeletedFinalStateUnknown
 from kinformer.client.objects import LazyObject
 from kinformer.meta import (
+    fast_getters,
     meta_namespace_key,
     namespace_of,
     object_key,
@@ -43,3 +44,12 @@ def test_explicit_keys_and_tombstones() -> None:
 def test_objects_without_a_name_have_no_key(bad) -> None:
     with pytest.raises(ValueError):
         meta_namespace_key(bad)
+
+
+def test_fast_getters_of_a_class_answer_as_the_accessors() -> None:
+    lazy = LazyObject.from_json(b'{"metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7"}}')
+    key, namespace, rv = fast_getters(LazyObject)
+    assert key is not None and namespace is not None and rv is not None
+    assert (key(lazy), namespace(lazy), rv(lazy)) == (meta_namespace_key(lazy), namespace_of(lazy), "7")
+    assert fast_getters(dict) == (None, None, None)
+    assert fast_getters(DeletedFinalStateUnknown)[0] is not None

@@ -42,7 +42,6 @@ from typing import Any, Protocol
 from kinformer.cache.backoff import Backoff
 from kinformer.cache.delta_fifo import DeltaType
 from kinformer.cache.resource_version import is_sane_resource_version
-from kinformer.cache.store import fast_resource_version
 from kinformer.cache.transforms import Transform
 from kinformer.cache.watchdog import IdleWatchdog, WatchIdle
 from kinformer.clock import REAL_CLOCK, Clock
@@ -68,6 +67,7 @@ from kinformer.listwatch import (
     batches_of_one,
     watch_batches,
 )
+from kinformer.meta import fast_getters
 
 __all__ = ["Backoff", "DeltaStore", "Reflector", "ReflectorStats", "WatchErrorHandler", "WatchOutcome"]
 
@@ -532,16 +532,20 @@ class Reflector:
         """
         stats = self.stats
         transform = self.transform
-        fast_rv = fast_resource_version
         sane = is_sane_resource_version
         deltas: list[tuple[DeltaType, Any]] = []
         append = deltas.append
+        cls: type | None = None
+        fast_rv: Callable[[Any], str | None] | None = None
         for event in batch:
             kind = event.type
             obj = event.object
             if kind == ERROR:
                 return deltas, obj
-            rv = fast_rv(obj)
+            if obj.__class__ is not cls:  # the resourceVersion getter, chosen once per run of one class
+                cls = obj.__class__
+                fast_rv = fast_getters(cls)[2]
+            rv = fast_rv(obj) if fast_rv is not None else None
             if rv is None:
                 rv = _resource_version(obj) if isinstance(obj, Mapping) else ""
             # the common case (1 to 19 digits, no leading zero) is sane without the full check's call

@@ -17,7 +17,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from kinformer.cache.tombstone import DeletedFinalStateUnknown
-from kinformer.meta import fast_resource_version, meta_namespace_key, namespace_of, split_meta_namespace_key
+from kinformer.meta import (
+    fast_getters,
+    fast_resource_version,
+    meta_namespace_key,
+    namespace_of,
+    split_meta_namespace_key,
+)
 
 __all__ = [
     "NAMESPACE_INDEX",
@@ -92,8 +98,8 @@ class Indexer(Generic[T]):
     An index function that raises leaves the store unchanged.
     """
 
-    __slots__ = ("_canon", "_canon_one", "_funcs", "_indexers", "_indices", "_items", "_key_func", "_lock", "_maps",
-                 "_values")
+    __slots__ = ("_canon", "_canon_one", "_fast_class", "_fast_key", "_fast_namespace", "_funcs", "_indexers",
+                 "_indices", "_items", "_key_func", "_lock", "_maps", "_values")
 
     def __init__(self, key_func: KeyFunc = meta_namespace_key,
                  indexers: Mapping[str, IndexFunc] | None = None) -> None:
@@ -114,6 +120,18 @@ class Indexer(Generic[T]):
         self._funcs: tuple[Callable[[Any], Any], ...] = tuple(
             namespace_of if f is meta_namespace_index_func else f for f in self._indexers.values())
         self._maps: tuple[dict[str, set[str]], ...] = tuple(self._indices[name] for name in self._indexers)
+        self._fast_class: type | None = None  # the class _fast_key and _fast_namespace were chosen for
+        self._fast_key: Callable[[Any], str | None] | None = None
+        self._fast_namespace: Callable[[Any], str | None] | None = None
+
+    def _choose_fast_getters(self, cls: type) -> None:
+        """For objects of ``cls``: the registered fast getters (:func:`kinformer.meta.fast_getters`) of the key,
+        if the key function is :func:`meta_namespace_key`, and of the namespace, if the only index is the
+        namespace index; None where not (each answers None, or "" for a key, when the generic path must run)."""
+        key, namespace, _ = fast_getters(cls)
+        self._fast_key = key if self._key_func is meta_namespace_key else None
+        self._fast_namespace = namespace if self._funcs == (namespace_of,) else None
+        self._fast_class = cls
 
     # ------------------------------------------------------------------ keys
 
@@ -138,7 +156,10 @@ class Indexer(Generic[T]):
     def add_locked(self, obj: T) -> T | None:
         """:meth:`add`, the caller holding :attr:`lock`. A key function or index function that raises leaves
         the store as it was."""
-        key = self._key_func(obj)
+        if obj.__class__ is not self._fast_class:
+            self._choose_fast_getters(obj.__class__)
+        fast_key = self._fast_key
+        key = (fast_key(obj) if fast_key is not None else None) or self._key_func(obj)
         values = self._index_values(obj)  # before any change: a raising index func leaves the store as it was
         items = self._items
         old = items.get(key)
@@ -157,7 +178,10 @@ class Indexer(Generic[T]):
         """What every index function returns for ``obj``, as the canonical tuple of stored entries."""
         funcs = self._funcs
         if len(funcs) == 1:  # the default store: the namespace index only (one lookup by the bare value)
-            v = funcs[0](obj)
+            fast_namespace = self._fast_namespace  # chosen for obj's class by add_locked
+            v: Any = fast_namespace(obj) if fast_namespace is not None else None
+            if v is None:
+                v = funcs[0](obj)
             if v.__class__ is not str:
                 v = _entry(v)
             found = self._canon_one.get(v)

@@ -20,6 +20,7 @@ from kinformer.cache import (
     meta_namespace_key,
     split_meta_namespace_key,
 )
+from kinformer.meta import register_fast_metadata
 
 
 def obj(name: str, namespace: str | None = "default", rv: str = "1", **labels: str) -> dict[str, Any]:
@@ -237,6 +238,33 @@ def test_changes_applied_under_the_store_lock_in_one_go() -> None:
     assert not store.lock.locked() and store.list_keys() == ["default/b"]
     assert store.index_keys("picky", "ok") == ["default/b"]
     assert store.get_by_key("default/b")["metadata"]["resourceVersion"] == "2"
+
+
+class Fast(dict):  # type: ignore[type-arg]
+    """A dict whose class registered fast getters that answer only when it carries ``fast``."""
+
+
+register_fast_metadata(Fast, key=lambda o: o.get("fast", {}).get("key"),
+                       namespace=lambda o: o.get("fast", {}).get("ns"))
+
+
+def test_objects_with_fast_getters_are_stored_as_the_generic_path_would_store_them() -> None:
+    store = Indexer()
+    fast = Fast(obj("a", "ns1"), fast={"key": "ns1/a", "ns": "ns1"})
+    slow = Fast(obj("b", "ns2"))  # its getters answer None: the generic path
+    plain = obj("c", "ns1")
+    for o in (fast, slow, plain, Fast(obj("d", None), fast={"key": "d", "ns": ""})):
+        store.add(o)
+    assert sorted(store.list_keys()) == ["d", "ns1/a", "ns1/c", "ns2/b"]
+    assert sorted(store.index_keys(NAMESPACE_INDEX, "ns1")) == ["ns1/a", "ns1/c"]
+    assert store.index_keys(NAMESPACE_INDEX, "ns2") == ["ns2/b"] and store.index_keys(NAMESPACE_INDEX, "") == ["d"]
+    store.add_indexers({"app": by_app})  # more than the namespace index: the fast namespace is not used alone
+    store.add(Fast(obj("a", "ns1", app="web"), fast={"key": "ns1/a", "ns": "ns1"}))
+    assert store.index_keys("app", "web") == ["ns1/a"] and len(store) == 4
+
+    keyed_by_uid = Indexer(key_func=lambda o: o["metadata"]["uid"])  # another key function: no fast key
+    keyed_by_uid.add(Fast({"metadata": {"name": "a", "uid": "u1"}}, fast={"key": "x/a", "ns": ""}))
+    assert keyed_by_uid.list_keys() == ["u1"]
 
 
 def test_custom_key_func() -> None:
