@@ -308,7 +308,7 @@ class ProcessorListener:
             cb = callbacks[kind]
             fn = cb.fn
             if fn is not None:
-                try:  # _invoke written out: no frame of its own per notification
+                try:  # the callback called here, as in _deliver (no frame of its own per notification)
                     if kind is UPDATE:
                         await (fn(a, b, is_resync=flag) if cb.flag_kw else fn(a, b))
                     elif kind is ADD:
@@ -383,28 +383,23 @@ class ProcessorListener:
         notification, so no event is dropped and order is kept."""
         kind, a, b, flag, _ = note
         cb = self.callbacks[kind]
-        if cb.fn is None:
+        fn = cb.fn
+        if fn is None:
             return
-        loop = self._loop
-        assert loop is not None
-        try:
-            result = _invoke(cb, kind, a, b, flag)
+        try:  # the callback called here, its flag as a keyword when it takes one (no frame of its own)
+            if kind is UPDATE:
+                result = fn(a, b, is_resync=flag) if cb.flag_kw else fn(a, b)
+            elif kind is ADD:
+                result = fn(a, is_in_initial_list=flag) if cb.flag_kw else fn(a)
+            else:
+                result = fn(a)
             if result is not None and inspect.isawaitable(result):
+                loop = self._loop
+                assert loop is not None
                 asyncio.run_coroutine_threadsafe(_awaited(result), loop).result()
         except Exception:
             self.errors += 1
             log.exception("event handler %s failed", self.name)
-
-
-def _invoke(cb: HandlerCallback, kind: NotificationKind, a: Any, b: Any, flag: bool) -> Any:
-    """Call ``cb`` for one notification (its flag as a keyword when it takes one); return what it returns."""
-    fn = cb.fn
-    assert fn is not None
-    if kind is UPDATE:
-        return fn(a, b, is_resync=flag) if cb.flag_kw else fn(a, b)
-    if kind is ADD:
-        return fn(a, is_in_initial_list=flag) if cb.flag_kw else fn(a)
-    return fn(a)
 
 
 async def _awaited(awaitable: Any) -> Any:
