@@ -42,7 +42,7 @@ from typing import Any, Protocol
 from kinformer.cache.backoff import Backoff
 from kinformer.cache.delta_fifo import DeltaType
 from kinformer.cache.resource_version import is_sane_resource_version
-from kinformer.cache.transforms import Transform
+from kinformer.cache.transforms import Transform, for_class
 from kinformer.cache.watchdog import IdleWatchdog, WatchIdle
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.errors import (
@@ -531,7 +531,7 @@ class Reflector:
         :attr:`last_sync_resource_version` (as client-go, whether or not the store then accepts its delta).
         """
         stats = self.stats
-        transform = self.transform
+        given = transform = self.transform
         sane = is_sane_resource_version
         deltas: list[tuple[DeltaType, Any]] = []
         append = deltas.append
@@ -542,9 +542,11 @@ class Reflector:
             obj = event.object
             if kind == ERROR:
                 return deltas, obj
-            if obj.__class__ is not cls:  # the resourceVersion getter, chosen once per run of one class
+            if obj.__class__ is not cls:  # the RV getter and the transform, chosen once per run of one class
                 cls = obj.__class__
                 fast_rv = fast_getters(cls)[2]
+                if given is not None:
+                    transform = for_class(given, cls)
             rv = fast_rv(obj) if fast_rv is not None else None
             if rv is None:
                 rv = _resource_version(obj) if isinstance(obj, Mapping) else ""

@@ -7,11 +7,13 @@ shared with other informers or a cache.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import FunctionType
 from typing import Any
 
 import orjson
 
-__all__ = ["DEFAULT_TRANSFORM", "LAST_APPLIED_ANNOTATION", "Transform", "strip_last_applied", "strip_managed_fields"]
+__all__ = ["DEFAULT_TRANSFORM", "LAST_APPLIED_ANNOTATION", "Transform", "for_class", "strip_last_applied",
+           "strip_managed_fields"]
 
 Transform = Callable[[Any], Any]
 
@@ -40,6 +42,18 @@ def strip_managed_fields(obj: Any) -> Any:
 
 
 DEFAULT_TRANSFORM: Transform = strip_managed_fields
+
+
+def for_class(transform: Transform, cls: type) -> Transform:
+    """``transform`` as it applies to instances of ``cls``, for code that transforms many objects of one class
+    to choose once: it returns what ``transform`` returns for every instance. For :func:`strip_managed_fields`
+    and a class with a ``without_managed_fields`` method (the client's lazily decoded objects), that method
+    itself (no frame of the transform's own per object); otherwise ``transform`` unchanged."""
+    if transform is strip_managed_fields:
+        method = getattr(cls, "without_managed_fields", None)
+        if isinstance(method, FunctionType):
+            return method
+    return transform
 
 
 def strip_last_applied(obj: Any) -> Any:

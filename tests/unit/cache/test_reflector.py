@@ -7,6 +7,7 @@ import random
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 import pytest
 
 from kinformer import errors
@@ -663,3 +664,28 @@ async def test_a_delta_the_store_rejects_is_counted_and_the_rest_of_its_batch_ap
     finally:
         reflector.stop()
         await asyncio.wait_for(task, 5)
+
+
+async def test_a_batch_of_objects_of_several_classes_is_transformed_object_by_object() -> None:
+    from kinformer.cache.transforms import strip_managed_fields
+    from kinformer.client.objects import LazyObject
+
+    def pod(name: str, rv: str) -> dict[str, Any]:
+        return {"metadata": {"name": name, "namespace": "default", "resourceVersion": rv,
+                             "managedFields": [{"manager": "m"}]}}
+
+    lazy = [LazyObject.from_json(orjson.dumps(pod(n, rv))) for n, rv in (("a", "11"), ("c", "13"))]
+    lw = BatchedLW([[WatchEvent("ADDED", lazy[0]), WatchEvent("ADDED", pod("b", "12")), WatchEvent("ADDED", lazy[1])]])
+    got: list[Any] = []
+
+    class Store(RecordingStore):
+        def add_watch_deltas(self, deltas: list[tuple[DeltaType, Any]]) -> list[tuple[DeltaType, Exception]]:
+            got.extend(obj for _, obj in deltas)
+            return []
+
+    async with Env(lw=lw, store=Store(), transform=strip_managed_fields) as env:
+        await wait_until(lambda: len(got) == 3)
+        assert [type(o) for o in got] == [LazyObject, dict, LazyObject]
+        assert [(o["metadata"]["name"], "managedFields" in o["metadata"]) for o in got] == [
+            ("a", False), ("b", False), ("c", False)]
+        assert env.reflector.last_sync_resource_version == "13"

@@ -20,6 +20,8 @@ from kinformer.cache.shared_informer import (
     SharedIndexInformer,
     strip_managed_fields,
 )
+from kinformer.cache.transforms import for_class, strip_last_applied
+from kinformer.client.objects import LazyObject
 from kinformer.clock import FakeClock
 from kinformer.listwatch import ListOptions, ListResult, WatchEvent
 from testlib import cancelled_future, cm, wait_until
@@ -135,6 +137,15 @@ async def test_default_transform_strips_managed_fields_and_can_be_replaced() -> 
         await raw.stop()
     plain = {"metadata": {"name": "x"}}
     assert strip_managed_fields(plain) is plain
+
+
+def test_for_class_chooses_what_the_transform_does_for_a_class() -> None:
+    lazy = LazyObject.from_json(b'{"metadata": {"name": "a", "managedFields": [{"manager": "m"}]}, "data": {}}')
+    method = for_class(strip_managed_fields, LazyObject)
+    assert method is LazyObject.without_managed_fields
+    assert method(lazy).to_dict() == strip_managed_fields(lazy).to_dict() == {"metadata": {"name": "a"}, "data": {}}
+    assert for_class(strip_managed_fields, dict) is strip_managed_fields
+    assert for_class(strip_last_applied, LazyObject) is strip_last_applied
 
 
 @contextlib.asynccontextmanager
