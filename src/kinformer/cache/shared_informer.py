@@ -2,7 +2,7 @@
 
 Pipeline: Reflector -> DeltaFIFO -> :meth:`SharedIndexInformer._handle_deltas` -> Indexer, then each
 handler's :class:`~kinformer.cache.processor_listener.ProcessorListener` (its own buffer and task). While
-the RealFIFO is idle the reflector's deltas skip it (:meth:`RealFIFO.set_direct
+the RealFIFO is idle the reflector's deltas skip it, a watch batch at a time (:meth:`RealFIFO.set_direct
 <kinformer.cache.real_fifo.RealFIFO.set_direct>`): the same order and bookkeeping, no pop per event.
 
 Invariants:
@@ -528,7 +528,7 @@ class SharedIndexInformer(Generic[ObjT]):
         """Pop and process deltas until the queue closes. With a RealFIFO, every pop is followed by what else
         is ready (up to ``YIELD_EVERY``, then the loop yields): the same order and bookkeeping, without a
         coroutine per delta; and while the queue is idle the reflector's deltas skip it (``set_direct``): a
-        steady watch is applied in the reflector's own call, one delta at a time, with no pop or wake-up."""
+        steady watch is applied in the reflector's own call, a watch batch at a time, with no pop or wake-up."""
         fifo = self._fifo
         pop = fifo.pop
         ready = fifo.pop_ready if isinstance(fifo, RealFIFO) else None
