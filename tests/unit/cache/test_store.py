@@ -202,12 +202,13 @@ def test_replace_rebuilds_items_and_indices() -> None:
     assert sorted(store.index_keys("app", "web")) == ["default/a", "ns2/b"]
 
 
-def test_raising_index_func_leaves_store_unchanged() -> None:
-    def picky(o: Any) -> list[str]:
-        if o["metadata"]["labels"].get("bad"):
-            raise RuntimeError("cannot index")
-        return ["ok"]
+def picky(o: Any) -> list[str]:
+    if o["metadata"]["labels"].get("bad"):
+        raise RuntimeError("cannot index")
+    return ["ok"]
 
+
+def test_raising_index_func_leaves_store_unchanged() -> None:
     store = Indexer(indexers={"picky": picky})
     good = obj("a")
     store.add(good)
@@ -218,11 +219,6 @@ def test_raising_index_func_leaves_store_unchanged() -> None:
 
 
 def test_changes_applied_under_the_store_lock_in_one_go() -> None:
-    def picky(o: Any) -> list[str]:
-        if o["metadata"]["labels"].get("bad"):
-            raise RuntimeError("cannot index")
-        return ["ok"]
-
     store = Indexer(indexers={"picky": picky})
     a, b = obj("a"), obj("b")
     store.add(a)
