@@ -160,7 +160,13 @@ class Indexer(Generic[T]):
             self._choose_fast_getters(obj.__class__)
         fast_key = self._fast_key
         key = (fast_key(obj) if fast_key is not None else None) or self._key_func(obj)
-        values = self._index_values(obj)  # before any change: a raising index func leaves the store as it was
+        # the index values before any change (a raising index func leaves the store as it was); with the
+        # namespace index alone and a fast namespace, mostly one lookup of the canonical tuple
+        fast_namespace = self._fast_namespace
+        namespace = fast_namespace(obj) if fast_namespace is not None else None
+        values = self._canon_one.get(namespace) if namespace is not None else None
+        if values is None:
+            values = self._index_values(obj)
         items = self._items
         old = items.get(key)
         items[key] = obj
@@ -178,10 +184,7 @@ class Indexer(Generic[T]):
         """What every index function returns for ``obj``, as the canonical tuple of stored entries."""
         funcs = self._funcs
         if len(funcs) == 1:  # the default store: the namespace index only (one lookup by the bare value)
-            fast_namespace = self._fast_namespace  # chosen for obj's class by add_locked
-            v: Any = fast_namespace(obj) if fast_namespace is not None else None
-            if v is None:
-                v = funcs[0](obj)
+            v = funcs[0](obj)
             if v.__class__ is not str:
                 v = _entry(v)
             found = self._canon_one.get(v)
