@@ -377,6 +377,7 @@ class SharedIndexInformer(Generic[ObjT]):
         now = self.clock.now()
         notes: list[Notification] = []
         append = notes.append
+        failed: list[Exception] = []  # logged once the lock is released (a log handler may read the cache)
         with indexer.lock:
             for kind, obj in deltas:
                 try:
@@ -393,9 +394,11 @@ class SharedIndexInformer(Generic[ObjT]):
                             append(_new_tuple(Notification, (UPDATE, old, obj, False, now)))
                     if detector is not None:
                         self._detect(kind, obj)
-                except Exception:
-                    self._stats.process_errors += 1
-                    log.exception("%s: processing deltas failed", self.name)
+                except Exception as exc:
+                    failed.append(exc)
+        for error in failed:
+            self._stats.process_errors += 1
+            log.error("%s: processing deltas failed", self.name, exc_info=error)
         if notes:
             for listener in self._listeners:
                 listener.enqueue_all(notes)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -739,6 +740,30 @@ async def test_a_keyless_object_in_a_batch_is_counted_and_skipped_and_the_rest_a
         assert stats.process_errors == 1 and stats.reflector.store_errors == 0 and direct_calls == [3]
         assert inf.indexer.list_keys() == ["default/a"] and inf.last_sync_resource_version == "13"
     finally:
+        await inf.stop()
+
+
+async def test_a_failed_delta_is_logged_with_the_cache_lock_released() -> None:
+    lw = ScriptedLW()
+    inf, _, plain, coro = await started(lw)
+    lock_free: list[bool] = []
+
+    class ReadsTheCache(logging.Handler):  # e.g. a handler that reports the cache's size
+        def emit(self, record: logging.LogRecord) -> None:
+            acquired = inf.indexer.lock.acquire(timeout=1)
+            lock_free.append(acquired)
+            if acquired:
+                inf.indexer.lock.release()
+
+    handler = ReadsTheCache(logging.ERROR)
+    logger = logging.getLogger("kinformer.cache.shared_informer")
+    logger.addHandler(handler)
+    try:
+        lw.push(("ADDED", {"metadata": {"namespace": "default"}}), ("ADDED", cm("a")))
+        await wait_until(lambda: len(coro.events) == 1 and len(plain.events) == 1)
+        assert lock_free == [True] and inf.stats.process_errors == 1
+    finally:
+        logger.removeHandler(handler)
         await inf.stop()
 
 
