@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kinformer.cache.delta_fifo import (
@@ -49,22 +49,20 @@ WatchDeltas = list[tuple[DeltaType, Any]]
 
 
 def _producer(kind: DeltaType, name: str, doc: str) -> Callable[[RealFIFO, Any], None]:
-    """RealFIFO's ``add``/``update``/``delete`` for deltas of ``kind``: handed to the direct consumer while the
-    queue is idle, else queued."""
+    """RealFIFO's ``add``/``update``/``delete`` for deltas of ``kind``: :meth:`RealFIFO.add_watch_deltas` of
+    one delta, raising what it rejected it for (an object without a key)."""
 
     def produce(self: RealFIFO, obj: Any) -> None:
-        direct = self._direct_consumer()
-        if direct is not None:
-            direct([(kind, obj)])
-            return
-        if not self._populated:
-            self._populate_by_event()
-        self._append(kind, obj, self.key_of(obj))
+        for _, exc in self.add_watch_deltas([(kind, obj)]):
+            raise exc
 
     produce.__doc__ = doc
     produce.__name__ = name
     produce.__qualname__ = f"RealFIFO.{name}"
     return produce
+
+
+_NONE_REJECTED: tuple[tuple[DeltaType, Exception], ...] = ()
 
 
 class RealFIFO(_PoppingFIFO):
@@ -92,22 +90,16 @@ class RealFIFO(_PoppingFIFO):
         module's docstring); None turns it off. ``process`` runs in the producer's call and must not raise."""
         self._direct = process
 
-    def _direct_consumer(self) -> Callable[[WatchDeltas], None] | None:
-        """The direct consumer if the queue is idle (nothing queued or in flight, the initial population
-        processed, open), else None."""
-        if (self._populated and not self._log and not self._in_flight and not self._initial_unprocessed
-                and not self._closed):
-            return self._direct
-        return None
-
-    def add_watch_deltas(self, deltas: WatchDeltas) -> list[tuple[DeltaType, Exception]]:
+    def add_watch_deltas(self, deltas: WatchDeltas) -> Sequence[tuple[DeltaType, Exception]]:
         """One watch batch's deltas (Added, Updated or Deleted), in order: handed to the direct consumer in one
-        call while the queue is idle, else queued as ``add``/``update``/``delete`` would queue them one by one.
-        Returns ``(type, exception)`` for each delta whose object has no key (not queued; the rest are)."""
-        direct = self._direct_consumer()
-        if direct is not None:
+        call while the queue is idle (nothing queued or in flight, the initial population processed, open;
+        the test is written out: this is the informer's per-batch path), else queued in order. Returns
+        ``(type, exception)`` for each delta whose object has no key (not queued; the rest are)."""
+        direct = self._direct
+        if (direct is not None and self._populated and not self._log and not self._in_flight
+                and not self._initial_unprocessed and not self._closed):
             direct(deltas)
-            return []
+            return _NONE_REJECTED
         if not self._populated:
             self._populate_by_event()
         rejected: list[tuple[DeltaType, Exception]] = []

@@ -95,6 +95,14 @@ _SHORT_WATCH = 1.0
 _ADDED, _UPDATED, _DELETED = DeltaType.ADDED, DeltaType.UPDATED, DeltaType.DELETED
 
 
+class _NoClass:
+    """The class of no object: what the reflector's choice by class starts from."""
+
+
+#: (class, its fast resourceVersion getter, the transform for it, the transform it was chosen for)
+_ByClass = tuple[type, Callable[[Any], "str | None"] | None, Transform | None, Transform | None]
+
+
 class DeltaStore(Protocol):
     """What the reflector needs from its store (a DeltaFIFO).
 
@@ -185,6 +193,7 @@ class Reflector:
         self.watch_idle_timeout = watch_idle_timeout
         self.gc_freeze = gc_freeze
         self._last_event_at = 0.0
+        self._by_class: _ByClass = (_NoClass, None, None, None)  # _deltas_of's choice for the last class seen
         self._rng = rng or random.Random()
         self.backoff = backoff or Backoff(clock=clock, rng=self._rng)
         self.stats = ReflectorStats()
@@ -485,13 +494,15 @@ class Reflector:
         """Apply the watch's events to the store until it ends; returns what to do next.
 
         Events come in batches (what one read delivered): one await and one clock reading (the staleness
-        mark) per batch; the batch's events become deltas (:meth:`_deltas_of`) handed to the store together
-        (:meth:`_store_deltas`). An ERROR event ends the watch after the events before it were applied.
+        mark) per batch; the batch's events become deltas (:meth:`_deltas_of`) handed to the store in one call
+        when it has ``add_watch_deltas`` (a RealFIFO), else one call each (:meth:`_store_each`). A delta the
+        store rejects is logged, counted and skipped. An ERROR event ends the watch after the events before it
+        were applied.
         """
         stats = self.stats
         now = self.clock.now
         deltas_of = self._deltas_of
-        store_deltas = self._store_deltas
+        add_all = getattr(self.store, "add_watch_deltas", None)  # a RealFIFO's: the batch in one call
         count = 0
         while True:
             try:
@@ -510,7 +521,11 @@ class Reflector:
             self._last_event_at = now()
             deltas, error = deltas_of(batch)
             if deltas:
-                store_deltas(deltas)
+                if add_all is None:
+                    self._store_each(deltas)
+                else:
+                    for kind, failure in add_all(deltas):  # what the store rejected (mostly nothing)
+                        self._store_failed(kind, failure)
             if error is not None:
                 stats.error_events += 1
                 return self._error_event(error)
@@ -531,22 +546,19 @@ class Reflector:
         :attr:`last_sync_resource_version` (as client-go, whether or not the store then accepts its delta).
         """
         stats = self.stats
-        given = transform = self.transform
         sane = is_sane_resource_version
         deltas: list[tuple[DeltaType, Any]] = []
         append = deltas.append
-        cls: type | None = None
-        fast_rv: Callable[[Any], str | None] | None = None
+        cls, fast_rv, transform, given = self._by_class
+        if given is not self.transform:  # the transform was replaced since: choose again
+            cls = _NoClass
         for event in batch:
             kind = event.type
             obj = event.object
             if kind == ERROR:
                 return deltas, obj
             if obj.__class__ is not cls:  # the RV getter and the transform, chosen once per run of one class
-                cls = obj.__class__
-                fast_rv = fast_getters(cls)[2]
-                if given is not None:
-                    transform = for_class(given, cls)
+                cls, fast_rv, transform, given = self._by_class = self._choose_by_class(obj.__class__)
             rv = fast_rv(obj) if fast_rv is not None else None
             if rv is None:
                 rv = _resource_version(obj) if isinstance(obj, Mapping) else ""
@@ -586,15 +598,9 @@ class Reflector:
                 self._last_rv = rv
         return deltas, None
 
-    def _store_deltas(self, deltas: list[tuple[DeltaType, Any]]) -> None:
-        """Hand ``deltas`` to the store: in one call when it has ``add_watch_deltas`` (a RealFIFO), else one
-        ``add``/``update``/``delete`` call each. A delta the store rejects is logged, counted and skipped."""
+    def _store_each(self, deltas: list[tuple[DeltaType, Any]]) -> None:
+        """Hand ``deltas`` to a store without ``add_watch_deltas``: one ``add``/``update``/``delete`` call each."""
         store = self.store
-        add_all = getattr(store, "add_watch_deltas", None)
-        if add_all is not None:
-            for kind, exc in add_all(deltas):
-                self._store_failed(kind, exc)
-            return
         for kind, obj in deltas:
             try:
                 if kind is _UPDATED:
@@ -609,6 +615,12 @@ class Reflector:
     def _store_failed(self, kind: DeltaType, exc: Exception) -> None:
         self.stats.store_errors += 1
         log.error("%s: unable to apply an %s watch delta", self.name, kind, exc_info=exc)
+
+    def _choose_by_class(self, cls: type) -> _ByClass:
+        """For watched objects of ``cls``: its fast resourceVersion getter and :attr:`transform` as it applies
+        to it (:func:`~kinformer.cache.transforms.for_class`), with that transform."""
+        transform = self.transform
+        return cls, fast_getters(cls)[2], None if transform is None else for_class(transform, cls), transform
 
     def _bad_resource_version(self, kind: str, rv: str) -> None:
         self.stats.bad_resource_versions += 1

@@ -377,7 +377,7 @@ class SharedIndexInformer(Generic[ObjT]):
         now = self.clock.now()
         notes: list[Notification] = []
         append = notes.append
-        failed: list[Exception] = []  # logged once the lock is released (a log handler may read the cache)
+        failed: list[Exception] | None = None  # logged once the lock is released (a log handler may read it)
         with indexer.lock:
             for kind, obj in deltas:
                 try:
@@ -395,15 +395,19 @@ class SharedIndexInformer(Generic[ObjT]):
                     if detector is not None:
                         self._detect(kind, obj)
                 except Exception as exc:
-                    failed.append(exc)
-        for error in failed:
-            self._stats.process_errors += 1
-            log.error("%s: processing deltas failed", self.name, exc_info=error)
+                    failed = [*(failed or ()), exc]
+        if failed:
+            self._log_failures(failed)
         if notes:
             for listener in self._listeners:
                 listener.enqueue_all(notes)
         self._last_processed = deltas[-1][1]
         self._stats.deltas += len(deltas)
+
+    def _log_failures(self, failed: list[Exception]) -> None:
+        for error in failed:
+            self._stats.process_errors += 1
+            log.error("%s: processing deltas failed", self.name, exc_info=error)
 
     def _detect(self, kind: DeltaType, obj: Any) -> None:
         """Tell the mutation detector about one applied delta."""

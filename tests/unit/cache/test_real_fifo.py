@@ -167,11 +167,11 @@ async def test_a_watch_batch_goes_to_the_direct_consumer_in_one_call_or_is_queue
     fifo.set_direct(calls.append)
     fifo.replace([obj("a")], "1")  # the initial list is queued: the batch must wait behind it
     batch = [(UPDATED, obj("a", "2")), (ADDED, obj("b", "3")), (DELETED, obj("a", "4"))]
-    assert fifo.add_watch_deltas(batch) == [] and not calls
+    assert not fifo.add_watch_deltas(batch) and not calls
     assert await drain(fifo) == [(REPLACED, "ns/a", True), (UPDATED, "ns/a", False), (ADDED, "ns/b", False),
                                  (DELETED, "ns/a", False)]
     later = [(ADDED, obj("c", "5")), (UPDATED, obj("c", "6"))]
-    assert fifo.add_watch_deltas(later) == [] and calls == [later] and len(fifo) == 0  # idle: one call
+    assert not fifo.add_watch_deltas(later) and calls == [later] and len(fifo) == 0  # idle: one call
 
 
 def test_a_keyless_object_in_a_queued_batch_is_rejected_and_the_rest_queued() -> None:
@@ -180,3 +180,11 @@ def test_a_keyless_object_in_a_queued_batch_is_rejected_and_the_rest_queued() ->
     rejected = fifo.add_watch_deltas([(ADDED, obj("a")), (ADDED, keyless), (UPDATED, obj("a", "2"))])
     assert [(kind, type(exc)) for kind, exc in rejected] == [(ADDED, ValueError)]
     assert [d.type for d in fifo.get_by_key("ns/a") or []] == [ADDED, UPDATED] and len(fifo) == 2
+
+
+def test_the_per_event_producers_raise_for_an_object_without_a_key() -> None:
+    fifo = RealFIFO()
+    with pytest.raises(ValueError):
+        fifo.add({"metadata": {"namespace": "ns"}})
+    fifo.update(obj("a"))
+    assert fifo.list_keys() == ["ns/a"] and len(fifo) == 1

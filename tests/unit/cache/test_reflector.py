@@ -689,3 +689,27 @@ async def test_a_batch_of_objects_of_several_classes_is_transformed_object_by_ob
         assert [(o["metadata"]["name"], "managedFields" in o["metadata"]) for o in got] == [
             ("a", False), ("b", False), ("c", False)]
         assert env.reflector.last_sync_resource_version == "13"
+
+
+async def test_a_transform_replaced_between_batches_applies_from_the_next_batch() -> None:
+    batches: asyncio.Queue[list[WatchEvent]] = asyncio.Queue()
+
+    class QueuedLW(BatchedLW):
+        async def watch_batches(self, options: ListOptions) -> AsyncIterator[list[WatchEvent]]:
+            while True:
+                yield await batches.get()
+
+    store = BatchStore()
+    reflector = Reflector(QueuedLW([]), store, clock=FakeClock(), rng=random.Random(7),
+                          transform=lambda o: {"metadata": {**o["metadata"], "name": "first"}})
+    task = asyncio.create_task(reflector.run())
+    try:
+        batches.put_nowait([_ev("ADDED", "a", "11")])
+        await wait_until(lambda: len(store.calls) == 1)
+        reflector.transform = lambda o: {"metadata": {**o["metadata"], "name": "second"}}
+        batches.put_nowait([_ev("ADDED", "b", "12")])
+        await wait_until(lambda: len(store.calls) == 2)
+        assert store.calls == [[(DeltaType.ADDED, "first")], [(DeltaType.ADDED, "second")]]
+    finally:
+        reflector.stop()
+        await asyncio.wait_for(task, 5)
