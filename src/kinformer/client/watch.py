@@ -97,12 +97,15 @@ def decode_watch_line(line: bytes, *, drop_managed_fields: bool = False) -> Watc
     """One watch line -> :class:`WatchEvent`; ERROR events carry the ``Status`` as a plain dict.
     ``drop_managed_fields``: an ADDED/MODIFIED/DELETED event's object is as its
     :meth:`~kinformer.client.objects.LazyObject.without_managed_fields` copy would be."""
-    if drop_managed_fields:
-        ev = _fast_event_without_managed_fields(line)
-        return ev if ev is not None else _without_managed_fields(decode_watch_line(line))
-    ev = _fast_event(line)
+    ev = _fast_event_without_managed_fields(line) if drop_managed_fields else _fast_event(line)
     if ev is not None:
         return ev
+    ev = _general_event(line)
+    return _without_managed_fields(ev) if drop_managed_fields else ev
+
+
+def _general_event(line: bytes) -> WatchEvent:
+    """The event of any well-formed line (the envelope decoded, then the object)."""
     try:
         env = _decode_envelope(line)
     except msgspec.DecodeError as exc:

@@ -288,7 +288,7 @@ def test_decode_without_managed_fields_of_bad_json_raises_as_decoding_does() -> 
         decode_without_managed_fields(b'{"metadata":')
 
 
-_json_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=8) | st.sampled_from(
+_json_scalars = st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.text(max_size=8) | st.sampled_from(
     ["managedFields", '"managedFields":', "\\", '"', "\u00e9"])
 _json = st.recursive(_json_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
     st.sampled_from(["managedFields", "name", "a", "f:managedFields"]), inner, max_size=3), max_leaves=8)
@@ -306,13 +306,7 @@ def test_decode_without_managed_fields_equals_decode_then_strip_on_any_object(
         meta["managedFields"] = managed
     body = {"metadata": meta, "spec": spec} if metadata_first else {"spec": spec, "metadata": meta}
     raw = json.dumps(body, indent=1).encode() if pretty else orjson.dumps(body)
-    try:
-        expected = decoded_then_stripped(raw)
-    except ValueError:  # a metadata field of an odd type the fast decode refuses: both refuse alike
-        with pytest.raises(ValueError):
-            decode_without_managed_fields(raw)
-        return
-    assert_same(decode_without_managed_fields(raw), expected)
+    assert_same(decode_without_managed_fields(raw), decoded_then_stripped(raw))
 
 
 def test_decode_list_can_drop_managed_fields_as_it_decodes(pod: dict) -> None:
