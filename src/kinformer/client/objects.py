@@ -5,7 +5,8 @@ object into its top-level members (kept as raw JSON slices) and decodes only ``m
 struct. Everything else (``spec``, ``status``, ``data``...) is decoded on first access, member by member,
 with orjson. ``managedFields`` stays raw until someone reads it, and
 :meth:`LazyObject.without_managed_fields` drops it and compacts the raw members so a cached object costs
-roughly its JSON size.
+roughly its JSON size; :func:`without_managed_fields_from` makes that same copy straight from a watch line or
+list item (an informer's default transform done while decoding), with no LazyObject over the larger buffer.
 
 Invariants: a LazyObject is read-only (the values it hands out are plain dicts and lists, which callers
 must not mutate, as with any informer cache object); it compares equal to the plain dict of the same

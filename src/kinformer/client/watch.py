@@ -5,7 +5,9 @@ work (aiohttp's ``readline`` refuses lines over its 128 KiB buffer limit). Each 
 the API server's exact form ``{"type":"<TYPE>","object":<object>}`` is cut at the known prefix, and one
 msgspec pass over the object both validates it and decodes its fast metadata; any other line takes the
 general path (envelope, then object). With ``as_metadata`` every object event carries a PartialObjectMetadata:
-a whole object is cut down in the same single pass (:mod:`kinformer.client.partial`).
+a whole object is cut down in the same single pass (:mod:`kinformer.client.partial`). With
+``drop_managed_fields`` each object event's object is decoded already without ``metadata.managedFields`` (what
+an informer's default transform would make of it), straight from the line.
 """
 
 from __future__ import annotations
@@ -182,6 +184,7 @@ def _fast_partial_event(line: bytes, drop_managed_fields: bool = False) -> Watch
 
 
 def _fast_partial_event_without_managed_fields(line: bytes) -> WatchEvent | None:
+    """:func:`_fast_partial_event` dropping managedFields (a function of its own: no argument per call)."""
     return _fast_partial_event(line, True)
 
 
