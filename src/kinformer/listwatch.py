@@ -175,3 +175,10 @@ class TweakedListerWatcher:
 
     def watch_batches(self, options: ListOptions) -> AsyncIterator[WatchBatch]:
         return watch_batches(self.lw, self._tweaked(options))
+
+    def without_managed_fields(self) -> TweakedListerWatcher | None:
+        """The same tweak over ``lw.without_managed_fields()`` (None when ``lw`` has no such form: see
+        :func:`kinformer.cache.transforms.decoding_transform`)."""
+        make = getattr(self.lw, "without_managed_fields", None)
+        inner = make() if make is not None else None
+        return None if inner is None else TweakedListerWatcher(inner, self.tweak)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
 from kinformer import errors
 from kinformer.cache.factory import SharedInformerFactory
+from kinformer.cache.transforms import strip_managed_fields
 from kinformer.client import Client, LazyObject
 from kinformer.listwatch import ListOptions
 from kinformer.server import APIServer
-from testlib import configmap
+from testlib import configmap, wait_until
 
 # No default ServiceAccount / kube-root-ca.crt: these tests count the objects of a namespace.
 BARE = {"namespace_defaults": False}
@@ -152,6 +154,38 @@ async def test_informer_syncs_5000_objects(server: APIServer, client: Client) ->
             await asyncio.sleep(0.02)
     finally:
         await factory.shutdown()
+
+
+@pytest.mark.parametrize("metadata_only", [False, True])
+async def test_default_transform_done_while_decoding_caches_what_the_transform_would(
+        client: Client, metadata_only: bool) -> None:
+    await client.create("configmaps", configmap("listed", v="1"), field_manager="kubectl")
+    seen: list[bool] = []
+
+    def users(obj: Any) -> Any:  # a user transform takes the plain path: decoded with managedFields, then stripped
+        seen.append("managedFields" in obj["metadata"])
+        return strip_managed_fields(obj)
+
+    factories = [SharedInformerFactory(client, namespace="default", transform=t)
+                 for t in (strip_managed_fields, users)]
+    cut, plain = (f.informer("configmaps", metadata_only=metadata_only) for f in factories)
+    for factory in factories:
+        factory.start()
+    try:
+        for factory in factories:
+            assert all((await asyncio.wait_for(factory.wait_for_cache_sync(), 30)).values())
+        await client.create("configmaps", configmap("watched", v="2"), field_manager="kubectl")
+        last = await client.patch("configmaps", "listed", {"data": {"v": "3"}}, field_manager="other")
+        await wait_until(lambda: cut.cache_resource_version == plain.cache_resource_version == last.resource_version,
+                         what="both informers at the last write")
+        assert sorted(cut.indexer.list_keys()) == sorted(plain.indexer.list_keys())
+        for key in plain.indexer.list_keys():
+            got, want = cut.indexer.get_by_key(key), plain.indexer.get_by_key(key)
+            assert got.to_json() == want.to_json() and got == want and "managedFields" not in got["metadata"]
+        assert all(seen) and len(seen) >= 3  # the server does send managedFields: there was something to cut
+    finally:
+        for factory in factories:
+            await factory.shutdown()
 
 
 async def test_too_old_resource_version_is_410() -> None:

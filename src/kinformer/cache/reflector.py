@@ -42,7 +42,7 @@ from typing import Any, Protocol
 from kinformer.cache.backoff import Backoff
 from kinformer.cache.delta_fifo import DeltaType
 from kinformer.cache.resource_version import is_sane_resource_version
-from kinformer.cache.transforms import Transform, for_class
+from kinformer.cache.transforms import Transform, decoding_transform, for_class
 from kinformer.cache.watchdog import IdleWatchdog, WatchIdle
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.errors import (
@@ -169,7 +169,9 @@ class Reflector:
 
     ``should_resync``, if given, is asked before every periodic ``store.resync()`` (the informer uses it to
     pick the handlers whose resync period is due). ``transform`` is applied to every listed or watched object
-    before it reaches the store. ``rng`` drives jitter and watch timeouts (pass a seeded one in tests).
+    before it reaches the store (the default one by ``lw`` itself while decoding, where it can:
+    :func:`~kinformer.cache.transforms.decoding_transform`; ``self.lw`` and ``self.transform`` are that pair).
+    ``rng`` drives jitter and watch timeouts (pass a seeded one in tests).
     ``gc_freeze`` calls ``gc.freeze()`` after each list page (see the informer's option of that name).
     """
 
@@ -179,7 +181,7 @@ class Reflector:
                  should_resync: Callable[[], bool] | None = None, transform: Transform | None = None,
                  min_watch_timeout: float = 300.0, backoff: Backoff | None = None,
                  watch_idle_timeout: float | None = None, gc_freeze: bool = False) -> None:
-        self.lw = lw
+        self.lw, self.transform = decoding_transform(lw, transform)
         self.store = store
         self.name = name
         self.resync_period = resync_period
@@ -188,7 +190,6 @@ class Reflector:
         self.watch_error_handler: WatchErrorHandler = watch_error_handler or default_watch_error_handler
         self.use_streaming_list = use_streaming_list
         self.should_resync = should_resync
-        self.transform = transform
         self.min_watch_timeout = min_watch_timeout
         self.watch_idle_timeout = watch_idle_timeout
         self.gc_freeze = gc_freeze

@@ -384,13 +384,15 @@ class Client:
         return decode_object(await self.request_bytes("GET", path))
 
     async def list_page(self, resource: ResourceRef, options: ListOptions | None = None,
-                        namespace: str | None = None, *, headers: Mapping[str, str] | None = None) -> ListResult:
-        """One page of a list with exactly ``options`` (no auto-pagination); ``headers`` e.g. an ``Accept``."""
+                        namespace: str | None = None, *, headers: Mapping[str, str] | None = None,
+                        drop_managed_fields: bool = False) -> ListResult:
+        """One page of a list with exactly ``options`` (no auto-pagination); ``headers`` e.g. an ``Accept``;
+        ``drop_managed_fields``: each item as its ``without_managed_fields()`` copy (cut while decoding)."""
         res = await self.resolve(resource)
         options = options or ListOptions()
         path = res.path(namespace if res.namespaced else None)
         body = await self._list_bytes(path, options.to_query(), headers)
-        items, rv, cont, remaining = decode_list(body)
+        items, rv, cont, remaining = decode_list(body, drop_managed_fields=drop_managed_fields)
         return ListResult(cast("list[Mapping[str, Any]]", items), rv, cont, remaining)
 
     async def _list_bytes(self, path: str, params: dict[str, str], headers: Mapping[str, str] | None) -> bytes:
@@ -452,11 +454,14 @@ class Client:
             yield event
 
     async def watch_stream(self, resource: ResourceRef, options: ListOptions, namespace: str | None = None, *,
-                           headers: Mapping[str, str] | None = None,
-                           as_metadata: bool = False) -> AsyncIterator[WatchEvent]:
+                           headers: Mapping[str, str] | None = None, as_metadata: bool = False,
+                           drop_managed_fields: bool = False) -> AsyncIterator[WatchEvent]:
         """Open a watch with exactly ``options`` (and extra ``headers``) and decode its events as they arrive;
-        ``as_metadata``: each object event's object is a PartialObjectMetadata (whole objects cut down)."""
-        batches = self.watch_batches(resource, options, namespace, headers=headers, as_metadata=as_metadata)
+        ``as_metadata``: each object event's object is a PartialObjectMetadata (whole objects cut down);
+        ``drop_managed_fields``: each ADDED/MODIFIED/DELETED event's object as its ``without_managed_fields()``
+        copy (cut while decoding)."""
+        batches = self.watch_batches(resource, options, namespace, headers=headers, as_metadata=as_metadata,
+                                     drop_managed_fields=drop_managed_fields)
         try:
             async for batch in batches:
                 for event in batch:
@@ -465,8 +470,8 @@ class Client:
             await batches.aclose()  # the response is released or closed now, not when the generator is collected
 
     async def watch_batches(self, resource: ResourceRef, options: ListOptions, namespace: str | None = None, *,
-                            headers: Mapping[str, str] | None = None,
-                            as_metadata: bool = False) -> AsyncGenerator[WatchBatch, None]:
+                            headers: Mapping[str, str] | None = None, as_metadata: bool = False,
+                            drop_managed_fields: bool = False) -> AsyncGenerator[WatchBatch, None]:
         """:meth:`watch_stream`, as one list of events per chunk read (the informer's path: no await per
         event)."""
         res = await self.resolve(resource)
@@ -480,7 +485,8 @@ class Client:
                                   timeout=timeout, headers=headers)
         clean = False
         try:
-            async for batch in iter_event_batches(resp.content.iter_any(), as_metadata=as_metadata):
+            async for batch in iter_event_batches(resp.content.iter_any(), as_metadata=as_metadata,
+                                                  drop_managed_fields=drop_managed_fields):
                 yield batch
             clean = True
         finally:

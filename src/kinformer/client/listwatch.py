@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from kinformer.client.discovery import Resource
 from kinformer.client.partial import is_partial, to_partial_object_metadata
@@ -13,6 +13,7 @@ from kinformer.listwatch import ListOptions, ListResult, WatchBatch, WatchEvent
 
 if TYPE_CHECKING:
     from kinformer.client.client import Client
+    from kinformer.client.objects import LazyObject
 
 __all__ = ["PARTIAL_OBJECT_METADATA_ACCEPT", "PARTIAL_OBJECT_METADATA_LIST_ACCEPT", "ClientListerWatcher",
            "to_partial_object_metadata"]
@@ -36,22 +37,37 @@ class ClientListerWatcher:
     ``metadata_only``: lists and watches ask for PartialObjectMetadata (client-go's metadata client) and
     every object returned is one; a server that answers with whole objects (it ignores ``as=``) or refuses
     the form (406) is served whole objects cut down here, so the caller never sees the difference.
+
+    ``drop_managed_fields``: every listed object, and every ADDED/MODIFIED/DELETED event's object, is as its
+    ``without_managed_fields()`` copy would be, cut while decoding (what an informer's default transform
+    would make of it, without building the object with managedFields first); see
+    :meth:`without_managed_fields`.
     """
 
-    __slots__ = ("_plain_only", "_resolved", "client", "field_selector", "label_selector", "metadata_only",
-                 "namespace", "resource")
+    __slots__ = ("_plain_only", "_resolved", "client", "drop_managed_fields", "field_selector", "label_selector",
+                 "metadata_only", "namespace", "resource")
 
     def __init__(self, client: Client, resource: str | Resource, *, namespace: str | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
-                 metadata_only: bool = False) -> None:
+                 metadata_only: bool = False, drop_managed_fields: bool = False) -> None:
         self.client = client
         self.resource = resource
         self.namespace = namespace
         self.label_selector = label_selector
         self.field_selector = field_selector
         self.metadata_only = metadata_only
+        self.drop_managed_fields = drop_managed_fields
         self._plain_only = False  # the server refused the metadata-only form (406): ask for JSON
         self._resolved: Resource | None = resource if isinstance(resource, Resource) else None
+
+    def without_managed_fields(self) -> ClientListerWatcher:
+        """The same lists and watches, every object decoded without ``metadata.managedFields`` (the informer's
+        hook for its default transform: :func:`kinformer.cache.transforms.decoding_transform`)."""
+        copy = ClientListerWatcher(self.client, self._resolved or self.resource, namespace=self.namespace,
+                                   label_selector=self.label_selector, field_selector=self.field_selector,
+                                   metadata_only=self.metadata_only, drop_managed_fields=True)
+        copy._plain_only = self._plain_only
+        return copy
 
     async def resolved(self) -> Resource:
         """The :class:`Resource` (discovered once)."""
@@ -72,30 +88,38 @@ class ClientListerWatcher:
     async def list(self, options: ListOptions) -> ListResult:
         res = await self.resolved()
         options = self._options(options)
+        drop = self.drop_managed_fields
+        cut = drop and not self.metadata_only  # metadata-only: dropped while cutting down (or after)
         try:
             result = await self.client.list_page(res, options, self.namespace,
-                                                 headers=self._accept(PARTIAL_OBJECT_METADATA_LIST_ACCEPT))
+                                                 headers=self._accept(PARTIAL_OBJECT_METADATA_LIST_ACCEPT),
+                                                 drop_managed_fields=cut)
         except APIError as exc:
             if exc.code != 406 or not self.metadata_only or self._plain_only:
                 raise
             log.info("%s: the server does not serve PartialObjectMetadata (406); cutting whole objects down", res)
             self._plain_only = True
-            result = await self.client.list_page(res, options, self.namespace)
-        if self.metadata_only and result.items and not is_partial(result.items[0]):
-            result.items = [to_partial_object_metadata(obj) for obj in result.items]
+            result = await self.client.list_page(res, options, self.namespace, drop_managed_fields=cut)
+        items = result.items
+        if self.metadata_only and items:
+            if not is_partial(items[0]):
+                result.items = [to_partial_object_metadata(obj, drop_managed_fields=drop) for obj in items]
+            elif drop:
+                result.items = [cast("LazyObject", obj).without_managed_fields() for obj in items]
         return result
 
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
         """The client's own watch stream (no generator of ours in between: every event passes through it)."""
         return self.client.watch_stream(self._resolved or self.resource, self._options(options), self.namespace,
                                         headers=self._accept(PARTIAL_OBJECT_METADATA_ACCEPT),
-                                        as_metadata=self.metadata_only)
+                                        as_metadata=self.metadata_only, drop_managed_fields=self.drop_managed_fields)
 
     def watch_batches(self, options: ListOptions) -> AsyncIterator[WatchBatch]:
         """:meth:`watch`, one list of events per chunk read (the reflector's path: no await per event)."""
         return self.client.watch_batches(self._resolved or self.resource, self._options(options), self.namespace,
                                          headers=self._accept(PARTIAL_OBJECT_METADATA_ACCEPT),
-                                         as_metadata=self.metadata_only)
+                                         as_metadata=self.metadata_only,
+                                         drop_managed_fields=self.drop_managed_fields)
 
     def __repr__(self) -> str:
         where = f" in {self.namespace}" if self.namespace else ""

@@ -5,7 +5,8 @@ object into its top-level members (kept as raw JSON slices) and decodes only ``m
 struct. Everything else (``spec``, ``status``, ``data``...) is decoded on first access, member by member,
 with orjson. ``managedFields`` stays raw until someone reads it, and
 :meth:`LazyObject.without_managed_fields` drops it and compacts the raw members so a cached object costs
-roughly its JSON size.
+roughly its JSON size; :func:`without_managed_fields_from` makes that same copy straight from a watch line or
+list item (an informer's default transform done while decoding), with no LazyObject over the larger buffer.
 
 Invariants: a LazyObject is read-only (the values it hands out are plain dicts and lists, which callers
 must not mutate, as with any informer cache object); it compares equal to the plain dict of the same
@@ -37,6 +38,7 @@ __all__ = [
     "MetadataView",
     "decode_list",
     "decode_object",
+    "decode_without_managed_fields",
     "encode",
     "to_plain",
 ]
@@ -318,8 +320,8 @@ class LazyObject(Mapping[str, Any]):
         """The same object without ``metadata.managedFields``, as compact bytes of its own.
 
         The result references no larger buffer (a watch line or a list body), so caching it costs about the
-        object's JSON size. managedFields is cut out of the bytes directly when it can be located exactly;
-        otherwise the object is decoded and re-encoded.
+        object's JSON size. managedFields is cut out of the bytes directly when it can be located exactly
+        (:func:`_cut_managed_fields`); otherwise the object is decoded and re-encoded.
         """
         raw = self._raw
         if self._key is None:
@@ -328,26 +330,8 @@ class LazyObject(Mapping[str, Any]):
         if value is UNSET:
             return self if type(raw) is bytes else self._with_raw(bytes(raw))
         data = bytes(raw)  # no copy when raw is bytes already
-        found = data.find(_MF_KEY)
-        start = found + _MF_KEY_LEN
-        if found < 0 or not data.startswith(value, start):
-            return self._strip_by_decoding()
-        size = len(value)
-        start, end = found, start + size
-        # the JSON key can occur once only in the object's metadata; another occurrence (nested, or inside a
-        # string value) followed by the very same value would make the cut ambiguous: never guess. Such an
-        # occurrence must leave room for the value after it, which bounds the search.
-        last = data.rfind(_MF_KEY, end, len(data) - size)
-        while last >= 0:
-            if data.startswith(value, last + _MF_KEY_LEN):
-                return self._strip_by_decoding()
-            last = data.rfind(_MF_KEY, end, last)
-        if data[start - 1:start] == b",":
-            start -= 1
-        elif data[end:end + 1] == b",":
-            end += 1
-        view = memoryview(data)  # slices without copies: the result is the only new buffer
-        return self._with_raw(b"".join((view[:start], view[end:])))
+        cut = _cut_managed_fields(data, 0, len(data), value)
+        return self._strip_by_decoding() if cut is None else self._with_raw(cut)
 
     def _strip_by_decoding(self) -> LazyObject:
         data = self.to_dict()
@@ -358,6 +342,62 @@ class LazyObject(Mapping[str, Any]):
 
 
 _new_lazy = LazyObject.__new__
+
+
+def _cut_managed_fields(data: bytes, lo: int, hi: int, value: bytes | Raw) -> bytes | None:
+    """The object ``data[lo:hi]`` without its ``"managedFields":<value>`` member (and one comma beside it), as
+    new bytes; None when that member cannot be located exactly (the caller then decodes).
+
+    ``value`` is the metadata's managedFields as the object's own decode found it (a slice of the same JSON).
+    In valid JSON the bytes ``"managedFields":`` can only be a member's key (a quote inside a string is
+    escaped), at any depth: the first one must be followed by ``value``, and no later one may be (a nested
+    member or an earlier one with the very same value would make the cut ambiguous: never guess). A later
+    occurrence must leave room for the value after it, which bounds the search.
+    """
+    found = data.find(_MF_KEY, lo, hi)
+    start = found + _MF_KEY_LEN
+    if found < 0 or not data.startswith(value, start):
+        return None
+    size = len(value)
+    start, end = found, start + size
+    last = data.rfind(_MF_KEY, end, hi - size)
+    while last >= 0:
+        if data.startswith(value, last + _MF_KEY_LEN):
+            return None
+        last = data.rfind(_MF_KEY, end, last)
+    if data[start - 1:start] == b",":
+        start -= 1
+    elif data[end:end + 1] == b",":
+        end += 1
+    view = memoryview(data)  # slices without copies: the result is the only new buffer
+    return b"".join((view[lo:start], view[end:hi]))
+
+
+def without_managed_fields_from(data: bytes, lo: int, hi: int, raw: bytes | Raw,
+                                meta: _Meta | None) -> LazyObject:
+    """``LazyObject(raw, meta).without_managed_fields()`` (the same bytes, the same fast fields), built without
+    that intermediate object: ``raw`` is the object's JSON, ``data[lo:hi]`` the same bytes, ``meta`` their
+    decoded fast metadata (None when they have none of the fast form); ``meta`` is the caller's to give away."""
+    if meta is not None:
+        value = meta.managedFields
+        cut = data[lo:hi] if value is UNSET else _cut_managed_fields(data, lo, hi, value)
+        if cut is not None:
+            meta.managedFields = UNSET
+            obj = LazyObject(cut, meta)
+            _gc_untrack(obj)  # as the compact copy of without_managed_fields (see the module's docstring)
+            return obj
+    return LazyObject(raw, meta).without_managed_fields()
+
+
+def decode_without_managed_fields(raw: bytes | Raw) -> LazyObject:
+    """One object's JSON as ``LazyObject(raw).without_managed_fields()`` would make it, in one step."""
+    data = bytes(raw)  # no copy when raw is bytes already
+    try:
+        head = _decode_head(data)
+    except msgspec.ValidationError:
+        return LazyObject(raw, None).without_managed_fields()
+    meta = head.metadata
+    return without_managed_fields_from(data, 0, len(data), raw, None if meta is UNSET else meta)
 
 
 def _fast_namespace(obj: LazyObject) -> str | None:
@@ -434,10 +474,12 @@ def decode_object(data: bytes | bytearray | memoryview | str) -> LazyObject:
     return LazyObject.from_json(data)
 
 
-def decode_list(data: bytes | bytearray | memoryview | str) -> tuple[list[LazyObject], str, str | None, int | None]:
+def decode_list(data: bytes | bytearray | memoryview | str, *, drop_managed_fields: bool = False,
+                ) -> tuple[list[LazyObject], str, str | None, int | None]:
     """Decode a ``<Kind>List`` body: (items, resourceVersion, continue, remainingItemCount).
 
     Items without ``kind``/``apiVersion`` (the API server leaves them out of lists) get them from the list.
+    ``drop_managed_fields``: each item is as its :meth:`LazyObject.without_managed_fields` copy would be.
     """
     lst = _decode_list(data)
     kind = lst.kind[:-4] if lst.kind.endswith("List") else ""
@@ -449,7 +491,8 @@ def decode_list(data: bytes | bytearray | memoryview | str) -> tuple[list[LazyOb
         try:
             head = _decode_head(raw)
         except msgspec.ValidationError:
-            append(LazyObject(bytes(raw), None))
+            obj = LazyObject(bytes(raw), None)
+            append(obj.without_managed_fields() if drop_managed_fields else obj)
             continue
         meta = head.metadata if head.metadata is not UNSET else None
         add = []
@@ -457,13 +500,16 @@ def decode_list(data: bytes | bytearray | memoryview | str) -> tuple[list[LazyOb
             add.append(b'"kind":' + kind_json)
         if head.apiVersion is UNSET and api:
             add.append(b'"apiVersion":' + api)
+        body: bytes | Raw = raw
         if add:
-            body = bytes(raw)
-            sep = b"," if body.strip() != b"{}" else b""
-            body = b"{" + b",".join(add) + sep + body.lstrip()[1:]
-            append(LazyObject(body, meta))
+            whole = bytes(raw)
+            sep = b"," if whole.strip() != b"{}" else b""
+            body = b"{" + b",".join(add) + sep + whole.lstrip()[1:]
+        if drop_managed_fields:
+            whole = bytes(body)
+            append(without_managed_fields_from(whole, 0, len(whole), body, meta))
         else:
-            append(LazyObject(raw, meta))
+            append(LazyObject(body, meta))
     list_meta = lst.metadata
     return items, list_meta.resourceVersion, list_meta.continue_ or None, list_meta.remainingItemCount
 

@@ -5,7 +5,8 @@ A metadata-only informer caches PartialObjectMetadata (kind, apiVersion, metadat
 decodes its ``metadata`` into a struct that keeps every ObjectMeta field as raw JSON (name, namespace and
 resourceVersion decoded, as a :class:`~kinformer.client.objects.LazyObject`'s fast fields) and skips
 everything else; the struct is encoded back (raw fields copied verbatim, in ObjectMeta's order, managedFields
-last) and becomes the LazyObject with its fast fields set, so nothing is decoded twice.
+last, or left out when the caller drops it as an informer's default transform would) and becomes the LazyObject
+with its fast fields set, so nothing is decoded twice.
 
 Invariants: the result is equal, as a mapping, to ``{"kind": "PartialObjectMetadata", "apiVersion":
 "meta.k8s.io/v1", "metadata": <the object's metadata>}``; a metadata field this module does not know (a newer
@@ -21,7 +22,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
-from kinformer.client.objects import LazyObject, _Meta
+from kinformer.client.objects import LazyObject, _gc_untrack, _Meta
 
 __all__ = ["PARTIAL_API_VERSION", "PARTIAL_KIND", "is_partial", "partial_from_raw", "to_partial_object_metadata"]
 
@@ -77,21 +78,36 @@ def is_partial(obj: Any) -> bool:
         return False
 
 
-def partial_from_raw(raw: bytes | Raw) -> LazyObject:
-    """The PartialObjectMetadata of one object's JSON ``raw`` (whole or already partial)."""
+def partial_from_raw(raw: bytes | Raw, drop_managed_fields: bool = False) -> LazyObject:
+    """The PartialObjectMetadata of one object's JSON ``raw`` (whole or already partial); with
+    ``drop_managed_fields``, as its :meth:`~kinformer.client.objects.LazyObject.without_managed_fields` copy
+    would be (the managedFields a whole object carries is then skipped, never copied)."""
     try:
         source = _decode_source(raw)
     except msgspec.DecodeError:
-        return _partial_by_cutting(raw)
+        return _dropped(_partial_by_cutting(raw), drop_managed_fields)
     meta = source.metadata
     if meta is UNSET:
-        return _partial_by_cutting(raw)
+        return _dropped(_partial_by_cutting(raw), drop_managed_fields)
     fast = _Meta(meta.name, meta.namespace, meta.resourceVersion, meta.managedFields)
     if source.kind == PARTIAL_KIND and source.apiVersion == PARTIAL_API_VERSION:
-        return LazyObject(raw, fast)  # already cut down by the server
+        return _dropped(LazyObject(raw, fast), drop_managed_fields)  # already cut down by the server
     managed = meta.managedFields
-    if managed is UNSET:
-        return LazyObject(b"".join((_HEAD, _encode(meta), b"}")), fast)
+    if managed is UNSET or drop_managed_fields:
+        meta.managedFields = fast.managedFields = UNSET
+        data = b"".join((_HEAD, _encode(meta), b"}"))
+        # without_managed_fields would not have cut a copy whose metadata holds the key elsewhere: be that copy
+        if managed is UNSET or data.find(_MF) < 0:
+            obj = LazyObject(data, fast)
+            if drop_managed_fields:
+                _gc_untrack(obj)  # as without_managed_fields's compact copy
+            return obj
+        return _with_managed_fields_last(meta, managed, fast).without_managed_fields()
+    return _with_managed_fields_last(meta, managed, fast)
+
+
+def _with_managed_fields_last(meta: _ObjectMeta, managed: Raw, fast: _Meta) -> LazyObject:
+    """The PartialObjectMetadata of ``meta`` with ``managed`` as its managedFields, the last member."""
     meta.managedFields = UNSET
     body = memoryview(_encode(meta))[:-1]  # without its closing brace: managedFields goes last
     sep = b"," if len(body) > 1 else b""
@@ -101,12 +117,17 @@ def partial_from_raw(raw: bytes | Raw) -> LazyObject:
     return LazyObject(data, fast)
 
 
+def _dropped(obj: LazyObject, drop_managed_fields: bool) -> LazyObject:
+    return obj.without_managed_fields() if drop_managed_fields else obj
+
+
 def _partial_by_cutting(raw: bytes | Raw) -> LazyObject:
     """The general path: the metadata cut out as raw JSON, whatever it holds (decoded again for its key)."""
     return LazyObject(_HEAD + bytes(_decode_raw_metadata(raw).metadata) + b"}")
 
 
-def to_partial_object_metadata(obj: Any) -> LazyObject:
-    """``obj`` (a whole object: a LazyObject or any mapping) as a ``meta.k8s.io/v1`` PartialObjectMetadata."""
+def to_partial_object_metadata(obj: Any, *, drop_managed_fields: bool = False) -> LazyObject:
+    """``obj`` (a whole object: a LazyObject or any mapping) as a ``meta.k8s.io/v1`` PartialObjectMetadata
+    (``drop_managed_fields``: see :func:`partial_from_raw`)."""
     raw = obj._raw if isinstance(obj, LazyObject) else msgspec.json.encode(obj)
-    return partial_from_raw(raw)
+    return partial_from_raw(raw, drop_managed_fields)

@@ -5,21 +5,23 @@ work (aiohttp's ``readline`` refuses lines over its 128 KiB buffer limit). Each 
 the API server's exact form ``{"type":"<TYPE>","object":<object>}`` is cut at the known prefix, and one
 msgspec pass over the object both validates it and decodes its fast metadata; any other line takes the
 general path (envelope, then object). With ``as_metadata`` every object event carries a PartialObjectMetadata:
-a whole object is cut down in the same single pass (:mod:`kinformer.client.partial`).
+a whole object is cut down in the same single pass (:mod:`kinformer.client.partial`). With
+``drop_managed_fields`` each object event's object is decoded already without ``metadata.managedFields`` (what
+an informer's default transform would make of it), straight from the line.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any
 
 import msgspec
 import orjson
 from msgspec import UNSET, Raw
 
-from kinformer.client.objects import LazyObject, _decode_envelope, _decode_head
+from kinformer.client.objects import LazyObject, _decode_envelope, _decode_head, without_managed_fields_from
 from kinformer.client.partial import is_partial, partial_from_raw, to_partial_object_metadata
-from kinformer.listwatch import BOOKMARK, ERROR, WatchBatch, WatchEvent
+from kinformer.listwatch import ADDED, BOOKMARK, DELETED, ERROR, MODIFIED, WatchBatch, WatchEvent
 
 __all__ = ["LineSplitter", "decode_partial_watch_line", "decode_watch_line", "iter_event_batches", "iter_events",
            "iter_lines"]
@@ -27,6 +29,7 @@ __all__ = ["LineSplitter", "decode_partial_watch_line", "decode_watch_line", "it
 # The exact line prefixes of the API server's event types (keyed by the type's first letter, line[9]).
 _PREFIXES = {ord(t[0]): (t, f'{{"type":"{t}","object":'.encode()) for t in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")}
 _CLOSE = ord("}")
+_OBJECT_EVENTS = frozenset((ADDED, MODIFIED, DELETED))
 
 
 class LineSplitter:
@@ -92,11 +95,19 @@ async def iter_lines(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
         yield rest
 
 
-def decode_watch_line(line: bytes) -> WatchEvent:
-    """One watch line -> :class:`WatchEvent`; ERROR events carry the ``Status`` as a plain dict."""
-    ev = _fast_event(line)
+def decode_watch_line(line: bytes, *, drop_managed_fields: bool = False) -> WatchEvent:
+    """One watch line -> :class:`WatchEvent`; ERROR events carry the ``Status`` as a plain dict.
+    ``drop_managed_fields``: an ADDED/MODIFIED/DELETED event's object is as its
+    :meth:`~kinformer.client.objects.LazyObject.without_managed_fields` copy would be."""
+    ev = _fast_event_without_managed_fields(line) if drop_managed_fields else _fast_event(line)
     if ev is not None:
         return ev
+    ev = _general_event(line)
+    return _without_managed_fields(ev) if drop_managed_fields else ev
+
+
+def _general_event(line: bytes) -> WatchEvent:
+    """The event of any well-formed line (the envelope decoded, then the object)."""
     try:
         env = _decode_envelope(line)
     except msgspec.DecodeError as exc:
@@ -108,8 +119,18 @@ def decode_watch_line(line: bytes) -> WatchEvent:
     return WatchEvent(env.type, LazyObject(env.object))
 
 
-def _exact_form(line: bytes) -> tuple[str, Raw] | None:
-    """(type, object) of a line in the server's exact form, or None (the caller then takes the general path).
+def _without_managed_fields(ev: WatchEvent) -> WatchEvent:
+    """``ev`` with an ADDED/MODIFIED/DELETED event's object without managedFields (bookmarks, errors and
+    unknown types as they are: what an informer's transform is applied to)."""
+    obj = ev.object
+    if ev.type in _OBJECT_EVENTS and isinstance(obj, LazyObject):
+        return WatchEvent(ev.type, obj.without_managed_fields())
+    return ev
+
+
+def _exact_form(line: bytes) -> tuple[str, int] | None:
+    """(type, length of its prefix) of a line in the server's exact form, or None (the caller then takes the
+    general path).
 
     The object is the bytes between the type's prefix and the final ``}``; the caller's decode rejects
     anything that is not exactly one JSON object (a trailing member, whitespace), so the cut is never wrong.
@@ -119,7 +140,7 @@ def _exact_form(line: bytes) -> tuple[str, Raw] | None:
     found = _PREFIXES.get(line[9])
     if found is None or not line.startswith(found[1]):
         return None
-    return found[0], Raw(memoryview(line)[len(found[1]):-1])
+    return found[0], len(found[1])
 
 
 def _fast_event(line: bytes) -> WatchEvent | None:
@@ -127,46 +148,84 @@ def _fast_event(line: bytes) -> WatchEvent | None:
     found = _exact_form(line)
     if found is None:
         return None
-    kind, raw = found
+    raw = Raw(memoryview(line)[found[1]:-1])
     try:
         head = _decode_head(raw)
     except msgspec.DecodeError:
         return None
     meta = head.metadata
-    return WatchEvent(kind, LazyObject(raw, None if meta is UNSET else meta))
+    return WatchEvent(found[0], LazyObject(raw, None if meta is UNSET else meta))
 
 
-def _fast_partial_event(line: bytes) -> WatchEvent | None:
+def _fast_event_without_managed_fields(line: bytes) -> WatchEvent | None:
+    """:func:`_fast_event`, an object event's object cut out of the line without managedFields in one step."""
+    found = _exact_form(line)
+    if found is None or found[0] == BOOKMARK:
+        return None if found is None else _fast_event(line)
+    start, end = found[1], len(line) - 1
+    raw = Raw(memoryview(line)[start:end])
+    try:
+        head = _decode_head(raw)
+    except msgspec.DecodeError:
+        return None
+    meta = head.metadata
+    return WatchEvent(found[0], without_managed_fields_from(line, start, end, raw, None if meta is UNSET else meta))
+
+
+def _fast_partial_event(line: bytes, drop_managed_fields: bool = False) -> WatchEvent | None:
     """:func:`_fast_event` with the object cut down to its PartialObjectMetadata (bookmarks as they are)."""
     found = _exact_form(line)
     if found is None or found[0] == BOOKMARK:
         return None
     try:
-        return WatchEvent(found[0], partial_from_raw(found[1]))
+        return WatchEvent(found[0], partial_from_raw(Raw(memoryview(line)[found[1]:-1]), drop_managed_fields))
     except msgspec.DecodeError:
         return None
 
 
-def decode_partial_watch_line(line: bytes) -> WatchEvent:
+def _fast_partial_event_without_managed_fields(line: bytes) -> WatchEvent | None:
+    """:func:`_fast_partial_event` dropping managedFields (a function of its own: no argument per call)."""
+    return _fast_partial_event(line, True)
+
+
+def decode_partial_watch_line(line: bytes, *, drop_managed_fields: bool = False) -> WatchEvent:
     """:func:`decode_watch_line`, with every object event's object as a PartialObjectMetadata."""
-    ev = _fast_partial_event(line)
+    ev = _fast_partial_event(line, drop_managed_fields)
     if ev is not None:
         return ev
     ev = decode_watch_line(line)
-    if ev.type in (BOOKMARK, ERROR) or is_partial(ev.object):
-        return ev
-    return WatchEvent(ev.type, to_partial_object_metadata(ev.object))
+    if ev.type not in (BOOKMARK, ERROR) and not is_partial(ev.object):
+        ev = WatchEvent(ev.type, to_partial_object_metadata(ev.object))
+    return _without_managed_fields(ev) if drop_managed_fields else ev
 
 
-async def iter_event_batches(chunks: AsyncIterable[bytes], *,
-                             as_metadata: bool = False) -> AsyncIterator[WatchBatch]:
+def _decode_without_managed_fields(line: bytes) -> WatchEvent:
+    return decode_watch_line(line, drop_managed_fields=True)
+
+
+def _decode_partial_without_managed_fields(line: bytes) -> WatchEvent:
+    return decode_partial_watch_line(line, drop_managed_fields=True)
+
+
+# (fast, general) line decoders by (as_metadata, drop_managed_fields)
+_DECODERS: dict[tuple[bool, bool], tuple[Callable[[bytes], WatchEvent | None], Callable[[bytes], WatchEvent]]] = {
+    (False, False): (_fast_event, decode_watch_line),
+    (False, True): (_fast_event_without_managed_fields, _decode_without_managed_fields),
+    (True, False): (_fast_partial_event, decode_partial_watch_line),
+    (True, True): (_fast_partial_event_without_managed_fields, _decode_partial_without_managed_fields),
+}
+
+
+async def iter_event_batches(chunks: AsyncIterable[bytes], *, as_metadata: bool = False,
+                             drop_managed_fields: bool = False) -> AsyncIterator[WatchBatch]:
     """Decode a watch stream as the bytes arrive: one list of :class:`WatchEvent` per chunk that completes at
     least one line (a consumer's loop over a list costs no await per event); with ``as_metadata`` each object
-    event's object is a PartialObjectMetadata (cut down here when the server sent the whole object)."""
+    event's object is a PartialObjectMetadata (cut down here when the server sent the whole object); with
+    ``drop_managed_fields`` each ADDED/MODIFIED/DELETED event's object is as its ``without_managed_fields()``
+    copy would be (cut while decoding: what an informer's default transform would make of it)."""
     splitter = LineSplitter()
     feed = splitter.feed
-    fast = _fast_partial_event if as_metadata else _fast_event
-    general = decode_partial_watch_line if as_metadata else decode_watch_line
+    fast, general = _DECODERS[as_metadata, drop_managed_fields]
     async for chunk in chunks:
         lines = feed(chunk)
         if lines:
@@ -176,8 +235,9 @@ async def iter_event_batches(chunks: AsyncIterable[bytes], *,
         yield [general(rest)]
 
 
-async def iter_events(chunks: AsyncIterable[bytes], *, as_metadata: bool = False) -> AsyncIterator[WatchEvent]:
+async def iter_events(chunks: AsyncIterable[bytes], *, as_metadata: bool = False,
+                      drop_managed_fields: bool = False) -> AsyncIterator[WatchEvent]:
     """:func:`iter_event_batches`, one event at a time."""
-    async for batch in iter_event_batches(chunks, as_metadata=as_metadata):
+    async for batch in iter_event_batches(chunks, as_metadata=as_metadata, drop_managed_fields=drop_managed_fields):
         for event in batch:
             yield event

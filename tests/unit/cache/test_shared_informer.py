@@ -11,6 +11,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import orjson
 import pytest
 
 from kinformer.cache.delta_fifo import DeletedFinalStateUnknown
@@ -22,7 +23,8 @@ from kinformer.cache.shared_informer import (
     strip_managed_fields,
 )
 from kinformer.cache.transforms import for_class, strip_last_applied
-from kinformer.client.objects import LazyObject
+from kinformer.client.objects import LazyObject, decode_list
+from kinformer.client.watch import decode_watch_line
 from kinformer.clock import FakeClock
 from kinformer.listwatch import ListOptions, ListResult, WatchEvent
 from testlib import cancelled_future, cm, wait_until
@@ -147,6 +149,70 @@ def test_for_class_chooses_what_the_transform_does_for_a_class() -> None:
     assert method(lazy).to_dict() == strip_managed_fields(lazy).to_dict() == {"metadata": {"name": "a"}, "data": {}}
     assert for_class(strip_managed_fields, dict) is strip_managed_fields
     assert for_class(strip_last_applied, LazyObject) is strip_last_applied
+
+
+class WireListerWatcher:
+    """A FakeSource's lists and watches sent through the client's decoders as JSON bytes (what a
+    ClientListerWatcher hands the reflector), with the client's form that decodes without managedFields."""
+
+    def __init__(self, src: FakeSource, drop_managed_fields: bool = False) -> None:
+        self.src = src
+        self.drop = drop_managed_fields
+
+    def without_managed_fields(self) -> WireListerWatcher:
+        return WireListerWatcher(self.src, drop_managed_fields=True)
+
+    async def list(self, options: ListOptions) -> ListResult:
+        result = await self.src.list(options)
+        body = orjson.dumps({"kind": "ConfigMapList", "apiVersion": "v1", "items": result.items,
+                             "metadata": {"resourceVersion": result.resource_version}})
+        items, rv, _, _ = decode_list(body, drop_managed_fields=self.drop)
+        return ListResult(items, rv)  # type: ignore[arg-type]
+
+    async def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        async for ev in self.src.watch(options):
+            line = orjson.dumps({"type": ev.type, "object": ev.object})
+            yield decode_watch_line(line, drop_managed_fields=self.drop)
+
+
+def managed(name: str, value: str = "1") -> dict[str, Any]:
+    obj = cm(name, value=value)
+    obj["metadata"]["managedFields"] = [{"manager": "kubectl", "fieldsV1": {"f:data": {"f:v": {}}}}]
+    obj["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": name}
+    return obj
+
+
+@pytest.mark.parametrize("default", [strip_managed_fields, strip_last_applied])
+async def test_default_transform_done_while_decoding_caches_the_very_same_objects(default: Any) -> None:
+    src = FakeSource()
+    src.create(managed("listed"))
+    seen: list[Any] = []
+
+    def users(obj: Any) -> Any:  # a user transform: the plain path, objects arrive with managedFields
+        seen.append(obj)
+        return default(obj)
+
+    informers = [make_informer(WireListerWatcher(src), transform=t) for t in (default, users)]
+    for inf in informers:
+        inf.start()
+    try:
+        for inf in informers:
+            await inf.wait_for_sync(5)
+        src.create(managed("watched"))
+        src.update(managed("listed", value="2"))
+        for inf in informers:
+            await wait_until(lambda inf=inf: inf.indexer.get_by_key("default/watched") is not None and
+                             inf.indexer.get_by_key("default/listed")["data"]["v"] == "2")
+        cut, plain = (inf.indexer for inf in informers)
+        assert sorted(cut.list_keys()) == sorted(plain.list_keys()) == ["default/listed", "default/watched"]
+        for key in cut.list_keys():
+            got, want = cut.get_by_key(key), plain.get_by_key(key)
+            assert got.to_json() == want.to_json() and got == want and "managedFields" not in got["metadata"]
+        assert seen and all("managedFields" in obj["metadata"] for obj in seen)
+        assert informers[0]._reflectors[0].lw.drop and not informers[1]._reflectors[0].lw.drop
+    finally:
+        for inf in informers:
+            await inf.stop()
 
 
 @contextlib.asynccontextmanager

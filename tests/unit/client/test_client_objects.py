@@ -11,8 +11,17 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kinformer.client.objects import LazyObject, decode_list, decode_object, encode, to_plain
+from kinformer.client.objects import (
+    LazyObject,
+    decode_list,
+    decode_object,
+    decode_without_managed_fields,
+    encode,
+    to_plain,
+)
 from kinformer.client.watch import decode_watch_line
 
 FIXTURE = Path(__file__).resolve().parents[3] / "bench" / "pod-realistic.json"
@@ -211,3 +220,103 @@ def test_managed_fields_key_repeated_with_the_same_value_is_never_cut_by_guess()
     other = {"kind": "X", "spec": {"managedFields": [2]}, "metadata": {"name": "a", "managedFields": [1]}}
     assert decode_object(orjson.dumps(other)).without_managed_fields() == {
         "kind": "X", "spec": {"managedFields": [2]}, "metadata": {"name": "a"}}
+
+
+# -- managedFields cut while decoding: the very object decode-then-strip makes ----------------------------------
+
+def assert_same(cut: LazyObject, expected: LazyObject) -> None:
+    """``cut`` is ``expected`` in every observable way: bytes, values, fast fields, no managedFields."""
+    assert cut.to_json() == expected.to_json()
+    assert cut == expected and cut.to_dict() == expected.to_dict()
+    assert (cut.key, cut.name, cut.namespace, cut.resource_version) == (
+        expected.key, expected.name, expected.namespace, expected.resource_version)
+    assert (cut._key, cut._name, cut._ns, cut._rv) == (expected._key, expected._name, expected._ns, expected._rv)
+    assert not cut.has_managed_fields and type(cut.to_json()) is bytes
+
+
+def decoded_then_stripped(raw: bytes) -> LazyObject:
+    return decode_object(raw).without_managed_fields()
+
+
+MF = [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:data": {".": {}, "f:k": {}}}}]
+CUT_CASES = {
+    "no managedFields": {"kind": "K", "metadata": {"name": "a", "namespace": "n"}, "data": {"x": "1"}},
+    "managedFields first": {"kind": "K", "metadata": {"managedFields": MF, "name": "a", "namespace": "n"}},
+    "managedFields last": {"kind": "K", "metadata": {"name": "a", "namespace": "n", "managedFields": MF}},
+    "managedFields only": {"kind": "K", "metadata": {"managedFields": MF}},
+    "empty list": {"kind": "K", "metadata": {"name": "a", "managedFields": []}},
+    "metadata last": {"kind": "K", "spec": {"x": 1}, "metadata": {"name": "a", "managedFields": MF}},
+    "the word in strings": {"kind": "K", "metadata": {
+        "name": "a", "annotations": {"note": '"managedFields":[]', "managedFields": "x"}, "managedFields": MF},
+        "data": {"managedFields": "managedFields"}},
+    "escapes": {"kind": "K", "metadata": {"name": "a\u00e9\"", "managedFields": [
+        {"manager": 'm\\"x\u2028', "fieldsV1": {'f:"managedFields":': {}}}]}},
+    "nested key, other value": {"kind": "K", "spec": {"managedFields": [2]},
+                                "metadata": {"name": "a", "managedFields": [1]}},
+    "nested key, same value before": {"kind": "K", "spec": {"managedFields": [1]},
+                                      "metadata": {"name": "a", "managedFields": [1]}},
+    "nested key, same value after": {"kind": "K", "metadata": {"name": "a", "managedFields": [1]},
+                                     "spec": {"managedFields": [1]}},
+    "cluster-scoped": {"kind": "Node", "metadata": {"name": "n1", "resourceVersion": "5", "managedFields": MF}},
+    "no metadata": {"kind": "K", "data": {"managedFields": MF}},
+    "null metadata": {"kind": "K", "metadata": None},
+    "odd metadata": {"metadata": {"name": 5, "managedFields": []}, "x": 1},
+}
+
+
+@pytest.mark.parametrize("case", sorted(CUT_CASES))
+def test_decode_without_managed_fields_is_decode_then_strip(case: str) -> None:
+    for raw in (orjson.dumps(CUT_CASES[case]), json.dumps(CUT_CASES[case], indent=1).encode()):
+        cut = decode_without_managed_fields(raw)
+        assert_same(cut, decoded_then_stripped(raw))
+        assert "managedFields" not in (cut.get("metadata") or {})
+
+
+def test_decode_without_managed_fields_on_the_realistic_pod(pod: dict) -> None:
+    raw = orjson.dumps(pod)
+    assert pod["metadata"]["managedFields"]
+    cut = decode_without_managed_fields(raw)
+    assert_same(cut, decoded_then_stripped(raw))
+    assert cut == stripped(pod) and len(cut.to_json()) < len(raw)
+    assert not gc.is_tracked(cut)  # as without_managed_fields's compact copy
+
+
+def test_decode_without_managed_fields_of_bad_json_raises_as_decoding_does() -> None:
+    with pytest.raises(ValueError):
+        decode_object(b'{"metadata":')
+    with pytest.raises(ValueError):
+        decode_without_managed_fields(b'{"metadata":')
+
+
+_json_scalars = st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.text(max_size=8) | st.sampled_from(
+    ["managedFields", '"managedFields":', "\\", '"', "\u00e9"])
+_json = st.recursive(_json_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.sampled_from(["managedFields", "name", "a", "f:managedFields"]), inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(before=st.dictionaries(st.sampled_from(["name", "namespace", "labels", "annotations", "uid"]),
+                              st.text(max_size=5) | st.dictionaries(st.text(max_size=4), st.text(max_size=4)),
+                              max_size=3),
+       managed=st.none() | _json, spec=_json, metadata_first=st.booleans(), pretty=st.booleans())
+def test_decode_without_managed_fields_equals_decode_then_strip_on_any_object(
+        before: dict, managed: object, spec: object, metadata_first: bool, pretty: bool) -> None:
+    meta = dict(before)
+    if managed is not None:
+        meta["managedFields"] = managed
+    body = {"metadata": meta, "spec": spec} if metadata_first else {"spec": spec, "metadata": meta}
+    raw = json.dumps(body, indent=1).encode() if pretty else orjson.dumps(body)
+    assert_same(decode_without_managed_fields(raw), decoded_then_stripped(raw))
+
+
+def test_decode_list_can_drop_managed_fields_as_it_decodes(pod: dict) -> None:
+    item = {k: v for k, v in pod.items() if k not in ("kind", "apiVersion")}
+    odd = {"metadata": {"name": 5, "managedFields": []}}
+    body = orjson.dumps({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "42"},
+                         "items": [item, pod, odd, {"metadata": {"name": "b"}}]})
+    items, rv, _, _ = decode_list(body)
+    cut, cut_rv, _, _ = decode_list(body, drop_managed_fields=True)
+    assert rv == cut_rv == "42" and len(cut) == len(items) == 4
+    for got, whole in zip(cut, items, strict=True):
+        assert_same(got, whole.without_managed_fields())
+    assert cut[0]["kind"] == "Pod" and cut[0] == stripped(pod)

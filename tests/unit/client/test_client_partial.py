@@ -83,3 +83,57 @@ async def test_iter_events_as_metadata_cuts_every_object_event() -> None:
     got = [ev.object async for ev in iter_events(_agen(chunks), as_metadata=True)]
     assert got == [expected(o) for o in objs]
     assert [ev.object async for ev in iter_events(_agen(chunks))] == objs
+
+
+# -- managedFields dropped while cutting down (drop_managed_fields): the very object cut-then-strip makes --------
+
+def assert_same(got: LazyObject, expected_obj: LazyObject) -> None:
+    assert got.to_json() == expected_obj.to_json() and got == expected_obj
+    assert (got._key, got._name, got._ns, got._rv) == (expected_obj._key, expected_obj._name, expected_obj._ns,
+                                                       expected_obj._rv)
+    assert not got.has_managed_fields
+
+
+PARTIAL_CASES = {
+    "realistic pod": FIXTURE,
+    "no managedFields": {"kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"}, "data": {"k": "v"}},
+    "managedFields only": {"kind": "ConfigMap", "metadata": {"managedFields": [{"manager": "m"}]}},
+    "annotation named managedFields": {"kind": "ConfigMap", "metadata": {
+        "name": "a", "annotations": {"managedFields": "x"}, "managedFields": [{"manager": "m"}]}},
+    "owner reference holding the key": {"kind": "ConfigMap", "metadata": {
+        "name": "a", "ownerReferences": [{"managedFields": [1]}], "managedFields": [1]}},
+    "unknown metadata field": {"kind": "ConfigMap", "metadata": {"name": "a", "future": 1, "managedFields": []}},
+    "no metadata": {"kind": "ConfigMap"},
+    "already partial": expected(FIXTURE),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PARTIAL_CASES))
+def test_partial_dropping_managed_fields_is_partial_then_strip(case: str) -> None:
+    raw = orjson.dumps(PARTIAL_CASES[case])
+    got = partial_from_raw(raw, drop_managed_fields=True)
+    assert_same(got, partial_from_raw(raw).without_managed_fields())
+    assert_same(to_partial_object_metadata(LazyObject(raw), drop_managed_fields=True), got)
+    assert "managedFields" not in (got["metadata"] or {})
+
+
+def test_watch_line_as_partial_dropping_managed_fields() -> None:
+    for line in (orjson.dumps({"type": "MODIFIED", "object": FIXTURE}),  # the exact form
+                 json.dumps({"type": "DELETED", "object": FIXTURE}).encode()):  # the general path
+        ev = decode_partial_watch_line(line, drop_managed_fields=True)
+        assert_same(ev.object, decode_partial_watch_line(line).object.without_managed_fields())
+    bookmark = {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": "7", "managedFields": []}}
+    line = orjson.dumps({"type": "BOOKMARK", "object": bookmark})
+    assert decode_partial_watch_line(line, drop_managed_fields=True).object == bookmark  # as it came
+
+
+async def test_iter_events_as_metadata_dropping_managed_fields() -> None:
+    objs = [dict(FIXTURE, metadata=dict(FIXTURE["metadata"], name=f"p{i}")) for i in range(5)]
+    data = b"".join(orjson.dumps({"type": "ADDED", "object": o}) + b"\n" for o in objs)
+    chunks = [data[i:i + 1000] for i in range(0, len(data), 1000)]
+    got = [ev.object async for ev in iter_events(_agen(chunks), as_metadata=True, drop_managed_fields=True)]
+    kept = [ev.object async for ev in iter_events(_agen(chunks), as_metadata=True)]
+    assert len(got) == len(kept) == 5
+    for cut, whole in zip(got, kept, strict=True):
+        assert whole.has_managed_fields
+        assert_same(cut, whole.without_managed_fields())

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
-from kinformer.client.watch import LineSplitter, iter_event_batches, iter_events, iter_lines
+from kinformer.client.objects import LazyObject
+from kinformer.client.watch import LineSplitter, decode_watch_line, iter_event_batches, iter_events, iter_lines
 
 
 def split_all(chunks: list[bytes]) -> list[bytes]:
@@ -105,3 +109,74 @@ async def test_iter_event_batches_yields_one_list_per_chunk_that_completes_lines
     batches = [[(e.type, e.object["metadata"]["name"]) for e in batch]
                async for batch in iter_event_batches(_agen(chunks))]
     assert batches == [[("MODIFIED", "a"), ("MODIFIED", "b")], [("MODIFIED", "c")]]
+
+
+# -- managedFields cut while decoding (drop_managed_fields) ------------------------------------------------------
+
+POD = json.loads((Path(__file__).resolve().parents[3] / "bench" / "pod-realistic.json").read_text())
+BOOKMARK = {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": "9", "managedFields": []}}
+STATUS = {"kind": "Status", "apiVersion": "v1", "code": 410, "reason": "Expired", "metadata": {}}
+
+
+def assert_same_object(got: Any, expected: Any) -> None:
+    assert type(got) is type(expected) and got == expected
+    if isinstance(got, LazyObject):
+        assert got.to_json() == expected.to_json() and got.key == expected.key
+        assert got.resource_version == expected.resource_version
+
+
+def stripped_event(line: bytes) -> tuple[str, Any]:
+    """What the informer's default transform made of the line's event: object events' objects stripped."""
+    ev = decode_watch_line(line)
+    obj = ev.object
+    return ev.type, obj.without_managed_fields() if ev.type in ("ADDED", "MODIFIED", "DELETED") else obj
+
+
+LINES = {
+    "exact form": orjson.dumps({"type": "MODIFIED", "object": POD}),
+    "general form": json.dumps({"type": "ADDED", "object": POD}).encode(),
+    "members swapped": orjson.dumps({"object": POD, "type": "DELETED"}),
+    "no managedFields": orjson.dumps({"type": "ADDED", "object": {"metadata": {"name": "a", "namespace": "n"}}}),
+    "no metadata": orjson.dumps({"type": "ADDED", "object": {"kind": "K"}}),
+    "bookmark": orjson.dumps({"type": "BOOKMARK", "object": BOOKMARK}),
+    "error": orjson.dumps({"type": "ERROR", "object": STATUS}),
+    "unknown type": orjson.dumps({"type": "SOMETHING", "object": POD}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LINES))
+def test_decode_watch_line_drop_managed_fields_is_decode_then_strip(case: str) -> None:
+    line = LINES[case]
+    ev = decode_watch_line(line, drop_managed_fields=True)
+    kind, expected = stripped_event(line)
+    assert ev.type == kind
+    assert_same_object(ev.object, expected)
+
+
+def test_drop_managed_fields_cuts_object_events_only() -> None:
+    cut = decode_watch_line(LINES["exact form"], drop_managed_fields=True).object
+    assert not cut.has_managed_fields and cut == {**POD, "metadata": {
+        k: v for k, v in POD["metadata"].items() if k != "managedFields"}}
+    assert type(cut._raw) is bytes  # its own bytes: the line is not kept alive by the cached object
+    assert decode_watch_line(LINES["exact form"]).object.has_managed_fields  # the flag off: as it came
+    bookmark = decode_watch_line(LINES["bookmark"], drop_managed_fields=True).object
+    assert bookmark["metadata"]["managedFields"] == []  # bookmarks are not objects to cache: as they came
+    with pytest.raises(ValueError):
+        decode_watch_line(b'{"type":"ADDED","object":', drop_managed_fields=True)
+
+
+async def test_iter_event_batches_drop_managed_fields_on_and_off_with_random_chunks() -> None:
+    rng = random.Random(3)
+    lines = [LINES[rng.choice(sorted(LINES))] for _ in range(60)]
+    data = b"\n".join(lines)  # the last line unterminated: the flushed rest is decoded the same way
+    chunks = random_chunks(data, rng, 5000)
+    got = [ev for batch in [b async for b in iter_event_batches(_agen(chunks), drop_managed_fields=True)]
+           for ev in batch]
+    assert len(got) == len(lines)
+    for ev, line in zip(got, lines, strict=True):
+        kind, expected = stripped_event(line)
+        assert ev.type == kind
+        assert_same_object(ev.object, expected)
+    plain = [ev async for ev in iter_events(_agen(chunks))]  # the flag off: every object as it came
+    assert [(ev.type, ev.object) for ev in plain] == [(e.type, e.object) for e in map(decode_watch_line, lines)]
+    assert any(isinstance(ev.object, LazyObject) and ev.object.has_managed_fields for ev in plain)
