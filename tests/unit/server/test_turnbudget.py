@@ -75,6 +75,28 @@ async def test_a_cancelled_waiter_leaves_nothing_behind() -> None:
     assert turns.try_start()
 
 
+async def test_a_waiter_cancelled_just_before_the_turn_is_skipped_and_the_next_one_woken() -> None:
+    """The waiter's future is cancelled at once, its task unqueues it only when it next runs: the turn that
+    comes first skips it and wakes the next waiter."""
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    timer = FakeTimer()
+    turns = TurnBudget(0.005, timer=timer)
+    assert turns.try_start()
+    timer.now = 1.0
+    await asyncio.sleep(0)  # that turn ends with nobody waiting
+    first = asyncio.create_task(turns.wait("a"))
+    second = asyncio.create_task(turns.wait("b"))
+    await asyncio.sleep(0)  # both queued; the next turn is scheduled to run before the first can unqueue
+    assert turns.waiting == 2
+    first.cancel()
+    await asyncio.wait_for(second, 5)
+    await asyncio.gather(first, return_exceptions=True)
+    assert first.cancelled() and not errors
+    assert turns.waiting == 0 and not turns._flows and turns._woken == 0
+
+
 def test_limits_are_validated() -> None:
     with pytest.raises(ValueError):
         TurnBudget(0)

@@ -122,6 +122,8 @@ class TurnBudget:
                 del self._flows[flow]
                 if queue:  # to the back of the round-robin order
                     self._flows[flow] = queue
+                if fut.done():  # cancelled, its task not yet resumed to unqueue it: no turn spent on it
+                    continue
                 fut.set_result(None)
                 self._woken += 1
                 self._started += 1
