@@ -315,7 +315,7 @@ async def census(replicas: int, nodes: int, timeout: float) -> None:
         manager = server.cluster.manager
         informers = manager.factory.informers
         before = await _requests(client), {n: inf.stats.deltas for n, inf in informers.items()}, \
-            {c.name: c.stats.reconciles for c in manager.controllers}
+            {c.name: c.stats.reconciles for c in manager.controllers}, _deliveries(informers)
         watcher = Watcher(client, "deployments", available(replicas), 1)
         await watcher.start()
         try:
@@ -334,9 +334,17 @@ async def census(replicas: int, nodes: int, timeout: float) -> None:
     print("  requests: " + ", ".join(f"{verb} {resource} {n}" for (verb, resource), n in requests.most_common()))
     deltas = {n: inf.stats.deltas - before[1].get(n, 0) for n, inf in informers.items()}
     print("  informer deltas: " + ", ".join(f"{n} {d}" for n, d in sorted(deltas.items(), key=lambda x: -x[1]) if d))
+    delivered = {n: d - before[3].get(n, 0) for n, d in _deliveries(informers).items()}
+    print(f"  handler deliveries: {sum(delivered.values())}: " + ", ".join(
+        f"{n} {d}" for n, d in sorted(delivered.items(), key=lambda x: -x[1]) if d))
     reconciles = {c.name: c.stats.reconciles - before[2].get(c.name, 0) for c in manager.controllers}
     print("  reconciles: " + ", ".join(f"{n} {r}" for n, r in sorted(reconciles.items(), key=lambda x: -x[1]) if r))
     print("  collections: " + ", ".join(f"{k} {v}" for k, v in sorted(collected.items())))
+
+
+def _deliveries(informers: Mapping[str, Any]) -> dict[str, int]:
+    """Notifications each informer's handlers have processed so far (summed over its handlers)."""
+    return {name: sum(listener.processed for listener in inf._listeners) for name, inf in informers.items()}
 
 
 @contextmanager
