@@ -17,6 +17,13 @@ Invariants:
   (adds with ``is_in_initial_list``) not yet delivered (enqueued ones counted by the loop, delivered ones by
   whoever delivers: each counter has one writer).
 * After :meth:`ProcessorListener.stop` nothing more is delivered (a plain batch stops at the next item).
+* A listener with an ``accepts`` predicate is offered every notification (:attr:`ProcessorListener.offer`) and
+  buffers only those it accepts, judged on the informer's side before buffering (client-go's
+  FilteringResourceEventHandler judges after): an add by its object, an update by its old *or* new object (a
+  handler still sees an object leave its filter), a delete by the deleted object (a tombstone's last known
+  object; a tombstone without one is delivered). A rejected notification takes no buffer entry, wakes nobody
+  and is not counted in ``pending``, ``processed`` or ``initial_pending``. An ``accepts`` that raises is counted
+  and logged as a callback's exception and the notification is delivered.
 
 Callbacks run on a worker thread must treat cached objects as read-only and must not touch asyncio objects
 of the informer's loop except through ``loop.call_soon_threadsafe``.
@@ -35,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kinformer.cache.tombstone import DeletedFinalStateUnknown
 from kinformer.cache.waiters import park, wake_all
 from kinformer.clock import Clock
 
@@ -157,11 +165,15 @@ class ProcessorListener:
 
     __slots__ = ("_current", "_delivered_initial", "_enqueued_initial", "_executor", "_handoff", "_inflight",
                  "_inflight_done", "_initial_waiters", "_loop", "_sleeping", "_task", "_threaded", "_waiter",
-                 "_wake_worker", "active", "buffer", "callbacks", "errors", "name", "next_resync", "processed",
-                 "resync_period")
+                 "_wake_worker", "accepts", "active", "buffer", "callbacks", "errors", "name", "next_resync", "offer",
+                 "processed", "resync_period")
 
-    def __init__(self, callbacks: Callbacks, resync_period: float, clock: Clock, name: str) -> None:
+    def __init__(self, callbacks: Callbacks, resync_period: float, clock: Clock, name: str,
+                 accepts: Callable[[Any], bool] | None = None) -> None:
         self.callbacks = callbacks
+        self.accepts = accepts
+        #: How the informer hands over a notification: :meth:`enqueue`, or :meth:`_enqueue_accepted` when filtered.
+        self.offer: Callable[[Notification], None] = self.enqueue if accepts is None else self._enqueue_accepted
         self.resync_period = resync_period
         self.next_resync = clock.now() + resync_period
         self.name = name
@@ -216,6 +228,29 @@ class ProcessorListener:
             self._waiter = None
             if not waiter.done():
                 waiter.set_result(None)
+
+    def _enqueue_accepted(self, note: Notification) -> None:
+        """:meth:`enqueue` the notification if ``accepts`` takes it (see the module docstring)."""
+        try:
+            accepted = self._accepted(note)
+        except Exception:
+            self.errors += 1
+            log.exception("event handler %s: accepts failed; delivering", self.name)
+            accepted = True
+        if accepted:
+            self.enqueue(note)
+
+    def _accepted(self, note: Notification) -> bool:
+        accepts = self.accepts
+        assert accepts is not None
+        kind, obj, new = note.kind, note.obj, note.new
+        if kind is UPDATE:
+            return bool(accepts(obj) or (new is not obj and accepts(new)))
+        if kind is DELETE and isinstance(obj, DeletedFinalStateUnknown):
+            obj = obj.obj
+            if obj is None:
+                return True
+        return bool(accepts(obj))
 
     def _hand_over(self) -> None:
         handoff, self._handoff = self._handoff, None

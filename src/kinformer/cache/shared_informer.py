@@ -18,6 +18,9 @@ Invariants:
   also gets ``is_resync=True`` (``False`` for real updates). Likewise ``on_add`` gets
   ``is_in_initial_list`` if it declares that keyword. Signatures are inspected once, at registration.
 * A handler added after start first receives every cached object once as ``on_add`` (initial list).
+* A handler registered with ``accepts`` is handed only the notifications whose object it accepts (an update's
+  old or new one), judged here before buffering: the others cost it no buffer entry and no wake-up. Its
+  initial list is filtered the same way.
   ``registration.has_synced()`` is true once the informer has synced and the handler has processed all its
   initial-list notifications.
 * Structured: :meth:`SharedIndexInformer.run` owns every task it starts (reflector, handlers, the mutation
@@ -286,21 +289,31 @@ class SharedIndexInformer(Generic[ObjT]):
 
     def add_event_handler(self, handler: Any = None, *, on_add: Callable[..., Any] | None = None,
                           on_update: Callable[..., Any] | None = None, on_delete: Callable[..., Any] | None = None,
-                          resync: float | None = None) -> ResourceEventHandlerRegistration:
+                          resync: float | None = None,
+                          accepts: Callable[[Any], bool] | None = None) -> ResourceEventHandlerRegistration:
         """Register callbacks (a handler object with ``on_add``/``on_update``/``on_delete`` methods, or the
         keyword callbacks, which win over the object's). ``resync`` None means the informer's period.
 
-        After start, the handler first gets every cached object as an initial-list add.
+        ``accepts(obj) -> bool``, if given, is called on the informer's side before a notification is
+        buffered for this handler, which gets only what it accepts: an add or delete whose object it accepts
+        (a tombstone's last known object), an update whose old *or* new object it accepts (so it sees an
+        object leave its filter), resyncs alike. Like client-go's FilteringResourceEventHandler, but a
+        rejected change costs the handler no buffer entry and no wake-up. It must be cheap, must not block,
+        and must read the object only; one that raises is counted in the registration's ``errors`` and
+        logged, and the change is delivered.
+
+        After start, the handler first gets every cached object (it accepts) as an initial-list add.
         """
         callbacks = callbacks_of(handler, on_add, on_update, on_delete)
         period = self._handler_period(resync)
         self._handler_seq += 1
-        listener = ProcessorListener(callbacks, period, self.clock, f"{self.name}#{self._handler_seq}")
+        listener = ProcessorListener(callbacks, period, self.clock, f"{self.name}#{self._handler_seq}", accepts)
         self._listeners.append(listener)
         if self._started and not self._stopped:
             now = self.clock.now()
+            offer = listener.offer
             for obj in self._indexer.list():
-                listener.enqueue(Notification(ADD, obj, None, True, now))
+                offer(Notification(ADD, obj, None, True, now))
             if self._tg is not None:
                 listener.start(self._tg)
         return ResourceEventHandlerRegistration(self, listener)
@@ -442,7 +455,7 @@ class SharedIndexInformer(Generic[ObjT]):
                 note = _new_tuple(Notification, (UPDATE, old, obj, is_sync, now))
                 listeners = self._syncing if is_sync else self._listeners
         for listener in listeners:
-            listener.enqueue(note)
+            listener.offer(note)
 
     # ------------------------------------------------------------------ lifecycle
 

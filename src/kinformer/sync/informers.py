@@ -90,12 +90,14 @@ class SharedIndexInformer:
 
     def add_event_handler(self, handler: Any = None, *, on_add: Callable[..., Any] | None = None,
                           on_update: Callable[..., Any] | None = None, on_delete: Callable[..., Any] | None = None,
-                          resync: float | None = None) -> ResourceEventHandlerRegistration:
-        """Register callbacks as :meth:`kinformer.SharedIndexInformer.add_event_handler` does. Plain callables run
+                          resync: float | None = None,
+                          accepts: Callable[[Any], bool] | None = None) -> ResourceEventHandlerRegistration:
+        """Register callbacks as :meth:`kinformer.SharedIndexInformer.add_event_handler` does (``accepts`` is
+        called on the client's loop thread, before buffering). Plain callables run
         in a worker thread of their own, one notification at a time and in order (a slow one delays only
         itself); an exception is logged and counted, never stops the informer."""
         registration = self._loop.call(self.aio.add_event_handler, handler, on_add=on_add, on_update=on_update,
-                                       on_delete=on_delete, resync=resync)
+                                       on_delete=on_delete, resync=resync, accepts=accepts)
         return ResourceEventHandlerRegistration(self._loop, registration)
 
     def has_synced(self) -> bool:

@@ -6,7 +6,8 @@ import asyncio
 import threading
 from typing import Any
 
-from kinformer.cache.processor_listener import ADD, UPDATE, Notification, ProcessorListener, callbacks_of
+from kinformer.cache.processor_listener import ADD, DELETE, UPDATE, Notification, ProcessorListener, callbacks_of
+from kinformer.cache.tombstone import DeletedFinalStateUnknown
 from kinformer.clock import FakeClock
 from testlib import wait_until
 
@@ -80,3 +81,47 @@ async def test_a_batch_enqueued_at_once_reaches_an_async_handler_in_order() -> N
         await wait_until(lambda: len(seen) == 8, what="the batches delivered")
         assert seen == list(range(8)) and listener.pending == 0
         listener.stop()
+
+
+def _offered(accepts: Any, *notes: Notification) -> ProcessorListener:
+    """A listener (never started) offered ``notes``: its buffer holds what ``accepts`` took."""
+    listener = ProcessorListener(callbacks_of(None, lambda obj: None, None, None), 0.0, FakeClock(), "filtered",
+                                 accepts)
+    for note in notes:
+        listener.offer(note)
+    return listener
+
+
+def test_accepts_judges_an_update_by_its_old_or_new_object_and_a_delete_by_the_tombstones_object() -> None:
+    """An update is kept if either side is accepted (an object leaving the filter is still seen); a
+    tombstone is judged by its last known object, and kept when that is unknown."""
+    def wanted(obj: Any) -> bool:
+        return bool(obj.get("keep"))
+
+    yes, no = {"keep": True}, {"keep": False}
+    notes = [Notification(ADD, yes, None, False, 0.0), Notification(ADD, no, None, False, 0.0),
+             Notification(UPDATE, yes, no, False, 0.0), Notification(UPDATE, no, yes, False, 0.0),
+             Notification(UPDATE, no, no, False, 0.0), Notification(UPDATE, no, no, True, 0.0),
+             Notification(DELETE, yes, None, False, 0.0), Notification(DELETE, no, None, False, 0.0),
+             Notification(DELETE, DeletedFinalStateUnknown("k", yes), None, False, 0.0),
+             Notification(DELETE, DeletedFinalStateUnknown("k", no), None, False, 0.0),
+             Notification(DELETE, DeletedFinalStateUnknown("k", None), None, False, 0.0)]
+    listener = _offered(wanted, *notes)
+    assert list(listener.buffer) == [notes[i] for i in (0, 2, 3, 6, 8, 10)]
+    assert listener.pending == 6 and listener.errors == 0
+
+
+def test_a_rejected_initial_add_is_not_waited_for_and_unfiltered_listeners_take_everything() -> None:
+    listener = _offered(lambda obj: False, Notification(ADD, {}, None, True, 0.0))
+    assert not listener.buffer and listener.initial_pending == 0
+    unfiltered = ProcessorListener(callbacks_of(None, None, None, None), 0.0, FakeClock(), "all")
+    assert unfiltered.offer == unfiltered.enqueue
+
+
+def test_an_accepts_that_raises_is_counted_and_the_notification_delivered() -> None:
+    def broken(obj: Any) -> bool:
+        raise KeyError("metadata")
+
+    note = Notification(ADD, {}, None, False, 0.0)
+    listener = _offered(broken, note)
+    assert list(listener.buffer) == [note] and listener.errors == 1
