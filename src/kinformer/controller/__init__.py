@@ -2,7 +2,7 @@
 
 from kinformer.controller.builder import Builder
 from kinformer.controller.controller import Controller, ControllerStats
-from kinformer.controller.handlers import EnqueueHandler, owner_mapper, request_for_object
+from kinformer.controller.handlers import EnqueueHandler, maps_any, owned_by, owner_mapper, request_for_object
 from kinformer.controller.leaderelection import LeaderElectionConfig, LeaderElector
 from kinformer.controller.manager import LeaderElectionLost, Manager
 from kinformer.controller.predicates import (
@@ -44,8 +44,10 @@ __all__ = [
     "Sharding",
     "TerminalError",
     "and_",
+    "maps_any",
     "not_",
     "or_",
+    "owned_by",
     "owner_mapper",
     "request_for_object",
 ]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kinformer.controller import metrics
 from kinformer.controller.controller import Controller
-from kinformer.controller.handlers import MapFunc, owner_mapper, request_for_object
+from kinformer.controller.handlers import Accepts, MapFunc, owned_by, owner_mapper, request_for_object
 from kinformer.controller.predicates import Predicate
 from kinformer.controller.reconcile import ObjectReconciler, ReconcilerLike, Request
 from kinformer.meta import Object
@@ -58,6 +58,7 @@ class _Watch:
     controller_only: bool = True
     options: dict[str, Any] = field(default_factory=dict)
     informer: SharedIndexInformer | None = None
+    accepts: Accepts | None = None  # the handler's filter before buffering (owns: its owner's kind, at build)
 
 
 class Builder:
@@ -84,25 +85,34 @@ class Builder:
         watch.informer = self._manager.informer(watch.resource, **watch.options)
         return watch
 
-    def for_(self, resource: str | type, *predicates: Predicate, **informer_options: Any) -> Builder:
-        """The primary resource: its events enqueue the object itself."""
+    def for_(self, resource: str | type, *predicates: Predicate, accepts: Accepts | None = None,
+             **informer_options: Any) -> Builder:
+        """The primary resource: its events enqueue the object itself. ``accepts(obj)``, if given, keeps the
+        objects it rejects from this controller's handler before they are buffered (``add_event_handler``'s
+        ``accepts``: an update is delivered if the old or the new object is accepted); predicates then judge
+        what is delivered."""
         if self._for is not None:
             raise ValueError("for_() may be called only once")
-        self._for = self._watch(_Watch(_spelled(resource), request_for_object, predicates, options=informer_options))
+        self._for = self._watch(_Watch(_spelled(resource), request_for_object, predicates, options=informer_options,
+                                       accepts=accepts))
         return self
 
     def owns(self, resource: str | type, *predicates: Predicate, controller_only: bool = True,
              **informer_options: Any) -> Builder:
-        """Objects owned by the primary resource: their events enqueue the owner."""
+        """Objects owned by the primary resource: their events enqueue the owner. Only objects with an
+        ownerReference of the owner's kind (the controller one, unless ``controller_only=False``) are handed to
+        this controller: the others would enqueue nothing."""
         watch = _Watch(_spelled(resource), None, predicates, controller_only, informer_options)
         self._watches.append(self._watch(watch))
         return self
 
     def watches(self, resource: str | type, *predicates: Predicate, mapper: MapFunc | None = None,
-                **informer_options: Any) -> Builder:
-        """Any resource, mapped to Requests by ``mapper`` (keyword-only; default: the object itself)."""
+                accepts: Accepts | None = None, **informer_options: Any) -> Builder:
+        """Any resource, mapped to Requests by ``mapper`` (keyword-only; default: the object itself).
+        ``accepts`` as for :meth:`for_`: it must accept every object ``mapper`` maps to something
+        (:func:`~kinformer.controller.handlers.maps_any` makes one of the mapper itself)."""
         self._watches.append(self._watch(_Watch(_spelled(resource), mapper or request_for_object, predicates,
-                                                options=informer_options)))
+                                                options=informer_options, accepts=accepts)))
         return self
 
     def writes_status(self) -> Builder:
@@ -212,9 +222,12 @@ class Builder:
                           ryow_timeout=mgr.ryow_timeout, resource=str(primary),
                           leader_elected=mgr.leader_election is not None, sources=self._sources)
         for w in [self._for, *self._watches]:
-            mapper = w.mapper or owner_mapper(primary.group, primary.kind, owner_namespaced=primary.namespaced,
-                                              controller_only=w.controller_only)
+            mapper, accepts = w.mapper, w.accepts
+            if mapper is None:
+                mapper = owner_mapper(primary.group, primary.kind, owner_namespaced=primary.namespaced,
+                                      controller_only=w.controller_only)
+                accepts = owned_by(primary.group, primary.kind, controller_only=w.controller_only)
             assert w.informer is not None  # set by _watch when the watch was declared
-            ctrl.watch(w.informer, mapper, (*self._filters, *w.predicates), primary=w is self._for)
+            ctrl.watch(w.informer, mapper, (*self._filters, *w.predicates), primary=w is self._for, accepts=accepts)
         self.controller = ctrl
         return ctrl

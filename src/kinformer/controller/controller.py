@@ -33,7 +33,7 @@ from kinformer.aio import task_group
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.controller import metrics
 from kinformer.controller.cached_client import PendingWrite, track_writes, wait_for_writes
-from kinformer.controller.handlers import EnqueueHandler, MapFunc, request_for_object
+from kinformer.controller.handlers import Accepts, EnqueueHandler, MapFunc, request_for_object
 from kinformer.controller.logcontext import context_logger, log_context, reconcile_context
 from kinformer.controller.predicates import Predicate
 from kinformer.controller.reconcile import (
@@ -126,15 +126,18 @@ class Controller:
         self.in_flight: set[str] = set()  # keys being reconciled now
 
     def watch(self, informer: SharedIndexInformer, mapper: MapFunc = request_for_object,
-              predicates: Sequence[Predicate] = (), *, primary: bool = False) -> ResourceEventHandlerRegistration:
+              predicates: Sequence[Predicate] = (), *, primary: bool = False,
+              accepts: Accepts | None = None) -> ResourceEventHandlerRegistration:
         """Enqueue ``mapper(obj)`` for the informer's events that pass every predicate; ``primary``: the
-        informer whose objects an ObjectReconciler receives (default: the first one watched)."""
+        informer whose objects an ObjectReconciler receives (default: the first one watched). ``accepts``
+        filters the events before the handler is handed them (``add_event_handler(accepts=...)``): it must
+        accept every object whose events are to enqueue something."""
         if primary or self.primary is None:
             self.primary = informer
         handler = EnqueueHandler(self.queue, mapper, predicates, self.stats.events,
                                  on_enqueue=self._remember_enqueuer if tracing.ENABLED else None)
         registration = informer.add_event_handler(
-            on_add=handler.on_add, on_update=handler.on_update, on_delete=handler.on_delete)
+            on_add=handler.on_add, on_update=handler.on_update, on_delete=handler.on_delete, accepts=accepts)
         self._registrations.append(registration)
         return registration
 

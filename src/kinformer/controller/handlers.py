@@ -11,7 +11,7 @@ any update (the change predicates let resyncs through). With a
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from kinformer.controller.predicates import Predicate
@@ -20,6 +20,7 @@ from kinformer.workqueue.priority_queue import LOW_PRIORITY, PriorityQueue
 
 Obj = Mapping[str, Any]
 MapFunc = Callable[[Obj], Iterable[Request]]
+Accepts = Callable[[Any], bool]  # an informer handler's filter (``add_event_handler(accepts=...)``)
 
 
 class _Queue(Protocol):
@@ -52,15 +53,41 @@ def owner_mapper(owner_group: str, owner_kind: str, *, owner_namespaced: bool = 
     def map_owners(obj: Obj) -> list[Request]:
         meta = obj.get("metadata") or {}
         namespace = (meta.get("namespace") or "") if owner_namespaced else ""
-        out = []
-        for ref in meta.get("ownerReferences") or ():
-            if controller_only and not ref.get("controller"):
-                continue
-            if ref.get("kind") == owner_kind and group_of(ref.get("apiVersion", "")) == owner_group:
-                out.append(Request(namespace, ref["name"]))
-        return out
+        return [Request(namespace, ref["name"])
+                for ref in _owner_refs(meta, owner_group, owner_kind, controller_only)]
 
     return map_owners
+
+
+def _owner_refs(meta: Obj, owner_group: str, owner_kind: str, controller_only: bool) -> Iterator[Obj]:
+    """The ownerReferences in ``meta`` to an owner of that group and kind (the controller's only, if asked)."""
+    for ref in meta.get("ownerReferences") or ():
+        if controller_only and not ref.get("controller"):
+            continue
+        if ref.get("kind") == owner_kind and group_of(ref.get("apiVersion", "")) == owner_group:
+            yield ref
+
+
+def owned_by(owner_group: str, owner_kind: str, *, controller_only: bool = True) -> Accepts:
+    """An ``accepts`` for an informer handler: true exactly when :func:`owner_mapper` with the same arguments
+    maps the object to an owner (an ownerReference of that kind; metadata only, no Request made)."""
+
+    def accepts(obj: Obj) -> bool:
+        meta = obj.get("metadata") or {}
+        return next(_owner_refs(meta, owner_group, owner_kind, controller_only), None) is not None
+
+    return accepts
+
+
+def maps_any(mapper: MapFunc) -> Accepts:
+    """An ``accepts`` for an informer handler: true when ``mapper`` maps the object to at least one Request,
+    so a handler enqueueing ``mapper(obj)`` is not handed objects that enqueue nothing. ``mapper`` runs once
+    more per change (here and in the handler): use it where it is cheap next to a delivery."""
+
+    def accepts(obj: Obj) -> bool:
+        return next(iter(mapper(obj)), None) is not None
+
+    return accepts
 
 
 class EnqueueHandler:

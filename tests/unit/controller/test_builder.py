@@ -143,3 +143,36 @@ async def test_start_stop_logged_once_and_events_flushed_at_shutdown(kube_client
     stopped = [r.getMessage() for r in caplog.records if "stopped" in r.getMessage()]
     assert started == ["controller logged: started (resource configmaps, 2 workers, no leader election)"]
     assert len(stopped) == 1 and stopped[0].startswith("controller logged: stopped")
+
+
+def _secret(name: str, *owners: dict) -> dict:
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "ownerReferences": list(owners)}}
+
+
+async def test_owns_hands_over_only_objects_owned_by_the_owner_kind_and_watches_takes_accepts(kube_client) -> None:
+    """for_(accepts=), owns() (an ownerReference of the owner's kind, the controller one) and watches(accepts=)
+    keep everything else from the controller's handlers: it is not even counted as an event."""
+    seen: Counter[str] = Counter()
+
+    async def reconcile(req: ki.Request) -> None:
+        seen[req.name] += 1
+
+    cm = await kube_client.create("configmaps", configmap("cm"), namespace=NS)
+    await kube_client.create("configmaps", configmap("unwanted"), namespace=NS)
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "uid": cm["metadata"]["uid"]}
+    for secret in (_secret("mine", {**ref, "controller": True}), _secret("loose", ref), _secret("plain"),
+                   _secret("foreign", {**ref, "kind": "Foo", "apiVersion": "example.com/v1", "controller": True})):
+        await kube_client.create("secrets", secret, namespace=NS)
+    for name in ("wanted", "ignored"):
+        await kube_client.create("serviceaccounts", {"metadata": {"name": name}}, namespace=NS)
+    mgr = ki.Manager(kube_client)
+    builder = mgr.controller(reconcile, name="filtered") \
+        .for_("configmaps", accepts=lambda o: o["metadata"]["name"] == "cm").owns("secrets") \
+        .watches("serviceaccounts", mapper=lambda o: [ki.Request(NS, "from-sa")],
+                 accepts=lambda o: o["metadata"]["name"] == "wanted")
+    async with running(mgr):
+        await wait_until(lambda: seen["cm"] >= 1 and seen["from-sa"] >= 1, what="reconciled")
+        ctrl = builder.controller
+        await wait_until(lambda: ctrl.started, what="handlers synced")
+        assert ctrl.stats.events["add"] == 3  # cm, mine, wanted
+        assert set(seen) == {"cm", "from-sa"}

@@ -14,6 +14,8 @@ from kinformer.controller import (
     Request,
     Result,
     TerminalError,
+    maps_any,
+    owned_by,
     owner_mapper,
 )
 from kinformer.controller.handlers import EnqueueHandler
@@ -224,6 +226,18 @@ def test_owner_mapper_controller_only() -> None:
     assert m(obj("dep", owners=owners)) == [Request("default", "f1")]
     m_all = owner_mapper("example.com", "Foo", controller_only=False)
     assert m_all(obj("dep", owners=owners)) == [Request("default", "f1"), Request("default", "f2")]
+
+
+def test_owned_by_and_maps_any_accept_exactly_what_their_mapper_maps() -> None:
+    foo = {"apiVersion": "example.com/v1", "kind": "Foo", "name": "f1", "uid": "1"}
+    cases = [obj("none"), obj("ctl", owners=[{**foo, "controller": True}]), obj("loose", owners=[foo]),
+             obj("other", owners=[{**foo, "apiVersion": "other.io/v1", "controller": True}])]
+    for controller_only in (True, False):
+        mapper = owner_mapper("example.com", "Foo", controller_only=controller_only)
+        accepts = owned_by("example.com", "Foo", controller_only=controller_only)
+        assert [accepts(o) for o in cases] == [bool(mapper(o)) for o in cases]
+        assert [maps_any(mapper)(o) for o in cases] == [bool(mapper(o)) for o in cases]
+    assert [owned_by("example.com", "Foo")(o) for o in cases] == [False, True, False, False]
 
 
 async def test_controller_shutdown_lets_the_in_flight_reconcile_finish() -> None:
