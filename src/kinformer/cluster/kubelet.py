@@ -158,7 +158,9 @@ class OwnPodChanged(Predicate):
     def __init__(self, nodes: Mapping[str, SimulatedNode]) -> None:
         self.nodes = nodes
 
-    def _ours(self, pod: Mapping[str, Any]) -> bool:
+    def ours(self, pod: Mapping[str, Any]) -> bool:
+        """Bound to one of the simulated nodes: the ``accepts`` of the kubelets' pods watch (the reconcile of
+        any other pod does nothing; a pod deleted from our node still arrives, its last state bound here)."""
         return (pod.get("spec") or {}).get("nodeName") in self.nodes
 
     @staticmethod
@@ -168,10 +170,10 @@ class OwnPodChanged(Predicate):
                 meta.get("deletionTimestamp"), meta.get("deletionGracePeriodSeconds"))
 
     def create(self, obj: Mapping[str, Any]) -> bool:
-        return self._ours(obj)
+        return self.ours(obj)
 
     def update(self, old: Mapping[str, Any], new: Mapping[str, Any], is_resync: bool = False) -> bool:
-        return self._ours(new) and (is_resync or self._inputs(old) != self._inputs(new))
+        return self.ours(new) and (is_resync or self._inputs(old) != self._inputs(new))
 
 
 class Kubelets:
@@ -184,7 +186,8 @@ class Kubelets:
         self.requeue = Wakeups()  # pods of a node started again, a container failed on demand
         nodes.on_started.append(self.wake_node)
         self.pods = ctx.manager.informer("pods")
-        ctx.manager.controller(self.reconcile, name="kubelet").for_("pods", OwnPodChanged(nodes.nodes)) \
+        own = OwnPodChanged(nodes.nodes)
+        ctx.manager.controller(self.reconcile, name="kubelet").for_("pods", own, accepts=own.ours) \
             .source(self.requeue) \
             .workers(ctx.options.workers)
 

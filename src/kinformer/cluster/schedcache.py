@@ -89,6 +89,11 @@ class SchedulerCache:
                              if self._infos[name].node is not None]
         return self._offered
 
+    def concerns(self, pod: Obj) -> bool:
+        """The ``accepts`` of the pod handlers: a bound pod, or one counted (assumed); the handlers change
+        nothing for any other (an unbound pod's event only ever removes a counted one)."""
+        return bool(_node_name(pod)) or _uid(pod) in self._pods
+
     def is_assumed(self, uid: str) -> bool:
         counted = self._pods.get(uid)
         return counted is not None and counted.assumed

@@ -118,7 +118,7 @@ class Scheduler:
         self.cache.on_freed = self._move_unschedulable
         self._cache_handlers = [
             self.pods.add_event_handler(on_add=self.cache.pod_added, on_update=self.cache.pod_updated,
-                                        on_delete=self.cache.pod_deleted),
+                                        on_delete=self.cache.pod_deleted, accepts=self.cache.concerns),
             ctx.manager.informer("nodes").add_event_handler(
                 on_add=self.cache.node_added, on_update=self.cache.node_updated, on_delete=self.cache.node_deleted)]
         self._synced = False
@@ -133,6 +133,11 @@ class Scheduler:
         still waits out its backoff)."""
         for request in self.unschedulable:
             self.retries.add(request.namespace or "", request.name)
+
+    def concerns(self, pod: Obj) -> bool:
+        """The ``accepts`` of the primary watch: a pod this scheduler must place, or one waiting as
+        unschedulable (its deletion or binding elsewhere is to clear it); a reconcile of any other does nothing."""
+        return responsible_for(pod) or (bool(self.unschedulable) and Request.for_object(pod) in self.unschedulable)
 
     def _backoff(self, attempts: int) -> float:
         delay = self.options.scheduler_pod_initial_backoff * 2 ** min(attempts - 1, 32)
@@ -263,7 +268,7 @@ def setup(ctx: ControllerContext) -> None:
     and the loop of binding cycles."""
     scheduler = Scheduler(ctx)
     (ctx.manager.controller(scheduler, name="scheduler")
-        .for_("pods", PendingPods())
+        .for_("pods", PendingPods(), accepts=scheduler.concerns)
         .source(scheduler.retries)
         .workers(1))
     ctx.run(scheduler.run_bindings, "scheduler-bindings")

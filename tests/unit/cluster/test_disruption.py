@@ -178,3 +178,12 @@ async def test_should_observe_that_the_pdb_status_is_not_updated_for_unmanaged_p
     assert message.startswith("Pods selected by this PodDisruptionBudget (selector: &LabelSelector{MatchLabels:"
                               "map[string]string{foo: bar,},MatchExpressions:[]LabelSelectorRequirement{},}) were "
                               "found to be unmanaged.")
+
+
+async def test_a_pod_relabelled_out_of_the_budget_is_no_longer_counted(client: ki.Client) -> None:
+    """The pods watch is handed only pods a budget selects; the update that takes a pod out still arrives."""
+    await create_pdb(client, minAvailable=1)
+    await running_pods(client, 3)
+    await wait_status(client, currentHealthy=3, expectedPods=3)
+    await client.patch("pods", "pod-0", {"metadata": {"labels": {"foo": "baz"}}}, "merge", namespace=NS)
+    await wait_status(client, currentHealthy=2, expectedPods=2, disruptionsAllowed=1)

@@ -138,3 +138,14 @@ def test_the_trigger_time_is_the_earliest_change_since_the_previous_sync() -> No
         == "2026-01-01T00:00:30Z"
     tracker.forget(NS, "web")
     assert tracker.compute(svc, []) == "2026-01-01T00:00:05Z"
+
+
+async def test_a_pod_relabelled_out_of_the_selector_leaves_the_endpoints(client: ki.Client) -> None:
+    """The pods watch is handed only pods some service selects, but an update whose old pod was selected
+    still arrives: the pod leaving the selector is seen."""
+    await client.create("services", service())
+    await client.create("pods", pod("web-1", {"app": "web"}))
+    await run_pod(client, "web-1", "10.0.0.1")
+    await wait_object(client, "endpoints", "web", lambda e: addresses(e) == ["10.0.0.1"])
+    await client.patch("pods", "web-1", {"metadata": {"labels": {"app": "db"}}}, "merge", namespace=NS)
+    await wait_object(client, "endpoints", "web", lambda e: addresses(e) == [])

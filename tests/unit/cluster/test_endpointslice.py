@@ -113,3 +113,13 @@ async def test_slices_are_deleted_with_the_service_or_its_selector(client: ki.Cl
     await client.delete("services", "other", namespace=NS)
     await wait_slices(client, lambda s: not s)
     await wait_slices(client, lambda s: not s, name="other")
+
+
+async def test_a_pod_relabelled_out_of_the_selector_leaves_the_slices(client: ki.Client) -> None:
+    """The pods watch is handed only pods some service selects; the update that takes a pod out still arrives."""
+    await client.create("services", service())
+    await client.create("pods", pod("web-1", {"app": "web"}))
+    await run_pod(client, "web-1", "10.0.0.1")
+    await wait_slices(client, lambda s: "web-1" in endpoints(s))
+    await client.patch("pods", "web-1", {"metadata": {"labels": {"app": "db"}}}, "merge", namespace=NS)
+    await wait_slices(client, lambda s: len(s) == 1 and not endpoints(s))

@@ -58,7 +58,7 @@ from .daemonset_update import (
 )
 from .podcontrol import PodControl
 from .podtemplate import pod_from_template
-from .refs import RefManager, orphan_mapper, owner_selector, valid_selector
+from .refs import RefManager, is_orphan, orphan_mapper, owner_selector, valid_selector
 from .slowstart import slow_start
 
 Obj = Mapping[str, Any]
@@ -343,7 +343,7 @@ def setup(ctx: Any) -> None:
         .for_("daemonsets") \
         .owns("pods") \
         .owns("controllerrevisions") \
-        .watches("pods", mapper=orphan_mapper(sets, owner_selector)) \
+        .watches("pods", mapper=orphan_mapper(sets, owner_selector), accepts=is_orphan) \
         .watches("nodes", Funcs(update=_node_scheduling_changed), mapper=every_set) \
         .workers(ctx.options.workers)
 

@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kinformer.controller.conditions import find_condition, remove_condition
+from kinformer.controller.handlers import maps_any
 from kinformer.controller.predicates import Funcs
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import AlreadyExists, APIError, NotFound
@@ -581,5 +582,5 @@ def setup(ctx: ControllerContext) -> None:
     deleted_only = Funcs(create=lambda _: False, update=lambda _old, _new: False)
     ctx.manager.controller(controller, name="deployment").for_("deployments") \
         .watches("replicasets", mapper=controller.replicaset_owners) \
-        .watches("pods", deleted_only, mapper=controller.pod_owner) \
+        .watches("pods", deleted_only, mapper=controller.pod_owner, accepts=maps_any(controller.pod_owner)) \
         .workers(ctx.options.workers)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kinformer.controller import Request, Result
+from kinformer.controller import Request, Result, maps_any
 from kinformer.controller.conditions import set_condition
 from kinformer.errors import NotFound
 from kinformer.selectors import SelectorError, label_selector_from_dict
@@ -242,4 +242,4 @@ def setup(ctx: ControllerContext) -> None:
 
     mgr.informer("replicasets")  # a Deployment's pods are counted by its scale (the informer the others share)
     mgr.controller(DisruptionReconciler(ctx), "disruption").for_(PDBS) \
-        .watches("pods", mapper=budgets_of).workers(ctx.options.workers)
+        .watches("pods", mapper=budgets_of, accepts=maps_any(budgets_of)).workers(ctx.options.workers)

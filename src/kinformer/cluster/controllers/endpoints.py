@@ -30,7 +30,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from kinformer.controller import Request
+from kinformer.controller import Request, maps_any
 from kinformer.errors import NotFound
 
 from ..cluster import ControllerContext
@@ -215,4 +215,4 @@ def setup(ctx: ControllerContext) -> None:
     services = mgr.informer("services")
     mapper = services_selecting(lambda ns: services.lister().list(namespace=ns))
     mgr.controller(EndpointsReconciler(ctx), "endpoint").for_("services") \
-        .watches("pods", mapper=mapper).watches("endpoints").workers(ctx.options.workers)
+        .watches("pods", mapper=mapper, accepts=maps_any(mapper)).watches("endpoints").workers(ctx.options.workers)

@@ -35,7 +35,7 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kinformer.controller import Request
+from kinformer.controller import Request, maps_any
 from kinformer.errors import NotFound
 
 from ..cluster import ControllerContext
@@ -266,4 +266,4 @@ def setup(ctx: ControllerContext) -> None:
     mgr.informer("nodes")  # zones: read from the cache
     mapper = util.services_selecting(lambda ns: services.lister().list(namespace=ns))
     mgr.controller(EndpointSliceReconciler(ctx), "endpointslice").for_("services") \
-        .watches("pods", mapper=mapper).owns(SLICES).workers(ctx.options.workers)
+        .watches("pods", mapper=mapper, accepts=maps_any(mapper)).owns(SLICES).workers(ctx.options.workers)

@@ -91,7 +91,7 @@ from .job_sync import (
 )
 from .podcontrol import PodControl, namespace_terminating
 from .podtemplate import pod_from_template
-from .refs import RefManager, orphan_mapper, owner_selector, valid_selector
+from .refs import RefManager, is_orphan, orphan_mapper, owner_selector, valid_selector
 from .slowstart import slow_start
 
 if TYPE_CHECKING:
@@ -505,5 +505,6 @@ def setup(ctx: ControllerContext) -> None:
     """Register the Job controller (Jobs, and the pods they control) and the orphan pod releaser."""
     controller = JobController(ctx)
     ctx.manager.controller(controller, "job").for_("jobs").owns("pods") \
-        .watches("pods", mapper=orphan_mapper(controller.jobs, owner_selector)).workers(ctx.options.workers)
+        .watches("pods", mapper=orphan_mapper(controller.jobs, owner_selector), accepts=is_orphan) \
+        .workers(ctx.options.workers)
     setup_orphan_pod_releaser(ctx)

@@ -79,5 +79,6 @@ def setup_orphan_pod_releaser(ctx: ControllerContext) -> None:
     """Reconcile every pod that holds the tracking finalizer."""
     tracked = Funcs(create=has_tracking_finalizer, update=lambda _old, new: has_tracking_finalizer(new),
                     delete=lambda _pod: False)
-    ctx.manager.controller(OrphanPodReleaser(ctx), "job-orphan-pod").for_("pods", tracked) \
+    ctx.manager.controller(OrphanPodReleaser(ctx), "job-orphan-pod") \
+        .for_("pods", tracked, accepts=has_tracking_finalizer) \
         .workers(ctx.options.workers)

@@ -92,9 +92,15 @@ def owners_selecting(owners: Any, obj: Obj,
     return out
 
 
+def is_orphan(obj: Obj) -> bool:
+    """No controller reference: the ``accepts`` of an :func:`orphan_mapper` watch (a controlled object maps to
+    nothing there), so that the handler is handed orphans only, and an object whose controller reference goes."""
+    return controller_of(obj) is None
+
+
 def orphan_mapper(owners: Any, owner_selector: Callable[[Obj], LabelSelector]) -> Callable[[Obj], list[Request]]:
     """Map an orphan (no controller reference) to :func:`owners_selecting` it; a controlled object maps to
-    nothing (``owns`` handles it). ``owners`` is the owners' informer."""
+    nothing (``owns`` handles it). ``owners`` is the owners' informer. Watch with ``accepts=is_orphan``."""
 
     def map_orphan(obj: Obj) -> list[Request]:
         return [] if controller_of(obj) is not None else owners_selecting(owners, obj, owner_selector)
@@ -169,5 +175,5 @@ class RefManager:
         return False
 
 
-__all__ = ["RefManager", "controller_of", "controller_ref", "is_controlled_by", "orphan_mapper",
+__all__ = ["RefManager", "controller_of", "controller_ref", "is_controlled_by", "is_orphan", "orphan_mapper",
            "owners_selecting"]

@@ -211,13 +211,13 @@ class ReplicaSetController:
         self.rs_informer = ctx.manager.informer("replicasets")
         self.pod_informer = ctx.manager.informer("pods")
         self.pod_informer.add_event_handler(on_add=self._pod_added, on_update=self._pod_updated,
-                                            on_delete=self._pod_deleted)
+                                            on_delete=self._pod_deleted, accepts=_maybe_replicasets)
 
     # -- pod events: expectations and which ReplicaSets to sync ------------------------------------------
 
     def _controlling_rs(self, pod: Obj) -> Obj | None:
         ref = controller_of(pod)
-        if ref is None or ref.get("kind") != "ReplicaSet" or not str(ref.get("apiVersion", "")).startswith("apps/"):
+        if ref is None or not _is_replicaset(ref):
             return None
         rs = self.rs_informer.indexer.get_by_key(f"{meta(pod).get('namespace')}/{ref.get('name')}")
         if rs is None or meta(rs).get("uid") != ref.get("uid"):
@@ -364,6 +364,17 @@ class ReplicaSetController:
             for pod in lister.list(selector):
                 seen.setdefault(meta(pod).get("uid", ""), pod)
         return list(seen.values())
+
+
+def _maybe_replicasets(pod: Obj) -> bool:
+    """The pods whose events may concern a ReplicaSet: orphans and pods a ReplicaSet controls (the pod
+    handlers do nothing for a pod another kind controls)."""
+    ref = controller_of(pod)
+    return ref is None or _is_replicaset(ref)
+
+
+def _is_replicaset(ref: Obj) -> bool:
+    return ref.get("kind") == "ReplicaSet" and str(ref.get("apiVersion", "")).startswith("apps/")
 
 
 def _selector(rs: Obj) -> LabelSelector:

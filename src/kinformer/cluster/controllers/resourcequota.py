@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kinformer import quota
-from kinformer.controller import ObjectReconciler, Request
+from kinformer.controller import ObjectReconciler, Request, maps_any
 from kinformer.controller.predicates import Predicate
 from kinformer.quantity import Quantity
 
@@ -145,4 +145,5 @@ def setup(ctx: ControllerContext) -> None:
     builder = mgr.controller(QuotaReconciler(ctx), "resourcequota").for_("resourcequotas") \
         .every(ctx.options.resource_quota_sync_period).workers(ctx.options.workers)
     for spec, plural, group in WATCHED:  # quotas too: a quota's create or delete is counted by the others
-        builder.watches(spec, CostChanged(plural, group, ctx.clock, has_quota), mapper=quotas_of)
+        builder.watches(spec, CostChanged(plural, group, ctx.clock, has_quota), mapper=quotas_of,
+                        accepts=maps_any(quotas_of))

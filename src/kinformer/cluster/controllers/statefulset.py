@@ -35,7 +35,7 @@ from kinformer.controller.reconcile import ObjectReconciler, Result
 
 from ..podutil import is_being_deleted, is_pod_available, is_running_and_ready, phase
 from . import history
-from .refs import RefManager, orphan_mapper, owner_selector, valid_selector
+from .refs import RefManager, is_orphan, orphan_mapper, owner_selector, valid_selector
 from .slowstart import slow_start
 from .statefulset_pods import (
     StatefulPodControl,
@@ -326,7 +326,7 @@ def setup(ctx: Any) -> None:
     manager.controller(reconciler, name="statefulset") \
         .for_("statefulsets") \
         .owns("pods") \
-        .watches("pods", mapper=orphan_mapper(sets, owner_selector)) \
+        .watches("pods", mapper=orphan_mapper(sets, owner_selector), accepts=is_orphan) \
         .workers(ctx.options.workers)
 
 

@@ -67,6 +67,17 @@ class TaintEviction:
         self.pods, self.nodes = pods, nodes
         self.scheduled: dict[Request, float] = {}
 
+    def may_act(self, pod: Obj) -> bool:
+        """The ``accepts`` of the pods watch: a pod with an eviction scheduled (its change may cancel it), or
+        assigned to a node the cache shows with a NoExecute taint. Any other pod's reconcile would do nothing;
+        a node tainted later wakes the pods the cache then shows on it (``pods_of_node``), and the pods cache
+        is updated before this is asked, the nodes cache before their mapper runs: no pod falls between."""
+        if self.scheduled and Request.for_object(pod) in self.scheduled:
+            return True
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        node = self.nodes.indexer.get_by_key(node_name) if node_name else None
+        return node is not None and any(x.get("effect") == t.NO_EXECUTE for x in t.node_taints(node))
+
     def pods_of_node(self, node: Obj) -> list[Request]:
         """The mapper of node events: every pod assigned to the node."""
         return [Request.for_object(pod) for pod in pods_on_node(self.pods, node["metadata"]["name"])]
@@ -152,6 +163,6 @@ def setup(ctx: ControllerContext) -> None:
     nodes = ctx.manager.informer("nodes")
     eviction = TaintEviction(ctx, pods_informer(ctx.manager), nodes)
     (ctx.manager.controller(eviction, name="taint-eviction-controller")
-        .for_("pods", PodPlacementChanged())
+        .for_("pods", PodPlacementChanged(), accepts=eviction.may_act)
         .watches("nodes", NoExecuteTaintsChanged(), mapper=eviction.pods_of_node)
         .workers(ctx.options.workers))
