@@ -333,3 +333,16 @@ def test_kubelet_syncs_on_spec_and_metadata_changes_not_on_its_own_status_writes
     assert changed.update(running, annotated) and changed.update(running, deleting)
     assert changed.update({**bound, "spec": {}}, bound)  # the binding
     assert not changed.update(elsewhere, {**elsewhere, "status": {"phase": "Running"}})
+
+
+def test_the_kubelets_are_handed_only_pods_bound_to_their_nodes() -> None:
+    """``OwnPodChanged.ours`` is the pods watch's accepts: an unbound pod or one of another node never reaches
+    the kubelets (their reconcile would do nothing); the binding does (its new pod is ours), and so would a
+    pod leaving our node (its old one is)."""
+    from kinformer.cluster.kubelet import OwnPodChanged
+    from kinformer.cluster.nodes import SimulatedNode
+
+    own = OwnPodChanged({"node-1": SimulatedNode("node-1", 1)})
+    bound = {"metadata": {"name": "web"}, "spec": {"nodeName": "node-1"}}
+    assert own.ours(bound)
+    assert not own.ours({**bound, "spec": {"nodeName": "node-9"}}) and not own.ours({**bound, "spec": {}})

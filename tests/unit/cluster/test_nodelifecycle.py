@@ -186,3 +186,28 @@ def test_taint_eviction_looks_again_only_when_taints_tolerations_or_placement_ch
     pods = PodPlacementChanged()
     assert not pods.update(pod, running)
     assert pods.update(running, tolerating) and pods.update(running, deleted)
+
+
+def test_taint_eviction_is_handed_pods_on_no_execute_tainted_nodes_and_pods_with_an_eviction() -> None:
+    """``TaintEviction.may_act`` (the pods watch's accepts): a pod on a node the cache shows with a NoExecute
+    taint, or one with an eviction scheduled (its change may cancel it, e.g. its deletion); an unassigned pod
+    or one on an untainted node is not looked at (a node tainted later wakes its pods through the nodes watch)."""
+    from types import SimpleNamespace
+
+    from kinformer.cache.store import Indexer, meta_namespace_key
+    from kinformer.cluster.controllers.tainteviction import TaintEviction
+    from kinformer.controller import Request
+
+    nodes: Indexer = Indexer(meta_namespace_key)
+    nodes.add({"metadata": {"name": "calm"}, "spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]}})
+    nodes.add({"metadata": {"name": "stormy"}, "spec": {"taints": [{"key": "b", "effect": "NoExecute"}]}})
+    ctx = SimpleNamespace(client=None, clock=FakeClock(), recorder=lambda _name: None)
+    eviction = TaintEviction(ctx, SimpleNamespace(), SimpleNamespace(indexer=nodes))  # type: ignore[arg-type]
+
+    def on(node: str | None) -> dict[str, Any]:
+        return {"metadata": {"name": "p", "namespace": "default"}, "spec": {"nodeName": node} if node else {}}
+
+    assert eviction.may_act(on("stormy"))
+    assert not eviction.may_act(on("calm")) and not eviction.may_act(on(None)) and not eviction.may_act(on("gone"))
+    eviction.scheduled[Request("default", "p")] = 0.0
+    assert eviction.may_act(on("calm")) and eviction.may_act(on(None))

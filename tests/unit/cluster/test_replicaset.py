@@ -214,3 +214,18 @@ async def test_slow_start_batches_double_and_stop_after_a_failing_batch() -> Non
 async def _noop(calls: list[int]) -> None:
     calls.append(0)
 
+
+
+def test_the_pod_handlers_are_handed_orphans_and_pods_a_replicaset_controls() -> None:
+    """The pods watch's accepts: a pod another kind controls changes nothing for the ReplicaSets; an orphan (it
+    may be adopted) or a ReplicaSet's pod does, so a pod a ReplicaSet lets go is still seen (its old pod)."""
+    from kinformer.cluster.controllers.replicaset import _maybe_replicasets
+
+    def controlled_by(kind: str, api_version: str) -> dict:
+        ref = {"apiVersion": api_version, "kind": kind, "name": "o", "uid": "u", "controller": True}
+        return {"metadata": {"name": "p", "ownerReferences": [ref]}}
+
+    assert _maybe_replicasets({"metadata": {"name": "p"}})
+    assert _maybe_replicasets(controlled_by("ReplicaSet", "apps/v1"))
+    assert not _maybe_replicasets(controlled_by("Job", "batch/v1"))
+    assert not _maybe_replicasets(controlled_by("ReplicaSet", "example.com/v1"))

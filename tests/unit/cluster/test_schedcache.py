@@ -120,3 +120,19 @@ async def test_node_operators_pods_before_their_node_and_a_heartbeat_moves_nothi
     await cache.pod_deleted(DeletedFinalStateUnknown("default/early", None))  # its last state unknown
     await cache.node_added(node("n2"))
     assert counted(cache, "n2") == (0, 0)
+
+
+async def test_the_pod_handlers_are_handed_bound_and_counted_pods_and_a_pod_leaving_its_node() -> None:
+    """``concerns`` (the pods watch's accepts): an unbound pod nobody counts changes nothing here; a bound one
+    or an assumed one does, and an update that unbinds a counted pod is handed over (its old pod is bound)."""
+    cache = SchedulerCache()
+    await cache.node_added(node("n1"))
+    pending, bound = pod("web"), pod("web", node_name="n1")
+    assert not cache.concerns(pending) and cache.concerns(bound)
+    cache.assume(pending, "n1", usage(pending))
+    assert cache.concerns(pending)
+    cache.forget("uid-web")
+    await cache.pod_added(bound)
+    assert cache.concerns(bound) and cache.concerns(pending)  # counted: an unbound version is still its business
+    await cache.pod_updated(bound, pending)
+    assert counted(cache, "n1") == (0, 0) and not cache.concerns(pending)

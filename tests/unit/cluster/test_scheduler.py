@@ -272,3 +272,21 @@ async def test_host_port_taken_on_a_node_sends_the_pod_elsewhere(client: Client)
     second["spec"]["containers"][0]["ports"] = [port]
     await client.create("pods", second, "default")
     assert await bound_to(client, "second") == "b"
+
+
+def test_the_pending_pods_watch_is_handed_pods_to_place_and_pods_waiting_as_unschedulable() -> None:
+    """``Scheduler.concerns`` (the primary watch's accepts): unbound pods of this scheduler, and a pod in the
+    unschedulable set whatever it became (its reconcile drops it from the set); nothing else."""
+    from types import SimpleNamespace
+
+    from kinformer.cluster.scheduler import Backoff, Scheduler
+    from kinformer.controller import Request
+
+    waiting = pod("waiting")
+    scheduler = SimpleNamespace(unschedulable={})
+    bound = {**waiting, "spec": {**waiting["spec"], "nodeName": "n1"}}
+    other = {**waiting, "spec": {**waiting["spec"], "schedulerName": "other"}}
+    assert Scheduler.concerns(scheduler, waiting)
+    assert not Scheduler.concerns(scheduler, bound) and not Scheduler.concerns(scheduler, other)
+    scheduler.unschedulable[Request.for_object(waiting)] = Backoff(1, 0.0)
+    assert Scheduler.concerns(scheduler, bound) and Scheduler.concerns(scheduler, other)
