@@ -32,7 +32,12 @@ more rollout and counts what it cost: wall and CPU seconds (and how long the loo
 requests the server answered by verb and resource, the watch events each cluster informer received, each
 controller's reconciles, and the cyclic collector's collections by generation; then, with the collector off, the
 cyclic garbage (objects only the collector can free, by type) of one more rollout (the first one's first-use
-work, such as compiling decoders, done) and what its server's teardown left.
+work, such as compiling decoders, done) and what its server's teardown left. ``--rollouts N`` runs N Deployment
+rollouts one after another and nothing else, for instruction counts: under ``valgrind --tool=callgrind``, a run
+of ``--rollouts 2`` minus a run of ``--rollouts 1`` is one warm rollout (its server's start and stop included);
+these clusters' nodes renew their leases and post their status, and the node monitor and pod GC run, every 10
+minutes instead of every second or two (``QUIET_NODES``), so that the count does not grow with the minutes a
+rollout takes under valgrind.
 """
 
 from __future__ import annotations
@@ -60,6 +65,14 @@ NAMESPACE = "default"
 LABELS = {"app": "web"}
 TEMPLATE: dict[str, Any] = {"metadata": {"labels": LABELS},
                             "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}
+
+
+#: Timers that run every second or two of real time (node leases and status, the node monitor, pod GC) made
+#: rare: under valgrind a rollout takes minutes, and they would add work that grows with the wall time.
+QUIET_NODES: dict[str, Any] = {"node_lease_duration_seconds": 3600, "node_lease_renew_interval": 600.0,
+                                 "node_status_update_frequency": 600.0, "node_monitor_period": 600.0,
+                                 "node_monitor_grace_period": 3600.0, "node_startup_grace_period": 3600.0,
+                                 "pod_gc_period": 600.0}
 
 
 def deployment(replicas: int) -> dict[str, Any]:
@@ -135,11 +148,14 @@ class Watcher:
             await asyncio.gather(self._task, return_exceptions=True)
 
 
-def _server(nodes: int) -> Any:
-    """A moving cluster with ``nodes`` simulated nodes, or a bare server for ``nodes=0``."""
+def _server(nodes: int, quiet: bool = False) -> Any:
+    """A moving cluster with ``nodes`` simulated nodes, or a bare server for ``nodes=0``; ``quiet``: with the
+    nodes' heartbeats and the monitors' periods far longer than a rollout (see ``--rollouts``)."""
+    from kinformer.cluster import ClusterOptions
     from kinformer.server import APIServer
 
-    return APIServer(storage="memory", controllers=nodes > 0, nodes=nodes)
+    return APIServer(storage="memory", controllers=nodes > 0, nodes=nodes,
+                     cluster_options=ClusterOptions(**QUIET_NODES) if quiet else None)
 
 
 async def _settled(client: Any) -> None:
@@ -180,11 +196,11 @@ async def _create_pods(client: Any, replicas: int, concurrency: int) -> None:
     await asyncio.gather(*(create(i) for i in range(replicas)))
 
 
-async def measure_deployment(replicas: int, nodes: int, timeout: float) -> dict[str, float]:
+async def measure_deployment(replicas: int, nodes: int, timeout: float, quiet: bool = False) -> dict[str, float]:
     """Seconds from the Deployment's create until it is Available with ``replicas`` available."""
     import kinformer as ki
 
-    async with _server(nodes) as server, ki.Client(server.url) as client:
+    async with _server(nodes, quiet) as server, ki.Client(server.url) as client:
         await _settled(client)
         watcher = Watcher(client, "deployments", available(replicas), 1)
         await watcher.start()
@@ -424,9 +440,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", metavar="FILE", help="also write a cProfile of one Deployment rollout")
     parser.add_argument("--census", action="store_true",
                         help="also count what one rollout cost (requests, informer deltas, reconciles, collections)")
+    parser.add_argument("--rollouts", type=int, default=0, metavar="N",
+                        help="only run N Deployment rollouts (for instruction counts; see above)")
     args = parse_args(parser, argv, replicas=20, nodes=1, rounds=1)
     if args.replicas > 110 * args.nodes:
         parser.error(f"{args.replicas} replicas do not fit on {args.nodes} nodes of 110 pods")
+    if args.rollouts:
+        for _ in range(args.rollouts):
+            run_alone(lambda: measure_deployment(args.replicas, args.nodes, args.timeout, quiet=True))
+        return
     if args.rounds:
         report([run_round(args, i) for i in range(args.rounds)], args, os.getloadavg())
     if args.profile:
