@@ -71,7 +71,7 @@ class ControllerStats:
     skipped_deleted: int = 0  # ObjectReconciler: the object was no longer cached
     waited_for_writes: int = 0
     active: int = 0
-    events: Counter[str] = field(default_factory=Counter)  # informer events seen, by kind
+    events: Counter[str] = field(default_factory=Counter)  # informer events handed over (accepted), by kind
 
 
 class ReconcileTimeout(Exception):
