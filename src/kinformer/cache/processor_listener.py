@@ -22,8 +22,9 @@ Invariants:
   FilteringResourceEventHandler judges after): an add by its object, an update by its old *or* new object (a
   handler still sees an object leave its filter), a delete by the deleted object (a tombstone's last known
   object; a tombstone without one is delivered). A rejected notification takes no buffer entry, wakes nobody
-  and is not counted in ``pending``, ``processed`` or ``initial_pending``. An ``accepts`` that raises is counted
-  and logged as a callback's exception and the notification is delivered.
+  and is not counted in ``pending``, ``processed`` or ``initial_pending``. An ``accepts`` that raises is logged
+  and counted (``accept_errors``, written by the loop only, as ``errors`` is by the deliverer only; a
+  registration's ``errors`` is their sum) and the notification is delivered.
 
 Callbacks run on a worker thread must treat cached objects as read-only and must not touch asyncio objects
 of the informer's loop except through ``loop.call_soon_threadsafe``.
@@ -165,8 +166,8 @@ class ProcessorListener:
 
     __slots__ = ("_current", "_delivered_initial", "_enqueued_initial", "_executor", "_handoff", "_inflight",
                  "_inflight_done", "_initial_waiters", "_loop", "_sleeping", "_task", "_threaded", "_waiter",
-                 "_wake_worker", "accepts", "active", "buffer", "callbacks", "errors", "name", "next_resync", "offer",
-                 "processed", "resync_period")
+                 "_wake_worker", "accept_errors", "accepts", "active", "buffer", "callbacks", "errors", "name",
+                 "next_resync", "offer", "processed", "resync_period")
 
     def __init__(self, callbacks: Callbacks, resync_period: float, clock: Clock, name: str,
                  accepts: Callable[[Any], bool] | None = None) -> None:
@@ -180,6 +181,7 @@ class ProcessorListener:
         self.buffer: deque[Notification] = deque()
         self.processed = 0
         self.errors = 0
+        self.accept_errors = 0
         self.active = True
         self._enqueued_initial = 0
         self._delivered_initial = 0
@@ -234,7 +236,7 @@ class ProcessorListener:
         try:
             accepted = self._accepted(note)
         except Exception:
-            self.errors += 1
+            self.accept_errors += 1
             log.exception("event handler %s: accepts failed; delivering", self.name)
             accepted = True
         if accepted:
@@ -485,8 +487,8 @@ class ResourceEventHandlerRegistration:
 
     @property
     def errors(self) -> int:
-        """Exceptions raised by this handler's callbacks."""
-        return self._listener.errors
+        """Exceptions raised by this handler's callbacks and its ``accepts``."""
+        return self._listener.errors + self._listener.accept_errors
 
     @property
     def resync_period(self) -> float:

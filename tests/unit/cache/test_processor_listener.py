@@ -124,4 +124,4 @@ def test_an_accepts_that_raises_is_counted_and_the_notification_delivered() -> N
 
     note = Notification(ADD, {}, None, False, 0.0)
     listener = _offered(broken, note)
-    assert list(listener.buffer) == [note] and listener.errors == 1
+    assert list(listener.buffer) == [note] and listener.accept_errors == 1 and listener.errors == 0
