@@ -167,7 +167,7 @@ class ProcessorListener:
     __slots__ = ("_current", "_delivered_initial", "_enqueued_initial", "_executor", "_handoff", "_inflight",
                  "_inflight_done", "_initial_waiters", "_loop", "_sleeping", "_task", "_threaded", "_waiter",
                  "_wake_worker", "accept_errors", "accepts", "active", "buffer", "callbacks", "errors", "name",
-                 "next_resync", "offer", "processed", "resync_period")
+                 "next_resync", "offer", "offer_all", "processed", "resync_period")
 
     def __init__(self, callbacks: Callbacks, resync_period: float, clock: Clock, name: str,
                  accepts: Callable[[Any], bool] | None = None) -> None:
@@ -175,6 +175,9 @@ class ProcessorListener:
         self.accepts = accepts
         #: How the informer hands over a notification: :meth:`enqueue`, or :meth:`_enqueue_accepted` when filtered.
         self.offer: Callable[[Notification], None] = self.enqueue if accepts is None else self._enqueue_accepted
+        #: The batch form of :attr:`offer`: :meth:`enqueue_all`, or :meth:`_enqueue_all_accepted` when filtered.
+        self.offer_all: Callable[[list[Notification]], None] = (
+            self.enqueue_all if accepts is None else self._enqueue_all_accepted)
         self.resync_period = resync_period
         self.next_resync = clock.now() + resync_period
         self.name = name
@@ -233,14 +236,23 @@ class ProcessorListener:
 
     def _enqueue_accepted(self, note: Notification) -> None:
         """:meth:`enqueue` the notification if ``accepts`` takes it (see the module docstring)."""
+        if self._judged(note):
+            self.enqueue(note)
+
+    def _enqueue_all_accepted(self, notes: list[Notification]) -> None:
+        """:meth:`enqueue_all` the notifications ``accepts`` takes, in order."""
+        kept = [note for note in notes if self._judged(note)]
+        if kept:
+            self.enqueue_all(kept)
+
+    def _judged(self, note: Notification) -> bool:
+        """Whether ``accepts`` takes the notification; one it fails on is counted, logged and taken."""
         try:
-            accepted = self._accepted(note)
+            return self._accepted(note)
         except Exception:
             self.accept_errors += 1
             log.exception("event handler %s: accepts failed; delivering", self.name)
-            accepted = True
-        if accepted:
-            self.enqueue(note)
+            return True
 
     def _accepted(self, note: Notification) -> bool:
         accepts = self.accepts

@@ -413,7 +413,7 @@ class SharedIndexInformer(Generic[ObjT]):
             self._log_failures(failed)
         if notes:
             for listener in self._listeners:
-                listener.enqueue_all(notes)
+                listener.offer_all(notes)
         self._last_processed = deltas[-1][1]
         self._stats.deltas += len(deltas)
 

@@ -115,7 +115,7 @@ def test_a_rejected_initial_add_is_not_waited_for_and_unfiltered_listeners_take_
     listener = _offered(lambda obj: False, Notification(ADD, {}, None, True, 0.0))
     assert not listener.buffer and listener.initial_pending == 0
     unfiltered = ProcessorListener(callbacks_of(None, None, None, None), 0.0, FakeClock(), "all")
-    assert unfiltered.offer == unfiltered.enqueue
+    assert unfiltered.offer == unfiltered.enqueue and unfiltered.offer_all == unfiltered.enqueue_all
 
 
 def test_an_accepts_that_raises_is_counted_and_the_notification_delivered() -> None:

@@ -782,38 +782,6 @@ async def run_script(lw: ScriptedLW) -> tuple[list[int], dict[str, Any], list[An
         assert inf.stats.deltas == 8 and inf.stats.process_errors == 0
         return (direct_calls, {k: inf.indexer.get_by_key(k) for k in inf.indexer.list_keys()},
                 inf.indexer.by_index("namespace", "default"), inf.cache_resource_version)
-
-
-def _labelled_web(obj: Any) -> bool:
-    return obj["metadata"]["labels"].get("app") == "web"
-
-
-async def test_accepts_filters_before_buffering_and_an_object_leaving_the_filter_is_seen() -> None:
-    """Only accepted changes reach the handler (the initial list too); an update from accepted to rejected
-    is delivered (old or new), a later change of the rejected object is not, nor its delete."""
-    src = FakeSource()
-    src.create(cm("web-1", app="web"))
-    src.create(cm("db-1", app="db"))
-    inf = make_informer(src)
-    rec, everything = Recorder(), Recorder()
-    reg = inf.add_event_handler(rec, accepts=_labelled_web)
-    inf.add_event_handler(everything)
-    inf.start()
-    try:
-        assert await inf.wait_for_sync(5)
-        await wait_until(reg.has_synced)
-        assert rec.events == [("add", "web-1", True)]
-        src.update(cm("db-1", value="2", app="db"))
-        src.update(cm("web-1", value="2", app="db"))  # leaves the filter
-        src.update(cm("web-1", value="3", app="db"))  # outside it
-        src.update(cm("db-1", value="3", app="web"))  # enters it
-        src.delete("web-1", "default")
-        src.delete("db-1", "default")
-        await wait_until(lambda: len(everything.events) == 8)
-        await wait_until(lambda: len(rec.events) == 4)
-        assert rec.events[1:] == [("update", "web-1", "2", False, False), ("update", "db-1", "3", False, False),
-                                  ("delete", "db-1")]
-        assert reg.processed == 4 and reg.errors == 0
     finally:
         await inf.stop()
 
@@ -837,22 +805,6 @@ async def test_a_keyless_object_in_a_batch_is_counted_and_skipped_and_the_rest_a
         stats = inf.stats
         assert stats.process_errors == 1 and stats.reflector.store_errors == 0 and direct_calls == [3]
         assert inf.indexer.list_keys() == ["default/a"] and inf.last_sync_resource_version == "13"
-
-
-async def test_a_late_filtered_handler_gets_only_the_cached_objects_it_accepts() -> None:
-    src = FakeSource()
-    for i in range(6):
-        src.create(cm(f"o{i}", app="web" if i % 2 else "db"))
-    inf = make_informer(src)
-    inf.start()
-    try:
-        await inf.wait_for_sync(5)
-        rec = Recorder()
-        reg = inf.add_event_handler(rec, accepts=_labelled_web)
-        assert await reg.wait_for_sync()
-        await wait_until(lambda: len(rec.events) == 3)
-        assert sorted(rec.events) == [("add", "o1", True), ("add", "o3", True), ("add", "o5", True)]
-        assert reg.pending == 0
     finally:
         await inf.stop()
 
@@ -926,6 +878,58 @@ async def test_a_slow_handler_blocks_nobody_when_batches_are_applied_in_one_call
         await inf.stop()
 
 
+def _labelled_web(obj: Any) -> bool:
+    return obj["metadata"]["labels"].get("app") == "web"
+
+
+async def test_accepts_filters_before_buffering_and_an_object_leaving_the_filter_is_seen() -> None:
+    """Only accepted changes reach the handler (the initial list too); an update from accepted to rejected
+    is delivered (old or new), a later change of the rejected object is not, nor its delete."""
+    src = FakeSource()
+    src.create(cm("web-1", app="web"))
+    src.create(cm("db-1", app="db"))
+    inf = make_informer(src)
+    rec, everything = Recorder(), Recorder()
+    reg = inf.add_event_handler(rec, accepts=_labelled_web)
+    inf.add_event_handler(everything)
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(5)
+        await wait_until(reg.has_synced)
+        assert rec.events == [("add", "web-1", True)]
+        src.update(cm("db-1", value="2", app="db"))
+        src.update(cm("web-1", value="2", app="db"))  # leaves the filter
+        src.update(cm("web-1", value="3", app="db"))  # outside it
+        src.update(cm("db-1", value="3", app="web"))  # enters it
+        src.delete("web-1", "default")
+        src.delete("db-1", "default")
+        await wait_until(lambda: len(everything.events) == 8)
+        await wait_until(lambda: len(rec.events) == 4)
+        assert rec.events[1:] == [("update", "web-1", "2", False, False), ("update", "db-1", "3", False, False),
+                                  ("delete", "db-1")]
+        assert reg.processed == 4 and reg.errors == 0
+    finally:
+        await inf.stop()
+
+
+async def test_a_late_filtered_handler_gets_only_the_cached_objects_it_accepts() -> None:
+    src = FakeSource()
+    for i in range(6):
+        src.create(cm(f"o{i}", app="web" if i % 2 else "db"))
+    inf = make_informer(src)
+    inf.start()
+    try:
+        await inf.wait_for_sync(5)
+        rec = Recorder()
+        reg = inf.add_event_handler(rec, accepts=_labelled_web)
+        assert await reg.wait_for_sync()
+        await wait_until(lambda: len(rec.events) == 3)
+        assert sorted(rec.events) == [("add", "o1", True), ("add", "o3", True), ("add", "o5", True)]
+        assert reg.pending == 0
+    finally:
+        await inf.stop()
+
+
 async def test_a_raising_accepts_is_a_handler_error_and_the_informer_goes_on() -> None:
     src = FakeSource()
     inf = make_informer(src)
@@ -946,5 +950,21 @@ async def test_a_raising_accepts_is_a_handler_error_and_the_informer_goes_on() -
         await wait_until(lambda: len(rec.events) == 2 and len(other.events) == 2)
         assert [e[1] for e in rec.events] == ["bad", "good"] and reg.errors == 1
         assert inf.stats.process_errors == 0
+    finally:
+        await inf.stop()
+
+
+async def test_accepts_filters_a_watch_batch_applied_in_one_call() -> None:
+    lw = ScriptedLW()
+    inf, direct_calls, plain, coro = await started(lw)
+    rec = Recorder()
+    reg = inf.add_event_handler(rec, accepts=_labelled_web)
+    try:
+        assert await reg.wait_for_sync()
+        lw.push(("ADDED", cm("web-1", app="web")), ("ADDED", cm("db-1", app="db")),
+                ("MODIFIED", cm("web-1", value="2", app="db")), ("MODIFIED", cm("web-1", value="3", app="db")))
+        await wait_until(lambda: len(coro.events) == 4)
+        await wait_until(lambda: reg.processed == 2)
+        assert direct_calls == [4] and rec.events == [("add", "web-1", False), ("update", "web-1", "2", False, False)]
     finally:
         await inf.stop()
