@@ -956,7 +956,7 @@ async def test_a_raising_accepts_is_a_handler_error_and_the_informer_goes_on() -
 
 async def test_accepts_filters_a_watch_batch_applied_in_one_call() -> None:
     lw = ScriptedLW()
-    inf, direct_calls, plain, coro = await started(lw)
+    inf, direct_calls, _, coro = await started(lw)
     rec = Recorder()
     reg = inf.add_event_handler(rec, accepts=_labelled_web)
     try:
