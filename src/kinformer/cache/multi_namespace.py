@@ -52,9 +52,13 @@ class _ScopedReplace(Protocol):
 
 
 class NamespaceScopedStore:
-    """The informer's queue as one namespace's reflector sees it: its Replace concerns that namespace only."""
+    """The informer's queue as one namespace's reflector sees it: its Replace concerns that namespace only.
 
-    __slots__ = ("_fifo", "_scope", "add", "delete", "update")
+    Its ``add``/``update``/``delete`` are the queue's own, and so is ``add_watch_deltas`` when the queue has
+    one (a RealFIFO: the reflector then hands over a watch batch in one call, as to an informer of one
+    namespace); over a queue without it the attribute is absent and the reflector hands over each delta."""
+
+    __slots__ = ("_fifo", "_scope", "add", "add_watch_deltas", "delete", "update")
 
     def __init__(self, fifo: _ScopedReplace, namespace: str) -> None:
         self._fifo = fifo
@@ -62,6 +66,9 @@ class NamespaceScopedStore:
         self.add = fifo.add
         self.update = fifo.update
         self.delete = fifo.delete
+        add_all = getattr(fifo, "add_watch_deltas", None)
+        if add_all is not None:
+            self.add_watch_deltas = add_all
 
     def replace(self, objs: list[Any], resource_version: str) -> None:
         self._fifo.replace(objs, resource_version, scope=self._scope)

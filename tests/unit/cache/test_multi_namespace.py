@@ -3,13 +3,19 @@ synced once every namespace listed."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
 import pytest
 
 import kinformer
 from kinformer import errors
 from kinformer.cache.fake import FakeClient
-from kinformer.cache.multi_namespace import MultiNamespaceListerWatcher
+from kinformer.cache.multi_namespace import MultiNamespaceListerWatcher, NamespaceScopedStore
+from kinformer.cache.real_fifo import RealFIFO
 from kinformer.clock import FakeClock
+from kinformer.listwatch import ListOptions, ListResult, WatchEvent
 from testlib import cm, wait_until
 
 
@@ -77,3 +83,67 @@ def test_multi_namespace_lister_watcher_needs_two_namespaces() -> None:
         MultiNamespaceListerWatcher({"a": FakeClient().lister_watcher("configmaps", namespace="a")})
     with pytest.raises(ValueError):
         kinformer.SharedInformerFactory(FakeClient()).informer("configmaps", namespaces=[])
+
+
+class BatchLW:
+    """One namespace's source: lists nothing at RV 10; its watch delivers the batches given to :meth:`push`."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.batches: asyncio.Queue[list[WatchEvent]] = asyncio.Queue()
+        self.rv = 10
+
+    def push(self, *names: str) -> None:
+        batch = []
+        for name in names:
+            self.rv += 1
+            obj = cm(name, ns=self.namespace)
+            obj["metadata"]["resourceVersion"] = str(self.rv)
+            batch.append(WatchEvent("ADDED", obj))
+        self.batches.put_nowait(batch)
+
+    async def list(self, options: ListOptions) -> ListResult:
+        return ListResult([], "10")
+
+    async def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        raise AssertionError("watch() used although watch_batches() is offered")
+        yield  # pragma: no cover
+
+    async def watch_batches(self, options: ListOptions) -> AsyncIterator[list[WatchEvent]]:
+        while True:
+            yield await self.batches.get()
+
+
+async def test_each_namespace_watch_batch_reaches_the_informer_in_one_call() -> None:
+    sources = {ns: BatchLW(ns) for ns in ("a", "b")}
+    inf = kinformer.SharedIndexInformer(MultiNamespaceListerWatcher(sources), clock=FakeClock(),
+                                        watch_idle_timeout=None)
+    direct_calls: list[int] = []
+    handle = inf._handle_direct
+
+    def spy(deltas: list[Any]) -> None:
+        direct_calls.append(len(deltas))
+        handle(deltas)
+
+    inf._handle_direct = spy  # type: ignore[method-assign]
+    seen: list[str] = []
+    inf.add_event_handler(on_add=lambda o: seen.append(o["metadata"]["name"]))
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(5)
+        sources["a"].push("x", "y", "z")
+        await wait_until(lambda: len(seen) == 3)
+        sources["b"].push("u", "v")
+        await wait_until(lambda: len(seen) == 5)
+        assert direct_calls == [3, 2] and seen == ["x", "y", "z", "u", "v"]  # one call per batch, in order
+        assert sorted(inf.indexer.list_keys()) == ["a/x", "a/y", "a/z", "b/u", "b/v"]
+        assert inf.cache_resource_version == "12"  # the lower of the two watches' RVs
+    finally:
+        await inf.stop()
+
+
+def test_a_scoped_store_offers_the_batch_call_only_when_its_queue_has_one() -> None:
+    fifo = RealFIFO()
+    assert NamespaceScopedStore(fifo, "a").add_watch_deltas == fifo.add_watch_deltas
+    delta_fifo = kinformer.SharedIndexInformer(FakeClient().lister_watcher("configmaps"), use_delta_fifo=True)._fifo
+    assert getattr(NamespaceScopedStore(delta_fifo, "a"), "add_watch_deltas", None) is None  # one call per delta
