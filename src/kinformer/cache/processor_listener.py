@@ -337,9 +337,12 @@ class ProcessorListener:
                 self._waiter = loop.create_future()
                 await self._waiter
                 continue
-            count = min(len(buffer), _BATCH)
-            popleft = buffer.popleft
-            batch = [popleft() for _ in range(count)]
+            if len(buffer) <= _BATCH:  # all of it (mostly): copied and cleared in two calls
+                batch = list(buffer)
+                buffer.clear()
+            else:
+                popleft = buffer.popleft
+                batch = [popleft() for _ in range(_BATCH)]
             self._inflight = batch
             self._inflight_done = 0
             try:

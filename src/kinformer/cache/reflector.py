@@ -546,18 +546,21 @@ class Reflector:
         error and skipped (its RV is not taken). Every other event, bookmarks included, advances
         :attr:`last_sync_resource_version` (as client-go, whether or not the store then accepts its delta).
         """
-        stats = self.stats
         sane = is_sane_resource_version
         deltas: list[tuple[DeltaType, Any]] = []
         append = deltas.append
         cls, fast_rv, transform, given = self._by_class
         if given is not self.transform:  # the transform was replaced since: choose again
             cls = _NoClass
+        last = self._last_rv  # written back after the loop and before anything that reads it
+        error = None
+        modified = deleted = 0
         for event in batch:
             kind = event.type
             obj = event.object
             if kind == ERROR:
-                return deltas, obj
+                error = obj
+                break
             if obj.__class__ is not cls:  # the RV getter and the transform, chosen once per run of one class
                 cls, fast_rv, transform, given = self._by_class = self._choose_by_class(obj.__class__)
             rv = fast_rv(obj) if fast_rv is not None else None
@@ -565,6 +568,7 @@ class Reflector:
                 rv = _resource_version(obj) if isinstance(obj, Mapping) else ""
             # the common case (1 to 19 digits, no leading zero) is sane without the full check's call
             if rv and not (len(rv) < 20 and rv.isdigit() and rv.isascii() and rv[0] != "0") and not sane(rv):
+                self._last_rv = last
                 self._bad_resource_version(kind, rv)
                 continue
             if kind == MODIFIED or kind == ADDED or kind == DELETED:
@@ -574,30 +578,34 @@ class Reflector:
                 except Exception:
                     # As client-go: one object the transform rejects is logged and skipped, and the watch
                     # goes on instead of the reflector dying silently.
-                    stats.store_errors += 1
+                    self.stats.store_errors += 1
                     log.exception("%s: unable to apply %s watch event", self.name, kind)
                     continue
                 if kind == MODIFIED:
                     append((_UPDATED, obj))
-                    stats.modified += 1
+                    modified += 1
                 elif kind == ADDED:
                     append((_ADDED, obj))
-                    stats.added += 1
                 else:
                     append((_DELETED, obj))
-                    stats.deleted += 1
+                    deleted += 1
             elif kind == BOOKMARK:
-                stats.bookmarks += 1
+                self.stats.bookmarks += 1
             else:
                 log.warning("%s: ignoring watch event of unknown type %r", self.name, kind)
                 continue
             if rv:
-                last = self._last_rv
                 size, last_size = len(rv), len(last)
                 if size < last_size or (size == last_size and rv < last):
+                    self._last_rv = last
                     self._resource_version_went_back(kind, rv)
-                self._last_rv = rv
-        return deltas, None
+                last = rv
+        self._last_rv = last
+        stats = self.stats  # counted per batch: the added ones are what is left of the deltas
+        stats.modified += modified
+        stats.deleted += deleted
+        stats.added += len(deltas) - modified - deleted
+        return deltas, error
 
     def _store_each(self, deltas: list[tuple[DeltaType, Any]]) -> None:
         """Hand ``deltas`` to a store without ``add_watch_deltas``: one ``add``/``update``/``delete`` call each."""

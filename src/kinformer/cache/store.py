@@ -171,11 +171,19 @@ class Indexer(Generic[T]):
         old = items.get(key)
         items[key] = obj
         stored = self._values
-        old_values = stored.get(key)
+        old_values = stored.get(key) if old is not None else None  # a new key has no stored values
         stored[key] = values
         if old_values is not values:  # canonical tuples: the same values are mostly the same tuple
             if old_values is None:
-                self._index_new(key, values)
+                if namespace is not None:  # the namespace index alone (a fast namespace): its one entry
+                    index = self._maps[0]
+                    keys = index.get(namespace)
+                    if keys is None:
+                        index[namespace] = {key}
+                    else:
+                        keys.add(key)
+                else:
+                    self._index_new(key, values)
             elif old_values != values:
                 self._reindex(key, old_values, values)
         return old

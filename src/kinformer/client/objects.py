@@ -104,6 +104,7 @@ _decode_list = msgspec.json.Decoder(_List).decode
 _loads = orjson.loads
 _MF_KEY = b'"managedFields":'
 _MF_KEY_LEN = len(_MF_KEY)
+_COMMA = ord(",")
 _FAST_META = ("name", "namespace", "resourceVersion")
 _intern = sys.intern
 
@@ -365,19 +366,17 @@ def _cut_managed_fields(data: bytes, lo: int, hi: int, value: bytes | Raw) -> by
         if data.startswith(value, last + _MF_KEY_LEN):
             return None
         last = data.rfind(_MF_KEY, end, last)
-    if data[start - 1:start] == b",":
+    if start and data[start - 1] == _COMMA:
         start -= 1
-    elif data[end:end + 1] == b",":
+    elif end < hi and data[end] == _COMMA:
         end += 1
-    view = memoryview(data)  # slices without copies: the result is the only new buffer
-    return b"".join((view[lo:start], view[end:hi]))
+    return data[lo:start] + data[end:hi]
 
 
-def without_managed_fields_from(data: bytes, lo: int, hi: int, raw: bytes | Raw,
-                                meta: _Meta | None) -> LazyObject:
-    """``LazyObject(raw, meta).without_managed_fields()`` (the same bytes, the same fast fields), built without
-    that intermediate object: ``raw`` is the object's JSON, ``data[lo:hi]`` the same bytes, ``meta`` their
-    decoded fast metadata (None when they have none of the fast form); ``meta`` is the caller's to give away."""
+def without_managed_fields_from(data: bytes, lo: int, hi: int, meta: _Meta | None) -> LazyObject:
+    """``LazyObject(data[lo:hi], meta).without_managed_fields()`` (the same bytes, the same fast fields), built
+    without that intermediate object: ``data[lo:hi]`` is the object's JSON, ``meta`` its decoded fast metadata
+    (None when it has none of the fast form); ``meta`` is the caller's to give away."""
     if meta is not None:
         value = meta.managedFields
         cut = data[lo:hi] if value is UNSET else _cut_managed_fields(data, lo, hi, value)
@@ -386,7 +385,7 @@ def without_managed_fields_from(data: bytes, lo: int, hi: int, raw: bytes | Raw,
             obj = LazyObject(cut, meta)
             _gc_untrack(obj)  # as the compact copy of without_managed_fields (see the module's docstring)
             return obj
-    return LazyObject(raw, meta).without_managed_fields()
+    return LazyObject(data[lo:hi], meta).without_managed_fields()
 
 
 def decode_without_managed_fields(raw: bytes | Raw) -> LazyObject:
@@ -397,7 +396,7 @@ def decode_without_managed_fields(raw: bytes | Raw) -> LazyObject:
     except msgspec.ValidationError:
         return LazyObject(raw, None).without_managed_fields()
     meta = head.metadata
-    return without_managed_fields_from(data, 0, len(data), raw, None if meta is UNSET else meta)
+    return without_managed_fields_from(data, 0, len(data), None if meta is UNSET else meta)
 
 
 def _fast_namespace(obj: LazyObject) -> str | None:
@@ -507,7 +506,7 @@ def decode_list(data: bytes | bytearray | memoryview | str, *, drop_managed_fiel
             body = b"{" + b",".join(add) + sep + whole.lstrip()[1:]
         if drop_managed_fields:
             whole = bytes(body)
-            append(without_managed_fields_from(whole, 0, len(whole), body, meta))
+            append(without_managed_fields_from(whole, 0, len(whole), meta))
         else:
             append(LazyObject(body, meta))
     list_meta = lst.metadata

@@ -162,14 +162,14 @@ def _fast_event_without_managed_fields(line: bytes) -> WatchEvent | None:
     found = _exact_form(line)
     if found is None or found[0] == BOOKMARK:
         return None if found is None else _fast_event(line)
-    start, end = found[1], len(line) - 1
-    raw = Raw(memoryview(line)[start:end])
+    kind, start = found
+    end = len(line) - 1
     try:
-        head = _decode_head(raw)
+        head = _decode_head(memoryview(line)[start:end])  # no Raw: the object is cut from the line itself
     except msgspec.DecodeError:
         return None
     meta = head.metadata
-    return WatchEvent(found[0], without_managed_fields_from(line, start, end, raw, None if meta is UNSET else meta))
+    return WatchEvent(kind, without_managed_fields_from(line, start, end, None if meta is UNSET else meta))
 
 
 def _fast_partial_event(line: bytes, drop_managed_fields: bool = False) -> WatchEvent | None:
