@@ -552,7 +552,7 @@ class Reflector:
         cls, fast_rv, transform, given = self._by_class
         if given is not self.transform:  # the transform was replaced since: choose again
             cls = _NoClass
-        last = self._last_rv  # written back after the loop and before anything that reads it
+        last = self._last_rv  # "" or sane; written back after the loop and before anything that reads it
         error = None
         modified = deleted = 0
         for event in batch:
@@ -566,11 +566,18 @@ class Reflector:
             rv = fast_rv(obj) if fast_rv is not None else None
             if rv is None:
                 rv = _resource_version(obj) if isinstance(obj, Mapping) else ""
-            # the common case (1 to 19 digits, no leading zero) is sane without the full check's call
-            if rv and not (len(rv) < 20 and rv.isdigit() and rv.isascii() and rv[0] != "0") and not sane(rv):
-                self._last_rv = last
-                self._bad_resource_version(kind, rv)
-                continue
+            behind = False
+            if rv:
+                if len(rv) == len(last) < 20 and last < rv and rv.isdigit() and rv.isascii():
+                    pass  # the common case in one test: under 20 digits, ahead of the last (sane) RV: sane
+                # else 1 to 19 digits without a leading zero are sane without the full check's call
+                elif (len(rv) < 20 and rv.isdigit() and rv.isascii() and rv[0] != "0") or sane(rv):
+                    size, last_size = len(rv), len(last)
+                    behind = size < last_size or (size == last_size and rv < last)
+                else:
+                    self._last_rv = last
+                    self._bad_resource_version(kind, rv)
+                    continue
             if kind == MODIFIED or kind == ADDED or kind == DELETED:
                 try:
                     if transform is not None:
@@ -595,8 +602,7 @@ class Reflector:
                 log.warning("%s: ignoring watch event of unknown type %r", self.name, kind)
                 continue
             if rv:
-                size, last_size = len(rv), len(last)
-                if size < last_size or (size == last_size and rv < last):
+                if behind:
                     self._last_rv = last
                     self._resource_version_went_back(kind, rv)
                 last = rv

@@ -590,6 +590,22 @@ async def test_watch_batches_are_applied_in_order_with_one_staleness_mark_per_ba
         assert env.reflector.seconds_since_last_event() == 3.0
 
 
+async def test_each_resource_version_of_a_batch_is_checked_as_it_is_taken() -> None:
+    """Sanity and order per event, whatever the last RV: a 20-digit RV above 2**64 - 1 is ignored even right
+    after a sane 20-digit one it exceeds; one going back, or repeated, is followed (a regression logged)."""
+    top = str(2**64 - 1)
+    lw = BatchedLW([[_ev("ADDED", "a", "11"), _ev("ADDED", "b", top[:-1] + "0"), _ev("ADDED", "c", str(2**64)),
+                     _ev("MODIFIED", "a", "12"), _ev("MODIFIED", "a", "12"), _ev("MODIFIED", "a", "012"),
+                     _ev("MODIFIED", "a", top)]])
+    async with Env(lw=lw) as env:
+        await wait_until(lambda: len(env.store.ops) == 5)
+        assert env.store.ops == [("add", "a"), ("add", "b"), ("update", "a"), ("update", "a"), ("update", "a")]
+        stats = env.reflector.stats
+        assert stats.bad_resource_versions == 2 and stats.resource_version_regressions == 1
+        assert env.reflector.last_sync_resource_version == top
+        assert stats.events == {"ADDED": 2, "MODIFIED": 3, "DELETED": 0, "BOOKMARK": 0, "ERROR": 0}
+
+
 class BatchStore(RecordingStore):
     """A store that takes a watch batch's deltas in one call (as a RealFIFO); rejects objects named "bad"."""
 
