@@ -23,6 +23,9 @@ Invariants:
 * A write calls, in the order they were added, the listeners added for its bucket's prefix and those added for
   every prefix (:meth:`WatchCache.add_listener`), each after the cache has applied it; a listener that raises
   is logged and keeps neither the others nor the cache from the event.
+* An object version is kept decoded while it is current, and after that only as the version the newest event
+  of its key replaced while a watcher with a selector is subscribed to its bucket; every other version is
+  released (:meth:`CachedObject.release`) once the listeners of the event that replaced it have run.
 * A writer may :meth:`WatchCache.offer` the object it just wrote (decoded, with its served bytes) for the
   event of that key and revision; the cache then takes it instead of decoding the stored value again. An
   offered object is read-only from then on, like every cached object.
@@ -65,26 +68,27 @@ def split_key(key: str) -> tuple[str, str, str]:
 class CachedObject:
     """One object version as served: its JSON bytes and the decoded dict (read-only by contract).
 
-    ``raw`` always holds the version; the decoded dict is kept while the version is current or the one just
-    before it, and released (:meth:`release`) once it is older (see :meth:`WatchCache._supersede`): a decoded pod is
-    a few hundred containers the cyclic collector walks at every full collection, and the ring keeps a thousand
-    versions per resource that only a late watcher with a selector ever reads again. A released version's
-    :attr:`obj` decodes ``raw`` again (a fresh, equal dict at each access).
+    ``raw`` and ``api_version`` (the object's ``apiVersion``, what serving it unconverted checks) always hold the
+    version; the decoded dict is kept while the version is current, and released (:meth:`release`) once it is
+    not (see :meth:`WatchCache._supersede`): a decoded pod is some fifty containers the cyclic collector walks at
+    every collection, and the ring keeps a thousand versions per resource that only a watcher with a selector
+    ever reads again. A released version's :attr:`obj` decodes ``raw`` again (a fresh, equal dict at each access).
     """
 
-    __slots__ = ("_obj", "key", "name", "namespace", "raw", "rev")
+    __slots__ = ("_obj", "api_version", "key", "name", "namespace", "raw", "rev")
 
     def __init__(self, key: str, namespace: str, name: str, obj: dict[str, Any], raw: bytes, rev: int) -> None:
         self.key = key
         self.namespace = namespace
         self.name = name
         self._obj: dict[str, Any] | None = obj
+        self.api_version: Any = obj.get("apiVersion")
         self.raw = raw
         self.rev = rev
 
     @property
     def obj(self) -> dict[str, Any]:
-        """The decoded object: kept while recent, decoded from :attr:`raw` again once released."""
+        """The decoded object: kept while current, decoded from :attr:`raw` again once released."""
         obj = self._obj
         if obj is None:
             decoded: dict[str, Any] = orjson.loads(self.raw)
@@ -130,10 +134,13 @@ class Watcher:
     resourceVersion it received, as from any watch that ends.
     """
 
-    __slots__ = ("buf", "bytes", "closed", "limit", "max_bytes", "namespace", "overflowed", "wake")
+    __slots__ = ("buf", "bytes", "closed", "filtered", "limit", "max_bytes", "namespace", "overflowed", "wake")
 
-    def __init__(self, namespace: str, limit: int, max_bytes: int = DEFAULT_WATCHER_BUFFER_BYTES) -> None:
+    def __init__(self, namespace: str, limit: int, max_bytes: int = DEFAULT_WATCHER_BUFFER_BYTES,
+                 filtered: bool = False) -> None:
         self.buf: deque[CachedEvent] = deque()
+        # it reads the objects of its events (a selector): what it reads is kept decoded while it is subscribed
+        self.filtered = filtered
         self.bytes = 0  # of the objects of the events in ``buf``
         self.wake = asyncio.Event()
         self.closed = False
@@ -183,8 +190,8 @@ class Bucket:
         # the listeners a write of this bucket calls, in order; None until the next write works them out
         self.listeners: tuple[Listener, ...] | None = None
         self.objects: dict[str, CachedObject] = {}
-        # key -> the version the current one replaced (still decoded: the prev of the key's newest event, while
-        # that event is in the ring; so at most one such version per event of the ring)
+        # key -> the version the current one replaced, still decoded for the watchers with a selector (the prev
+        # of the key's newest event, while that event is in the ring; so at most one such version per event)
         self.superseded: dict[str, CachedObject] = {}
         self.ring: deque[CachedEvent] = deque()
         self.ring_start = ring_start
@@ -380,7 +387,6 @@ class WatchCache:
         else:
             bucket.objects[key] = cur
             cev = CachedEvent("MODIFIED" if prev is not None else "ADDED", cur, prev)
-        self._supersede(bucket, key, prev, deleted=ev.type == "DELETE")
         ring = bucket.ring
         ring.append(cev)
         if len(ring) > self.size:
@@ -404,6 +410,7 @@ class WatchCache:
                 listener(prefix, cev)
             except Exception:
                 log.exception("watch cache listener failed")
+        self._supersede(bucket, key, cev)
         waiters = self._waiters
         while waiters and waiters[0][0] <= rev:
             fut = heapq.heappop(waiters)[2]
@@ -411,14 +418,29 @@ class WatchCache:
                 fut.set_result(None)
 
     @staticmethod
-    def _supersede(bucket: Bucket, key: str, prev: CachedObject | None, deleted: bool) -> None:
-        """``prev`` was just replaced: release the version it had replaced, keep ``prev`` decoded (the new
-        event's prev, which watchers with selectors and the listeners read) until the next write of ``key``."""
+    def _supersede(bucket: Bucket, key: str, ev: CachedEvent) -> None:
+        """``ev`` (of ``key``) was applied and its listeners called: release the decoded versions no one reads.
+
+        The version ``ev`` replaced stays decoded (in ``bucket.superseded``, until the next write of ``key``) only
+        while a watcher with a selector is subscribed to the bucket: rendering a MODIFIED event for it reads the
+        event's prev. A DELETED event's prev is never read again, its object only by such a watcher.
+        """
         older = bucket.superseded.pop(key, None)
         if older is not None:
             older.release()
-        if prev is not None and not deleted:
-            bucket.superseded[key] = prev
+        watchers = bucket.watchers
+        read = bool(watchers) and any(w.filtered for w in watchers)
+        prev = ev.prev
+        if ev.type == "DELETED":
+            if prev is not None:
+                prev.release()
+            if not read:
+                ev.cur.release()
+        elif prev is not None:
+            if read:
+                bucket.superseded[key] = prev
+            else:
+                prev.release()
 
     async def wait_for(self, revision: int, timeout: float) -> bool:
         """Wait until the cache has applied ``revision``; False on timeout."""
@@ -494,23 +516,27 @@ class WatchCache:
             if not fut.done():
                 fut.set_result(None)
 
-    def subscribe(self, prefix: str, after: int, namespace: str = "") -> tuple[Watcher, list[CachedEvent]] | None:
+    def subscribe(self, prefix: str, after: int, namespace: str = "",
+                  filtered: bool = False) -> tuple[Watcher, list[CachedEvent]] | None:
         """Register a live watcher for events after ``after``; returns it with the ring events to replay first.
 
         None when ``after`` is older than the ring window (the caller falls back to storage history).
+        ``filtered``: the watcher reads its events' objects (a selector), so the cache keeps them decoded.
         """
         bucket = self.bucket(prefix)
         if after < bucket.ring_start:
             return None
         replay = [ev for ev in bucket.ring if ev.rev > after and (not namespace or ev.cur.namespace == namespace)]
-        w = Watcher(namespace, self.watcher_buffer_events, self.watcher_buffer_bytes)
+        w = Watcher(namespace, self.watcher_buffer_events, self.watcher_buffer_bytes, filtered)
         bucket.watchers.add(w)
         return w, replay
 
-    def subscribe_snapshot(self, prefix: str, namespace: str = "") -> tuple[Watcher, list[CachedObject], int]:
-        """Register a live watcher and return the current objects it starts from, atomically."""
+    def subscribe_snapshot(self, prefix: str, namespace: str = "",
+                           filtered: bool = False) -> tuple[Watcher, list[CachedObject], int]:
+        """Register a live watcher and return the current objects it starts from, atomically (``filtered``: as
+        for :meth:`subscribe`)."""
         bucket = self.bucket(prefix)
-        w = Watcher(namespace, self.watcher_buffer_events, self.watcher_buffer_bytes)
+        w = Watcher(namespace, self.watcher_buffer_events, self.watcher_buffer_bytes, filtered)
         bucket.watchers.add(w)
         return w, bucket.snapshot(namespace), self.revision
 
