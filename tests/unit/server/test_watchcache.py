@@ -85,6 +85,44 @@ async def test_a_watcher_with_a_selector_keeps_the_replaced_version_decoded(
     assert _released(v3) and not wc.buckets[PREFIX].superseded  # no such watcher left
 
 
+async def test_the_writers_object_is_read_by_the_listeners_then_dropped_and_decoded_once_on_demand(
+        cache: tuple[MemoryStorage, WatchCache]) -> None:
+    storage, wc = cache
+    offered = {"metadata": {"name": "a", "namespace": "default", "managedFields": [{"manager": "m"}]},
+               "data": {"n": "1"}}
+    seen: list[bool] = []
+    wc.add_listener(lambda prefix, ev: seen.append(ev.cur.obj is offered))
+    raw = orjson.dumps(offered)
+    kv = await storage.create(KEY, raw)
+    offered["metadata"]["resourceVersion"] = str(kv.mod_revision)
+    wc.offer(KEY, kv.mod_revision, offered, orjson.dumps(offered))
+    await wc.sync()
+    co = wc.buckets[PREFIX].objects[KEY]
+    assert seen == [True]
+    assert co.obj is not offered and co.obj == offered  # dropped after the listeners, decoded again once
+    assert not _released(co)
+    assert co.meta == {"name": "a", "namespace": "default", "resourceVersion": str(kv.mod_revision)}
+    assert co.meta is co.meta
+
+
+async def test_a_watcher_with_a_selector_reads_the_objects_as_they_were_decoded(
+        cache: tuple[MemoryStorage, WatchCache]) -> None:
+    storage, wc = cache
+    assert wc.subscribe(PREFIX, wc.revision, filtered=True) is not None
+    kept: list[dict[str, Any]] = []
+    wc.add_listener(lambda prefix, ev: kept.append(ev.cur.obj))
+    await storage.create(KEY, _value(1))
+    await wc.sync()
+    assert wc.buckets[PREFIX].objects[KEY].obj is kept[0]
+
+
+async def test_a_replaced_versions_meta_is_not_kept(cache: tuple[MemoryStorage, WatchCache]) -> None:
+    storage, wc = cache
+    v1, _, _ = (ev.cur for ev in await _three_versions(storage, wc))
+    assert v1.meta == {"name": "a", "namespace": "default", "resourceVersion": str(v1.rev)}
+    assert v1.meta is not v1.meta
+
+
 async def test_a_deleted_key_leaves_no_decoded_version_behind(cache: tuple[MemoryStorage, WatchCache]) -> None:
     storage, wc = cache
     kv = await storage.create(KEY, _value(1))

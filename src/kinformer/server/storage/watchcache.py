@@ -23,9 +23,9 @@ Invariants:
 * A write calls, in the order they were added, the listeners added for its bucket's prefix and those added for
   every prefix (:meth:`WatchCache.add_listener`), each after the cache has applied it; a listener that raises
   is logged and keeps neither the others nor the cache from the event.
-* An object version is kept decoded while it is current, and after that only as the version the newest event
-  of its key replaced while a watcher with a selector is subscribed to its bucket; every other version is
-  released (:meth:`CachedObject.release`) once the listeners of the event that replaced it have run.
+* The listeners of an event read its object and the version it replaced decoded as they come; after them the
+  cache keeps decoded only what a watcher with a selector subscribed to the bucket reads (the event's object
+  and the version it replaced), and what a reader decodes of a current version (see :class:`CachedObject`).
 * A writer may :meth:`WatchCache.offer` the object it just wrote (decoded, with its served bytes) for the
   event of that key and revision; the cache then takes it instead of decoding the stored value again. An
   offered object is read-only from then on, like every cached object.
@@ -69,35 +69,59 @@ class CachedObject:
     """One object version as served: its JSON bytes and the decoded dict (read-only by contract).
 
     ``raw`` and ``api_version`` (the object's ``apiVersion``, what serving it unconverted checks) always hold the
-    version; the decoded dict is kept while the version is current, and released (:meth:`release`) once it is
-    not (see :meth:`WatchCache._supersede`): a decoded pod is some fifty containers the cyclic collector walks at
-    every collection, and the ring keeps a thousand versions per resource that only a watcher with a selector
-    ever reads again. A released version's :attr:`obj` decodes ``raw`` again (a fresh, equal dict at each access).
+    version. The decoded dict is held only where someone reads it: a version comes decoded (the writer's object
+    or a decode of the stored value); once its event's listeners have run, the cache drops the dict
+    (:meth:`compact`: a decoded pod is some fifty containers the cyclic collector walks at every collection, and
+    most versions are never read decoded again) unless a watcher with a selector will read it. A current (or
+    kept superseded) version decodes ``raw`` again at its next read of :attr:`obj` and keeps that dict; a
+    released version (:meth:`release`: replaced) decodes ``raw`` at each read (a fresh, equal dict each time).
+    :attr:`meta` is the metadata without ``managedFields``, what the server's own controllers read of every
+    version, kept while the version is current.
     """
 
-    __slots__ = ("_obj", "api_version", "key", "name", "namespace", "raw", "rev")
+    __slots__ = ("_keep", "_meta", "_obj", "api_version", "key", "name", "namespace", "raw", "rev")
 
     def __init__(self, key: str, namespace: str, name: str, obj: dict[str, Any], raw: bytes, rev: int) -> None:
         self.key = key
         self.namespace = namespace
         self.name = name
         self._obj: dict[str, Any] | None = obj
+        self._meta: dict[str, Any] | None = None
+        self._keep = True  # a decode of ``raw`` is kept: current (or a kept superseded) version
         self.api_version: Any = obj.get("apiVersion")
         self.raw = raw
         self.rev = rev
 
     @property
     def obj(self) -> dict[str, Any]:
-        """The decoded object: kept while current, decoded from :attr:`raw` again once released."""
+        """The decoded object (one dict while it is held, see the class docstring; never changed)."""
         obj = self._obj
         if obj is None:
-            decoded: dict[str, Any] = orjson.loads(self.raw)
-            return decoded
+            obj = orjson.loads(self.raw)
+            if self._keep:
+                self._obj = obj
         return obj
 
-    def release(self) -> None:
-        """Drop the decoded dict (the bytes stay): :attr:`obj` decodes them from now on."""
+    @property
+    def meta(self) -> dict[str, Any]:
+        """``metadata`` without ``managedFields`` (read-only; it shares its values with :attr:`obj`)."""
+        meta = self._meta
+        if meta is None:
+            md = self.obj.get("metadata") or {}
+            meta = {k: v for k, v in md.items() if k != "managedFields"} if "managedFields" in md else md
+            if self._keep:
+                self._meta = meta
+        return meta
+
+    def compact(self) -> None:
+        """Drop the decoded dict (the bytes and :attr:`meta` stay): the next read of :attr:`obj` decodes again."""
         self._obj = None
+
+    def release(self) -> None:
+        """The version was replaced: drop the decoded dict and :attr:`meta`; every read decodes the bytes."""
+        self._obj = None
+        self._meta = None
+        self._keep = False
 
 
 class CachedEvent:
@@ -419,28 +443,32 @@ class WatchCache:
 
     @staticmethod
     def _supersede(bucket: Bucket, key: str, ev: CachedEvent) -> None:
-        """``ev`` (of ``key``) was applied and its listeners called: release the decoded versions no one reads.
+        """``ev`` (of ``key``) was applied and its listeners called: drop the decoded versions no one reads.
 
-        The version ``ev`` replaced stays decoded (in ``bucket.superseded``, until the next write of ``key``) only
-        while a watcher with a selector is subscribed to the bucket: rendering a MODIFIED event for it reads the
-        event's prev. A DELETED event's prev is never read again, its object only by such a watcher.
+        While a watcher with a selector is subscribed to the bucket (rendering an event for it reads the event's
+        object, and a MODIFIED event's prev too), the new version stays decoded and the one it replaced is kept
+        (in ``bucket.superseded``, until the next write of ``key``); otherwise the new version is compacted and
+        the replaced one released. A DELETED event's prev is never read again, its object only by such a watcher.
         """
         older = bucket.superseded.pop(key, None)
         if older is not None:
             older.release()
         watchers = bucket.watchers
         read = bool(watchers) and any(w.filtered for w in watchers)
-        prev = ev.prev
+        cur, prev = ev.cur, ev.prev
         if ev.type == "DELETED":
             if prev is not None:
                 prev.release()
             if not read:
-                ev.cur.release()
-        elif prev is not None:
+                cur.release()
+            return
+        if prev is not None:
             if read:
                 bucket.superseded[key] = prev
             else:
                 prev.release()
+        if not read:
+            cur.compact()
 
     async def wait_for(self, revision: int, timeout: float) -> bool:
         """Wait until the cache has applied ``revision``; False on timeout."""
