@@ -101,6 +101,11 @@ async def test_a_status_change_keeps_the_count_and_holds_the_newest_equal_spec_o
     assert cache._pods["uid-web"].spec is running["spec"]
 
 
+def test_pods_without_host_ports_share_one_empty_set() -> None:
+    assert usage(pod("a")).host_ports is usage(pod("b")).host_ports == frozenset()
+    assert usage(pod("c", host_port=8080)).host_ports == {("0.0.0.0", "TCP", 8080)}
+
+
 async def test_remove_pod_frees_its_node_and_its_host_port() -> None:
     cache = SchedulerCache()
     freed = Freed(cache)
