@@ -123,6 +123,15 @@ async def test_a_replaced_versions_meta_is_not_kept(cache: tuple[MemoryStorage, 
     assert v1.meta is not v1.meta
 
 
+async def test_cached_objects_and_events_are_not_tracked_by_the_cyclic_collector(
+        cache: tuple[MemoryStorage, WatchCache]) -> None:
+    import gc
+
+    storage, wc = cache
+    ring = await _three_versions(storage, wc)
+    assert not any(gc.is_tracked(o) for ev in ring for o in (ev, ev.cur))
+
+
 async def test_a_deleted_key_leaves_no_decoded_version_behind(cache: tuple[MemoryStorage, WatchCache]) -> None:
     storage, wc = cache
     kv = await storage.create(KEY, _value(1))

@@ -26,6 +26,10 @@ Invariants:
 * The listeners of an event read its object and the version it replaced decoded as they come; after them the
   cache keeps decoded only what a watcher with a selector subscribed to the bucket reads (the event's object
   and the version it replaced), and what a reader decodes of a current version (see :class:`CachedObject`).
+* :class:`CachedObject` and :class:`CachedEvent` are not tracked by the cyclic garbage collector (CPython): they
+  refer only to strings, bytes, ints, decoded JSON and each other, never to anything that refers back to them, so
+  they are never part of a reference cycle; a cache of many thousand objects and its rings of a thousand events
+  a resource cost the collector nothing at each collection.
 * A writer may :meth:`WatchCache.offer` the object it just wrote (decoded, with its served bytes) for the
   event of that key and revision; the cache then takes it instead of decoding the stored value again. An
   offered object is read-only from then on, like every cached object.
@@ -43,6 +47,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
+
+from kinformer.client.objects import _gc_untrack
 
 from .base import Compacted, Event, Storage, WatcherTooSlow
 
@@ -91,6 +97,7 @@ class CachedObject:
         self.api_version: Any = obj.get("apiVersion")
         self.raw = raw
         self.rev = rev
+        _gc_untrack(self)  # it refers to nothing that refers back: never in a cycle (see the module docstring)
 
     @property
     def obj(self) -> dict[str, Any]:
@@ -139,6 +146,7 @@ class CachedEvent:
         self.prev = prev
         self.rev = cur.rev
         self._line: bytes | None = None
+        _gc_untrack(self)  # as its objects: never in a cycle
 
     @property
     def line(self) -> bytes:
