@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterable
 from typing import Literal
 
-from kinformer.client.objects import _gc_untrack
+from kinformer.untrack import gc_untrack
 
 from .base import (
     Compacted,
@@ -290,12 +290,12 @@ class MemoryStorage(Storage):
                 keys.append(key)
             else:
                 keys.insert(bisect_left(keys, key), key)
-        _gc_untrack(kv)
+        gc_untrack(kv)
         hist.revs.append(kv.mod_revision)
         hist.kvs.append(kv if typ == "PUT" else None)
         self._rev = kv.mod_revision
         ev = Event(typ, kv, prev)
-        _gc_untrack(ev)
+        gc_untrack(ev)
         self._log.append(ev)
         self._hub.publish([ev])
         limit = self._history_limit

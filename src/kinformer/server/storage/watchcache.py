@@ -48,7 +48,7 @@ from typing import Any
 
 import orjson
 
-from kinformer.client.objects import _gc_untrack
+from kinformer.untrack import gc_untrack
 
 from .base import Compacted, Event, Storage, WatcherTooSlow
 
@@ -97,7 +97,7 @@ class CachedObject:
         self.api_version: Any = obj.get("apiVersion")
         self.raw = raw
         self.rev = rev
-        _gc_untrack(self)  # it refers to nothing that refers back: never in a cycle (see the module docstring)
+        gc_untrack(self)  # it refers to nothing that refers back: never in a cycle (see the module docstring)
 
     @property
     def obj(self) -> dict[str, Any]:
@@ -146,7 +146,7 @@ class CachedEvent:
         self.prev = prev
         self.rev = cur.rev
         self._line: bytes | None = None
-        _gc_untrack(self)  # as its objects: never in a cycle
+        gc_untrack(self)  # as its objects: never in a cycle
 
     @property
     def line(self) -> bytes:
