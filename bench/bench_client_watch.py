@@ -5,6 +5,9 @@ names and resourceVersions varied) as chunked MODIFIED watch events from pre-enc
 reads the whole stream in this one run:
 
   kinformer-watch      Client.watch -> LazyObject events
+  kinformer-watch-kept Client.watch, managedFields cut while decoding (as the informer's default transform), each
+                       object kept in a dict by name: the transport plus holding what it received, the floor of any
+                       cache (on this machine, memory touched for the first time costs the kernel's page zeroing)
   kinformer-informer   SharedInformerFactory(client): list, watch, decode, RealFIFO, indexer, a plain handler
   kinformer-informer-async  the same with an ``async def`` handler
   kinformer-informer-meta   the same, metadata_only=True (PartialObjectMetadata cut from the full objects sent)
@@ -164,6 +167,24 @@ async def kinformer_watch(url: str, count: int) -> tuple[float, float]:
     return count / dt, count / cpu
 
 
+async def kinformer_watch_kept(url: str, count: int) -> tuple[float, float]:
+    """Events/s of ``Client.watch`` whose objects (managedFields cut while decoding, as the informer caches them)
+    are kept in a dict by name, wall clock and per CPU second: what holding the objects costs, without a cache."""
+    from kinformer.client import Client, Resource
+    from kinformer.listwatch import ListOptions
+
+    pods = Resource("", "v1", "pods", "Pod")
+    kept: dict[str, Any] = {}
+    async with Client(url) as client:
+        t0, c0 = time.perf_counter(), time.process_time()
+        async for ev in client.watch_stream(pods, ListOptions(resource_version=str(BASE_RV)), f"n{count}",
+                                            drop_managed_fields=True):
+            kept[ev.object.name] = ev.object
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    assert len(kept) == count, len(kept)
+    return count / dt, count / cpu
+
+
 async def kinformer_informer(url: str, count: int, handler: str = "plain",
                              metadata_only: bool = False) -> tuple[float, float, float]:
     """Events/s end to end (list + watch + FIFO + indexer + one no-op ``handler``, "plain" or "async"), wall
@@ -278,15 +299,18 @@ def kubectl(url: str, count: int) -> float | None:
 
 # ---------------------------------------------------------------------------------------------------- main
 
-KINFORMER = ("kinformer-informer", "kinformer-watch", "kinformer-informer-async", "kinformer-informer-meta")
+KINFORMER = ("kinformer-informer", "kinformer-watch", "kinformer-watch-kept", "kinformer-informer-async",
+             "kinformer-informer-meta")
 
 
 def measure(events: int, slow_events: int, models_events: int, skip: frozenset[str] | set[str] = frozenset(),
-            baseline_src: str | None = None) -> dict[str, float]:
+            baseline_src: str | None = None, rotate: int = 0) -> dict[str, float]:
     """Run every consumer not in ``skip`` against one bench server; events/s per consumer and, under
     ``kb_per_pod``, the informer's RSS per cached pod (KiB). With ``baseline_src`` (another kinformer source
     tree, e.g. ``git archive main src | tar -x -C /tmp/base``), each kinformer consumer also runs on it right
-    after running on this tree, its figures suffixed ``@baseline``: before and after in one run."""
+    after running on this tree, its figures suffixed ``@baseline``: before and after in one run. kinformer's
+    consumers run first, in their order rotated by ``rotate`` (a caller running rounds passes the round's
+    index, so no consumer always runs first, after the peers' heaps are freed, or last)."""
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         port_file = Path(tmp) / "port"
@@ -299,10 +323,10 @@ def measure(events: int, slow_events: int, models_events: int, skip: frozenset[s
                     raise RuntimeError("bench server did not start")
                 time.sleep(0.1)
             url = f"http://127.0.0.1:{port_file.read_text()}"
-            for consumer, count in (("kinformer-informer", events), ("kinformer-watch", events),
-                                    ("kinformer-informer-async", events), ("kinformer-informer-meta", events),
-                                    ("official-dict", events), ("official-raw", events),
-                                    ("official-models", models_events), ("kubectl", slow_events)):
+            turn = rotate % len(KINFORMER)
+            for consumer, count in ([(name, events) for name in KINFORMER[turn:] + KINFORMER[:turn]]
+                                    + [("official-dict", events), ("official-raw", events),
+                                       ("official-models", models_events), ("kubectl", slow_events)]):
                 if consumer not in skip:
                     results.update(_in_child(consumer, url, count))
                 if consumer not in skip and baseline_src and consumer in KINFORMER:
@@ -328,6 +352,9 @@ def consume(consumer: str, url: str, count: int) -> dict[str, float]:
         return {consumer: rate, f"{consumer} cpu": cpu, "kb_per_pod_meta": per_pod}
     if consumer == "kinformer-watch":
         rate, cpu = asyncio.run(kinformer_watch(url, count))
+        return {consumer: rate, f"{consumer} cpu": cpu}
+    if consumer == "kinformer-watch-kept":
+        rate, cpu = asyncio.run(kinformer_watch_kept(url, count))
         return {consumer: rate, f"{consumer} cpu": cpu}
     if consumer.startswith("official-"):
         return {consumer: official(url, count, consumer.removeprefix("official-"))}
@@ -381,10 +408,11 @@ def main() -> None:
     for name, rate in results.items():
         print(f"{name:36s} {rate:10.0f}")
     for suffix in ("", " cpu", "@baseline", " cpu@baseline"):
-        watch = results.get(f"kinformer-watch{suffix}")
-        for informer in ("kinformer-informer", "kinformer-informer-async", "kinformer-informer-meta"):
-            if watch and f"{informer}{suffix}" in results:
-                print(f"{informer}{suffix} / kinformer-watch{suffix}: {results[informer + suffix] / watch:.2f}x")
+        for base_name in ("kinformer-watch", "kinformer-watch-kept"):
+            watch = results.get(f"{base_name}{suffix}")
+            for informer in ("kinformer-informer", "kinformer-informer-async", "kinformer-informer-meta"):
+                if watch and f"{informer}{suffix}" in results:
+                    print(f"{informer}{suffix} / {base_name}{suffix}: {results[informer + suffix] / watch:.2f}x")
     base = results.get("kinformer-informer")
     if base:
         for peer in ("official-dict", "official-raw", "official-models", "kubectl"):

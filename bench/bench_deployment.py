@@ -30,7 +30,8 @@ and their ratio printed too: the figure a loaded machine moves least. Not a pass
 ``--profile FILE`` writes a cProfile of one more Deployment rollout (pstats format). ``--census`` runs one
 more rollout and counts what it cost: wall and CPU seconds (and how long the loop waited in ``select``), the
 requests the server answered by verb and resource, the watch events each cluster informer received, each
-controller's reconciles, and the cyclic collector's collections by generation; then, with the collector off, the
+controller's reconciles, the cyclic collector's collections by generation and the objects it tracks before and
+after (``gc.get_objects()`` after a full collection); then, with the collector off, the
 cyclic garbage (objects only the collector can free, by type) of one more rollout (the first one's first-use
 work, such as compiling decoders, done) and what its server's teardown left. ``--rollouts N`` runs N Deployment
 rollouts one after another and nothing else, for instruction counts: under ``valgrind --tool=callgrind``, a run
@@ -336,11 +337,14 @@ async def census(replicas: int, nodes: int, timeout: float) -> None:
         await watcher.start()
         try:
             _quiesce()
+            tracked = [len(gc.get_objects())]
             with _collections() as collected, _select_seconds() as idle:
                 t0, c0 = time.perf_counter(), time.process_time()
                 await client.create("deployments", deployment(replicas), namespace=NAMESPACE)
                 await watcher.wait(timeout)
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            gc.collect()
+            tracked.append(len(gc.get_objects()))
         finally:
             await watcher.close()
         requests = await _requests(client) - before[0]
@@ -356,6 +360,8 @@ async def census(replicas: int, nodes: int, timeout: float) -> None:
     reconciles = {c.name: c.stats.reconciles - before[2].get(c.name, 0) for c in manager.controllers}
     print("  reconciles: " + ", ".join(f"{n} {r}" for n, r in sorted(reconciles.items(), key=lambda x: -x[1]) if r))
     print("  collections: " + ", ".join(f"{k} {v}" for k, v in sorted(collected.items())))
+    print(f"  objects the cyclic collector tracks: {tracked[0]} before the rollout, {tracked[1]} after it "
+          f"(+{tracked[1] - tracked[0]}, {(tracked[1] - tracked[0]) / replicas:.0f} a pod)")
 
 
 def _deliveries(informers: Mapping[str, Any]) -> dict[str, int]:

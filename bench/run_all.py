@@ -9,8 +9,9 @@ between them; rounds interleave the sections, so a noisy minute hits all of them
 
   watch      50k MODIFIED watch events of ~7.7 KB realistic pods over loopback HTTP (bench_client_watch.py):
              the kinformer informer end to end (a plain handler, an async handler, metadata-only),
-             Client.watch alone, the official ``kubernetes`` client's
-             watch (dicts, deserialize=False, V1Pod models) and ``kubectl get -w``; RSS per cached pod.
+             Client.watch alone and keeping what it receives (the floor of any cache), the official
+             ``kubernetes`` client's watch (dicts, deserialize=False, V1Pod models) and ``kubectl get -w``;
+             RSS per cached pod.
   pipeline   DeltaFIFO -> indexer (namespace + 2 label indexes) -> one no-op handler, in process, 10k keys,
              200k deltas (bench_informer.py), with an async and a sync handler; and DeltaFIFO -> Indexer
              without handlers (bench_fifo_indexer.py).
@@ -48,6 +49,8 @@ sys.path.insert(0, str(BENCH))
 
 #: A kinformer source tree the watch section also runs kinformer's consumers on (``--baseline-src``).
 BASELINE_ENV = "KINFORMER_BENCH_BASELINE_SRC"
+#: The round a section child runs in (0-based): the watch section rotates its consumers' order by it.
+ROUND_ENV = "KINFORMER_BENCH_ROUND"
 SECTIONS = ("watch", "pipeline", "workqueue", "storage", "server")
 
 
@@ -57,9 +60,10 @@ def section_watch(quick: bool) -> dict[str, float]:
     import bench_client_watch
 
     baseline = os.environ.get(BASELINE_ENV) or None
+    rotate = int(os.environ.get(ROUND_ENV, "0"))
     if quick:
-        return bench_client_watch.measure(2_000, 500, 200, baseline_src=baseline)
-    return bench_client_watch.measure(50_000, 10_000, 5_000, baseline_src=baseline)
+        return bench_client_watch.measure(2_000, 500, 200, baseline_src=baseline, rotate=rotate)
+    return bench_client_watch.measure(50_000, 10_000, 5_000, baseline_src=baseline, rotate=rotate)
 
 
 def section_pipeline(quick: bool) -> dict[str, float]:
@@ -181,6 +185,11 @@ RATIOS = [
 # the informer / Client.watch ratios again per CPU second, and both kinds on the baseline tree (when run)
 _INFORMERS = RATIOS[-3:]
 RATIOS += [(f"{label} (per CPU s)", f"{num} cpu", f"{den} cpu", None) for label, num, den, _ in _INFORMERS]
+# the same against Client.watch keeping what it receives (managedFields cut): the informer's own machinery
+RATIOS += [(f"{label.removesuffix('alone')}keeping its objects (per CPU s)", f"{num} cpu", "kinformer-watch-kept cpu",
+            None) for label, num, den, _ in _INFORMERS]
+RATIOS += [("Client.watch keeping its objects / Client.watch alone (per CPU s)", "kinformer-watch-kept cpu",
+            "kinformer-watch cpu", None)]
 RATIOS += [(f"{label}{extra}, baseline", f"{num}{suffix}@baseline", f"{den}{suffix}@baseline", None)
            for suffix, extra in (("", ""), (" cpu", " (per CPU s)")) for label, num, den, _ in _INFORMERS]
 
@@ -271,6 +280,7 @@ def main() -> None:
         results: dict[str, dict[str, float]] = {}
         for section in sections:
             print(f"round {i + 1}/{n_rounds}: {section} ...", flush=True)
+            os.environ[ROUND_ENV] = str(i)
             results[section] = run_section(section, args.quick)
         rounds.append(results)
     summary = report(rounds)

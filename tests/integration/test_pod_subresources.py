@@ -163,3 +163,23 @@ async def test_ephemeral_containers_are_added_through_their_subresource_and_neve
     code, err = await call(http, "PATCH", f"{PODS}/p/ephemeralcontainers", {"spec": {"ephemeralContainers": None}},
                            ctype="application/merge-patch+json")
     assert code == 422 and "may not be removed" in err["details"]["causes"][0]["message"]
+
+
+async def test_a_status_write_may_not_restart_a_container_the_pod_would_not_restart(http):
+    body = {"metadata": {"name": "once"}, "spec": {"restartPolicy": "Never",
+                                                     "containers": [{"name": "c", "image": "busybox"}]}}
+    assert (await call(http, "POST", PODS, body))[0] == 201
+    done = {"name": "c", "image": "busybox", "imageID": "", "ready": False, "restartCount": 0,
+            "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}
+    code, out = await call(http, "PATCH", f"{PODS}/once/status", {"status": {"phase": "Succeeded",
+                                                                              "containerStatuses": [done]}},
+                           ctype="application/merge-patch+json")
+    assert code == 200, out
+    again = {**done, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}
+    code, out = await call(http, "PATCH", f"{PODS}/once/status", {"status": {"containerStatuses": [again]}},
+                           ctype="application/merge-patch+json")
+    assert code == 422 and out["reason"] == "Invalid", out
+    assert out["message"] == ('Pod "once" is invalid: status.containerStatuses[0].state: Forbidden: may not be '
+                              "transitioned to non-terminated state")
+    code, pod = await call(http, "GET", f"{PODS}/once")
+    assert pod["status"]["containerStatuses"][0]["state"] == done["state"]  # nothing written

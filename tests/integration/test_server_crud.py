@@ -149,6 +149,20 @@ async def test_create_naming_its_object_is_not_retried(server, http):
     assert code == 409 and made == [] and body["message"].endswith("not able to generate a unique name for the object")
 
 
+async def test_a_create_over_an_object_being_deleted_says_so(http):
+    held = cm("held")
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    assert (await call(http, "POST", CM, held))[0] == 201
+    code, body, _ = await call(http, "POST", CM, cm("held"))
+    assert code == 409 and body["message"] == 'configmaps "held" already exists'  # not being deleted yet
+    assert (await call(http, "DELETE", f"{CM}/held"))[0] == 200  # kept by its finalizer, deletionTimestamp set
+    for params in (None, {"dryRun": "All"}):
+        code, body, _ = await call(http, "POST", CM, cm("held"), params=params)
+        assert_status(body, 409, "AlreadyExists")
+        assert body["message"] == 'object is being deleted: configmaps "held" already exists', params
+        assert body["details"] == {"name": "held", "kind": "configmaps"}
+
+
 async def test_validation_and_namespace_errors(http):
     code, body, _ = await call(http, "POST", CM, cm("Bad_Name"))
     assert code == 422

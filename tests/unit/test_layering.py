@@ -33,7 +33,8 @@ SRC = Path(kinformer.__file__).parent
 APPLICATIONS = ("kinformer.server", "kinformer.demo", "kinformer.cli", "kinformer.testing", "kinformer.cluster")
 BOTTOM = ("kinformer.aio", "kinformer.clock", "kinformer.errors", "kinformer.kinds", "kinformer.listwatch",
           "kinformer.meta", "kinformer.metrics", "kinformer.names", "kinformer.selectors", "kinformer.tls",
-          "kinformer.tracing", "kinformer.typed_resources", "kinformer.quantity", "kinformer.quota")
+          "kinformer.tracing", "kinformer.typed_resources", "kinformer.quantity", "kinformer.quota",
+          "kinformer.untrack")
 SIBLINGS = ("kinformer.workqueue", "kinformer.client", "kinformer.cache")
 #: package -> layer; a module may import from strictly lower layers (and its own package).
 LAYERS: dict[str, int] = {

@@ -21,9 +21,8 @@ collections (they were about a tenth of an informer's CPU time at 50k cached pod
 
 from __future__ import annotations
 
-import ctypes
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from operator import attrgetter
 from typing import Any
 
@@ -32,6 +31,7 @@ import orjson
 from msgspec import UNSET, Raw, Struct, UnsetType
 
 from kinformer.meta import object_key, register_fast_metadata
+from kinformer.untrack import gc_untrack
 
 __all__ = [
     "LazyObject",
@@ -44,19 +44,6 @@ __all__ = [
 ]
 
 
-def _gc_untrack_function() -> Callable[[object], None]:
-    """CPython's ``PyObject_GC_UnTrack`` (public C API; untracking is idempotent and deallocation copes with
-    an untracked object); a no-op where it is not available."""
-    try:
-        untrack = ctypes.pythonapi.PyObject_GC_UnTrack
-    except (AttributeError, ValueError):
-        return lambda obj: None
-    untrack.argtypes = [ctypes.py_object]
-    untrack.restype = None
-    return untrack
-
-
-_gc_untrack = _gc_untrack_function()
 
 
 class _Meta(Struct, gc=False):
@@ -170,7 +157,7 @@ class LazyObject(Mapping[str, Any]):
         new._ns = self._ns
         new._rv = self._rv
         new._mf = UNSET
-        _gc_untrack(new)  # see the module's docstring
+        gc_untrack(new)  # see the module's docstring
         return new
 
     @classmethod
@@ -383,7 +370,7 @@ def without_managed_fields_from(data: bytes, lo: int, hi: int, meta: _Meta | Non
         if cut is not None:
             meta.managedFields = UNSET
             obj = LazyObject(cut, meta)
-            _gc_untrack(obj)  # as the compact copy of without_managed_fields (see the module's docstring)
+            gc_untrack(obj)  # as the compact copy of without_managed_fields (see the module's docstring)
             return obj
     return LazyObject(data[lo:hi], meta).without_managed_fields()
 

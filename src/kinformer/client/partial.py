@@ -22,7 +22,8 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
-from kinformer.client.objects import LazyObject, _gc_untrack, _Meta
+from kinformer.client.objects import LazyObject, _Meta
+from kinformer.untrack import gc_untrack
 
 __all__ = ["PARTIAL_API_VERSION", "PARTIAL_KIND", "is_partial", "partial_from_raw", "to_partial_object_metadata"]
 
@@ -100,7 +101,7 @@ def partial_from_raw(raw: bytes | Raw, drop_managed_fields: bool = False) -> Laz
         if managed is UNSET or data.find(_MF) < 0:
             obj = LazyObject(data, fast)
             if drop_managed_fields:
-                _gc_untrack(obj)  # as without_managed_fields's compact copy
+                gc_untrack(obj)  # as without_managed_fields's compact copy
             return obj
         return _with_managed_fields_last(meta, managed, fast).without_managed_fields()
     return _with_managed_fields_last(meta, managed, fast)

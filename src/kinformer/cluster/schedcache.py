@@ -46,7 +46,9 @@ class _Counted:
     node: str
     usage: PodUsage
     assumed: bool
-    spec: Any = None  # the bound pod's spec the usage was computed from (None for an assumed pod)
+    # the bound pod's spec the usage was computed from, or an equal one of a later version the informer holds
+    # (None for an assumed pod)
+    spec: Any = None
 
 
 def _uid(pod: Obj) -> str:
@@ -178,6 +180,7 @@ class SchedulerCache:
             return
         spec = pod.get("spec")
         if counted is not None and not counted.assumed and counted.node == node and counted.spec == spec:
+            counted.spec = spec  # the informer's (equal) spec: the one it replaced is no longer held here
             return  # counted as it is (a status change)
         self._remove(uid)
         self._add(uid, _Counted(_key(pod), node, PodUsage.of(pod, pod_requests(pod)), assumed=False, spec=spec))

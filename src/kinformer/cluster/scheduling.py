@@ -65,7 +65,11 @@ class PodUsage:
     @classmethod
     def of(cls, pod: Mapping[str, Any], requests: Mapping[str, int]) -> PodUsage:
         cpu, memory = non_zero_requests(pod)
-        return cls(requests, cpu, memory, frozenset(host_ports(pod)))
+        ports = host_ports(pod)
+        return cls(requests, cpu, memory, frozenset(ports) if ports else _NO_PORTS)
+
+
+_NO_PORTS: frozenset[Any] = frozenset()  # what most pods ask for, shared (each frozenset is a tracked container)
 
 
 @dataclass

@@ -88,6 +88,24 @@ async def test_update_pod_recounts_a_changed_spec_and_removes_a_terminal_pod() -
     assert freed.calls == before + 1 and counted(cache, "n1") == (0, 0)
 
 
+async def test_a_status_change_keeps_the_count_and_holds_the_newest_equal_spec_only() -> None:
+    """The cache holds no spec of its own beside the informer's: at a status change it refers to the new
+    version's (equal) spec, so the version the informer replaced can go."""
+    cache = SchedulerCache()
+    await cache.node_added(node("n1"))
+    first = pod("web", cpu="1", node_name="n1")
+    await cache.pod_added(first)
+    running = pod("web", cpu="1", node_name="n1", phase="Running")
+    await cache.pod_updated(first, running)
+    assert counted(cache, "n1") == (1, 1000)
+    assert cache._pods["uid-web"].spec is running["spec"]
+
+
+def test_pods_without_host_ports_share_one_empty_set() -> None:
+    assert usage(pod("a")).host_ports is usage(pod("b")).host_ports == frozenset()
+    assert usage(pod("c", host_port=8080)).host_ports == {("0.0.0.0", "TCP", 8080)}
+
+
 async def test_remove_pod_frees_its_node_and_its_host_port() -> None:
     cache = SchedulerCache()
     freed = Freed(cache)

@@ -156,11 +156,13 @@ async def test_a_served_create_hands_its_object_and_bytes_to_the_watch_cache_unc
         pod = {"metadata": {"resourceVersion": "0", "name": "p", "labels": {"a": "b"}},
                "spec": {"containers": [{"name": "c", "image": "i"}]}}
         obj = store.prepare_create(info, "default", pod)
+        seen: list[Any] = []
+        cache.add_listener(lambda prefix, ev: seen.append(ev.cur.obj), [info.storage_prefix])
         created, raw = await store.create_served(info, "default", obj)
         await cache.sync()
         co = cache.buckets[info.storage_prefix].objects[ObjectStore.key(info, "default", "p")]
         kv = await storage.get(co.key)
-        assert co.obj is obj is created and co.raw is raw  # taken, not decoded again
+        assert seen[0] is obj is created and co.raw is raw  # taken, not decoded again (the listeners read it)
         assert raw == decode(co.key, kv.value, kv.mod_revision).raw  # what decoding would have served
         assert b"resourceVersion" not in kv.value and not cache._offers
         cache.offer(co.key, co.rev, {}, b"{}")  # an offer for a revision already applied is declined

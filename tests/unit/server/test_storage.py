@@ -366,6 +366,26 @@ async def test_memory_history_limit_compacts_automatically() -> None:
 # -- concurrency --------------------------------------------------------------------------------------
 
 
+async def test_memory_history_is_not_tracked_by_the_cyclic_collector() -> None:
+    import gc
+
+    store = MemoryStorage()
+    await store.start()
+    kv = await store.create("/registry/core/configmaps/default/a", b"1")
+    kv2 = await store.update(kv.key, b"2", kv.mod_revision)
+    events = [ev async for ev in _history(store, kv.key)]
+    assert [ev.kv for ev in events] == [kv, kv2] and events[1].prev_kv == kv
+    assert not any(gc.is_tracked(o) for o in (kv, kv2, *events))
+    await store.close()
+
+
+async def _history(store: Storage, key: str) -> AsyncIterator[Event]:
+    async for ev in store.watch(key, 1):
+        yield ev
+        if ev.kv.mod_revision == 2:
+            return
+
+
 async def test_concurrent_writers(store: Storage) -> None:
     results = await asyncio.gather(*(store.create(f"/cc/{i}", b"x") for i in range(64)))
     revs = sorted(kv.mod_revision for kv in results)

@@ -220,6 +220,57 @@ def test_pod_updates_may_change_only_images_and_a_few_fields():
     assert causes[0]["message"].startswith("Forbidden: pod updates may not change fields other than")
 
 
+def _pod_with(restart_policy: str, **statuses: list[dict[str, Any]]) -> dict[str, Any]:
+    spec = {"restartPolicy": restart_policy, "containers": [{"name": "c", "image": "nginx"}],
+            "initContainers": [{"name": "init", "image": "busybox"},
+                               {"name": "sidecar", "image": "envoy", "restartPolicy": "Always"}]}
+    return {"metadata": {"name": "p"}, "spec": spec, "status": dict(statuses)}
+
+
+def _terminated(name: str, code: int) -> dict[str, Any]:
+    return {"name": name, "state": {"terminated": {"exitCode": code}}}
+
+
+def _running(name: str) -> dict[str, Any]:
+    return {"name": name, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}
+
+
+@pytest.mark.parametrize(("policy", "code", "refused"), [
+    ("Never", 0, True), ("Never", 1, True), ("OnFailure", 0, True), ("OnFailure", 2, False),
+    ("Always", 0, False), ("Always", 1, False)])
+def test_pod_status_may_not_bring_back_a_container_the_pod_would_not_restart(policy, code, refused):
+    old = _pod_with(policy, containerStatuses=[_terminated("c", code)])
+    new = _pod_with(policy, containerStatuses=[_running("c")])
+    causes = PodStrategy().validate_status_update(POD, new, old)
+    assert causes == ([{"reason": "FieldValueForbidden", "field": "status.containerStatuses[0].state",
+                        "message": "Forbidden: may not be transitioned to non-terminated state"}] if refused else [])
+    assert PodStrategy().validate_status_update(POD, old, old) == []  # staying terminated is always fine
+
+
+def test_pod_status_init_and_ephemeral_containers_follow_their_own_restart_rules():
+    old = _pod_with("Never", initContainerStatuses=[_terminated("init", 0), _terminated("sidecar", 0)],
+                    ephemeralContainerStatuses=[_terminated("debug", 1)])
+    new = _pod_with("Never", initContainerStatuses=[_running("init"), _running("sidecar")],
+                    ephemeralContainerStatuses=[_running("debug")])
+    fields = [c["field"] for c in PodStrategy().validate_status_update(POD, new, old)]
+    assert fields == ["status.initContainerStatuses[0].state", "status.ephemeralContainerStatuses[0].state"]
+    always_old, always_new = copy.deepcopy(old), copy.deepcopy(new)
+    always_old["spec"]["restartPolicy"] = always_new["spec"]["restartPolicy"] = "Always"
+    fields = [c["field"] for c in PodStrategy().validate_status_update(POD, always_new, always_old)]
+    assert fields == ["status.ephemeralContainerStatuses[0].state"]  # never restarted, whatever the pod's policy
+
+
+def test_pod_status_nominated_node_name_must_be_a_node_name_when_it_changes():
+    old = _pod_with("Always")
+    for good in ("node-1", "", None):
+        assert PodStrategy().validate_status_update(POD, _pod_with("Always", nominatedNodeName=good), old) == []
+    causes = PodStrategy().validate_status_update(POD, _pod_with("Always", nominatedNodeName="Node_1"), old)
+    assert [c["field"] for c in causes] == ["status.nominatedNodeName"]
+    assert causes[0]["message"].startswith('Invalid value: "Node_1": a lowercase RFC 1123 subdomain must consist')
+    kept = _pod_with("Always", nominatedNodeName="Node_1")
+    assert PodStrategy().validate_status_update(POD, kept, kept) == []  # only a change is judged
+
+
 def services() -> tuple[dict[tuple[str, str], Any], ServiceAllocator, list[dict[str, Any]]]:
     stored: list[dict[str, Any]] = []
 

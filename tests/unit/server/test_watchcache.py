@@ -32,29 +32,107 @@ def _value(n: int) -> bytes:
     return orjson.dumps({"metadata": {"name": "a", "namespace": "default"}, "data": {"n": str(n)}})
 
 
-async def test_superseded_versions_are_released_and_decode_from_their_bytes(
-        cache: tuple[MemoryStorage, WatchCache]) -> None:
-    storage, wc = cache
+async def _three_versions(storage: MemoryStorage, wc: WatchCache) -> list[CachedEvent]:
     kv = await storage.create(KEY, _value(1))
     for n in (2, 3):
         kv = await storage.update(KEY, _value(n), kv.mod_revision)
     await wc.sync()
-    ring = list(wc.buckets[PREFIX].ring)
+    return list(wc.buckets[PREFIX].ring)
+
+
+def _released(co: Any) -> bool:
+    """Each read of a released version decodes its bytes again (a new dict); a decoded one hands out one dict."""
+    return co.obj is not co.obj
+
+
+async def test_only_the_current_version_stays_decoded_and_older_ones_decode_from_their_bytes(
+        cache: tuple[MemoryStorage, WatchCache]) -> None:
+    storage, wc = cache
+    ring = await _three_versions(storage, wc)
     v1, v2, v3 = (ev.cur for ev in ring)
     assert [ev.type for ev in ring] == ["ADDED", "MODIFIED", "MODIFIED"]
     assert ring[2].prev is v2 and ring[1].prev is v1
-    # the current version and the one it replaced stay decoded (one dict, handed out as is) ...
-    assert v3.obj is v3.obj and v2.obj is v2.obj
-    assert wc.buckets[PREFIX].objects[KEY] is v3
-    # ... an older one is released: each read decodes its bytes again, equal to what was served
-    assert v1.obj is not v1.obj
+    assert wc.buckets[PREFIX].objects[KEY] is v3 and not _released(v3)
+    assert _released(v2) and _released(v1) and not wc.buckets[PREFIX].superseded
     assert v1.obj == orjson.loads(v1.raw)
     assert v1.obj["data"] == {"n": "1"} and v1.obj["metadata"]["resourceVersion"] == str(v1.rev)
     v1.obj["data"]["n"] = "changed"  # a reader's copy: the version itself cannot change
     assert v1.obj["data"] == {"n": "1"}
+    assert v1.api_version is None and v3.api_version is None  # kept beside the bytes: these values have none
 
 
-async def test_a_deleted_key_leaves_no_superseded_version_behind(cache: tuple[MemoryStorage, WatchCache]) -> None:
+async def test_listeners_read_the_replaced_version_decoded(cache: tuple[MemoryStorage, WatchCache]) -> None:
+    storage, wc = cache
+    seen: list[bool] = []
+    wc.add_listener(lambda prefix, ev: seen.append(ev.prev is None or not _released(ev.prev)))
+    await _three_versions(storage, wc)
+    assert seen == [True, True, True]
+
+
+async def test_a_watcher_with_a_selector_keeps_the_replaced_version_decoded(
+        cache: tuple[MemoryStorage, WatchCache]) -> None:
+    storage, wc = cache
+    sub = wc.subscribe(PREFIX, wc.revision, filtered=True)
+    assert sub is not None
+    v1, v2, v3 = (ev.cur for ev in await _three_versions(storage, wc))
+    assert wc.buckets[PREFIX].superseded == {KEY: v2}
+    assert not _released(v3) and not _released(v2) and _released(v1)
+    wc.unsubscribe(PREFIX, sub[0])
+    kv = await storage.get(KEY)
+    assert kv is not None
+    await storage.update(KEY, _value(4), kv.mod_revision)
+    await wc.sync()
+    assert _released(v3) and not wc.buckets[PREFIX].superseded  # no such watcher left
+
+
+async def test_the_writers_object_is_read_by_the_listeners_then_dropped_and_decoded_once_on_demand(
+        cache: tuple[MemoryStorage, WatchCache]) -> None:
+    storage, wc = cache
+    offered = {"metadata": {"name": "a", "namespace": "default", "managedFields": [{"manager": "m"}]},
+               "data": {"n": "1"}}
+    seen: list[bool] = []
+    wc.add_listener(lambda prefix, ev: seen.append(ev.cur.obj is offered))
+    raw = orjson.dumps(offered)
+    kv = await storage.create(KEY, raw)
+    offered["metadata"]["resourceVersion"] = str(kv.mod_revision)
+    wc.offer(KEY, kv.mod_revision, offered, orjson.dumps(offered))
+    await wc.sync()
+    co = wc.buckets[PREFIX].objects[KEY]
+    assert seen == [True]
+    assert co.obj is not offered and co.obj == offered  # dropped after the listeners, decoded again once
+    assert not _released(co)
+    assert co.meta == {"name": "a", "namespace": "default", "resourceVersion": str(kv.mod_revision)}
+    assert co.meta is co.meta
+
+
+async def test_a_watcher_with_a_selector_reads_the_objects_as_they_were_decoded(
+        cache: tuple[MemoryStorage, WatchCache]) -> None:
+    storage, wc = cache
+    assert wc.subscribe(PREFIX, wc.revision, filtered=True) is not None
+    kept: list[dict[str, Any]] = []
+    wc.add_listener(lambda prefix, ev: kept.append(ev.cur.obj))
+    await storage.create(KEY, _value(1))
+    await wc.sync()
+    assert wc.buckets[PREFIX].objects[KEY].obj is kept[0]
+
+
+async def test_a_replaced_versions_meta_is_not_kept(cache: tuple[MemoryStorage, WatchCache]) -> None:
+    storage, wc = cache
+    v1, _, _ = (ev.cur for ev in await _three_versions(storage, wc))
+    assert v1.meta == {"name": "a", "namespace": "default", "resourceVersion": str(v1.rev)}
+    assert v1.meta is not v1.meta
+
+
+async def test_cached_objects_and_events_are_not_tracked_by_the_cyclic_collector(
+        cache: tuple[MemoryStorage, WatchCache]) -> None:
+    import gc
+
+    storage, wc = cache
+    ring = await _three_versions(storage, wc)
+    assert not any(gc.is_tracked(o) for ev in ring for o in (ev, ev.cur))
+
+
+async def test_a_deleted_key_leaves_no_decoded_version_behind(cache: tuple[MemoryStorage, WatchCache]) -> None:
     storage, wc = cache
     kv = await storage.create(KEY, _value(1))
     kv = await storage.update(KEY, _value(2), kv.mod_revision)
@@ -63,9 +141,20 @@ async def test_a_deleted_key_leaves_no_superseded_version_behind(cache: tuple[Me
     bucket = wc.buckets[PREFIX]
     added, modified, deleted = bucket.ring
     assert not bucket.superseded and KEY not in bucket.objects
-    assert added.cur.obj is not added.cur.obj  # released when the delete superseded its successor
+    assert _released(added.cur) and _released(deleted.prev) and _released(deleted.cur)
     assert deleted.prev is modified.cur and deleted.prev.obj["data"] == {"n": "2"}
     assert deleted.cur.obj["data"] == {"n": "2"}
+
+
+async def test_a_deleted_object_stays_decoded_for_a_watcher_with_a_selector(
+        cache: tuple[MemoryStorage, WatchCache]) -> None:
+    storage, wc = cache
+    assert wc.subscribe(PREFIX, wc.revision, filtered=True) is not None
+    kv = await storage.create(KEY, _value(1))
+    await storage.delete(KEY, kv.mod_revision)
+    await wc.sync()
+    added, deleted = wc.buckets[PREFIX].ring
+    assert not _released(deleted.cur) and _released(added.cur) and not wc.buckets[PREFIX].superseded
 
 
 async def test_a_version_replaced_long_ago_is_not_kept_once_its_event_leaves_the_window() -> None:
@@ -74,6 +163,7 @@ async def test_a_version_replaced_long_ago_is_not_kept_once_its_event_leaves_the
     wc = WatchCache(storage, size=2)
     await wc.start()
     try:
+        assert wc.subscribe(PREFIX, wc.revision, filtered=True) is not None
         kv = await storage.create(KEY, _value(1))
         await storage.update(KEY, _value(2), kv.mod_revision)
         await wc.sync()
@@ -85,7 +175,6 @@ async def test_a_version_replaced_long_ago_is_not_kept_once_its_event_leaves_the
     finally:
         await wc.stop()
         await storage.close()
-
 
 
 async def test_a_stopped_cache_holds_no_objects_and_reloads_them_on_start(

@@ -35,7 +35,7 @@ from typing import Any
 from ..machinery import status as st
 from ..registry.objects import CRD_FINALIZER, FOREGROUND, NAMESPACE_FINALIZER, ORPHAN, ObjectStore, timestamp
 from ..registry.resources import Registry, ResourceInfo
-from ..storage.watchcache import CachedEvent, WatchCache, split_key
+from ..storage.watchcache import CachedEvent, CachedObject, WatchCache, split_key
 from .cachecontroller import remove_finalizer
 from .namespace_conditions import remaining_content, terminating_conditions
 
@@ -56,10 +56,6 @@ def _owners_of(meta: Mapping[str, Any]) -> AbstractSet[str]:
     if not refs:
         return _NO_OWNERS
     return {r["uid"] for r in refs if isinstance(r, Mapping) and r.get("uid")}
-
-
-def _owner_uids(obj: Mapping[str, Any]) -> AbstractSet[str]:
-    return _owners_of(obj.get("metadata") or {})
 
 
 class GarbageCollector:
@@ -92,10 +88,10 @@ class GarbageCollector:
         self.dependents.clear()
         for bucket in self.cache.buckets.values():
             for key, co in bucket.objects.items():
-                self._index(key, None, co.obj.get("metadata") or {})
+                self._index(key, None, co.meta)
         for bucket in self.cache.buckets.values():
             for key, co in bucket.objects.items():
-                meta = co.obj.get("metadata") or {}
+                meta = co.meta
                 if meta.get("deletionTimestamp") or meta.get("ownerReferences"):
                     self.enqueue(key)
 
@@ -147,12 +143,12 @@ class GarbageCollector:
     def on_event(self, prefix: str, ev: CachedEvent) -> None:
         """Cache listener: update the indexes and queue whatever this change may unblock."""
         cur = ev.cur
-        meta = cur.obj.get("metadata") or {}
+        meta = cur.meta
         if ev.type == "DELETED":
             self._on_deleted(prefix, cur.key, cur.namespace, meta)
             return
         prev = ev.prev
-        old_meta = (prev.obj.get("metadata") or {}) if prev is not None else None
+        old_meta = prev.meta if prev is not None else None
         self._index(cur.key, old_meta, meta)
         if meta.get("deletionTimestamp") or meta.get("ownerReferences"):
             self.enqueue(cur.key)
@@ -160,7 +156,7 @@ class GarbageCollector:
             if cur.namespace:  # new content of a namespace that may be terminating (it raced the deletion)
                 bucket = self.cache.buckets.get(NS_PREFIX)
                 ns = bucket.objects.get(NS_PREFIX + cur.namespace) if bucket is not None else None
-                if ns is None or (ns.obj.get("metadata") or {}).get("deletionTimestamp"):
+                if ns is None or ns.meta.get("deletionTimestamp"):
                     self.enqueue(NS_PREFIX + cur.namespace)
         elif old_meta.get("ownerReferences") or meta.get("ownerReferences"):
             old_owners = _owners_of(old_meta)
@@ -220,7 +216,8 @@ class GarbageCollector:
 
         self._delayed[key] = asyncio.get_running_loop().call_later(CONFLICT_RETRY, again)
 
-    def _lookup(self, key: str) -> tuple[ResourceInfo, dict[str, Any], str, str] | None:
+    def _lookup(self, key: str) -> tuple[ResourceInfo, CachedObject, str, str] | None:
+        """The cached object of ``key`` with its resource, namespace and name (None: not cached or not served)."""
         prefix, ns, name = split_key(key)
         bucket = self.cache.buckets.get(prefix)
         co = bucket.objects.get(key) if bucket is not None else None
@@ -230,35 +227,34 @@ class GarbageCollector:
         info = self.registry.by_storage_prefix(group, plural)
         if info is None:
             return None
-        return info, co.obj, ns, name
+        return info, co, ns, name
 
     async def _sync(self, key: str) -> None:
         found = self._lookup(key)
         if found is None:
             return
-        info, obj, ns, name = found
-        meta = obj.get("metadata") or {}
+        info, co, ns, name = found
+        meta = co.meta
         if meta.get("deletionTimestamp"):
             fins = meta.get("finalizers") or ()
             if ORPHAN in fins:
-                await self._orphan(info, obj, ns, name)
+                await self._orphan(info, meta, ns, name)
             elif FOREGROUND in fins:
-                await self._foreground(info, obj, ns, name)
+                await self._foreground(info, meta, ns, name)
             if key.startswith(NS_PREFIX):
-                await self._namespace(info, obj, name)
+                await self._namespace(info, co.obj, name)
             elif key.startswith(CRD_PREFIX) and CRD_FINALIZER in fins:
-                await self._crd(info, obj, name)
+                await self._crd(info, co.obj, name)
             return
-        await self._check_owners(info, obj, ns, name)
+        await self._check_owners(info, meta, ns, name)
 
-    async def _check_owners(self, info: ResourceInfo, obj: Mapping[str, Any], ns: str, name: str) -> None:
-        owners = _owner_uids(obj)
+    async def _check_owners(self, info: ResourceInfo, meta: Mapping[str, Any], ns: str, name: str) -> None:
+        owners = _owners_of(meta)
         if not owners:
             return
         alive = {u for u in owners if self._owner_state(u, ns) != "absent"}
         if alive == owners:
             return
-        meta = obj.get("metadata") or {}
         uid = meta.get("uid")
         if not alive:
             pre = {"uid": uid, "resourceVersion": meta.get("resourceVersion")} if uid else {}
@@ -282,7 +278,7 @@ class GarbageCollector:
         co = bucket.objects.get(key) if bucket is not None else None
         if co is None:
             return "absent"
-        meta = co.obj.get("metadata") or {}
+        meta = co.meta
         if meta.get("deletionTimestamp") and FOREGROUND in (meta.get("finalizers") or ()):
             return "waiting"
         return "solid"
@@ -308,34 +304,36 @@ class GarbageCollector:
     async def _remove_finalizer(self, info: ResourceInfo, ns: str, name: str, finalizer: str) -> None:
         await remove_finalizer(self.store, info, ns, name, finalizer)
 
-    def _dependents_of(self, uid: str) -> list[tuple[ResourceInfo, dict[str, Any], str, str]]:
-        out = []
+    def _dependents_of(self, uid: str) -> list[tuple[ResourceInfo, Mapping[str, Any], str, str]]:
+        """The cached dependents of ``uid``: resource, metadata (:attr:`CachedObject.meta`), namespace, name."""
+        out: list[tuple[ResourceInfo, Mapping[str, Any], str, str]] = []
         for dep in sorted(self.dependents.get(uid, ())):
             found = self._lookup(dep)
             if found is not None:
-                out.append(found)
+                dinfo, co, dns, dname = found
+                out.append((dinfo, co.meta, dns, dname))
         return out
 
-    async def _orphan(self, info: ResourceInfo, obj: Mapping[str, Any], ns: str, name: str) -> None:
-        uid = obj["metadata"].get("uid", "")
-        for dinfo, dobj, dns, dname in self._dependents_of(uid):
-            await self._drop_refs(dinfo, dns, dname, {uid}, dobj["metadata"].get("uid"))
+    async def _orphan(self, info: ResourceInfo, meta: Mapping[str, Any], ns: str, name: str) -> None:
+        uid = meta.get("uid", "")
+        for dinfo, dmeta, dns, dname in self._dependents_of(uid):
+            await self._drop_refs(dinfo, dns, dname, {uid}, dmeta.get("uid"))
         await self._remove_finalizer(info, ns, name, ORPHAN)
 
-    async def _foreground(self, info: ResourceInfo, obj: Mapping[str, Any], ns: str, name: str) -> None:
-        uid = obj["metadata"].get("uid", "")
+    async def _foreground(self, info: ResourceInfo, meta: Mapping[str, Any], ns: str, name: str) -> None:
+        uid = meta.get("uid", "")
         blocking = False
-        for dinfo, dobj, dns, dname in self._dependents_of(uid):
-            refs = dobj["metadata"].get("ownerReferences") or ()
+        for dinfo, dmeta, dns, dname in self._dependents_of(uid):
+            refs = dmeta.get("ownerReferences") or ()
             if any(r.get("uid") == uid and r.get("blockOwnerDeletion") for r in refs):
                 blocking = True
-            states = {u: self._owner_state(u, dns) for u in _owner_uids(dobj) if u != uid}
+            states = {u: self._owner_state(u, dns) for u in _owners_of(dmeta) if u != uid}
             if any(state == "solid" for state in states.values()):
                 # Another owner keeps it: only the references to owners going away are dropped.
                 gone = {uid} | {u for u, state in states.items() if state != "solid"}
-                await self._drop_refs(dinfo, dns, dname, gone, dobj["metadata"].get("uid"))
+                await self._drop_refs(dinfo, dns, dname, gone, dmeta.get("uid"))
                 continue
-            if not dobj["metadata"].get("deletionTimestamp"):
+            if not dmeta.get("deletionTimestamp"):
                 try:
                     await self.store.delete(dinfo, dns, dname, {"propagationPolicy": "Foreground"})
                 except st.StatusError as e:
@@ -354,7 +352,7 @@ class GarbageCollector:
             for key in [k for k in bucket.objects if k.startswith(prefix)]:
                 empty = False
                 co = bucket.objects.get(key)
-                if co is None or (co.obj.get("metadata") or {}).get("deletionTimestamp"):
+                if co is None or co.meta.get("deletionTimestamp"):
                     continue
                 try:
                     await self.store.delete(info, co.namespace, co.name, {"propagationPolicy": "Background"})

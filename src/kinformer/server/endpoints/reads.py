@@ -128,7 +128,7 @@ class ReadHandlers:
         objs = self.cache.bucket(info.storage_prefix).snapshot(t.namespace)
         av = info.api_version
         if flt.empty:
-            items = [co.raw if co.obj.get("apiVersion") == av else reencode(co, av) for co in objs]
+            items = [co.raw if co.api_version == av else reencode(co, av) for co in objs]
         else:
             items = [reencode(co, av) for co in objs if flt(co.obj)]
         return json_response(self._list_bytes(info, rev, items))

@@ -34,7 +34,7 @@ def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | Non
 def reencode(co: CachedObject, api_version: str) -> bytes:
     """Object bytes served under another version of the same resource (CRD "None" conversion; a built-in
     kind stored in another version is converted, see :func:`.schema.builtin_conversion.served_as`)."""
-    if co.obj.get("apiVersion") == api_version:
+    if co.api_version == api_version:
         return co.raw
     return orjson.dumps(served_as(co.obj, api_version))
 

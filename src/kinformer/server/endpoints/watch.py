@@ -69,7 +69,7 @@ class WatchHandlers(ReadHandlers):
                 await self._sync()
             elif rv_text != "0":
                 await self._wait_rv(parse_rv(rv_text))
-            w, objs, rev = self.cache.subscribe_snapshot(prefix, ns)
+            w, objs, rev = self.cache.subscribe_snapshot(prefix, ns, not flt.empty)
             av = info.api_version
             for co in objs:
                 if flt.empty or flt(co.obj):
@@ -80,7 +80,7 @@ class WatchHandlers(ReadHandlers):
         rv = parse_rv(rv_text) if rv_text not in ("", "0") else self.cache.revision
         if rv > self.cache.revision:
             await self._wait_rv(rv)
-        sub = self.cache.subscribe(prefix, rv, ns)
+        sub = self.cache.subscribe(prefix, rv, ns, not flt.empty)
         if sub is None:
             return await self._stream_storage(request, t, rv, flt, bookmarks, timeout)
         w, replay = sub
@@ -97,7 +97,7 @@ class WatchHandlers(ReadHandlers):
     @staticmethod
     def _render(ev: CachedEvent, flt: Filter, av: str) -> bytes | None:
         if flt.empty:
-            if ev.cur.obj.get("apiVersion") == av:
+            if ev.cur.api_version == av:
                 return ev.line
             return b'{"type":"' + ev.type.encode() + b'","object":' + reencode(ev.cur, av) + b"}\n"
         cur_ok = flt(ev.cur.obj)
@@ -110,7 +110,7 @@ class WatchHandlers(ReadHandlers):
             typ = ("MODIFIED" if prev_ok else "ADDED") if cur_ok else ("DELETED" if prev_ok else None)
         if typ is None:
             return None
-        if typ == ev.type and ev.cur.obj.get("apiVersion") == av:
+        if typ == ev.type and ev.cur.api_version == av:
             return ev.line
         if typ == "DELETED" and ev.type == "MODIFIED":
             # Leaving the selector: kube sends the last version the watcher saw match, at this event's RV.

@@ -204,13 +204,29 @@ def _set_type(obj: dict[str, Any], info: ResourceInfo) -> None:
     obj.update(rest)
 
 
-def _name_taken(info: ResourceInfo, obj: Mapping[str, Any]) -> st.StatusError:
+def _name_taken(info: ResourceInfo, obj: Mapping[str, Any], taken_by: KeyValue | None) -> st.StatusError:
     """A create's AlreadyExists; the generated-name form when ``obj`` has a ``generateName`` (kube's
-    ``CheckGeneratedNameError``, which looks at ``generateName`` alone)."""
+    ``CheckGeneratedNameError``, which looks at ``generateName`` alone). As kube's generic store, the message
+    begins "object is being deleted: " when ``taken_by`` (the stored object holding the name, None when it is
+    gone already) has a deletionTimestamp: a create racing a graceful deletion or a finalizer can tell."""
     meta = obj["metadata"]
     if meta.get("generateName"):
-        return st.generate_name_conflict(info, meta["name"])
-    return st.already_exists(info, meta["name"])
+        err = st.generate_name_conflict(info, meta["name"])
+    else:
+        err = st.already_exists(info, meta["name"])
+    if taken_by is None or not _being_deleted(taken_by.value):
+        return err
+    return st.StatusError(err.code, err.reason, f"object is being deleted: {err.message}", details=err.details,
+                          headers=err.headers)
+
+
+def _being_deleted(value: bytes) -> bool:
+    try:
+        stored = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return False
+    meta = stored.get("metadata") if isinstance(stored, dict) else None
+    return isinstance(meta, dict) and bool(meta.get("deletionTimestamp"))
 
 
 class ObjectStore:
@@ -369,8 +385,8 @@ class ObjectStore:
             await self.check_namespace(namespace)
         key = self.key(info, namespace, name)
         if dry_run:
-            if await self.storage.get(key) is not None:
-                raise _name_taken(info, obj)
+            if (taken_by := await self.storage.get(key)) is not None:
+                raise _name_taken(info, obj, taken_by)
             return obj, orjson.dumps(obj) if handover else None
         meta = obj["metadata"]
         split = None
@@ -383,7 +399,7 @@ class ObjectStore:
         try:
             kv = await self.storage.create(key, encode(obj) if split is None else split[0] + split[1])
         except KeyExists:
-            raise _name_taken(info, obj) from None
+            raise _name_taken(info, obj, await self.storage.get(key)) from None
         meta.pop("resourceVersion", None)  # last, where decoding the stored value puts it
         meta["resourceVersion"] = str(kv.mod_revision)
         raw = None

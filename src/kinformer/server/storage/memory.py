@@ -8,6 +8,9 @@
   :class:`KeyValue` written then (``None`` marks a deletion).
 * ``_log`` holds every retained :class:`Event` in revision order; ``_log[i]`` has revision
   ``_log_base + i + 1``. Watches replay history from it.
+* The retained :class:`KeyValue` and :class:`Event` objects are not tracked by the cyclic garbage collector
+  (CPython): frozen, they refer only to strings, bytes, ints and each other, so they are never part of a
+  reference cycle, and a history of many thousand versions costs the collector nothing at each collection.
 
 Every mutation runs without an ``await`` between its check and its write, so within one event loop
 compare-and-swap is atomic and each successful write gets exactly one new revision.
@@ -20,6 +23,8 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
 from typing import Literal
+
+from kinformer.untrack import gc_untrack
 
 from .base import (
     Compacted,
@@ -285,10 +290,12 @@ class MemoryStorage(Storage):
                 keys.append(key)
             else:
                 keys.insert(bisect_left(keys, key), key)
+        gc_untrack(kv)
         hist.revs.append(kv.mod_revision)
         hist.kvs.append(kv if typ == "PUT" else None)
         self._rev = kv.mod_revision
         ev = Event(typ, kv, prev)
+        gc_untrack(ev)
         self._log.append(ev)
         self._hub.publish([ev])
         limit = self._history_limit

@@ -23,6 +23,13 @@ Invariants:
 * A write calls, in the order they were added, the listeners added for its bucket's prefix and those added for
   every prefix (:meth:`WatchCache.add_listener`), each after the cache has applied it; a listener that raises
   is logged and keeps neither the others nor the cache from the event.
+* The listeners of an event read its object and the version it replaced decoded as they come; after them the
+  cache keeps decoded only what a watcher with a selector subscribed to the bucket reads (the event's object
+  and the version it replaced), and what a reader decodes of a current version (see :class:`CachedObject`).
+* :class:`CachedObject` and :class:`CachedEvent` are not tracked by the cyclic garbage collector (CPython): they
+  refer only to strings, bytes, ints, decoded JSON and each other, never to anything that refers back to them, so
+  they are never part of a reference cycle; a cache of many thousand objects and its rings of a thousand events
+  a resource cost the collector nothing at each collection.
 * A writer may :meth:`WatchCache.offer` the object it just wrote (decoded, with its served bytes) for the
   event of that key and revision; the cache then takes it instead of decoding the stored value again. An
   offered object is read-only from then on, like every cached object.
@@ -40,6 +47,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
+
+from kinformer.untrack import gc_untrack
 
 from .base import Compacted, Event, Storage, WatcherTooSlow
 
@@ -65,35 +74,61 @@ def split_key(key: str) -> tuple[str, str, str]:
 class CachedObject:
     """One object version as served: its JSON bytes and the decoded dict (read-only by contract).
 
-    ``raw`` always holds the version; the decoded dict is kept while the version is current or the one just
-    before it, and released (:meth:`release`) once it is older (see :meth:`WatchCache._supersede`): a decoded pod is
-    a few hundred containers the cyclic collector walks at every full collection, and the ring keeps a thousand
-    versions per resource that only a late watcher with a selector ever reads again. A released version's
-    :attr:`obj` decodes ``raw`` again (a fresh, equal dict at each access).
+    ``raw`` and ``api_version`` (the object's ``apiVersion``, what serving it unconverted checks) always hold the
+    version. The decoded dict is held only where someone reads it: a version comes decoded (the writer's object
+    or a decode of the stored value); once its event's listeners have run, the cache drops the dict
+    (:meth:`compact`: a decoded pod is some fifty containers the cyclic collector walks at every collection, and
+    most versions are never read decoded again) unless a watcher with a selector will read it. A current (or
+    kept superseded) version decodes ``raw`` again at its next read of :attr:`obj` and keeps that dict; a
+    released version (:meth:`release`: replaced) decodes ``raw`` at each read (a fresh, equal dict each time).
+    :attr:`meta` is the metadata without ``managedFields``, what the server's own controllers read of every
+    version, kept while the version is current.
     """
 
-    __slots__ = ("_obj", "key", "name", "namespace", "raw", "rev")
+    __slots__ = ("_keep", "_meta", "_obj", "api_version", "key", "name", "namespace", "raw", "rev")
 
     def __init__(self, key: str, namespace: str, name: str, obj: dict[str, Any], raw: bytes, rev: int) -> None:
         self.key = key
         self.namespace = namespace
         self.name = name
         self._obj: dict[str, Any] | None = obj
+        self._meta: dict[str, Any] | None = None
+        self._keep = True  # a decode of ``raw`` is kept: current (or a kept superseded) version
+        self.api_version: Any = obj.get("apiVersion")
         self.raw = raw
         self.rev = rev
+        gc_untrack(self)  # it refers to nothing that refers back: never in a cycle (see the module docstring)
 
     @property
     def obj(self) -> dict[str, Any]:
-        """The decoded object: kept while recent, decoded from :attr:`raw` again once released."""
+        """The decoded object (one dict while it is held, see the class docstring; never changed)."""
         obj = self._obj
         if obj is None:
-            decoded: dict[str, Any] = orjson.loads(self.raw)
-            return decoded
+            obj = orjson.loads(self.raw)
+            if self._keep:
+                self._obj = obj
         return obj
 
-    def release(self) -> None:
-        """Drop the decoded dict (the bytes stay): :attr:`obj` decodes them from now on."""
+    @property
+    def meta(self) -> dict[str, Any]:
+        """``metadata`` without ``managedFields`` (read-only; it shares its values with :attr:`obj`)."""
+        meta = self._meta
+        if meta is None:
+            md = self.obj.get("metadata") or {}
+            meta = {k: v for k, v in md.items() if k != "managedFields"} if "managedFields" in md else md
+            if self._keep:
+                self._meta = meta
+        return meta
+
+    def compact(self) -> None:
+        """Drop the decoded dict (the bytes and :attr:`meta` stay): the next read of :attr:`obj` decodes again."""
         self._obj = None
+
+    def release(self) -> None:
+        """The version was replaced: drop the decoded dict and :attr:`meta`; every read decodes the bytes."""
+        self._obj = None
+        self._meta = None
+        self._keep = False
 
 
 class CachedEvent:
@@ -111,6 +146,7 @@ class CachedEvent:
         self.prev = prev
         self.rev = cur.rev
         self._line: bytes | None = None
+        gc_untrack(self)  # as its objects: never in a cycle
 
     @property
     def line(self) -> bytes:
@@ -130,10 +166,13 @@ class Watcher:
     resourceVersion it received, as from any watch that ends.
     """
 
-    __slots__ = ("buf", "bytes", "closed", "limit", "max_bytes", "namespace", "overflowed", "wake")
+    __slots__ = ("buf", "bytes", "closed", "filtered", "limit", "max_bytes", "namespace", "overflowed", "wake")
 
-    def __init__(self, namespace: str, limit: int, max_bytes: int = DEFAULT_WATCHER_BUFFER_BYTES) -> None:
+    def __init__(self, namespace: str, limit: int, max_bytes: int = DEFAULT_WATCHER_BUFFER_BYTES,
+                 filtered: bool = False) -> None:
         self.buf: deque[CachedEvent] = deque()
+        # it reads the objects of its events (a selector): what it reads is kept decoded while it is subscribed
+        self.filtered = filtered
         self.bytes = 0  # of the objects of the events in ``buf``
         self.wake = asyncio.Event()
         self.closed = False
@@ -183,8 +222,8 @@ class Bucket:
         # the listeners a write of this bucket calls, in order; None until the next write works them out
         self.listeners: tuple[Listener, ...] | None = None
         self.objects: dict[str, CachedObject] = {}
-        # key -> the version the current one replaced (still decoded: the prev of the key's newest event, while
-        # that event is in the ring; so at most one such version per event of the ring)
+        # key -> the version the current one replaced, still decoded for the watchers with a selector (the prev
+        # of the key's newest event, while that event is in the ring; so at most one such version per event)
         self.superseded: dict[str, CachedObject] = {}
         self.ring: deque[CachedEvent] = deque()
         self.ring_start = ring_start
@@ -380,7 +419,6 @@ class WatchCache:
         else:
             bucket.objects[key] = cur
             cev = CachedEvent("MODIFIED" if prev is not None else "ADDED", cur, prev)
-        self._supersede(bucket, key, prev, deleted=ev.type == "DELETE")
         ring = bucket.ring
         ring.append(cev)
         if len(ring) > self.size:
@@ -404,6 +442,7 @@ class WatchCache:
                 listener(prefix, cev)
             except Exception:
                 log.exception("watch cache listener failed")
+        self._supersede(bucket, key, cev)
         waiters = self._waiters
         while waiters and waiters[0][0] <= rev:
             fut = heapq.heappop(waiters)[2]
@@ -411,14 +450,33 @@ class WatchCache:
                 fut.set_result(None)
 
     @staticmethod
-    def _supersede(bucket: Bucket, key: str, prev: CachedObject | None, deleted: bool) -> None:
-        """``prev`` was just replaced: release the version it had replaced, keep ``prev`` decoded (the new
-        event's prev, which watchers with selectors and the listeners read) until the next write of ``key``."""
+    def _supersede(bucket: Bucket, key: str, ev: CachedEvent) -> None:
+        """``ev`` (of ``key``) was applied and its listeners called: drop the decoded versions no one reads.
+
+        While a watcher with a selector is subscribed to the bucket (rendering an event for it reads the event's
+        object, and a MODIFIED event's prev too), the new version stays decoded and the one it replaced is kept
+        (in ``bucket.superseded``, until the next write of ``key``); otherwise the new version is compacted and
+        the replaced one released. A DELETED event's prev is never read again, its object only by such a watcher.
+        """
         older = bucket.superseded.pop(key, None)
         if older is not None:
             older.release()
-        if prev is not None and not deleted:
-            bucket.superseded[key] = prev
+        watchers = bucket.watchers
+        read = bool(watchers) and any(w.filtered for w in watchers)
+        cur, prev = ev.cur, ev.prev
+        if ev.type == "DELETED":
+            if prev is not None:
+                prev.release()
+            if not read:
+                cur.release()
+            return
+        if prev is not None:
+            if read:
+                bucket.superseded[key] = prev
+            else:
+                prev.release()
+        if not read:
+            cur.compact()
 
     async def wait_for(self, revision: int, timeout: float) -> bool:
         """Wait until the cache has applied ``revision``; False on timeout."""
@@ -494,23 +552,27 @@ class WatchCache:
             if not fut.done():
                 fut.set_result(None)
 
-    def subscribe(self, prefix: str, after: int, namespace: str = "") -> tuple[Watcher, list[CachedEvent]] | None:
+    def subscribe(self, prefix: str, after: int, namespace: str = "",
+                  filtered: bool = False) -> tuple[Watcher, list[CachedEvent]] | None:
         """Register a live watcher for events after ``after``; returns it with the ring events to replay first.
 
         None when ``after`` is older than the ring window (the caller falls back to storage history).
+        ``filtered``: the watcher reads its events' objects (a selector), so the cache keeps them decoded.
         """
         bucket = self.bucket(prefix)
         if after < bucket.ring_start:
             return None
         replay = [ev for ev in bucket.ring if ev.rev > after and (not namespace or ev.cur.namespace == namespace)]
-        w = Watcher(namespace, self.watcher_buffer_events, self.watcher_buffer_bytes)
+        w = Watcher(namespace, self.watcher_buffer_events, self.watcher_buffer_bytes, filtered)
         bucket.watchers.add(w)
         return w, replay
 
-    def subscribe_snapshot(self, prefix: str, namespace: str = "") -> tuple[Watcher, list[CachedObject], int]:
-        """Register a live watcher and return the current objects it starts from, atomically."""
+    def subscribe_snapshot(self, prefix: str, namespace: str = "",
+                           filtered: bool = False) -> tuple[Watcher, list[CachedObject], int]:
+        """Register a live watcher and return the current objects it starts from, atomically (``filtered``: as
+        for :meth:`subscribe`)."""
         bucket = self.bucket(prefix)
-        w = Watcher(namespace, self.watcher_buffer_events, self.watcher_buffer_bytes)
+        w = Watcher(namespace, self.watcher_buffer_events, self.watcher_buffer_bytes, filtered)
         bucket.watchers.add(w)
         return w, bucket.snapshot(namespace), self.revision
 

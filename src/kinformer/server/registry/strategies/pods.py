@@ -18,6 +18,11 @@ On create, after defaulting, as kube-apiserver 1.32 with its default admission c
 On update of the main resource only what kube lets change may change: container images,
 ``activeDeadlineSeconds``, added tolerations, ``terminationGracePeriodSeconds`` and scheduling gate
 removal (otherwise 422 ``spec: Forbidden: pod updates may not change fields other than ...``).
+
+A ``status`` write (kube's ValidatePodStatusUpdate) may set ``nominatedNodeName`` only to a valid node name,
+and may not bring a terminated container back unless the pod would restart it: any container under
+``restartPolicy: Always``, a failed one (exit code not 0) under ``OnFailure``, a restartable init container
+(its own ``restartPolicy: Always``); ephemeral containers are never restarted.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ import copy
 import random
 from collections.abc import Mapping
 from typing import Any
+
+from kinformer.names import is_dns1123_subdomain
+from kinformer.server.machinery.causes import invalid
 
 from .base import Cause, KindStrategy, ReturnedOnDeleteMixin, forbidden
 
@@ -179,6 +187,37 @@ def _mutable_view(spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> dict[
     return view
 
 
+def _terminated(status: Any) -> Mapping[str, Any] | None:
+    state = status.get("state") if isinstance(status, Mapping) else None
+    terminated = state.get("terminated") if isinstance(state, Mapping) else None
+    return terminated if isinstance(terminated, Mapping) else None
+
+
+def _restartable_init_containers(spec: Mapping[str, Any]) -> set[str]:
+    return {str(c.get("name")) for c in spec.get("initContainers") or () if isinstance(c, Mapping)
+            and c.get("restartPolicy") == "Always"}
+
+
+def state_transition_causes(field: str, statuses: Any, old_statuses: Any, restart_policy: Any,
+                            restartable: set[str] | frozenset[str] = frozenset()) -> list[Cause]:
+    """kube's ValidateContainerStateTransition (and its init-container form, whose restartable containers are
+    ``restartable``): a container terminated in ``old_statuses`` that the pod would not restart may not be
+    non-terminated in ``statuses``; the field is the old status's index."""
+    if restart_policy == "Always" or not isinstance(old_statuses, list) or not isinstance(statuses, list):
+        return []
+    running = {s.get("name") for s in statuses if isinstance(s, Mapping) and _terminated(s) is None}
+    causes = []
+    for i, old in enumerate(old_statuses):
+        terminated = _terminated(old)
+        if terminated is None or old.get("name") in restartable:
+            continue
+        if terminated.get("exitCode") != 0 and restart_policy == "OnFailure":
+            continue
+        if old.get("name") in running:
+            causes.append(forbidden(f"{field}[{i}].state", "may not be transitioned to non-terminated state"))
+    return causes
+
+
 class PodStrategy(ReturnedOnDeleteMixin, KindStrategy):
     def __init__(self, default_toleration_seconds: TolerationSeconds = DEFAULT_TOLERATION_SECONDS) -> None:
         self.default_toleration_seconds = toleration_pair(default_toleration_seconds)
@@ -210,4 +249,26 @@ class PodStrategy(ReturnedOnDeleteMixin, KindStrategy):
                                                             "gate"))
         if _mutable_view(spec, old_spec) != dict(old_spec):
             causes.append(forbidden("spec", _POD_UPDATE_FORBIDDEN))
+        return causes
+
+    def status_causes(self, obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+        status, old_status = obj.get("status"), old.get("status")
+        if not isinstance(status, Mapping):
+            return []
+        old_status = old_status if isinstance(old_status, Mapping) else {}
+        old_spec = old.get("spec")
+        old_spec = old_spec if isinstance(old_spec, Mapping) else {}
+        causes: list[Cause] = []
+        nominated = status.get("nominatedNodeName")
+        if nominated and isinstance(nominated, str) and nominated != old_status.get("nominatedNodeName"):
+            causes += [invalid("status.nominatedNodeName", nominated, msg) for msg in is_dns1123_subdomain(nominated)]
+        policy = old_spec.get("restartPolicy")
+        causes += state_transition_causes("status.containerStatuses", status.get("containerStatuses"),
+                                          old_status.get("containerStatuses"), policy)
+        causes += state_transition_causes("status.initContainerStatuses", status.get("initContainerStatuses"),
+                                          old_status.get("initContainerStatuses"), policy,
+                                          _restartable_init_containers(old_spec))
+        causes += state_transition_causes("status.ephemeralContainerStatuses",
+                                          status.get("ephemeralContainerStatuses"),
+                                          old_status.get("ephemeralContainerStatuses"), "Never")
         return causes
