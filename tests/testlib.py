@@ -141,6 +141,20 @@ def cancelled_future() -> asyncio.Future[None]:
     return fut
 
 
+def direct_batches(informer: Any) -> list[int]:
+    """A list that records the size of every batch handed to ``informer``'s direct path (its
+    ``_handle_direct``, still called)."""
+    sizes: list[int] = []
+    handle = informer._handle_direct
+
+    def spy(deltas: list[Any]) -> None:
+        sizes.append(len(deltas))
+        handle(deltas)
+
+    informer._handle_direct = spy
+    return sizes
+
+
 def cm(name: str, ns: str = "default", value: str = "1", **labels: str) -> dict[str, Any]:
     """A ConfigMap as cache-level tests feed it to stores and informers: metadata, labels and ``data.v``."""
     return {"metadata": {"name": name, "namespace": ns, "labels": labels}, "data": {"v": value}}

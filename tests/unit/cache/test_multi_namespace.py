@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
@@ -16,7 +15,7 @@ from kinformer.cache.multi_namespace import MultiNamespaceListerWatcher, Namespa
 from kinformer.cache.real_fifo import RealFIFO
 from kinformer.clock import FakeClock
 from kinformer.listwatch import ListOptions, ListResult, WatchEvent
-from testlib import cm, wait_until
+from testlib import cm, direct_batches, wait_until
 
 
 async def test_one_informer_over_two_namespaces_merges_their_objects() -> None:
@@ -118,14 +117,7 @@ async def test_each_namespace_watch_batch_reaches_the_informer_in_one_call() -> 
     sources = {ns: BatchLW(ns) for ns in ("a", "b")}
     inf = kinformer.SharedIndexInformer(MultiNamespaceListerWatcher(sources), clock=FakeClock(),
                                         watch_idle_timeout=None)
-    direct_calls: list[int] = []
-    handle = inf._handle_direct
-
-    def spy(deltas: list[Any]) -> None:
-        direct_calls.append(len(deltas))
-        handle(deltas)
-
-    inf._handle_direct = spy  # type: ignore[method-assign]
+    direct_calls = direct_batches(inf)
     seen: list[str] = []
     inf.add_event_handler(on_add=lambda o: seen.append(o["metadata"]["name"]))
     inf.start()

@@ -27,7 +27,7 @@ from kinformer.client.objects import LazyObject, decode_list
 from kinformer.client.watch import decode_watch_line
 from kinformer.clock import FakeClock
 from kinformer.listwatch import ListOptions, ListResult, WatchEvent
-from testlib import cancelled_future, cm, wait_until
+from testlib import cancelled_future, cm, direct_batches, wait_until
 
 
 class Recorder:
@@ -747,14 +747,7 @@ async def started(lw: ScriptedLW, **kwargs: Any) -> tuple[SharedIndexInformer, l
     """A started, synced informer on ``lw`` with a plain and an async recorder; the list records the size of
     every batch handed to the informer's direct path."""
     inf = make_informer(lw, **kwargs)
-    direct_calls: list[int] = []
-    handle = inf._handle_direct
-
-    def spy(deltas: list[Any]) -> None:
-        direct_calls.append(len(deltas))
-        handle(deltas)
-
-    inf._handle_direct = spy  # type: ignore[method-assign]
+    direct_calls = direct_batches(inf)
     plain, coro = Recorder(), AsyncRecorder()
     inf.add_event_handler(plain)
     inf.add_event_handler(coro)
