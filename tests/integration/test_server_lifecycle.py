@@ -404,3 +404,14 @@ async def test_crds_of_protected_groups_need_the_api_approval_annotation(http):
     del crd["metadata"]["annotations"]
     code, err = await call(http, "PUT", f"{CRD}/widgets.widgets.k8s.io", crd)
     assert code == 422 and err["details"]["causes"][0]["field"] == key
+
+
+async def test_a_server_started_again_calls_no_listener_of_its_first_run():
+    server = APIServer(storage="memory", compaction_interval=0)
+    listening = []
+    for _ in range(3):
+        async with server, aiohttp.ClientSession(base_url=server.url) as http:
+            assert (await call(http, "POST", CRD, crd_body("Cluster")))[0] in (201, 409)
+            await wait_until(lambda: server.registry.get("example.com", "v1", "widgets") is not None)
+            listening.append((len(server.cache._listeners), len(server.cache.reset_listeners)))
+    assert listening[0] == listening[1] == listening[2], listening

@@ -16,7 +16,7 @@ import ipaddress
 import logging
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -41,7 +41,13 @@ from .registry.objects import ObjectStore
 from .registry.resources import Registry
 from .schema.conversion import Conversion
 from .storage import Compacted, Storage, open_storage
-from .storage.watchcache import DEFAULT_WATCHER_BUFFER_BYTES, DEFAULT_WATCHER_BUFFER_EVENTS, CachedEvent, WatchCache
+from .storage.watchcache import (
+    DEFAULT_WATCHER_BUFFER_BYTES,
+    DEFAULT_WATCHER_BUFFER_EVENTS,
+    CachedEvent,
+    Listener,
+    WatchCache,
+)
 
 if TYPE_CHECKING:
     from kinformer.cluster import Cluster, ClusterOptions
@@ -186,6 +192,8 @@ class APIServer:
         self.cert_paths: Any = None  # the TLS CertPaths: its CA also signs client CSRs
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        # the watch cache listener and reset listener serving the stored CRDs, while started
+        self._crd_listeners: tuple[Listener, Callable[[], None]] | None = None
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self._started = False
 
@@ -357,6 +365,7 @@ class APIServer:
         snapshot()
         cache.add_listener(on_event, (CRD_PREFIX,))
         cache.reset_listeners.append(snapshot)
+        self._crd_listeners = (on_event, snapshot)
 
     async def stop(self) -> None:
         """Close watches, stop listening and background tasks, close storage. Idempotent."""
@@ -383,6 +392,11 @@ class APIServer:
             await self.api.admission.close()
         await self.bootstrap.stop()
         await self.gc.stop()
+        if self._crd_listeners is not None:
+            on_event, snapshot = self._crd_listeners
+            self.cache.remove_listener(on_event)
+            self.cache.reset_listeners.remove(snapshot)
+            self._crd_listeners = None
         await self.cache.stop()
         await self.storage.close()
         if self._tmpdir is not None:

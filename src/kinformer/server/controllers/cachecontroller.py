@@ -69,15 +69,14 @@ class CacheController:
 
     def __init__(self, cache: WatchCache, store: ObjectStore, prefix: str, *, also: Iterable[str] = (),
                  retry: float = 1.0) -> None:
-        """``prefix`` is the resource the controller keeps; a write there or under a prefix of ``also`` calls
-        :meth:`_on_event` (the watch cache calls it for no other write)."""
+        """``prefix`` is the resource the controller keeps; while :meth:`run` runs, a write there or under a
+        prefix of ``also`` calls :meth:`_on_event` (the watch cache calls it for no other write)."""
         self.cache = cache
         self.store = store
         self.retry = retry
         self._prefix = prefix
+        self._prefixes = (prefix, *also)
         self._dirty = asyncio.Event()
-        cache.add_listener(self._on_event, (prefix, *also))
-        cache.reset_listeners.append(self._dirty.set)
 
     def _on_event(self, prefix: str, ev: CachedEvent) -> None:
         """A write under one of the watched prefixes: a pass is due (a subclass may look closer)."""
@@ -88,16 +87,24 @@ class CacheController:
         raise NotImplementedError
 
     async def run(self) -> None:
-        """Sync whenever an object under the prefix changes; never returns (cancel it)."""
-        self._dirty.set()
-        while True:
-            await self._dirty.wait()
-            self._dirty.clear()
-            try:
-                await self.sync()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("%s failed; retrying in %.1fs", self.what, self.retry)
-                await self.store.clock.sleep(self.retry)
-                self._dirty.set()
+        """Sync whenever an object under the prefix changes; never returns (cancel it). It listens to the watch
+        cache only while it runs: a server started again runs a new controller, and no stopped one is called."""
+        wake = self._dirty.set
+        self.cache.add_listener(self._on_event, self._prefixes)
+        self.cache.reset_listeners.append(wake)
+        try:
+            wake()
+            while True:
+                await self._dirty.wait()
+                self._dirty.clear()
+                try:
+                    await self.sync()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("%s failed; retrying in %.1fs", self.what, self.retry)
+                    await self.store.clock.sleep(self.retry)
+                    wake()
+        finally:
+            self.cache.remove_listener(self._on_event)
+            self.cache.reset_listeners.remove(wake)
