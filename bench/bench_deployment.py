@@ -38,7 +38,10 @@ rollouts one after another and nothing else, for instruction counts: under ``val
 of ``--rollouts 2`` minus a run of ``--rollouts 1`` is one warm rollout (its server's start and stop included);
 these clusters' nodes renew their leases and post their status, and the node monitor and pod GC run, every 10
 minutes instead of every second or two (``QUIET_NODES``), so that the count does not grow with the minutes a
-rollout takes under valgrind.
+rollout takes under valgrind. ``--creates N`` likewise runs N measurements of the bare creates and nothing else:
+a run with ``--replicas 300`` minus one with ``--replicas 0`` (the same servers started, settled and stopped)
+is N times the creates themselves; with ``--rollouts`` at ``--replicas 300`` and ``--replicas 1`` the same way,
+the two compare in instructions, which no other process on the machine moves.
 """
 
 from __future__ import annotations
@@ -448,12 +451,16 @@ def main(argv: list[str] | None = None) -> None:
                         help="also count what one rollout cost (requests, informer deltas, reconciles, collections)")
     parser.add_argument("--rollouts", type=int, default=0, metavar="N",
                         help="only run N Deployment rollouts (for instruction counts; see above)")
+    parser.add_argument("--creates", type=int, default=0, metavar="N",
+                        help="only run N measurements of the bare creates (for instruction counts; see above)")
     args = parse_args(parser, argv, replicas=20, nodes=1, rounds=1)
     if args.replicas > 110 * args.nodes:
         parser.error(f"{args.replicas} replicas do not fit on {args.nodes} nodes of 110 pods")
-    if args.rollouts:
+    if args.rollouts or args.creates:
         for _ in range(args.rollouts):
             run_alone(lambda: measure_deployment(args.replicas, args.nodes, args.timeout, quiet=True))
+        for _ in range(args.creates):
+            run_alone(lambda: measure_creates(args.replicas, args.concurrency))
         return
     if args.rounds:
         report([run_round(args, i) for i in range(args.rounds)], args, os.getloadavg())
