@@ -44,8 +44,6 @@ __all__ = [
 ]
 
 
-
-
 class _Meta(Struct, gc=False):
     """The metadata fields needed on hot paths (keys, resourceVersion checks); ``managedFields`` raw."""
 
