@@ -406,12 +406,21 @@ async def test_crds_of_protected_groups_need_the_api_approval_annotation(http):
     assert code == 422 and err["details"]["causes"][0]["field"] == key
 
 
-async def test_a_server_started_again_calls_no_listener_of_its_first_run():
-    server = APIServer(storage="memory", compaction_interval=0)
-    listening = []
-    for _ in range(3):
+@pytest.mark.parametrize("storage", ["memory", "sqlite"])
+async def test_a_server_started_again_serves_what_it_stored_and_no_listener_of_its_first_run(storage, tmp_path):
+    url = "memory" if storage == "memory" else f"sqlite:///{tmp_path / 'db.sqlite'}"
+    server = APIServer(url, compaction_interval=0)
+    listening, kept = [], []
+    for run in range(3):
         async with server, aiohttp.ClientSession(base_url=server.url) as http:
-            assert (await call(http, "POST", CRD, crd_body("Cluster")))[0] in (201, 409)
+            assert (await call(http, "POST", CRD, crd_body("Cluster")))[0] == (201 if run == 0 else 409)
             await wait_until(lambda: server.registry.get("example.com", "v1", "widgets") is not None)
             listening.append((len(server.cache._listeners), len(server.cache.reset_listeners)))
+            code, body = await call(http, "POST", "/api/v1/namespaces/default/configmaps",
+                                    {"metadata": {"name": f"run-{run}"}})
+            assert code == 201, body
+            code, listed = await call(http, "GET", "/api/v1/namespaces/default/configmaps")
+            names = (i["metadata"]["name"] for i in listed["items"])
+            kept.append(sorted(n for n in names if n.startswith("run-")))
     assert listening[0] == listening[1] == listening[2], listening
+    assert kept == [["run-0"], ["run-0", "run-1"], ["run-0", "run-1", "run-2"]]

@@ -368,7 +368,9 @@ class APIServer:
         self._crd_listeners = (on_event, snapshot)
 
     async def stop(self) -> None:
-        """Close watches, stop listening and background tasks, close storage. Idempotent."""
+        """Close watches, stop listening and background tasks, close storage. Idempotent. The server may then be
+        started again on what its storage holds (memory, a SQLite file or etcd; an in-memory SQLite database ends
+        with the stop)."""
         if not self._started and self._runner is None:
             return
         self._started = False

@@ -437,6 +437,33 @@ async def test_sqlite_restart_persists_everything(tmp_path: Path) -> None:
         assert (await store.create("/p/next", b"x")).mod_revision == 14
 
 
+async def test_a_closed_sqlite_file_opens_again_as_it_was(tmp_path: Path) -> None:
+    store = SQLiteStorage(str(tmp_path / "again.db"))
+    await store.start()
+    ended = store.watch("/a/", 1)
+    await store.create("/a/1", b"one")
+    assert (await anext(ended)).kv.key == "/a/1"
+    await store.close()
+    with pytest.raises(StorageError, match="closed"):
+        await store.create("/a/2", b"two")
+    await store.start()
+    try:
+        assert (await store.get("/a/1")).value == b"one"
+        assert (await store.create("/a/2", b"two")).mod_revision == 2
+        assert [ev.kv.key async for ev in ended] == []  # the watch the close ended stays ended
+        live = store.watch("/a/", 3)
+        await store.create("/a/3", b"three")
+        assert (await anext(live)).kv.key == "/a/3"
+        await live.aclose()
+    finally:
+        await store.close()
+    memory = SQLiteStorage(":memory:")
+    await memory.start()
+    await memory.close()
+    with pytest.raises(StorageError, match="in-memory SQLite database ends with its close"):
+        await memory.start()
+
+
 async def test_open_storage_urls(tmp_path: Path) -> None:
     assert isinstance(open_storage("memory"), MemoryStorage)
     assert isinstance(open_storage("memory://"), MemoryStorage)

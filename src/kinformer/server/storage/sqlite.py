@@ -175,12 +175,17 @@ class SQLiteStorage(Storage):
     # -- lifecycle -----------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Open the database (idempotent): create the schema and load the revision counters."""
+        """Open the database (idempotent): create the schema and load the revision counters. A file's database
+        may be opened again after :meth:`close` (its data and revisions as they were; watches ended by the close
+        stay ended, as for the memory storage); an in-memory one ended with its close."""
         async with self._start_lock:
             if self._wexec is not None:
                 return
             if self._closed:
-                raise StorageError("storage is closed")
+                if self._memory:
+                    raise StorageError("storage is closed (an in-memory SQLite database ends with its close)")
+                self._hub = WatchHub(self._hub.buffer_limit)
+                self._closed = False
             wexec = ThreadPoolExecutor(1, thread_name_prefix="kinformer-sqlite-writer")
             loop = asyncio.get_running_loop()
             try:
@@ -271,7 +276,10 @@ class SQLiteStorage(Storage):
         con.close()
 
     async def _ensure_started(self) -> None:
+        """Open on first use; after :meth:`close`, only an explicit :meth:`start` opens again."""
         if self._wexec is None:
+            if self._closed:
+                raise StorageError("storage is closed")
             await self.start()
 
     async def _in_writer(self, fn: Callable[..., _T], *args: Any) -> _T:
