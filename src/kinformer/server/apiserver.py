@@ -369,7 +369,7 @@ class APIServer:
 
     async def stop(self) -> None:
         """Close watches, stop listening and background tasks, close storage. Idempotent. The server may then be
-        started again on what its storage holds (memory, a SQLite file or etcd; an in-memory SQLite database ends
+        started again on what its storage holds (memory or a SQLite file; an in-memory SQLite database ends
         with the stop)."""
         if not self._started and self._runner is None:
             return
