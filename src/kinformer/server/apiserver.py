@@ -16,7 +16,7 @@ import ipaddress
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -192,8 +192,7 @@ class APIServer:
         self.cert_paths: Any = None  # the TLS CertPaths: its CA also signs client CSRs
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        # the watch cache listener and reset listener serving the stored CRDs, while started
-        self._crd_listeners: tuple[Listener, Callable[[], None]] | None = None
+        self._crd_listener: Listener | None = None  # the watch cache listener serving the stored CRDs, while started
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self._started = False
 
@@ -363,9 +362,8 @@ class APIServer:
             registry.on_crd_event(ev.type, ev.cur.obj)
 
         snapshot()
-        cache.add_listener(on_event, (CRD_PREFIX,))
-        cache.reset_listeners.append(snapshot)
-        self._crd_listeners = (on_event, snapshot)
+        cache.add_listener(on_event, (CRD_PREFIX,), on_reset=snapshot)
+        self._crd_listener = on_event
 
     async def stop(self) -> None:
         """Close watches, stop listening and background tasks, close storage. Idempotent. The server may then be
@@ -394,11 +392,9 @@ class APIServer:
             await self.api.admission.close()
         await self.bootstrap.stop()
         await self.gc.stop()
-        if self._crd_listeners is not None:
-            on_event, snapshot = self._crd_listeners
-            self.cache.remove_listener(on_event)
-            self.cache.reset_listeners.remove(snapshot)
-            self._crd_listeners = None
+        if self._crd_listener is not None:
+            self.cache.remove_listener(self._crd_listener)
+            self._crd_listener = None
         await self.cache.stop()
         await self.storage.close()
         if self._tmpdir is not None:

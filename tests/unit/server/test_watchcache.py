@@ -225,6 +225,21 @@ async def test_a_write_calls_only_the_listeners_of_its_prefix_and_those_of_every
     ]
 
 
+async def test_a_listener_and_its_on_reset_are_removed_together(cache: tuple[MemoryStorage, WatchCache]) -> None:
+    _, wc = cache
+    calls: list[tuple[str, str, str]] = []
+    kept, dropped = _recorder(calls, "kept"), _recorder(calls, "dropped")
+    wc.add_listener(kept, on_reset=lambda: calls.append(("kept", "", "reset")))
+    wc.add_listener(dropped, (PREFIX,), on_reset=lambda: calls.append(("dropped", "", "reset")))
+    wc.add_listener(_recorder(calls, "no reset"))
+    for reset in wc.reset_listeners:
+        reset()
+    wc.remove_listener(dropped)
+    for reset in wc.reset_listeners:
+        reset()
+    assert calls == [("kept", "", "reset"), ("dropped", "", "reset"), ("kept", "", "reset")]
+
+
 async def test_a_failing_listener_keeps_neither_the_others_nor_the_cache_from_the_event(
         cache: tuple[MemoryStorage, WatchCache], caplog: pytest.LogCaptureFixture) -> None:
     storage, wc = cache

@@ -167,8 +167,7 @@ class RBACAuthorizer:
         self.cache = cache
         self._index: dict[tuple[str, str], list[_Binding]] | None = None
         self._rules_cache: dict[tuple[str, tuple[str, ...], str], tuple[PolicyRule, ...]] = {}
-        cache.add_listener(self._on_event, PREFIXES.values())
-        cache.reset_listeners.append(self.invalidate)
+        cache.add_listener(self._on_event, PREFIXES.values(), on_reset=self.invalidate)
 
     def _on_event(self, prefix: str, ev: CachedEvent) -> None:
         self.invalidate()  # called only for writes of RBAC objects

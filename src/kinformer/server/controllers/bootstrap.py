@@ -111,15 +111,12 @@ class ClusterBootstrap:
         """Follow the cache and keep every namespace's objects (a no-op without ``namespace_defaults``)."""
         if not self.namespace_defaults:
             return
-        self.cache.add_listener(self.on_event, (NAMESPACES_PREFIX, SA_PREFIX, CM_PREFIX))
-        self.cache.reset_listeners.append(self.resync)
+        self.cache.add_listener(self.on_event, (NAMESPACES_PREFIX, SA_PREFIX, CM_PREFIX), on_reset=self.resync)
         self.resync()
         self._task = asyncio.create_task(self._run(), name="kinformer-bootstrap")
 
     async def stop(self) -> None:
         self.cache.remove_listener(self.on_event)
-        with contextlib.suppress(ValueError):
-            self.cache.reset_listeners.remove(self.resync)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

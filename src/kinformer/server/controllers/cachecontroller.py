@@ -90,8 +90,7 @@ class CacheController:
         """Sync whenever an object under the prefix changes; never returns (cancel it). It listens to the watch
         cache only while it runs: a server started again runs a new controller, and no stopped one is called."""
         wake = self._dirty.set
-        self.cache.add_listener(self._on_event, self._prefixes)
-        self.cache.reset_listeners.append(wake)
+        self.cache.add_listener(self._on_event, self._prefixes, on_reset=wake)
         try:
             wake()
             while True:
@@ -107,4 +106,3 @@ class CacheController:
                     wake()
         finally:
             self.cache.remove_listener(self._on_event)
-            self.cache.reset_listeners.remove(wake)

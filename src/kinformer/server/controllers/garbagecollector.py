@@ -78,8 +78,8 @@ class GarbageCollector:
 
     def start(self) -> None:
         self.rebuild()
-        self.cache.add_listener(self.on_event)  # every resource: any object may own or depend on another
-        self.cache.reset_listeners.append(self.rebuild)
+        # every resource: any object may own or depend on another
+        self.cache.add_listener(self.on_event, on_reset=self.rebuild)
         self._task = asyncio.create_task(self._run(), name="kinformer-gc")
 
     def rebuild(self) -> None:
@@ -97,8 +97,6 @@ class GarbageCollector:
 
     async def stop(self) -> None:
         self.cache.remove_listener(self.on_event)
-        with contextlib.suppress(ValueError):
-            self.cache.reset_listeners.remove(self.rebuild)
         for timer in self._delayed.values():
             timer.cancel()
         self._delayed.clear()

@@ -277,8 +277,9 @@ class WatchCache:
         self.buckets: dict[str, Bucket] = {}
         # every listener with the prefixes it wants (None: every prefix), in the order they were added
         self._listeners: list[tuple[Listener, frozenset[str] | None]] = []
-        # Called after the cache had to reload everything (its event stream had a gap): rebuild derived state.
-        self.reset_listeners: list[Callable[[], None]] = []
+        # (listener, on_reset) pairs: on_reset is called after the cache had to reload everything (its event
+        # stream had a gap), to rebuild what the listener derived from the events
+        self._resets: list[tuple[Listener, Callable[[], None]]] = []
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._seq = itertools.count()
         self._task: asyncio.Task[None] | None = None
@@ -310,20 +311,30 @@ class WatchCache:
                 fut.cancel()
         self._waiters.clear()
 
-    def add_listener(self, listener: Listener, prefixes: Iterable[str] | None = None) -> None:
+    def add_listener(self, listener: Listener, prefixes: Iterable[str] | None = None, *,
+                     on_reset: Callable[[], None] | None = None) -> None:
         """Call ``listener(prefix, event)`` for each write under one of ``prefixes`` (bucket prefixes,
         ``/registry/<group>/<plural>/``), or for every write when ``prefixes`` is None. Synchronous, on the
-        cache's task, once the cache has applied the write; it must not block and should not raise."""
+        cache's task, once the cache has applied the write; it must not block and should not raise.
+        ``on_reset()`` is called instead of events the cache could not follow (it reloaded everything)."""
         if isinstance(prefixes, str):
             raise TypeError("watch cache listener prefixes: an iterable of prefixes, not one string")
         wanted = None if prefixes is None else frozenset(check_prefix(p) for p in prefixes)
         self._listeners.append((listener, wanted))
+        if on_reset is not None:
+            self._resets.append((listener, on_reset))
         self._forget_listeners()
 
     def remove_listener(self, listener: Listener) -> None:
-        """Stop calling ``listener`` (each time it was added); a no-op for one never added."""
+        """Stop calling ``listener`` and its ``on_reset`` (each time it was added); a no-op for one never added."""
         self._listeners = [entry for entry in self._listeners if entry[0] != listener]
+        self._resets = [entry for entry in self._resets if entry[0] != listener]
         self._forget_listeners()
+
+    @property
+    def reset_listeners(self) -> tuple[Callable[[], None], ...]:
+        """The ``on_reset`` callbacks of the listeners added, in order."""
+        return tuple(reset for _, reset in self._resets)
 
     def _forget_listeners(self) -> None:
         for bucket in self.buckets.values():
