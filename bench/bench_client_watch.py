@@ -11,6 +11,10 @@ reads the whole stream in this one run:
   kinformer-informer   SharedInformerFactory(client): list, watch, decode, RealFIFO, indexer, a plain handler
   kinformer-informer-async  the same with an ``async def`` handler
   kinformer-informer-meta   the same, metadata_only=True (PartialObjectMetadata cut from the full objects sent)
+  kinformer-informer[-async|-meta]-steady  the same three once their list has filled the cache with the pods the
+                       events then modify (label selector bench=steady): only the watch's events are timed, each
+                       replacing a cached object, as in an informer's life after its sync (the three above add
+                       every event's pod to a cache that grows from empty, paying for memory touched first)
   official-dict        kubernetes 37 Watch().stream(CustomObjectsApi...) -> dicts (its default dict path:
                        each line parsed, re-dumped and parsed again)
   official-raw         kubernetes 37 Watch().stream(..., deserialize=False) -> dicts (one json.loads per line)
@@ -42,6 +46,7 @@ from typing import Any
 from benchlib import FIXTURE, parse_args
 
 BASE_RV = 100000
+STEADY = "bench=steady"  # the label selector of a steady stream: its list holds the pods its events modify
 CHUNK = 64 * 1024
 
 
@@ -67,6 +72,8 @@ def _serve(port_file: str) -> None:
     b, rest = rest.split(b"@@NS@@", 1) if b"@@NS@@" in rest else (rest, b"")
     c, d = rest.split(b"@@RV@@", 1)
     streams: dict[str, list[bytes]] = {}
+    lists: dict[str, bytes] = {}
+    triggers: dict[str, list[asyncio.Future[None]]] = {}  # steady watches waiting for their burst, per stream
 
     def chunks(ns: str) -> list[bytes]:
         if ns not in streams:
@@ -84,6 +91,17 @@ def _serve(port_file: str) -> None:
                 out.append(b"".join(buf))
             streams[ns] = out
         return streams[ns]
+
+    def steady_list(ns: str) -> bytes:
+        """A PodList of the stream's pods (the names its MODIFIED events carry), at resourceVersion BASE_RV."""
+        if ns not in lists:
+            obj_a = orjson.dumps(pod).split(b"@@NAME@@", 1)[0]
+            tail = template[len(a) + len(b"@@NAME@@"):-1]  # the object's JSON after its name, envelope's "}" cut
+            items = b",".join(b"".join((obj_a, f"{name}-{i}".encode(), tail)) for i in range(int(ns[1:])))
+            body = items.replace(b"@@NS@@", ns.encode()).replace(b"@@RV@@", str(BASE_RV).encode())
+            head = orjson.dumps({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": str(BASE_RV)}})
+            lists[ns] = head[:-1] + b',"items":[' + body + b"]}"
+        return lists[ns]
 
     def js(doc: Any) -> web.Response:
         return web.Response(body=orjson.dumps(doc), content_type="application/json")
@@ -106,7 +124,10 @@ def _serve(port_file: str) -> None:
     async def pods(request: web.Request) -> web.StreamResponse:
         ns = request.match_info["ns"]
         q = request.query
+        steady = q.get("labelSelector") == STEADY
         if q.get("watch", "false") in ("", "0", "false", "False"):
+            if steady:
+                return web.Response(body=steady_list(ns), content_type="application/json")
             return js({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": str(BASE_RV)},
                        "items": []})
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
@@ -115,6 +136,10 @@ def _serve(port_file: str) -> None:
         rv = q.get("resourceVersion") or ""
         count = int(ns[1:])
         if rv in ("", "0") or int(rv) < BASE_RV + count:
+            if steady:  # the cache is full: the burst waits for its consumer's /trigger
+                burst = asyncio.get_running_loop().create_future()
+                triggers.setdefault(ns, []).append(burst)
+                await burst
             for chunk in chunks(ns):
                 await resp.write(chunk)
             await resp.write_eof()
@@ -123,8 +148,14 @@ def _serve(port_file: str) -> None:
         await resp.write_eof()
         return resp
 
+    async def trigger(request: web.Request) -> web.Response:
+        for burst in triggers.pop(request.match_info["ns"], []):
+            burst.set_result(None)
+        return web.Response(text="ok")
+
     async def main() -> None:
         app = web.Application()
+        app.router.add_get("/trigger/{ns}", trigger)
         app.router.add_get("/version", version)
         app.router.add_get("/api", api)
         app.router.add_get("/apis", apis)
@@ -185,42 +216,61 @@ async def kinformer_watch_kept(url: str, count: int) -> tuple[float, float]:
     return count / dt, count / cpu
 
 
-async def kinformer_informer(url: str, count: int, handler: str = "plain",
-                             metadata_only: bool = False) -> tuple[float, float, float]:
+async def kinformer_informer(url: str, count: int, handler: str = "plain", metadata_only: bool = False,
+                             steady: bool = False) -> tuple[float, float, float]:
     """Events/s end to end (list + watch + FIFO + indexer + one no-op ``handler``, "plain" or "async"), wall
     clock and per CPU second of this process (all its threads), and RSS KiB per cached pod.
     ``metadata_only`` caches PartialObjectMetadata cut from the full objects this server sends (it ignores
-    ``as=``)."""
+    ``as=``). ``steady``: the list fills the cache with the ``count`` pods first, and only the watch's ``count``
+    MODIFIED events of those pods are timed (each replaces a cached object, as in an informer's life after
+    its sync; without it every event adds a pod to a cache that grows from empty)."""
+    import aiohttp
+
     from kinformer.cache.factory import SharedInformerFactory
     from kinformer.client import Client
 
     gc.collect()
     before = rss_kb()
-    seen = 0
-    done = asyncio.Event()
+    seen = {"add": 0, "update": 0}
+    listed, done = asyncio.Event(), asyncio.Event()
     loop = asyncio.get_running_loop()
 
-    def on_event(*args: Any, **kwargs: Any) -> None:
+    def count_one(kind: str) -> bool:
+        seen[kind] += 1
+        return seen[kind] == count if steady else seen["add"] + seen["update"] == count
+
+    def on_add(*args: Any, **kwargs: Any) -> None:
         # a plain handler runs on its worker thread: asyncio.Event.set from there would not wake an idle loop
         # (the clock then ran on until some timer woke it: up to 15 s added to a run)
-        nonlocal seen
-        seen += 1
-        if seen == count:
+        if count_one("add"):
+            loop.call_soon_threadsafe((listed if steady else done).set)
+
+    def on_update(*args: Any, **kwargs: Any) -> None:
+        if count_one("update"):
             loop.call_soon_threadsafe(done.set)
 
-    async def on_event_async(*args: Any, **kwargs: Any) -> None:
-        nonlocal seen
-        seen += 1
-        if seen >= count:
+    async def on_add_async(*args: Any, **kwargs: Any) -> None:
+        if count_one("add"):
+            (listed if steady else done).set()
+
+    async def on_update_async(*args: Any, **kwargs: Any) -> None:
+        if count_one("update"):
             done.set()
 
-    callback = on_event_async if handler == "async" else on_event
-    async with Client(url) as client:
+    plain = handler != "async"
+    async with Client(url) as client, aiohttp.ClientSession() as session:
         factory = SharedInformerFactory(client)
-        informer = factory.informer("pods", namespace=f"n{count}", metadata_only=metadata_only)
-        informer.add_event_handler(on_add=callback, on_update=callback)
+        informer = factory.informer("pods", namespace=f"n{count}", metadata_only=metadata_only,
+                                    label_selector=STEADY if steady else None)
+        informer.add_event_handler(on_add=on_add if plain else on_add_async,
+                                   on_update=on_update if plain else on_update_async)
         t0, c0 = time.perf_counter(), time.process_time()
         factory.start()
+        if steady:
+            await asyncio.wait_for(listed.wait(), 600)
+            t0, c0 = time.perf_counter(), time.process_time()
+            async with session.get(f"{url}/trigger/n{count}") as resp:
+                resp.raise_for_status()
         await asyncio.wait_for(done.wait(), 600)
         dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         cached = len(informer.indexer.list())
@@ -300,7 +350,8 @@ def kubectl(url: str, count: int) -> float | None:
 # ---------------------------------------------------------------------------------------------------- main
 
 KINFORMER = ("kinformer-informer", "kinformer-watch", "kinformer-watch-kept", "kinformer-informer-async",
-             "kinformer-informer-meta")
+             "kinformer-informer-meta", "kinformer-informer-steady", "kinformer-informer-async-steady",
+             "kinformer-informer-meta-steady")
 
 
 def measure(events: int, slow_events: int, models_events: int, skip: frozenset[str] | set[str] = frozenset(),
@@ -338,18 +389,22 @@ def measure(events: int, slow_events: int, models_events: int, skip: frozenset[s
     return results
 
 
+#: the consumers whose RSS per cached pod is reported, and under which key
+_RSS_KEYS = {"kinformer-informer": "kb_per_pod", "kinformer-informer-meta": "kb_per_pod_meta"}
+
+
 def consume(consumer: str, url: str, count: int) -> dict[str, float]:
     """Run one consumer over ``count`` events (in this process); kinformer's also report ``<consumer> cpu``,
     events per CPU second (on a loaded machine the steadier figure: waiting for a core does not count)."""
-    if consumer == "kinformer-informer":
-        rate, cpu, per_pod = asyncio.run(kinformer_informer(url, count))
-        return {consumer: rate, f"{consumer} cpu": cpu, "kb_per_pod": per_pod}
-    if consumer == "kinformer-informer-async":
-        rate, cpu, _ = asyncio.run(kinformer_informer(url, count, "async"))
-        return {consumer: rate, f"{consumer} cpu": cpu}
-    if consumer == "kinformer-informer-meta":
-        rate, cpu, per_pod = asyncio.run(kinformer_informer(url, count, metadata_only=True))
-        return {consumer: rate, f"{consumer} cpu": cpu, "kb_per_pod_meta": per_pod}
+    if consumer.startswith("kinformer-informer"):
+        kind = consumer.removesuffix("-steady")
+        rate, cpu, per_pod = asyncio.run(kinformer_informer(
+            url, count, "async" if kind.endswith("-async") else "plain", metadata_only=kind.endswith("-meta"),
+            steady=consumer.endswith("-steady")))
+        out = {consumer: rate, f"{consumer} cpu": cpu}
+        if consumer in _RSS_KEYS:
+            out[_RSS_KEYS[consumer]] = per_pod
+        return out
     if consumer == "kinformer-watch":
         rate, cpu = asyncio.run(kinformer_watch(url, count))
         return {consumer: rate, f"{consumer} cpu": cpu}
@@ -410,7 +465,7 @@ def main() -> None:
     for suffix in ("", " cpu", "@baseline", " cpu@baseline"):
         for base_name in ("kinformer-watch", "kinformer-watch-kept"):
             watch = results.get(f"{base_name}{suffix}")
-            for informer in ("kinformer-informer", "kinformer-informer-async", "kinformer-informer-meta"):
+            for informer in (name for name in KINFORMER if name.startswith("kinformer-informer")):
                 if watch and f"{informer}{suffix}" in results:
                     print(f"{informer}{suffix} / {base_name}{suffix}: {results[informer + suffix] / watch:.2f}x")
     base = results.get("kinformer-informer")

@@ -8,7 +8,9 @@ Sections (each round runs each section in a fresh child process, so RSS and heap
 between them; rounds interleave the sections, so a noisy minute hits all of them alike):
 
   watch      50k MODIFIED watch events of ~7.7 KB realistic pods over loopback HTTP (bench_client_watch.py):
-             the kinformer informer end to end (a plain handler, an async handler, metadata-only),
+             the kinformer informer end to end (a plain handler, an async handler, metadata-only), each with
+             a cache growing from empty (every event a new pod) and full (its list first holds the pods the
+             events then replace: "cache full", the informer's life after its sync),
              Client.watch alone and keeping what it receives (the floor of any cache), the official
              ``kubernetes`` client's watch (dicts, deserialize=False, V1Pod models) and ``kubectl get -w``;
              RSS per cached pod.
@@ -184,7 +186,10 @@ RATIOS = [
 ]
 # the informer / Client.watch ratios again per CPU second, and both kinds on the baseline tree (when run)
 _INFORMERS = RATIOS[-3:]
-RATIOS += [(f"{label} (per CPU s)", f"{num} cpu", f"{den} cpu", None) for label, num, den, _ in _INFORMERS]
+# the same informers once their list has filled the cache: each event replaces a cached object
+_STEADY = [(label.replace(" /", ", cache full /"), f"{num}-steady", den, goal) for label, num, den, goal in _INFORMERS]
+RATIOS += _STEADY
+RATIOS += [(f"{label} (per CPU s)", f"{num} cpu", f"{den} cpu", None) for label, num, den, _ in _INFORMERS + _STEADY]
 # the same against Client.watch keeping what it receives (managedFields cut): the informer's own machinery
 RATIOS += [(f"{label.removesuffix('alone')}keeping its objects (per CPU s)", f"{num} cpu", "kinformer-watch-kept cpu",
             None) for label, num, den, _ in _INFORMERS]
