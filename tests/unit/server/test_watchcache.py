@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
+from kinformer.server.storage.base import Compacted
 from kinformer.server.storage.memory import MemoryStorage
 from kinformer.server.storage.watchcache import CachedEvent, WatchCache
 
@@ -297,3 +298,44 @@ async def test_a_listener_prefix_that_is_not_a_resource_prefix_is_refused(
     await storage.create(KEY, _value(1))
     await wc.sync()
     assert wc.buckets[PREFIX].listeners == ()  # nothing was added
+
+
+class _CompactingStorage(MemoryStorage):
+    """A memory store whose watch fails with Compacted at the first event after :meth:`compact_next` (as etcd's
+    watch fails when the history it was to send has been compacted away)."""
+
+    fail_next = False
+
+    def compact_next(self) -> None:
+        self.fail_next = True
+
+    async def watch(self, prefix: str, start_revision: int) -> AsyncIterator[Any]:
+        async for ev in super().watch(prefix, start_revision):
+            if self.fail_next:
+                self.fail_next = False
+                raise Compacted(start_revision, ev.kv.mod_revision)
+            yield ev
+
+
+async def test_a_compacted_source_reloads_the_cache_and_calls_on_reset_instead_of_the_lost_events() -> None:
+    storage = _CompactingStorage()
+    await storage.start()
+    wc = WatchCache(storage)
+    await wc.start()
+    calls: list[tuple[str, str, str]] = []
+    try:
+        wc.add_listener(_recorder(calls, "with reset"), (PREFIX,), on_reset=lambda: calls.append(("reset", "", "")))
+        await storage.create(KEY, _value(1))
+        await wc.sync()
+        storage.compact_next()
+        await storage.create(PREFIX + "default/b", _value(2))  # the event the cache never sees
+        await wc.sync()
+        assert calls == [("with reset", PREFIX, "ADDED"), ("reset", "", "")]
+        assert set(wc.buckets[PREFIX].objects) == {KEY, PREFIX + "default/b"}  # reloaded from the store
+        await storage.create(PREFIX + "default/c", _value(3))  # the cache follows the store again
+        await wc.sync()
+        assert calls[-1] == ("with reset", PREFIX, "ADDED") and len(calls) == 3
+        assert PREFIX + "default/c" in wc.buckets[PREFIX].objects
+    finally:
+        await wc.stop()
+        await storage.close()
