@@ -198,8 +198,8 @@ def _restartable_init_containers(spec: Mapping[str, Any]) -> set[str]:
             and c.get("restartPolicy") == "Always"}
 
 
-def state_transition_causes(field: str, statuses: Any, old_statuses: Any, restart_policy: Any,
-                            restartable: set[str] | frozenset[str] = frozenset()) -> list[Cause]:
+def _state_transition_causes(field: str, statuses: Any, old_statuses: Any, restart_policy: Any,
+                             restartable: set[str] | frozenset[str] = frozenset()) -> list[Cause]:
     """kube's ValidateContainerStateTransition (and its init-container form, whose restartable containers are
     ``restartable``): a container terminated in ``old_statuses`` that the pod would not restart may not be
     non-terminated in ``statuses``; the field is the old status's index."""
@@ -263,12 +263,12 @@ class PodStrategy(ReturnedOnDeleteMixin, KindStrategy):
         if nominated and isinstance(nominated, str) and nominated != old_status.get("nominatedNodeName"):
             causes += [invalid("status.nominatedNodeName", nominated, msg) for msg in is_dns1123_subdomain(nominated)]
         policy = old_spec.get("restartPolicy")
-        causes += state_transition_causes("status.containerStatuses", status.get("containerStatuses"),
-                                          old_status.get("containerStatuses"), policy)
-        causes += state_transition_causes("status.initContainerStatuses", status.get("initContainerStatuses"),
-                                          old_status.get("initContainerStatuses"), policy,
-                                          _restartable_init_containers(old_spec))
-        causes += state_transition_causes("status.ephemeralContainerStatuses",
-                                          status.get("ephemeralContainerStatuses"),
-                                          old_status.get("ephemeralContainerStatuses"), "Never")
+        causes += _state_transition_causes("status.containerStatuses", status.get("containerStatuses"),
+                                           old_status.get("containerStatuses"), policy)
+        causes += _state_transition_causes("status.initContainerStatuses", status.get("initContainerStatuses"),
+                                           old_status.get("initContainerStatuses"), policy,
+                                           _restartable_init_containers(old_spec))
+        causes += _state_transition_causes("status.ephemeralContainerStatuses",
+                                           status.get("ephemeralContainerStatuses"),
+                                           old_status.get("ephemeralContainerStatuses"), "Never")
         return causes
