@@ -124,6 +124,22 @@ def test_too_deep_is_exact_at_the_limit(limit: int, container: str) -> None:
     assert too_deep([_nested(limit, container), 2**70], limit)
 
 
+def test_too_deep_at_keeps_the_encoding_of_what_it_found_within_the_limit() -> None:
+    import orjson
+
+    from kinformer.server.machinery.nesting import encoding_of, too_deep_at
+
+    entries = [{"manager": "m", "fieldsV1": _nested(MAX_DEPTH - 5, "dict")}]
+    assert not too_deep_at(entries, 3)
+    assert encoding_of(entries) == orjson.dumps(entries)
+    twin = orjson.loads(orjson.dumps(entries))  # an equal object, not the one measured: encoded afresh
+    assert encoding_of(twin) == orjson.dumps(twin) and encoding_of({"a": 1}) == b'{"a":1}'
+    deeper = [{"manager": "m", "fieldsV1": _nested(MAX_DEPTH - 2, "dict")}]
+    assert too_deep_at(deeper, 3) and encoding_of(entries) == orjson.dumps(entries)  # refused: not kept
+    big = [{"manager": "m", "n": 2**70}]  # not what orjson writes: walked, not kept
+    assert not too_deep_at(big, 3) and encoding_of(entries) == orjson.dumps(entries)
+
+
 def test_yaml_numbers_beyond_conversion_limits_are_a_400() -> None:
     assert _refused(b"a: " + b"1" * 5000).code == 400
     assert _refused(b"a: 1.0e+999").code == 400

@@ -151,6 +151,34 @@ def test_creates_whose_content_encodes_to_one_length_are_remembered_apart() -> N
     assert len(next(iter(managedfields._creates.values()))) == managedfields.CREATE_KEY_SHAPES
 
 
+def test_a_create_keyed_by_the_encoding_of_its_measured_entries_renders_what_a_computed_one_does() -> None:
+    """The client's entries encoded by the body's depth measure key the memo as their own encoding does: an equal
+    create hits; one whose entries differ (measured or not) does not; where they sit in the metadata is no part."""
+    from kinformer.server.machinery.nesting import too_deep_at
+
+    def created(obj: dict[str, Any], measure: bool) -> bytes:
+        if measure:
+            assert not too_deep_at(obj["metadata"]["managedFields"], 3)
+        return json.dumps(update_managed_fields(None, obj, manager="me", info=POD, now="T")).encode()
+
+    managedfields._creates.clear()
+    want = created(pod(), False)
+    managedfields._creates.clear()
+    assert created(pod(), True) == want and created(pod(), False) == want and created(pod(), True) == want
+    assert len(managedfields._creates) == 1
+    other = pod()
+    other["metadata"]["managedFields"][0]["manager"] = "another"
+    managedfields._creates.clear()
+    want_other = created(copy.deepcopy(other), False)
+    for measure in (True, False):
+        assert created(copy.deepcopy(other), measure) == want_other and created(pod(), measure) == want
+    moved = pod()
+    entries = moved["metadata"].pop("managedFields")
+    moved["metadata"] = {"managedFields": entries, **moved["metadata"]}
+    assert json.loads(created(moved, True))["metadata"]["managedFields"] == json.loads(want)["metadata"][
+        "managedFields"]
+
+
 _ELEMENT_STRINGS = ["", "a", 'say "hi"', "back\\slash", "tab\there", "\x00", "\x7f", "é", "日本", "\U0001f600",
                     '","', "a/b", "</script>", "x" * 300]
 

@@ -58,34 +58,66 @@ def too_deep(doc: Any, limit: int = MAX_DEPTH) -> bool:
     """
     if not isinstance(doc, dict | list):
         return False
-    if 0 < limit < _ENCODER_DEPTH:
-        levels = _ENCODER_DEPTH - limit
-        try:
-            wrapper = _WRAPPERS.pop()
-        except IndexError:
-            wrapper = _wrapper(levels)
-        if wrapper[0] != levels:
-            wrapper = _wrapper(levels)
-        inner = wrapper[2]
-        inner.append(doc)
-        try:
-            orjson.dumps(wrapper[1])
-            return False
-        except TypeError:  # too deep, or not JSON data: the walk below tells
-            pass
-        finally:
-            inner.clear()
-            _WRAPPERS.append(wrapper)
+    if 0 < limit < _ENCODER_DEPTH and _wrapped_encoding(doc, _ENCODER_DEPTH - limit) is not None:
+        return False
     return _walk_too_deep(doc, limit)
 
 
+def _wrapped_encoding(doc: Any, levels: int) -> bytes | None:
+    """orjson's encoding of ``doc`` inside ``levels`` lists; None when orjson refuses it (too deep, or not JSON
+    data)."""
+    try:
+        wrapper = _WRAPPERS.pop()
+    except IndexError:
+        wrapper = _wrapper(levels)
+    if wrapper[0] != levels:
+        wrapper = _wrapper(levels)
+    inner = wrapper[2]
+    inner.append(doc)
+    try:
+        return orjson.dumps(wrapper[1])
+    except TypeError:
+        return None
+    finally:
+        inner.clear()
+        _WRAPPERS.append(wrapper)
+
+
 def too_deep_at(value: Any, level: int) -> bool:
-    """Whether ``value``, found at ``level`` of a document (the root is level 1), nests below :data:`MAX_DEPTH`."""
+    """Whether ``value``, found at ``level`` of a document (the root is level 1), nests below :data:`MAX_DEPTH`.
+
+    A value found within the limit by orjson's measure is remembered with its encoding (:func:`encoding_of`).
+    """
     if type(value) is not dict and type(value) is not list:
         return False
+    wrapped = value
     for _ in range(level - 1):  # the levels above it, as lists (a few: too_deep's wrappers are of one size)
-        value = [value]
-    return too_deep(value)
+        wrapped = [wrapped]
+    if not 0 < MAX_DEPTH < _ENCODER_DEPTH:
+        return too_deep(wrapped)
+    data = _wrapped_encoding(wrapped, _ENCODER_DEPTH - MAX_DEPTH)
+    if data is None:
+        return _walk_too_deep(wrapped, MAX_DEPTH)
+    lists = _ENCODER_DEPTH - MAX_DEPTH + level - 1  # the brackets around the value's own encoding, each side
+    _last_encoded[0] = (value, data[lists:-lists])
+    return False
+
+
+# The value too_deep_at last found within the limit, and its encoding (orjson.dumps of it), for encoding_of
+_last_encoded: list[tuple[Any, bytes] | None] = [None]
+
+
+def encoding_of(value: Any) -> bytes:
+    """``orjson.dumps(value)``; the encoding :func:`too_deep_at` made of this very object when it measured it last.
+
+    Exact while the measured value is not changed in place afterwards, which holds for what it measures: a decoded
+    request body's ``metadata.managedFields``, which the server replaces and never edits. The value is held until
+    the next measure, so its identity cannot pass to another object.
+    """
+    last = _last_encoded[0]
+    if last is not None and last[0] is value:
+        return last[1]
+    return orjson.dumps(value)
 
 
 def _walk_too_deep(doc: Any, limit: int) -> bool:

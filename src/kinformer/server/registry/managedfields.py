@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from ..machinery.nesting import encoding_of
 from .patch import ListStrategy, ResourceInfoLike, list_strategy, only_strings
 
 Path = tuple[str, ...]
@@ -38,8 +39,6 @@ Entry = tuple[dict[str, Any], FieldSet]
 
 IGNORED_META = frozenset({"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
                           "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"})
-# what a create's memo key leaves out of the metadata (it keeps the client's managedFields, see _create_key)
-_KEY_IGNORED_META = IGNORED_META - {"managedFields"}
 ABSENT: Any = object()
 CACHE_SIZE = 2048  # distinct FieldsV1 trees (and rendered field sets) remembered; oldest dropped first
 # A field set of more paths is rendered afresh, never remembered: the memo is for the many small sets objects
@@ -744,6 +743,9 @@ def _create_key(obj: Mapping[str, Any], identity: tuple[Any, ...], info: Resourc
     change), the writer, and the encoding of the object's tracked content with the managedFields the client
     sent (the entries a create starts from are a function of those). None: not memoisable.
 
+    The client's entries are encoded apart, after the rest (where they sit in the metadata changes no result):
+    a decoded body's were encoded by its depth measure already (:func:`nesting.encoding_of`).
+
     Returned as (a small key naming the encoding by its length, the encoding): the memo finds the key without
     hashing the encoding (a pod's costs more than comparing it), and a hit needs equal encodings.
     Objects a controller stamps from one template (a ReplicaSet's pods) differ only in ignored metadata, so
@@ -752,16 +754,18 @@ def _create_key(obj: Mapping[str, Any], identity: tuple[Any, ...], info: Resourc
     if info is None or not getattr(info, "builtin", True):
         return None
     content: dict[str, Any] = {}
+    entries: Any = ABSENT
     for name, value in obj.items():
         if value is None or name == "apiVersion" or name == "kind":
             continue
         if name == "metadata" and (type(value) is dict or isinstance(value, Mapping)):
-            value = {k: v for k, v in value.items() if k not in _KEY_IGNORED_META}
+            entries = value.get("managedFields", ABSENT)
+            value = {k: v for k, v in value.items() if k not in IGNORED_META}
         if (name == "status" or subresource == "status") and not tracked(name, subresource, info):
             continue
         content[name] = value
-    try:
-        data = orjson.dumps(content)
+    try:  # the content's encoding (an object: it ends where it closes) and the client's entries' after it
+        data = orjson.dumps(content) if entries is ABSENT else orjson.dumps(content) + encoding_of(entries)
     except (orjson.JSONEncodeError, TypeError):  # integers beyond 64 bits, non-JSON values
         return None
     return (info.group, getattr(info, "version", ""), info.kind, subresource, *identity, len(data)), data
