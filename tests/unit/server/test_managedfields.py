@@ -179,6 +179,26 @@ def test_a_create_keyed_by_the_encoding_of_its_measured_entries_renders_what_a_c
         "managedFields"]
 
 
+def test_a_create_starts_from_the_client_entries_that_name_a_manager_unless_one_is_the_creators() -> None:
+    def create(*entries: dict[str, Any]) -> list[dict[str, Any]]:
+        obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "managedFields": list(entries)},
+               "data": {"a": "1", "b": "2"}}
+        managedfields._creates.clear()
+        out = update_managed_fields(None, obj, manager="me", info=REGISTRY.get("", "v1", "configmaps"), now="T")
+        return out["metadata"]["managedFields"]
+
+    other = {"manager": "other", "operation": "Update", "apiVersion": "v1",
+             "fieldsV1": {"f:data": {"f:a": {}, "f:z": {}}}}
+    nameless = {"operation": "Update", "fieldsV1": {"f:data": {"f:z": {}}}}
+    got = create(nameless, other)
+    assert [(e["manager"], e["fieldsV1"]) for e in got] == [
+        ("other", {"f:data": {"f:z": {}}}), ("me", {"f:data": {"f:a": {}, "f:b": {}}})]
+    mine = {"manager": "me", "operation": "Update", "apiVersion": "v1", "fieldsV1": {"f:data": {"f:z": {}}}}
+    got = create(other, mine)  # the creator's own entry: the general path, its claims kept
+    assert [e["manager"] for e in got] == ["other", "me"]
+    assert got[1]["fieldsV1"] == {"f:data": {"f:a": {}, "f:b": {}, "f:z": {}}}
+
+
 _ELEMENT_STRINGS = ["", "a", 'say "hi"', "back\\slash", "tab\there", "\x00", "\x7f", "é", "日本", "\U0001f600",
                     '","', "a/b", "</script>", "x" * 300]
 

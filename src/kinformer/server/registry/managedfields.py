@@ -771,13 +771,24 @@ def _create_key(obj: Mapping[str, Any], identity: tuple[Any, ...], info: Resourc
     return (info.group, getattr(info, "version", ""), info.kind, subresource, *identity, len(data)), data
 
 
-def _first_entry(obj: dict[str, Any], entries: list[dict[str, Any]], manager: str, operation: str,
+def _creator_absent(entries: list[Any], me: tuple[str, str, str]) -> bool:
+    """Whether no entry of ``entries`` (decodable) naming a manager is ``me``'s, and each has a FieldsV1 object or
+    none: then a create starts from them (:func:`_first_entry`)."""
+    for entry in entries:
+        if entry.get("manager") is not None and (entry_id(entry) == me or not isinstance(entry.get("fieldsV1"),
+                                                                                        dict | None)):
+            return False
+    return True
+
+
+def _first_entry(obj: dict[str, Any], entries: list[dict[str, Any]] | None, manager: str, operation: str,
                  api_version: str, info: ResourceInfoLike | None, subresource: str | None,
                  now: str | None) -> dict[str, Any]:
     """:func:`update_managed_fields` of a create, on FieldsV1 trees: ``manager`` owns all ``obj`` sets.
 
     ``entries`` (none of ``manager``'s) keep what ``obj`` does not set; they must be those of ``obj``'s own
-    managedFields (as a create's request sent them), which the memo key holds instead. The result is a
+    managedFields (as a create's request sent them), which the memo key holds instead; None: those very ones,
+    taken from ``obj`` only when the memo has no answer. The result is a
     pure function of :func:`_create_key` and the time: built-in kinds' results are memoised (bounded). A hit
     builds new entry dicts around the remembered FieldsV1 trees (immutable, see the module docstring).
     """
@@ -789,8 +800,8 @@ def _first_entry(obj: dict[str, Any], entries: list[dict[str, Any]], manager: st
             if mine:
                 rendered[-1]["time"] = now or _now()
             return _set_managed_fields(obj, rendered)
-    rendered, mine = _first_entries(obj, with_paths(entries), manager, operation, api_version, info,
-                                    subresource, now)
+    heads = with_paths(entry_dicts(obj) if entries is None else entries)
+    rendered, mine = _first_entries(obj, heads, manager, operation, api_version, info, subresource, now)
     if key is not None:
         shape = (content, tuple(({k: v for k, v in e.items() if k != "fieldsV1"}, e["fieldsV1"]) for e in rendered),
                  mine)
@@ -869,6 +880,10 @@ def update_managed_fields(old: Mapping[str, Any] | None, new: Mapping[str, Any],
     requested = meta_of(new).get("managedFields")
     if old is None and requested is None:  # a create without history: the writer owns everything it sets
         return _first_entry(result, [], manager, operation, api_version, info, subresource, now)
+    me = (manager, operation, subresource or "")
+    if not old and requested and requested != [{}] and decodable(requested) and _creator_absent(requested, me):
+        # A create: the writer owns everything the object sets, taken from the entries the client sent.
+        return _first_entry(result, None, manager, operation, api_version, info, subresource, now)
     previous = meta_of(old).get("managedFields")
     if requested == [{}]:
         heads: list[dict[str, Any]] = []
@@ -876,9 +891,7 @@ def update_managed_fields(old: Mapping[str, Any] | None, new: Mapping[str, Any],
         heads = entry_dicts(new)
     else:
         heads = entry_dicts(old)
-    me = (manager, operation, subresource or "")
-    if not old and all(entry_id(e) != me and isinstance(e.get("fieldsV1"), dict | None) for e in heads):
-        # A create: the writer owns everything the object sets, taken from the entries the client sent.
+    if not old and _creator_absent(heads, me):  # a create starting from the old object's entries (none)
         return _first_entry(result, heads, manager, operation, api_version, info, subresource, now)
     entries = with_paths(heads)
     changed, removed = changed_paths(old or {}, new, info, subresource, defer=True)
