@@ -229,3 +229,31 @@ def test_the_pod_handlers_are_handed_orphans_and_pods_a_replicaset_controls() ->
     assert _maybe_replicasets(controlled_by("ReplicaSet", "apps/v1"))
     assert not _maybe_replicasets(controlled_by("Job", "batch/v1"))
     assert not _maybe_replicasets(controlled_by("ReplicaSet", "example.com/v1"))
+
+
+def test_a_pod_view_is_made_once_per_pod_version_and_counts_as_the_pod_does() -> None:
+    """PodViews: a listed object keeps its view while it is listed (the informer never changes an object it
+    holds, it replaces it), a new version gets a new one, a pod no longer listed is dropped; the counts made
+    from views are those made from the pods."""
+    from kinformer.cluster.controllers.replicaset import PodViews, pod_view
+
+    ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid", "controller": True}
+    ready = _pod("ready", node="n1", ready_since="2026-01-01T00:00:10Z")
+    ready["metadata"].update(labels={"app": "x"}, ownerReferences=[ref])
+    pending, done = _pod("pending", phase="Pending", ready=False), _pod("done", phase="Succeeded", ready=False)
+    views = PodViews()
+    first = views.of("ns", [ready, pending, done])
+    assert [v for _, v in first] == [pod_view(ready), pod_view(pending), pod_view(done)]
+    assert (first[0][1].controller_uid, first[1][1].controller_uid) == ("rs-uid", None)
+    assert [v.active for _, v in first] == [True, True, False]
+    newer = {**pending, "status": _pod("pending", ready_since="2026-01-01T00:00:20Z")["status"]}  # now Ready
+    second = views.of("ns", [ready, newer])
+    assert second[0][1] is first[0][1] and second[1][1] == pod_view(newer) != first[1][1]
+    assert views.of("ns", [done])[0][1] == pod_view(done) and views.of("ns", []) == []
+    rs = replicaset("rs", 2, {"app": "x"}, minReadySeconds=30)
+    since = 1_767_225_610.0  # 2026-01-01T00:00:10Z
+    for now in (since + 30, since + 31):
+        assert calculate_status(rs, [ready, newer], None, now, [pod_view(ready), pod_view(newer)]) == \
+            calculate_status(rs, [ready, newer], None, now)
+    assert calculate_status(rs, [ready, newer], None, since + 31)["availableReplicas"] == 1
+    assert "availableReplicas" not in calculate_status(rs, [ready, newer], None, since + 30)

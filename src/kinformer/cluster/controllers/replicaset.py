@@ -29,7 +29,7 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import APIError, NotFound
@@ -136,8 +136,65 @@ def pods_to_delete(pods: Sequence[Obj], related: Sequence[Obj], count: int, now:
     return [p for p, _ in ranked[:count]]
 
 
-def calculate_status(rs: Obj, pods: Sequence[Obj], manage_error: BaseException | None, now: float) -> dict[str, Any]:
-    """``calculateStatus``: counts of the claimed active pods and the ReplicaFailure condition."""
+class PodView(NamedTuple):
+    """What a ReplicaSet sync reads of one pod version: whether it is active, the uid of its controller
+    reference (None without one, ``""`` for one without a uid), its labels, whether its Ready condition is
+    True and that condition's ``lastTransitionTime``."""
+
+    active: bool
+    controller_uid: str | None
+    labels: Mapping[str, str]
+    ready: bool
+    ready_since: str | None
+
+    def available(self, min_ready_seconds: int, now: float) -> bool:
+        """``is_pod_available`` of the pod."""
+        if not self.ready:
+            return False
+        if not min_ready_seconds:
+            return True
+        since = parse_time(self.ready_since)
+        return since is not None and since + min_ready_seconds < now
+
+
+def pod_view(pod: Obj) -> PodView:
+    """The :class:`PodView` of ``pod`` as it is."""
+    ref = controller_of(pod)
+    cond = ready_condition(pod)
+    ready = cond is not None and cond.get("status") == "True"
+    return PodView(is_pod_active(pod), None if ref is None else ref.get("uid") or "", meta(pod).get("labels") or {},
+                   ready, cond.get("lastTransitionTime") if ready and cond is not None else None)
+
+
+class PodViews:
+    """Each listed pod's :class:`PodView`, made once per pod version.
+
+    Invariant: an entry's view was made from the very object it holds (looked up by ``id``, which cannot be
+    reused while the entry holds the object); the informer replaces a pod's object at each change and never
+    changes one, so the view stays right. A namespace's entries are those of its last listing (a pod gone
+    from the informer is dropped at the next)."""
+
+    def __init__(self) -> None:
+        self._by_namespace: dict[str, dict[int, tuple[Obj, PodView]]] = {}
+
+    def of(self, namespace: str, pods: Sequence[Obj]) -> list[tuple[Obj, PodView]]:
+        """``pods`` (the namespace's listing) with their views, in order."""
+        known = self._by_namespace.get(namespace) or {}
+        listed: dict[int, tuple[Obj, PodView]] = {}
+        for pod in pods:
+            entry = known.get(id(pod))
+            listed[id(pod)] = entry if entry is not None else (pod, pod_view(pod))
+        if listed:
+            self._by_namespace[namespace] = listed
+        else:
+            self._by_namespace.pop(namespace, None)
+        return list(listed.values())
+
+
+def calculate_status(rs: Obj, pods: Sequence[Obj], manage_error: BaseException | None, now: float,
+                     views: Sequence[PodView] | None = None) -> dict[str, Any]:
+    """``calculateStatus``: counts of the claimed active pods and the ReplicaFailure condition. ``views``: the
+    pods' :class:`PodView`s when the caller has them (else they are made here)."""
     spec = rs.get("spec") or {}
     status = dict(rs.get("status") or {})
     template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
@@ -154,22 +211,23 @@ def calculate_status(rs: Obj, pods: Sequence[Obj], manage_error: BaseException |
     status["conditions"] = conditions
     if not conditions:
         status.pop("conditions")
-    status.update(_counts(pods, template_labels, min_ready, now))
+    status.update(_counts([pod_view(p) for p in pods] if views is None else views, template_labels, min_ready, now))
     return {k: v for k, v in status.items() if v != 0 or k == "replicas"}  # the API omits the other zero counts
 
 
-def _counts(pods: Sequence[Obj], template_labels: Mapping[str, str], min_ready: int, now: float) -> dict[str, int]:
-    """replicas, fullyLabeledReplicas, readyReplicas and availableReplicas, in one pass over the pods (a
+def _counts(views: Sequence[PodView], template_labels: Mapping[str, str], min_ready: int,
+            now: float) -> dict[str, int]:
+    """replicas, fullyLabeledReplicas, readyReplicas and availableReplicas, in one pass over the pods' views (a
     ReplicaSet of hundreds of pods is counted at every sync)."""
     labeled = ready = available = 0
     wanted = template_labels.items()
-    for pod in pods:
-        labels = meta(pod).get("labels") or {}
+    for view in views:
+        labels = view.labels
         labeled += all(labels.get(k) == v for k, v in wanted)
-        if is_pod_ready(pod):
+        if view.ready:
             ready += 1
-            available += is_pod_available(pod, min_ready, now)
-    return {"replicas": len(pods), "fullyLabeledReplicas": labeled, "readyReplicas": ready,
+            available += view.available(min_ready, now)
+    return {"replicas": len(views), "fullyLabeledReplicas": labeled, "readyReplicas": ready,
             "availableReplicas": available}
 
 
@@ -208,6 +266,7 @@ class ReplicaSetController:
         self.pods = PodControl(self.client, self.recorder)
         self.expectations = Expectations(ctx.clock)
         self.wakeups = Wakeups()
+        self.pod_views = PodViews()
         self.rs_informer = ctx.manager.informer("replicasets")
         self.pod_informer = ctx.manager.informer("pods")
         self.pod_informer.add_event_handler(on_add=self._pod_added, on_update=self._pod_updated,
@@ -280,18 +339,34 @@ class ReplicaSetController:
         except ValueError as err:
             log.warning("replicaset %s has an invalid selector: %s", request.key, err)
             return Result()
-        pods = [p for p in self.pod_informer.lister().namespaced(request.namespace).list() if is_pod_active(p)]
-        pods = await RefManager(self.client, rs, "pods", selector).claim(pods)
+        listed = self.pod_views.of(request.namespace, self.pod_informer.lister().namespaced(request.namespace).list())
+        claimed = await self._claim(rs, selector, [(p, v) for p, v in listed if v.active])
+        pods = [p for p, _ in claimed]
         manage_error: BaseException | None = None
         if needs_sync and not is_being_deleted(rs):
             manage_error = await self._manage(rs, pods)
         now = self.clock.wall()
-        status = calculate_status(rs, pods, manage_error, now)
+        status = calculate_status(rs, pods, manage_error, now, [v for _, v in claimed])
         updated = await self._write_status(rs, status)
         if manage_error is not None:
             raise manage_error
         wait = next_available_in(pods, (updated.get("spec") or {}).get("minReadySeconds") or 0, now)
         return Result() if wait is None else Result(requeue_after=wait)
+
+    async def _claim(self, rs: Obj, selector: LabelSelector,
+                     active: list[tuple[Obj, PodView]]) -> list[tuple[Obj, PodView]]:
+        """:meth:`RefManager.claim` of the active pods, in order: a pod ``rs`` controls and selects is kept
+        as it would keep it, without a call; orphans and the pods it controls but no longer selects go
+        through it (adopted or released); pods another owner controls are left."""
+        uid = meta(rs)["uid"]
+        manager = RefManager(self.client, rs, "pods", selector)
+        claimed = []
+        for pod, view in active:
+            if view.controller_uid == uid and selector.matches(view.labels):
+                claimed.append((pod, view))
+            elif view.controller_uid in (None, uid) and await manager.claim([pod]):
+                claimed.append((pod, view))
+        return claimed
 
     async def _write_status(self, rs: Obj, status: dict[str, Any]) -> Obj:
         if not status_changed(rs, status):
