@@ -68,3 +68,28 @@ def test_new_content_of_a_missing_or_terminating_namespace_queues_the_namespace(
     ns.obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     gc.on_event(CMS, CachedEvent("ADDED", _version("y", 3), None))
     assert _queued(gc) == [f"{NS_PREFIX}default"]
+
+
+def test_a_dependent_is_looked_at_when_new_when_its_owner_references_change_or_when_being_deleted() -> None:
+    """An update that keeps a dependent's ownerReferences (a pod's binding or status write) queues nothing: its
+    owners were judged when the references were set, and an owner's deletion queues it."""
+    gc = _collector()
+    gc.on_event(CMS, CachedEvent("ADDED", _version("a", 2), None))
+    v1 = _version("d", 3, ("uid-a",))
+    gc.on_event(CMS, CachedEvent("ADDED", v1, None))
+    assert _queued(gc) == [v1.key]
+    v2 = _version("d", 4, ("uid-a",))
+    v2.obj["metadata"]["labels"] = {"changed": "yes"}
+    gc.on_event(CMS, CachedEvent("MODIFIED", v2, v1))
+    assert _queued(gc) == [] and gc.dependents == {"uid-a": {v1.key}}
+    v3 = _version("d", 5, ("uid-a",))
+    v3.obj["metadata"]["ownerReferences"][0]["blockOwnerDeletion"] = True
+    gc.on_event(CMS, CachedEvent("MODIFIED", v3, v2))
+    assert _queued(gc) == [v1.key]
+    v4 = _version("d", 6, ("uid-a",))
+    v4.obj["metadata"].update(ownerReferences=v3.obj["metadata"]["ownerReferences"],
+                              deletionTimestamp="2026-01-01T00:00:00Z")
+    gc.on_event(CMS, CachedEvent("MODIFIED", v4, v3))
+    assert _queued(gc) == [v1.key]
+    gc.on_event(CMS, CachedEvent("DELETED", _version("a", 7), _version("a", 2)))
+    assert _queued(gc) == [v1.key, f"{NS_PREFIX}default"]  # its owner went

@@ -139,7 +139,11 @@ class GarbageCollector:
             self._queue.put_nowait(key)
 
     def on_event(self, prefix: str, ev: CachedEvent) -> None:
-        """Cache listener: update the indexes and queue whatever this change may unblock."""
+        """Cache listener: update the indexes and queue whatever this change may unblock.
+
+        An object is looked at when it is being deleted, or when it names owners and it is new or its
+        ownerReferences changed (kube's graph builder): with the same references its owners were judged at
+        that change, and an owner's deletion queues its dependents (:meth:`_on_deleted`)."""
         cur = ev.cur
         meta = cur.meta
         if ev.type == "DELETED":
@@ -148,7 +152,8 @@ class GarbageCollector:
         prev = ev.prev
         old_meta = prev.meta if prev is not None else None
         self._index(cur.key, old_meta, meta)
-        if meta.get("deletionTimestamp") or meta.get("ownerReferences"):
+        refs = meta.get("ownerReferences")
+        if meta.get("deletionTimestamp") or (refs and (old_meta is None or old_meta.get("ownerReferences") != refs)):
             self.enqueue(cur.key)
         if old_meta is None:
             if cur.namespace:  # new content of a namespace that may be terminating (it raced the deletion)
