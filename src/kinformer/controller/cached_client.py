@@ -135,11 +135,17 @@ class CachedClient:
         """The Manager's informers of ``resource`` that can hold an object of ``namespace`` (None: any), with
         their keys (filter included)."""
         info = await self._resolve(resource)
+        name, plural = str(resource), getattr(info, "plural", None)
+        resolved = self._resolved
         found = []
         for key, informer in self._manager.factory.informers_by_key().items():
-            if key.covers_namespace(namespace) and (key.resource == str(resource)
-                                                    or await self._resolve(key.resource) == info):
-                found.append((key, informer))
+            if not key.covers_namespace(namespace):
+                continue
+            if key.resource != name:  # another spelling may name the same resource; most name another one
+                other = resolved.get(key.resource) or await self._resolve(key.resource)
+                if other is not info and (other.plural != plural or other != info):
+                    continue
+            found.append((key, informer))
         return found
 
     async def _find_informer(self, resource: Any) -> Any:
