@@ -27,9 +27,11 @@ TERMINAL = ("Succeeded", "Failed")
 
 def selects(service: Obj, pod: Obj) -> bool:
     """Whether ``service``'s selector (non-empty) matches ``pod``'s labels."""
-    selector = (service.get("spec") or {}).get("selector") or {}
+    selector = (service.get("spec") or {}).get("selector")
+    if not selector:  # (such as the default "kubernetes" service: the pod's labels are not read)
+        return False
     labels = (pod.get("metadata") or {}).get("labels") or {}
-    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+    return all(labels.get(k) == v for k, v in selector.items())
 
 
 def services_selecting(list_services: Callable[[str], Iterable[Obj]]) -> Callable[[Obj], list[Request]]:
