@@ -627,6 +627,21 @@ async def test_metrics_endpoint(http):
     assert 'apiserver_request_total{code="404",resource="configmaps",verb="GET"} 1.0' in text
 
 
+async def test_metrics_count_a_path_the_same_way_every_time(http, monkeypatch):
+    """Each path's resource is parsed once and remembered (a bounded memo): repeats and a full memo count alike."""
+    monkeypatch.setattr("kinformer.server.app.Metrics.PATH_MEMO", 2)
+    for name in ("a", "b", "c"):
+        await call(http, "POST", CM, cm(name))
+        await call(http, "GET", f"{CM}/{name}")
+        async with http.get(f"{CM}?watch=1&timeoutSeconds=1&resourceVersion=0") as r:
+            await r.read()
+    async with http.get("/metrics") as r:
+        text = await r.text()
+    assert 'apiserver_request_total{code="201",resource="configmaps",verb="POST"} 3.0' in text
+    assert 'apiserver_request_total{code="200",resource="configmaps",verb="GET"} 3.0' in text
+    assert 'apiserver_request_total{code="200",resource="configmaps",verb="WATCH"} 3.0' in text
+
+
 async def test_a_bare_watch_path_is_a_404_and_counted(http):
     code, body, _ = await call(http, "GET", "/api/v1/watch")  # no resource after /watch
     assert code == 404 and body["kind"] == "Status"
@@ -818,6 +833,23 @@ async def test_custom_resource_without_status_subresource_bumps_generation_on_st
                            ctype="application/merge-patch+json")
     assert code == 200 and obj["status"] == {"ready": True}
     assert obj["metadata"]["generation"] == 2
+
+
+async def test_a_custom_resource_path_follows_its_crd_while_the_server_remembers_resolved_paths(server, http):
+    """Resolved paths are remembered per registry revision: a CRD's path is served once it is established and
+    answers 404 again once the CRD is gone, however often it was resolved meanwhile."""
+    path = "/apis/example.com/v1/namespaces/default/gadgets"
+    assert (await call_json(http, "GET", path))[0] == 404
+    crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    assert (await call_json(http, "POST", crd, _crd_without_status_subresource()))[0] == 201
+    for _ in range(3):
+        assert (await call_json(http, "GET", path))[0] == 200
+    assert (await call_json(http, "DELETE", f"{crd}/gadgets.example.com"))[0] == 200
+
+    async def gone() -> bool:
+        return (await call_json(http, "GET", path))[0] == 404
+
+    await wait_until(gone, what="the CRD's path answered 404")
 
 
 async def test_put_with_non_string_resource_version_is_400(server, http):

@@ -42,6 +42,7 @@ class Metrics:
     verbs, the served resources and the HTTP codes.
     """
 
+    PATH_MEMO = 4096
     BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
     def __init__(self) -> None:
@@ -51,21 +52,18 @@ class Metrics:
         self.registry.register(self)  # a collector: collect() yields the families
         self._counts: dict[tuple[str, str, int], int] = {}
         self._latencies: dict[str, list[float]] = {}  # verb -> [count per bucket (+Inf last)..., sum]
+        self._paths: dict[str, tuple[bool, str]] = {}  # rest -> (under watch/, resource): see _parse
 
     def record(self, request: web.Request, rest: str, code: int, start: float) -> None:
         """Count one request of the resource API (``rest`` is the path after the group/version)."""
         elapsed = time.perf_counter() - start
+        parsed = self._paths.get(rest)
+        if parsed is None:
+            parsed = self._parse(rest)
+        watch_path, resource = parsed
         method = request.method
-        if rest.startswith("watch/"):
-            watch = True
-            rest = rest[6:]
-        else:
-            watch = method == "GET" and "watch" in request.query_string and truthy(request.query.get("watch"))
-        if rest.startswith("namespaces/"):
-            parts = rest.split("/", 3)
-            resource = parts[2] if len(parts) >= 3 else "namespaces"
-        else:
-            resource = rest.partition("/")[0]
+        watch = watch_path or (method == "GET" and "watch" in request.query_string
+                               and truthy(request.query.get("watch")))
         verb = "WATCH" if watch else method
         key = (verb, resource, code)
         counts = self._counts
@@ -76,6 +74,21 @@ class Metrics:
                 hist = self._latencies[verb] = [0.0] * (len(self.BUCKETS) + 2)
             hist[bisect_left(self.BUCKETS, elapsed)] += 1
             hist[-1] += elapsed
+
+    def _parse(self, rest: str) -> tuple[bool, str]:
+        """(under ``watch/``, the resource) of a path after the group/version, remembered (at most
+        :data:`PATH_MEMO` paths, forgotten all at once beyond)."""
+        watch_path = rest.startswith("watch/")
+        path = rest[6:] if watch_path else rest
+        if path.startswith("namespaces/"):
+            parts = path.split("/", 3)
+            resource = parts[2] if len(parts) >= 3 else "namespaces"
+        else:
+            resource = path.partition("/")[0]
+        if len(self._paths) >= self.PATH_MEMO:
+            self._paths.clear()
+        parsed = self._paths[rest] = (watch_path, resource)
+        return parsed
 
     def collect(self) -> Iterator[Any]:
         """The Prometheus families (the registry's collector protocol)."""

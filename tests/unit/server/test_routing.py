@@ -125,3 +125,27 @@ async def test_every_request_passes_the_chain_even_without_a_route() -> None:
         codes.append((await (await router.resolve(request)).handler(request)).status)
     assert codes == [200, 404, 405]
     assert seen == ["GET /healthz", "GET /nothing", "POST /healthz"]
+
+
+async def test_a_resolved_path_is_remembered_not_matched_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    app = _app()
+    path = "/api/v1/namespaces/default/configmaps"
+    first = await app.router.resolve(make_mocked_request("POST", path, app=app))
+    first["rest"] = "changed"  # a request's match info is its own: the memo keeps the path's match
+
+    def matched_again(self: ResourceRouter, path: str) -> None:
+        raise AssertionError("matched again")
+
+    monkeypatch.setattr(ResourceRouter, "_fast_match", matched_again)
+    again = await app.router.resolve(make_mocked_request("GET", path, app=app))
+    assert again.handler is _handler and dict(again) == {"version": "v1", "rest": "namespaces/default/configmaps"}
+    assert again is not first
+
+
+async def test_the_memo_of_paths_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("kinformer.server.endpoints.routing.MATCH_MEMO", 2)
+    app = _app()
+    for name in ("a", "b", "c", "d", "e"):
+        request = make_mocked_request("GET", f"/api/v1/namespaces/default/configmaps/{name}", app=app)
+        assert (await app.router.resolve(request))["rest"] == f"namespaces/default/configmaps/{name}"
+        assert len(app.router._matched) <= 2

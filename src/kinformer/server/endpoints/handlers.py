@@ -36,6 +36,7 @@ from .watch import WatchHandlers
 __all__ = ["MAX_BODY", "ResourceAPI", "truthy"]
 
 _LOG = frozenset({"log"})
+TARGET_MEMO = 4096  # resolved paths ResourceAPI remembers
 
 
 class ResourceAPI(WatchHandlers, PodSubresources):
@@ -53,10 +54,26 @@ class ResourceAPI(WatchHandlers, PodSubresources):
         self.closing = asyncio.Event()
         #: the simulated kubelets' logs (``APIServer(nodes=N)``); None: pods/log is not served
         self.pod_logs: PodLogSource | None = None
+        self._targets: dict[tuple[str, str, str, bool], Target] = {}
+        self._targets_revision = registry.revision
 
     def resolve(self, group: str, version: str, rest: str) -> Target:
-        served = _LOG if self.pod_logs is not None else frozenset()
-        return resolve_target(self.registry, group, version, rest, served)
+        """The :class:`Target` of a path (:func:`.routing.resolve_target`), remembered for the registry's
+        revision (at most :data:`TARGET_MEMO` paths, forgotten all at once beyond): a path resolves the same
+        way until a CRD comes or goes. A path that does not resolve raises each time, never remembered."""
+        logs = self.pod_logs is not None
+        key = (group, version, rest, logs)
+        targets = self._targets
+        if self._targets_revision != self.registry.revision:
+            targets.clear()
+            self._targets_revision = self.registry.revision
+        t = targets.get(key)
+        if t is None:
+            t = resolve_target(self.registry, group, version, rest, _LOG if logs else frozenset())
+            if len(targets) >= TARGET_MEMO:
+                targets.clear()
+            targets[key] = t
+        return t
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         mi = request.match_info

@@ -19,12 +19,15 @@ from ..machinery import status as st
 from ..registry.resources import GENERIC_SUBRESOURCES, Registry, ResourceInfo
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+MATCH_MEMO = 4096  # paths whose catch-all match ResourceRouter remembers
 Middleware = Callable[..., Awaitable[web.StreamResponse]]  # (request, handler=...) -> response
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class Target:
-    """What a request addresses: a resource, optionally a namespace, an object and a subresource."""
+    """What a request addresses: a resource, optionally a namespace, an object and a subresource.
+
+    Frozen: one is shared by every request of its path (:meth:`.handlers.ResourceAPI.resolve`)."""
 
     info: ResourceInfo
     namespace: str
@@ -125,7 +128,9 @@ class ResourceRouter(web.UrlDispatcher):
     Invariant: :meth:`resolve` answers what aiohttp's walk answers; anything it cannot decide cheaply (a
     possible match of another route, sub-applications, routes of other kinds) is left to that walk. With a
     ``chain`` (:meth:`behind`), a path without a route (404) or without the method (405) is answered through
-    the chain too.
+    the chain too. A path the catch-all matched is remembered with its match (at most :data:`MATCH_MEMO`
+    paths, forgotten all at once beyond, and at each :meth:`freeze`): the routes cannot change once frozen,
+    so the same path matches the same way again.
     """
 
     def __init__(self, chain: Middleware | None = None) -> None:
@@ -134,6 +139,7 @@ class ResourceRouter(web.UrlDispatcher):
         self._exact: dict[str, dict[str, web.AbstractRoute]] = {}  # path -> method -> route
         # (path prefix, catch-all route, its pattern, [(prefix + "/", other route's exact path or pattern)])
         self._fast: list[tuple[str, web.AbstractRoute, re.Pattern[str], dict[str, list[tuple[str, Any]]]]] = []
+        self._matched: dict[str, tuple[dict[str, str], web.AbstractRoute]] = {}  # path -> catch-all's match
 
     def behind(self, handler: Any) -> Any:
         """``handler`` run through the chain (the router's middleware): what a route is registered with."""
@@ -143,7 +149,7 @@ class ResourceRouter(web.UrlDispatcher):
 
     def freeze(self) -> None:
         super().freeze()
-        self._exact, self._fast = {}, []
+        self._exact, self._fast, self._matched = {}, [], {}
         index: dict[str, list[web.AbstractResource]] = {}  # as aiohttp indexes the resources
         for res in self.resources():
             if type(res) not in (web.PlainResource, web.DynamicResource):
@@ -175,27 +181,38 @@ class ResourceRouter(web.UrlDispatcher):
 
     async def resolve(self, request: web.Request) -> web.UrlMappingMatchInfo:
         path = request.rel_url.path_safe
+        matched = self._matched.get(path)
+        if matched is not None:
+            return web.UrlMappingMatchInfo(*matched)  # copies the match: the memo's stays as it is
         exact = self._exact.get(path)
         if exact is not None:
             route = exact.get(request.method) or exact.get("*")
             if route is not None:
                 return web.UrlMappingMatchInfo({}, route)
         elif "%" not in path:
-            for prefix, route, pattern, shadows in self._fast:
-                if path.startswith(prefix):
-                    for shadow_prefix, shadow in shadows.get(_head(path, len(prefix)), ()):
-                        if (path.startswith(shadow_prefix) or path == shadow_prefix[:-1]) and (
-                                path == shadow if type(shadow) is str else shadow.fullmatch(path) is not None):
-                            break  # another route may match: aiohttp decides
-                    else:
-                        match = pattern.fullmatch(path)
-                        if match is not None:
-                            return web.UrlMappingMatchInfo(match.groupdict(), route)
-                    break
+            matched = self._fast_match(path)
+            if matched is not None:
+                if len(self._matched) >= MATCH_MEMO:
+                    self._matched.clear()
+                self._matched[path] = matched
+                return web.UrlMappingMatchInfo(*matched)
         found = await super().resolve(request)
         if self._chain is not None and isinstance(found, MatchInfoError):
             return _ChainedError(found.http_exception, self._chain)
         return found
+
+
+    def _fast_match(self, path: str) -> tuple[dict[str, str], web.AbstractRoute] | None:
+        """The catch-all route's match of ``path`` (and that route) when no other route may match it; else None."""
+        for prefix, route, pattern, shadows in self._fast:
+            if path.startswith(prefix):
+                for shadow_prefix, shadow in shadows.get(_head(path, len(prefix)), ()):
+                    if (path.startswith(shadow_prefix) or path == shadow_prefix[:-1]) and (
+                            path == shadow if type(shadow) is str else shadow.fullmatch(path) is not None):
+                        return None  # another route may match: aiohttp decides
+                match = pattern.fullmatch(path)
+                return (match.groupdict(), route) if match is not None else None
+        return None
 
 
 def _head(path: str, start: int) -> str:
