@@ -161,8 +161,7 @@ def build_app(api: ResourceAPI, registry: Registry, *, extra_routes: Iterable[we
     behind ``chain`` (:mod:`.filters.handlerchain`; by default one with no filter: errors as Status, metrics)."""
     metrics = Metrics()
     chain = chain or HandlerChain()
-    run_chain = chain.middleware(metrics)
-    router = ResourceRouter(run_chain)
+    router = ResourceRouter(chain.wrapper(metrics))
     with warnings.catch_warnings():  # aiohttp deprecates a router of one's own, but still takes it
         warnings.simplefilter("ignore", DeprecationWarning)
         # No aiohttp middleware: each route's handler runs the chain itself (ResourceRouter.behind), which

@@ -105,15 +105,18 @@ async def test_the_resource_api_is_found_without_the_walk(monkeypatch: pytest.Mo
 async def test_every_request_passes_the_chain_even_without_a_route() -> None:
     seen: list[str] = []
 
-    async def chain(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-                    ) -> web.StreamResponse:
-        seen.append(f"{request.method} {request.path}")
-        try:
-            return await handler(request)
-        except web.HTTPException as e:
-            return web.Response(status=e.status, text="from the chain")
+    def wrap(handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+             ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def chain(request: web.Request) -> web.StreamResponse:
+            seen.append(f"{request.method} {request.path}")
+            try:
+                return await handler(request)
+            except web.HTTPException as e:
+                return web.Response(status=e.status, text="from the chain")
 
-    router = ResourceRouter(chain)
+        return chain
+
+    router = ResourceRouter(wrap)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         app = web.Application(router=router)

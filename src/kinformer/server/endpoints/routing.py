@@ -20,7 +20,7 @@ from ..registry.resources import GENERIC_SUBRESOURCES, Registry, ResourceInfo
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 MATCH_MEMO = 4096  # paths whose catch-all match ResourceRouter remembers
-Middleware = Callable[..., Awaitable[web.StreamResponse]]  # (request, handler=...) -> response
+Wrapper = Callable[[Handler], Handler]  # a handler -> that handler behind the handler chain
 
 
 @dataclass(slots=True, frozen=True)
@@ -127,13 +127,14 @@ class ResourceRouter(web.UrlDispatcher):
 
     Invariant: :meth:`resolve` answers what aiohttp's walk answers; anything it cannot decide cheaply (a
     possible match of another route, sub-applications, routes of other kinds) is left to that walk. With a
-    ``chain`` (:meth:`behind`), a path without a route (404) or without the method (405) is answered through
-    the chain too. A path the catch-all matched is remembered with its match (at most :data:`MATCH_MEMO`
-    paths, forgotten all at once beyond, and at each :meth:`freeze`): the routes cannot change once frozen,
-    so the same path matches the same way again.
+    ``chain`` (what wraps a handler in the handler chain, :meth:`.filters.handlerchain.HandlerChain.wrapper`;
+    :meth:`behind`), a path without a route (404) or without the method (405) is answered through the chain
+    too. A path the catch-all matched is remembered with its match (at most :data:`MATCH_MEMO` paths,
+    forgotten all at once beyond, and at each :meth:`freeze`): the routes cannot change once frozen, so the
+    same path matches the same way again.
     """
 
-    def __init__(self, chain: Middleware | None = None) -> None:
+    def __init__(self, chain: Wrapper | None = None) -> None:
         super().__init__()
         self._chain = chain
         self._exact: dict[str, dict[str, web.AbstractRoute]] = {}  # path -> method -> route
@@ -142,10 +143,10 @@ class ResourceRouter(web.UrlDispatcher):
         self._matched: dict[str, tuple[dict[str, str], web.AbstractRoute]] = {}  # path -> catch-all's match
 
     def behind(self, handler: Any) -> Any:
-        """``handler`` run through the chain (the router's middleware): what a route is registered with."""
+        """``handler`` run through the chain: what a route is registered with."""
         if self._chain is None:
             return handler
-        return functools.update_wrapper(functools.partial(self._chain, handler=handler), handler)
+        return functools.update_wrapper(self._chain(handler), handler)
 
     def freeze(self) -> None:
         super().freeze()
@@ -231,10 +232,10 @@ class _ChainedError(MatchInfoError):
 
     __slots__ = ("_chain",)
 
-    def __init__(self, http_exception: web.HTTPException, chain: Middleware) -> None:
+    def __init__(self, http_exception: web.HTTPException, chain: Wrapper) -> None:
         super().__init__(http_exception)
         self._chain = chain
 
     @property
     def handler(self) -> Handler:
-        return functools.partial(self._chain, handler=super().handler)
+        return self._chain(super().handler)

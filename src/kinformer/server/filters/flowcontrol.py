@@ -123,7 +123,9 @@ class PriorityLevel:
         if flow is None:
             flow = self._flows[key] = _Flow(key)
         seat = Seat(self, flow)
-        self._grant(seat)
+        seat.held = True  # as _grant, inline: this is every uncontended request's path
+        flow.inflight += 1
+        self.inflight += 1
         return seat
 
     async def acquire(self, key: str) -> Seat:
@@ -193,7 +195,9 @@ class PriorityLevel:
         self.inflight -= 1
         if self.queued:
             self._dispatch()
-        self._forget(flow)
+            self._forget(flow)
+        elif not flow.inflight and not flow.waits:  # as _forget, inline: nothing queued, so no queue
+            self._flows.pop(flow.key, None)
 
     def _dispatch(self) -> None:
         while self.inflight < self.seats and self.queued:

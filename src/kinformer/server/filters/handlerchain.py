@@ -21,8 +21,9 @@ control, as kube's ``probes`` flow schema puts them on the exempt priority level
 One coroutine running the filters and the handler one after the other, rather than one middleware per
 filter, saves a coroutine frame and a dispatch per filter and request; the refusal of each filter is a
 plain return, and what a request holds (a watch slot, a seat) is released in one ``finally``. The
-application registers no aiohttp middleware: each route's handler is wrapped in the chain
-(:meth:`~.endpoints.routing.ResourceRouter.behind`), and so is the answer to a path without a route.
+application registers no aiohttp middleware: each route's handler is wrapped in a chain of its own
+(:meth:`HandlerChain.wrapper`, :meth:`~.endpoints.routing.ResourceRouter.behind`), called with the request
+alone, and so is the answer to a path without a route.
 """
 
 from __future__ import annotations
@@ -89,8 +90,9 @@ class HandlerChain:
         self.flow_control = flow_control
         self.authorizer = authorizer
 
-    def middleware(self, metrics: Metrics | None = None) -> Callable[..., Awaitable[web.StreamResponse]]:
-        """The aiohttp middleware (``metrics``: where the resource API's requests are recorded)."""
+    def wrapper(self, metrics: Metrics | None = None) -> Callable[[Handler], Handler]:
+        """What wraps a route's handler in the chain: ``wrapper(metrics)(handler)`` is the handler behind the
+        filters (``metrics``: where the resource API's requests are recorded)."""
         host_check, authenticator, impersonate = self.host_check, self.authenticator, self.impersonate
         limits, flow_control, authorizer = self.limits, self.flow_control, self.authorizer
         turns = flow_control.turns if flow_control is not None else None
@@ -99,83 +101,86 @@ class HandlerChain:
         record = metrics.record if metrics is not None else None
         perf_counter = time.perf_counter
 
-        @web.middleware
-        async def chain(request: web.Request, handler: Handler) -> web.StreamResponse:
-            if host_check is not None:
-                refused = host_check(request)
-                if refused is not None:
-                    return refused
-            path = request.path
-            try:
-                user = authenticator.authenticate(request) if authenticator is not None else ANONYMOUS
-            except InvalidToken:
-                return unauthorized()
-            if user is None:
-                return unauthorized()
-            if impersonate is not None and asks_impersonation(request):
+        def wrap(handler: Handler) -> Handler:
+            async def chain(request: web.Request) -> web.StreamResponse:
+                if host_check is not None:
+                    refused = host_check(request)
+                    if refused is not None:
+                        return refused
+                path = request.path
                 try:
-                    user = await impersonate(request, user)
-                except st.StatusError as exc:
-                    return exc.response()
-            request[USER_KEY] = user
-            CURRENT_USER.set(user)
-            watch_key = None  # the client whose watch slot this request holds
-            level = seat = None  # the flow-control seat it holds
-            if not is_health(path):
-                key = None
-                if rate is not None:
-                    key = client_key(request, user)
-                    wait = rate.acquire(key)
-                    if wait > 0:
-                        return limits.too_many_requests(wait)  # type: ignore[union-attr]
-                if may_watch(request) and request_attributes(request).verb == "watch":
-                    if watches is not None:  # long-running: a watch slot, no seat of flow control
-                        key = key or client_key(request, user)
-                        if not watches.try_acquire(key):
-                            return limits.too_many_watches()  # type: ignore[union-attr]
-                        watch_key = key
-                elif flow_control is not None:
-                    level, flow = flow_control.classify(request, key, user)
-                    if not turns.try_start():  # type: ignore[union-attr]
-                        try:
-                            await turns.wait(flow)  # type: ignore[union-attr]
-                        except TurnTimeout as e:
-                            return Rejected(f"Too many requests: {e}, please try again later.").response()
-                    seat = level.try_acquire(flow)
-                    if seat is None:
-                        try:
-                            seat = await level.acquire(flow)
-                        except Rejected as e:
-                            return e.response()
-                    seat_context.set(seat)  # not reset: the request's task ends with it (see seat_context)
-            try:
-                if authorizer is not None and SUPERUSER_GROUP not in user.groups:
-                    attrs = request_attributes(request)
-                    allowed, reason = await authorize_fresh(authorizer, user, attrs)
-                    if not allowed:
-                        return forbidden(user, attrs, reason).response()
-                    if attrs.api_group == RBAC_GROUP and attrs.verb in ("create", "update", "patch"):
-                        await authorizer.refresh()  # escalation checks judge the writer's rules as the store has them
-                rest = request.match_info.get("rest") if record is not None else None
-                start = perf_counter()
-                code = 500
-                try:
+                    user = authenticator.authenticate(request) if authenticator is not None else ANONYMOUS
+                except InvalidToken:
+                    return unauthorized()
+                if user is None:
+                    return unauthorized()
+                if impersonate is not None and asks_impersonation(request):
                     try:
-                        resp = await handler(request)
-                    except Exception as e:
-                        mapped = status_of(request, e)
-                        if mapped is None:
-                            raise
-                        resp = mapped
-                    code = resp.status
-                    return resp
+                        user = await impersonate(request, user)
+                    except st.StatusError as exc:
+                        return exc.response()
+                request[USER_KEY] = user
+                CURRENT_USER.set(user)
+                watch_key = None  # the client whose watch slot this request holds
+                level = seat = None  # the flow-control seat it holds
+                if not is_health(path):
+                    key = None
+                    if rate is not None:
+                        key = client_key(request, user)
+                        wait = rate.acquire(key)
+                        if wait > 0:
+                            return limits.too_many_requests(wait)  # type: ignore[union-attr]
+                    if may_watch(request) and request_attributes(request).verb == "watch":
+                        if watches is not None:  # long-running: a watch slot, no seat of flow control
+                            key = key or client_key(request, user)
+                            if not watches.try_acquire(key):
+                                return limits.too_many_watches()  # type: ignore[union-attr]
+                            watch_key = key
+                    elif flow_control is not None:
+                        level, flow = flow_control.classify(request, key, user)
+                        if not turns.try_start():  # type: ignore[union-attr]
+                            try:
+                                await turns.wait(flow)  # type: ignore[union-attr]
+                            except TurnTimeout as e:
+                                return Rejected(f"Too many requests: {e}, please try again later.").response()
+                        seat = level.try_acquire(flow)
+                        if seat is None:
+                            try:
+                                seat = await level.acquire(flow)
+                            except Rejected as e:
+                                return e.response()
+                        seat_context.set(seat)  # not reset: the request's task ends with it (see seat_context)
+                try:
+                    if authorizer is not None and SUPERUSER_GROUP not in user.groups:
+                        attrs = request_attributes(request)
+                        allowed, reason = await authorize_fresh(authorizer, user, attrs)
+                        if not allowed:
+                            return forbidden(user, attrs, reason).response()
+                        if attrs.api_group == RBAC_GROUP and attrs.verb in ("create", "update", "patch"):
+                            # escalation checks judge the writer's rules as the store has them
+                            await authorizer.refresh()
+                    rest = request.match_info.get("rest") if record is not None else None
+                    start = perf_counter()
+                    code = 500
+                    try:
+                        try:
+                            resp = await handler(request)
+                        except Exception as e:
+                            mapped = status_of(request, e)
+                            if mapped is None:
+                                raise
+                            resp = mapped
+                        code = resp.status
+                        return resp
+                    finally:
+                        if rest is not None:
+                            record(request, rest, code, start)  # type: ignore[misc]
                 finally:
-                    if rest is not None:
-                        record(request, rest, code, start)  # type: ignore[misc]
-            finally:
-                if watch_key is not None:
-                    watches.release(watch_key)  # type: ignore[union-attr]
-                if seat is not None:
-                    level.release(seat)  # type: ignore[union-attr]
+                    if watch_key is not None:
+                        watches.release(watch_key)  # type: ignore[union-attr]
+                    if seat is not None:
+                        level.release(seat)  # type: ignore[union-attr]
 
-        return chain
+            return chain
+
+        return wrap

@@ -57,8 +57,11 @@ class TurnBudget:
     def try_start(self) -> bool:
         """Whether a request may start now (counted as started); False: it must :meth:`wait`."""
         now = self.timer()
-        if not self._turn_open:
-            self._open(now)
+        if not self._turn_open:  # as _open, inline: the first request of a turn, most often the only one
+            self._turn_open = True
+            self._start = now
+            self._started = 0
+            asyncio.get_running_loop().call_soon(self._next_turn, context=self._context)
         elif now - self._start >= self.budget:
             return False
         if self.waiting or self._woken:
