@@ -149,6 +149,24 @@ async def test_try_acquire_takes_a_free_seat_only_when_nobody_queues() -> None:
     assert (level.inflight, level.queued, level.flow_inflight("b")) == (0, 0, 0)
 
 
+async def test_an_uncontended_seat_keeps_its_flow_only_while_held_or_waiting() -> None:
+    level = PriorityLevel("test", 2)
+    first, second = level.try_acquire("a"), level.try_acquire("a")
+    assert first is not None and second is not None and level.flow_inflight("a") == 2
+    level.release(first)
+    level.release(first)  # released once only
+    assert (level.inflight, level.flow_inflight("a")) == (1, 1)
+    level.release(second)
+    assert (level.inflight, level._flows) == (0, {})  # the idle flow is dropped
+    seat = level.try_acquire("a")
+    assert seat is not None
+    seat_context.set(seat)
+    async with seat_released():  # a flow waiting with its seat given back is kept
+        assert (level.inflight, list(level._flows)) == (0, ["a"])
+    level.release(seat)
+    assert (level.inflight, level._flows) == (0, {})
+
+
 def test_masters_are_exempt_from_the_shared_level() -> None:
     from types import SimpleNamespace
 
