@@ -37,6 +37,7 @@ __all__ = ["MAX_BODY", "ResourceAPI", "truthy"]
 
 _LOG = frozenset({"log"})
 TARGET_MEMO = 4096  # resolved paths ResourceAPI remembers
+_ASK = object()  # a remembered target whose storage target is asked of the conversion at each request
 
 
 class ResourceAPI(WatchHandlers, PodSubresources):
@@ -54,32 +55,45 @@ class ResourceAPI(WatchHandlers, PodSubresources):
         self.closing = asyncio.Event()
         #: the simulated kubelets' logs (``APIServer(nodes=N)``); None: pods/log is not served
         self.pod_logs: PodLogSource | None = None
-        self._targets: dict[tuple[str, str, str, bool], Target] = {}
+        self._targets: dict[tuple[str, str, str, bool], tuple[Target, Any, Any]] = {}  # see _resolved
         self._targets_revision = registry.revision
 
     def resolve(self, group: str, version: str, rest: str) -> Target:
-        """The :class:`Target` of a path (:func:`.routing.resolve_target`), remembered for the registry's
-        revision (at most :data:`TARGET_MEMO` paths, forgotten all at once beyond): a path resolves the same
-        way until a CRD comes or goes. A path that does not resolve raises each time, never remembered."""
+        """The :class:`Target` of a path (:func:`.routing.resolve_target`); a path that does not resolve raises."""
+        return self._resolved(group, version, rest)[0]
+
+    def _resolved(self, group: str, version: str, rest: str) -> tuple[Target, Any]:
+        """(the :class:`Target` of a path, its storage target): remembered for the registry's revision (at most
+        :data:`TARGET_MEMO` paths, forgotten all at once beyond), as a path resolves the same way until a CRD
+        comes or goes. A path that does not resolve raises each time, never remembered.
+
+        The storage target (:meth:`.schema.conversion.Conversion.storage_target`, None: served as stored) is
+        remembered with a built-in resource's target, for the conversion it was asked of; :data:`_ASK` for
+        a custom resource's, whose conversion webhook its CRD's object decides at each request."""
         logs = self.pod_logs is not None
         key = (group, version, rest, logs)
         targets = self._targets
         if self._targets_revision != self.registry.revision:
             targets.clear()
             self._targets_revision = self.registry.revision
-        t = targets.get(key)
-        if t is None:
+        found = targets.get(key)
+        if found is None or found[2] is not self.conversion:
             t = resolve_target(self.registry, group, version, rest, _LOG if logs else frozenset())
+            conversion = self.conversion
+            storage_t = _ASK if not t.info.builtin else (
+                conversion.storage_target(t) if conversion is not None else None)
             if len(targets) >= TARGET_MEMO:
                 targets.clear()
-            targets[key] = t
-        return t
+            found = targets[key] = (t, storage_t, conversion)
+        return found[0], found[1]
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    def handle(self, request: web.Request) -> Awaitable[web.StreamResponse]:
+        """The resource API's handler (behind the handler chain, which awaits what it returns): a plain
+        function, so a request awaits the serving handler's coroutine only, not one of this one around it."""
         mi = request.match_info
         group = mi.get("group", "")
         version = mi.get("version", "v1")
-        t = self.resolve(group, version, mi["rest"])
+        t, storage_t = self._resolved(group, version, mi["rest"])
         method = request.method
         if t.watch and method != "GET":
             # kube-apiserver serves only GET under /watch/; authorization sees the verb watch there whatever
@@ -88,10 +102,11 @@ class ResourceAPI(WatchHandlers, PodSubresources):
         q = request.query
         check_verb(t, request_verb(method, t, truthy(q.get("watch"))))
         conversion = self.conversion
-        storage_t = conversion.storage_target(t) if conversion is not None else None
+        if storage_t is _ASK:
+            storage_t = conversion.storage_target(t) if conversion is not None else None
         if conversion is not None and storage_t is not None:
-            return await conversion.serve(request, t, storage_t, self._dispatch, self.update, self._current)
-        return await self._dispatch(request, t)
+            return conversion.serve(request, t, storage_t, self._dispatch, self.update, self._current)
+        return self._dispatch(request, t)
 
     async def _current(self, t: Target) -> dict[str, Any]:
         obj, _ = await self.store.read(t.info, t.namespace, t.name)
