@@ -424,3 +424,26 @@ async def test_a_server_started_again_serves_what_it_stored_and_no_listener_of_i
             kept.append(sorted(n for n in names if n.startswith("run-")))
     assert listening[0] == listening[1] == listening[2], listening
     assert kept == [["run-0"], ["run-0", "run-1"], ["run-0", "run-1", "run-2"]]
+
+
+async def test_foreground_owner_goes_once_its_last_blocking_dependent_unblocks(server, http):
+    """kube's graph builder: a dependent dropping blockOwnerDeletion lets the owner waiting on it go."""
+    code, owner = await call(http, "POST", CM, {"metadata": {"name": "owner"}})
+    assert code == 201
+    code, dep = await call(http, "POST", CM, {"metadata": {
+        "name": "dep", "finalizers": ["example.com/hold"], "ownerReferences": [ref(owner, blockOwnerDeletion=True)]}})
+    assert code == 201
+    await settle(server, dep["metadata"]["resourceVersion"])
+    code, _ = await call(http, "DELETE", f"{CM}/owner", {"propagationPolicy": "Foreground"})
+    assert code == 200
+
+    async def dep_terminating() -> bool:
+        code, obj = await call(http, "GET", f"{CM}/dep")
+        return code == 200 and bool(obj["metadata"].get("deletionTimestamp"))
+    await wait_until(dep_terminating)
+    await server.gc.wait_idle(5.0)
+    assert (await call(http, "GET", f"{CM}/owner"))[0] == 200, "the owner went while a dependent blocked it"
+    code, _ = await call(http, "PATCH", f"{CM}/dep", {"metadata": {"ownerReferences": [ref(owner)]}},
+                         ctype="application/merge-patch+json")
+    assert code == 200
+    await wait_until(gone(http, f"{CM}/owner"))

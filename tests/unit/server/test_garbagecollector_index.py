@@ -93,3 +93,34 @@ def test_a_dependent_is_looked_at_when_new_when_its_owner_references_change_or_w
     assert _queued(gc) == [v1.key]
     gc.on_event(CMS, CachedEvent("DELETED", _version("a", 7), _version("a", 2)))
     assert _queued(gc) == [v1.key, f"{NS_PREFIX}default"]  # its owner went
+
+
+def test_an_owner_is_looked_at_when_a_dependent_stops_blocking_its_deletion() -> None:
+    """kube's addUnblockedOwnersToDeleteQueue: a reference whose blockOwnerDeletion goes from true to false, or
+    a blocking reference removed, queues its owner (a foreground deletion may be waiting on that dependent)."""
+    gc = _collector()
+    owner_a, owner_b = _version("a", 2), _version("b", 3)
+    for co in (owner_a, owner_b):
+        gc.on_event(CMS, CachedEvent("ADDED", co, None))
+    v1 = _version("d", 4, ("uid-a", "uid-b"))
+    for r in v1.obj["metadata"]["ownerReferences"]:
+        r["blockOwnerDeletion"] = True
+    gc.on_event(CMS, CachedEvent("ADDED", v1, None))
+    assert _queued(gc) == [v1.key]
+    v2 = _version("d", 5, ("uid-a", "uid-b"))
+    v2.obj["metadata"]["ownerReferences"][0]["blockOwnerDeletion"] = True
+    v2.obj["metadata"]["ownerReferences"][1]["blockOwnerDeletion"] = False  # b unblocked
+    gc.on_event(CMS, CachedEvent("MODIFIED", v2, v1))
+    assert _queued(gc) == [v1.key, owner_b.key]
+    v3 = _version("d", 6, ("uid-a", "uid-b"))
+    v3.obj["metadata"]["ownerReferences"][0]["blockOwnerDeletion"] = True
+    v3.obj["metadata"]["ownerReferences"][1]["apiVersion"] = "v2"  # changed, but b was not blocked
+    gc.on_event(CMS, CachedEvent("MODIFIED", v3, v2))
+    assert _queued(gc) == [v1.key]
+    v4 = _version("d", 7, ("uid-b",))  # the blocking reference to a removed
+    gc.on_event(CMS, CachedEvent("MODIFIED", v4, v3))
+    assert _queued(gc) == [v1.key, owner_a.key]
+    v5 = _version("d", 8, ("uid-b",))
+    v5.obj["metadata"]["ownerReferences"][0]["blockOwnerDeletion"] = True
+    gc.on_event(CMS, CachedEvent("MODIFIED", v5, v4))  # blocking again: no owner is unblocked
+    assert _queued(gc) == [v1.key]

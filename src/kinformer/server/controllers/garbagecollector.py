@@ -58,6 +58,21 @@ def _owners_of(meta: Mapping[str, Any]) -> AbstractSet[str]:
     return {r["uid"] for r in refs if isinstance(r, Mapping) and r.get("uid")}
 
 
+def _blocked(meta: Mapping[str, Any]) -> AbstractSet[str]:
+    """The owner uids whose deletion the object of metadata ``meta`` blocks (``blockOwnerDeletion: true``)."""
+    return {r["uid"] for r in meta.get("ownerReferences") or () if isinstance(r, Mapping) and r.get("uid")
+            and r.get("blockOwnerDeletion") is True}
+
+
+def _unblocked(old_meta: Mapping[str, Any], meta: Mapping[str, Any]) -> AbstractSet[str]:
+    """The owner uids the object blocked in ``old_meta`` and no longer blocks in ``meta``: references removed or
+    whose ``blockOwnerDeletion`` went from true to false or absent (kube's addUnblockedOwnersToDeleteQueue)."""
+    if old_meta.get("ownerReferences") == meta.get("ownerReferences"):
+        return _NO_OWNERS
+    was = _blocked(old_meta)
+    return was - _blocked(meta) if was else _NO_OWNERS
+
+
 class GarbageCollector:
     """Owner/dependent bookkeeping from the cache's events plus one worker that finishes deletions."""
 
@@ -143,7 +158,9 @@ class GarbageCollector:
 
         An object is looked at when it is being deleted, or when it names owners and it is new or its
         ownerReferences changed (kube's graph builder): with the same references its owners were judged at
-        that change, and an owner's deletion queues its dependents (:meth:`_on_deleted`)."""
+        that change, and an owner's deletion queues its dependents (:meth:`_on_deleted`). An owner is looked at
+        again when a dependent stops naming it, or stops blocking its deletion (``blockOwnerDeletion`` true to
+        false): an owner deleting its dependents in the foreground may be waiting on that one alone."""
         cur = ev.cur
         meta = cur.meta
         if ev.type == "DELETED":
@@ -161,13 +178,13 @@ class GarbageCollector:
                 ns = bucket.objects.get(NS_PREFIX + cur.namespace) if bucket is not None else None
                 if ns is None or ns.meta.get("deletionTimestamp"):
                     self.enqueue(NS_PREFIX + cur.namespace)
-        elif old_meta.get("ownerReferences") or meta.get("ownerReferences"):
+        elif old_meta.get("ownerReferences") or refs:
             old_owners = _owners_of(old_meta)
-            if old_owners != _owners_of(meta):
-                for owner in old_owners:
-                    owner_key = self.uid_to_key.get(owner)
-                    if owner_key is not None:
-                        self.enqueue(owner_key)
+            left = old_owners - _owners_of(meta) if old_owners else _NO_OWNERS
+            for owner in left | _unblocked(old_meta, meta):
+                owner_key = self.uid_to_key.get(owner)
+                if owner_key is not None:
+                    self.enqueue(owner_key)
 
     def _on_deleted(self, prefix: str, key: str, namespace: str, meta: Mapping[str, Any]) -> None:
         self._index(key, meta, None)
