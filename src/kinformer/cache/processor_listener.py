@@ -24,7 +24,8 @@ Invariants:
   object; a tombstone without one is delivered). A rejected notification takes no buffer entry, wakes nobody
   and is not counted in ``pending``, ``processed`` or ``initial_pending``. An ``accepts`` that raises is logged
   and counted (``accept_errors``, written by the loop only, as ``errors`` is by the deliverer only; a
-  registration's ``errors`` is their sum) and the notification is delivered.
+  registration's ``errors`` is their sum) and the notification is delivered. A notification of a kind the
+  handler has no callback for is not judged: it is dropped there (the handler would do nothing with it).
 
 Callbacks run on a worker thread must treat cached objects as read-only and must not touch asyncio objects
 of the informer's loop except through ``loop.call_soon_threadsafe``.
@@ -258,6 +259,8 @@ class ProcessorListener:
         accepts = self.accepts
         assert accepts is not None
         kind, obj, new = note.kind, note.obj, note.new
+        if self.callbacks[kind].fn is None:
+            return False
         if kind is UPDATE:
             return bool(accepts(obj) or (new is not obj and accepts(new)))
         if kind is DELETE and isinstance(obj, DeletedFinalStateUnknown):

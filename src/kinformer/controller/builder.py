@@ -12,13 +12,13 @@ What the controller writes is declared with ``.writes_status()``, ``.finalizer()
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kinformer.controller import metrics
 from kinformer.controller.controller import Controller
-from kinformer.controller.handlers import Accepts, MapFunc, owned_by, owner_mapper, request_for_object
+from kinformer.controller.handlers import EVENTS, Accepts, MapFunc, owned_by, owner_mapper, request_for_object
 from kinformer.controller.predicates import Predicate
 from kinformer.controller.reconcile import ObjectReconciler, ReconcilerLike, Request
 from kinformer.meta import Object
@@ -59,6 +59,7 @@ class _Watch:
     options: dict[str, Any] = field(default_factory=dict)
     informer: SharedIndexInformer | None = None
     accepts: Accepts | None = None  # the handler's filter before buffering (owns: its owner's kind, at build)
+    events: Collection[str] = EVENTS  # the informer events handled
 
 
 class Builder:
@@ -107,12 +108,16 @@ class Builder:
         return self
 
     def watches(self, resource: str | type, *predicates: Predicate, mapper: MapFunc | None = None,
-                accepts: Accepts | None = None, **informer_options: Any) -> Builder:
+                accepts: Accepts | None = None, events: Collection[str] = EVENTS, **informer_options: Any) -> Builder:
         """Any resource, mapped to Requests by ``mapper`` (keyword-only; default: the object itself).
         ``accepts`` as for :meth:`for_`: it must accept every object ``mapper`` maps to something
-        (:func:`~kinformer.controller.handlers.maps_any` makes one of the mapper itself)."""
+        (:func:`~kinformer.controller.handlers.maps_any` makes one of the mapper itself). ``events``: the
+        informer events handled (of ``add``, ``update``, ``delete``: client-go's handler funcs given, e.g.
+        ``("delete",)`` for a DeleteFunc alone); the others are dropped before ``accepts`` judges them."""
+        if not set(events) <= set(EVENTS):
+            raise ValueError(f"events must be among {EVENTS}, not {tuple(events)}")
         self._watches.append(self._watch(_Watch(_spelled(resource), mapper or request_for_object, predicates,
-                                                options=informer_options, accepts=accepts)))
+                                                options=informer_options, accepts=accepts, events=events)))
         return self
 
     def writes_status(self) -> Builder:
@@ -228,6 +233,7 @@ class Builder:
                                       controller_only=w.controller_only)
                 accepts = owned_by(primary.group, primary.kind, controller_only=w.controller_only)
             assert w.informer is not None  # set by _watch when the watch was declared
-            ctrl.watch(w.informer, mapper, (*self._filters, *w.predicates), primary=w is self._for, accepts=accepts)
+            ctrl.watch(w.informer, mapper, (*self._filters, *w.predicates), primary=w is self._for, accepts=accepts,
+                       events=w.events)
         self.controller = ctrl
         return ctrl

@@ -24,7 +24,7 @@ import asyncio
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterable, Callable, Sequence
+from collections.abc import AsyncIterable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ from kinformer.aio import task_group
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.controller import metrics
 from kinformer.controller.cached_client import PendingWrite, track_writes, wait_for_writes
-from kinformer.controller.handlers import Accepts, EnqueueHandler, MapFunc, request_for_object
+from kinformer.controller.handlers import EVENTS, Accepts, EnqueueHandler, MapFunc, request_for_object
 from kinformer.controller.logcontext import context_logger, log_context, reconcile_context
 from kinformer.controller.predicates import Predicate
 from kinformer.controller.reconcile import (
@@ -127,17 +127,21 @@ class Controller:
 
     def watch(self, informer: SharedIndexInformer, mapper: MapFunc = request_for_object,
               predicates: Sequence[Predicate] = (), *, primary: bool = False,
-              accepts: Accepts | None = None) -> ResourceEventHandlerRegistration:
+              accepts: Accepts | None = None, events: Collection[str] = EVENTS) -> ResourceEventHandlerRegistration:
         """Enqueue ``mapper(obj)`` for the informer's events that pass every predicate; ``primary``: the
         informer whose objects an ObjectReconciler receives (default: the first one watched). ``accepts``
         filters the events before the handler is handed them (``add_event_handler(accepts=...)``): it must
-        accept every object whose events are to enqueue something."""
+        accept every object whose events are to enqueue something. ``events``: the informer events handled, of
+        ``add``, ``update`` and ``delete`` (client-go's handler funcs given; the others are neither judged nor
+        buffered)."""
         if primary or self.primary is None:
             self.primary = informer
         handler = EnqueueHandler(self.queue, mapper, predicates, self.stats.events,
                                  on_enqueue=self._remember_enqueuer if tracing.ENABLED else None)
         registration = informer.add_event_handler(
-            on_add=handler.on_add, on_update=handler.on_update, on_delete=handler.on_delete, accepts=accepts)
+            on_add=handler.on_add if "add" in events else None,
+            on_update=handler.on_update if "update" in events else None,
+            on_delete=handler.on_delete if "delete" in events else None, accepts=accepts)
         self._registrations.append(registration)
         return registration
 

@@ -21,6 +21,7 @@ from kinformer.workqueue.priority_queue import LOW_PRIORITY, PriorityQueue
 Obj = Mapping[str, Any]
 MapFunc = Callable[[Obj], Iterable[Request]]
 Accepts = Callable[[Any], bool]  # an informer handler's filter (``add_event_handler(accepts=...)``)
+EVENTS = ("add", "update", "delete")  # the informer events a watch handles unless told fewer
 
 
 class _Queue(Protocol):

@@ -83,10 +83,14 @@ async def test_a_batch_enqueued_at_once_reaches_an_async_handler_in_order() -> N
         listener.stop()
 
 
-def _offered(accepts: Any, *notes: Notification) -> ProcessorListener:
-    """A listener (never started) offered ``notes``: its buffer holds what ``accepts`` took."""
-    listener = ProcessorListener(callbacks_of(None, lambda obj: None, None, None), 0.0, FakeClock(), "filtered",
-                                 accepts)
+def _offered(accepts: Any, *notes: Notification, kinds: tuple[int, ...] = (ADD, UPDATE, DELETE)) -> ProcessorListener:
+    """A listener (never started, with callbacks for ``kinds``) offered ``notes``: its buffer holds what
+    ``accepts`` took."""
+    def noop(*_: Any) -> None:
+        return None
+
+    callbacks = [noop if kind in kinds else None for kind in (ADD, UPDATE, DELETE)]
+    listener = ProcessorListener(callbacks_of(None, *callbacks), 0.0, FakeClock(), "filtered", accepts)
     for note in notes:
         listener.offer(note)
     return listener
@@ -109,6 +113,21 @@ def test_accepts_judges_an_update_by_its_old_or_new_object_and_a_delete_by_the_t
     listener = _offered(wanted, *notes)
     assert list(listener.buffer) == [notes[i] for i in (0, 2, 3, 6, 8, 10)]
     assert listener.pending == 6 and listener.errors == 0
+
+
+def test_a_notification_the_handler_has_no_callback_for_is_dropped_unjudged() -> None:
+    """A handler of deletions alone (client-go's DeleteFunc) neither buffers nor judges adds and updates."""
+    judged: list[Any] = []
+
+    def wanted(obj: Any) -> bool:
+        judged.append(obj)
+        return True
+
+    notes = [Notification(ADD, {"a": 1}, None, True, 0.0), Notification(UPDATE, {"u": 1}, {"u": 2}, False, 0.0),
+             Notification(DELETE, {"d": 1}, None, False, 0.0)]
+    listener = _offered(wanted, *notes, kinds=(DELETE,))
+    assert list(listener.buffer) == [notes[2]] and judged == [{"d": 1}]
+    assert listener.initial_pending == 0 and listener.pending == 1
 
 
 def test_a_rejected_initial_add_is_not_waited_for_and_unfiltered_listeners_take_everything() -> None:

@@ -7,6 +7,8 @@ import asyncio
 import logging
 from collections import Counter
 
+import pytest
+
 import kinformer as ki
 from kinformer.controller import metrics
 from kinformer.controller.events import EVENTS_RESOURCE
@@ -176,3 +178,33 @@ async def test_owns_hands_over_only_objects_owned_by_the_owner_kind_and_watches_
         await wait_until(lambda: ctrl.started, what="handlers synced")
         assert ctrl.stats.events["add"] == 3  # cm, mine, wanted
         assert set(seen) == {"cm", "from-sa"}
+
+
+async def test_watches_events_hands_over_only_the_informer_events_named(kube_client) -> None:
+    """watches(events=("delete",)) is client-go's DeleteFunc alone: adds and updates are neither judged by
+    ``accepts`` nor counted, a deletion is mapped and enqueued."""
+    seen: Counter[str] = Counter()
+    judged: list[str] = []
+
+    async def reconcile(req: ki.Request) -> None:
+        seen[req.name] += 1
+
+    def accepts(o: dict[str, object]) -> bool:
+        judged.append(o["metadata"]["name"])  # type: ignore[index]
+        return True
+
+    await kube_client.create("configmaps", configmap("primary"), namespace=NS)
+    await kube_client.create("serviceaccounts", {"metadata": {"name": "sa"}}, namespace=NS)
+    mgr = ki.Manager(kube_client)
+    builder = mgr.controller(reconcile, name="deletes").for_("configmaps") \
+        .watches("serviceaccounts", mapper=lambda o: [ki.Request(NS, "from-sa")], accepts=accepts,
+                 events=("delete",))
+    async with running(mgr):
+        ctrl = builder.controller
+        await wait_until(lambda: ctrl.started and seen["primary"] >= 1, what="synced")
+        await kube_client.patch("serviceaccounts", "sa", {"metadata": {"labels": {"a": "b"}}}, namespace=NS)
+        await kube_client.delete("serviceaccounts", "sa", namespace=NS)
+        await wait_until(lambda: seen["from-sa"] >= 1, what="the deletion enqueued")
+        assert judged == ["sa"] and ctrl.stats.events["delete"] == 1 and ctrl.stats.events["update"] == 0
+    with pytest.raises(ValueError, match="events must be among"):
+        mgr.controller(reconcile, name="bad").watches("secrets", events=("create",))

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 
 from kinformer.controller.conditions import find_condition, remove_condition
 from kinformer.controller.handlers import maps_any
-from kinformer.controller.predicates import Funcs
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import AlreadyExists, APIError, NotFound
 from kinformer.selectors import label_selector_from_dict
@@ -579,8 +578,7 @@ class DeploymentController:
 def setup(ctx: ControllerContext) -> None:
     """Register the deployment controller: Deployments, their ReplicaSets, and deleted pods (Recreate)."""
     controller = DeploymentController(ctx)
-    deleted_only = Funcs(create=lambda _: False, update=lambda _old, _new: False)
     ctx.manager.controller(controller, name="deployment").for_("deployments") \
         .watches("replicasets", mapper=controller.replicaset_owners) \
-        .watches("pods", deleted_only, mapper=controller.pod_owner, accepts=maps_any(controller.pod_owner)) \
+        .watches("pods", mapper=controller.pod_owner, accepts=maps_any(controller.pod_owner), events=("delete",)) \
         .workers(ctx.options.workers)
