@@ -34,7 +34,7 @@ APPLICATIONS = ("kinformer.server", "kinformer.demo", "kinformer.cli", "kinforme
 BOTTOM = ("kinformer.aio", "kinformer.clock", "kinformer.errors", "kinformer.kinds", "kinformer.listwatch",
           "kinformer.meta", "kinformer.metrics", "kinformer.names", "kinformer.selectors", "kinformer.tls",
           "kinformer.tracing", "kinformer.typed_resources", "kinformer.quantity", "kinformer.quota",
-          "kinformer.untrack")
+          "kinformer.untrack", "kinformer.timestamps")
 SIBLINGS = ("kinformer.workqueue", "kinformer.client", "kinformer.cache")
 #: package -> layer; a module may import from strictly lower layers (and its own package).
 LAYERS: dict[str, int] = {

@@ -8,15 +8,12 @@ timestamp (None or ``""``) into None.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import overload
 
+from kinformer.timestamps import rfc3339
+
 __all__ = ["parse_time", "rfc3339"]
-
-
-def rfc3339(wall: float) -> str:
-    """A metav1.Time as the API serializes it (seconds precision, UTC)."""
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @overload

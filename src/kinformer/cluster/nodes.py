@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kinformer.cache.tombstone import DeletedFinalStateUnknown
-from kinformer.controller.leaderelection import micro_time
 from kinformer.errors import AlreadyExists, NotFound
+from kinformer.timestamps import micro_time
 
 from .metatime import rfc3339
 

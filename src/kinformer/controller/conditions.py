@@ -13,19 +13,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, MutableMapping
-from datetime import UTC, datetime
 from typing import Any
 
 from kinformer.clock import REAL_CLOCK, Clock
+from kinformer.timestamps import rfc3339 as _rfc3339
 
 __all__ = ["CONDITION_STATUSES", "find_condition", "remove_condition", "set_condition"]
 
 CONDITION_STATUSES = ("True", "False", "Unknown")
 _REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
-
-
-def _rfc3339(wall: float) -> str:
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def find_condition(target: Mapping[str, Any], type: str) -> Mapping[str, Any] | None:

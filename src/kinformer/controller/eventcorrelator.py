@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from kinformer.clock import Clock
+from kinformer.timestamps import rfc3339
 
 from .eventwriter import EventNames, TokenBuckets
 
@@ -35,11 +35,6 @@ __all__ = ["COMBINED_PREFIX", "Correlation", "EventCorrelator", "rfc3339"]
 
 COMBINED_PREFIX = "(combined from similar events): "
 _OBJECT_FIELDS = ("kind", "namespace", "name", "uid", "apiVersion")
-
-
-def rfc3339(wall: float) -> str:
-    """metav1.Time as the API serializes it (seconds precision, UTC)."""
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _source(event: Mapping[str, Any]) -> tuple[str, str]:

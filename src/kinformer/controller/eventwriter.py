@@ -21,11 +21,11 @@ import random
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, ClassVar, Self
 
 from kinformer.clock import Clock
 from kinformer.errors import AlreadyExists, APIError, NotFound
+from kinformer.timestamps import micro_time
 
 __all__ = ["EVENT_TYPES", "EventNames", "EventWriter", "PendingEvent", "RecorderStats", "TokenBuckets",
            "micro_time", "object_reference"]
@@ -33,11 +33,6 @@ __all__ = ["EVENT_TYPES", "EventNames", "EventWriter", "PendingEvent", "Recorder
 log = logging.getLogger("kinformer.controller.events")
 
 EVENT_TYPES = ("Normal", "Warning")
-
-
-def micro_time(wall: float) -> str:
-    """metav1.MicroTime in RFC 3339 with microseconds."""
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def object_reference(obj: Mapping[str, Any]) -> dict[str, str]:

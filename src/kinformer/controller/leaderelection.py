@@ -24,13 +24,13 @@ import socket
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from kinformer.aio import first_completed
 from kinformer.clock import REAL_CLOCK, Clock, sleep_until
 from kinformer.controller import metrics
 from kinformer.errors import AlreadyExists, APIError, Conflict, NotFound
+from kinformer.timestamps import micro_time
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +70,6 @@ class LeaderElectionConfig:
         if self.renew_deadline <= JITTER_FACTOR * self.retry_period:
             raise ValueError(f"renew_deadline ({self.renew_deadline}) must be greater than "
                              f"{JITTER_FACTOR} x retry_period ({self.retry_period})")
-
-
-def micro_time(wall: float) -> str:
-    """A metav1.MicroTime string."""
-    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:

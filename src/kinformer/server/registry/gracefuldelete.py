@@ -20,6 +20,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from ...timestamps import rfc3339
 from ..machinery import status as st
 
 Graceful = Literal["graceful", "pending"] | None
@@ -36,7 +37,7 @@ def _requested(options: Mapping[str, Any]) -> int | None:
 
 
 def _stamp(wall: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(wall)))
+    return rfc3339(int(wall))
 
 
 def _parse(stamp: str) -> float:

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import json
 import operator
+import time
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
+from ...timestamps import rfc3339
 from ..machinery.nesting import encoding_of
 from .patch import ListStrategy, ResourceInfoLike, list_strategy, only_strings
 
@@ -637,7 +638,7 @@ def render_fields(entry: Mapping[str, Any], paths: FieldSet) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------- managed entries
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(time.time())
 
 
 def entry_id(entry: Mapping[str, Any]) -> tuple[str, str, str]:

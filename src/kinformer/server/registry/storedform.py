@@ -13,28 +13,19 @@ Invariants:
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from ...clock import Clock
+from ...timestamps import rfc3339
 from ..storage.base import KeyValue
-
-_last_stamp: tuple[int, str] = (-1, "")
 
 
 def timestamp(clock: Clock) -> str:
-    """RFC 3339 UTC timestamp with second precision, as Kubernetes writes them (formatted once per second)."""
-    global _last_stamp
-    second = int(clock.wall())
-    cached = _last_stamp
-    if cached[0] == second:
-        return cached[1]
-    text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
-    _last_stamp = (second, text)
-    return text
+    """RFC 3339 UTC timestamp of the clock's whole second, as Kubernetes writes them (formatted once per second)."""
+    return rfc3339(int(clock.wall()))
 
 
 _UID_BATCH = 64
