@@ -325,3 +325,22 @@ async def test_a_create_through_events_k8s_io_is_held_to_its_rules_and_core_crea
     assert (await call(http, "POST", CORE_EVENTS, legacy))[0] == 201
     code, seen = await call(http, "GET", f"{EVENTS_V1}/old-style")  # and it is read through events.k8s.io
     assert code == 200 and seen["type"] == "Info" and seen["deprecatedCount"] == 4
+
+
+async def test_a_converted_create_and_replace_answer_and_store_what_a_read_shows(server, http):
+    """The object a conversion makes is handed to the create and replace handlers as is (no re-decoding): the
+    answers equal what reads through the same version show, and storage holds the core form alone."""
+    code, created = await call(http, "POST", EVENTS_V1, events_v1("handed"))
+    assert code == 201, created
+    code, read = await call(http, "GET", f"{EVENTS_V1}/handed")
+    assert code == 200 and read == created and created["note"] == "copied it"
+    kv = await server.storage.get("/registry/core/events/default/handed")
+    stored_event = orjson.loads(kv.value)
+    assert stored_event["apiVersion"] == "v1" and stored_event["message"] == "copied it" and "note" not in stored_event
+    code, replaced = await call(http, "PUT", f"{EVENTS_V1}/handed", {**created, "note": "replaced"})
+    assert code == 200, replaced
+    code, read = await call(http, "GET", f"{EVENTS_V1}/handed")
+    assert code == 200 and read == replaced and replaced["note"] == "replaced"
+    code, hpa = await call(http, "POST", V1, hpa_v1("handed", targetCPUUtilizationPercentage=60))
+    assert code == 201 and hpa["spec"]["targetCPUUtilizationPercentage"] == 60
+    assert (await call(http, "GET", f"{V1}/handed"))[1] == hpa

@@ -156,3 +156,17 @@ def test_body_without_content_type_is_json_else_yaml() -> None:
     for ctype in ("", "application/octet-stream", "*/*"):
         assert parse_document(b'{"a": 1}', ctype) == {"a": 1}
         assert parse_document(b"a: 1\n", ctype) == {"a": 1}
+
+
+async def test_a_decoded_replacement_body_is_read_as_its_json() -> None:
+    """A conversion's object (OBJECT_KEY) replaces the request's body: read_body answers its JSON and a protobuf
+    request's content type is JSON by then."""
+    from aiohttp.test_utils import make_mocked_request
+
+    from kinformer.server.endpoints.bodies import OBJECT_KEY, content_type, read_body
+
+    request = make_mocked_request("POST", "/api/v1/namespaces/default/events",
+                                  headers={"Content-Type": "application/vnd.kubernetes.protobuf"})
+    request[OBJECT_KEY] = {"kind": "Event", "metadata": {"name": "e"}}
+    assert await read_body(request) == b'{"kind":"Event","metadata":{"name":"e"}}'
+    assert content_type(request) == "application/json"

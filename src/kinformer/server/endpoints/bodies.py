@@ -46,15 +46,21 @@ _YAML_TYPES = ("", "application/yaml", "application/x-yaml", "text/yaml")
 
 
 def content_type(request: web.Request) -> str:
-    """The request body's media type; a protobuf body replaced through :data:`BODY_KEY` is JSON by then."""
+    """The request body's media type; a protobuf body replaced through :data:`BODY_KEY` or :data:`OBJECT_KEY` is
+    JSON by then."""
     ctype = request.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-    if ctype == "application/vnd.kubernetes.protobuf" and request.get(BODY_KEY) is not None:
+    if ctype == "application/vnd.kubernetes.protobuf" and (
+            request.get(BODY_KEY) is not None or request.get(OBJECT_KEY) is not None):
         return "application/json"
     return ctype
 
 
 # A body that replaces the request's own (set by CRD conversion, which serves a request through another version).
 BODY_KEY: Any = web.RequestKey("kinformer.body", bytes) if hasattr(web, "RequestKey") else "kinformer.body"
+# The same, decoded: an object of the handler's own (a built-in's conversion made it for this request alone), taken
+# by a create or update as its body as is; :func:`read_body` answers its JSON.
+OBJECT_KEY: Any = (web.RequestKey("kinformer.body_object", dict) if hasattr(web, "RequestKey")
+                   else "kinformer.body_object")
 # The version a client sent a request to that is served through a built-in's storage version (admission matches it).
 REQUEST_VERSION_KEY: Any = (web.RequestKey("kinformer.request_version", str) if hasattr(web, "RequestKey")
                             else "kinformer.request_version")
@@ -62,11 +68,15 @@ REQUEST_VERSION_KEY: Any = (web.RequestKey("kinformer.request_version", str) if 
 async def read_body(request: web.Request, timeout: float | None = None) -> bytes:
     """The request body; 413 when it exceeds 3 MiB, 408 when it takes longer than ``timeout`` (BODY_TIMEOUT).
 
-    A body put in ``request[BODY_KEY]`` (CRD conversion serving a request through another version) replaces it.
+    A body put in ``request[BODY_KEY]`` (CRD conversion serving a request through another version) replaces it,
+    as does the JSON of an object put in ``request[OBJECT_KEY]``.
     """
     override = request.get(BODY_KEY)
     if override is not None:
         return override
+    replaced = request.get(OBJECT_KEY)
+    if replaced is not None:
+        return orjson.dumps(replaced)
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise st.StatusError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}")
     limit = BODY_TIMEOUT if timeout is None else timeout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from aiohttp import web
@@ -25,6 +25,7 @@ from ..registry.resources import ResourceInfo
 from ..registry.validation import decoded_fine, prune_builtin, unknown_fields
 from ..schema.conversion import Conversion
 from .bodies import (
+    OBJECT_KEY,
     check_delete_options,
     check_kind,
     content_type,
@@ -108,6 +109,14 @@ class WriteHandlers(ReadHandlers):
     certificates: CertificateAdmission | None = None
     #: The ResourceQuota admission plugin (None: quotas are not enforced).
     quotas: QuotaAdmission | None = None
+
+    @classmethod
+    async def _body(cls, request: web.Request, info: ResourceInfo) -> dict[str, Any]:
+        """The request's object: one a conversion made (:data:`OBJECT_KEY`) as is, else the body decoded."""
+        obj = request.get(OBJECT_KEY)
+        if obj is not None:
+            return cast(dict[str, Any], obj)
+        return cls._decode(request, info, await read_body(request))
 
     @staticmethod
     def _decode(request: web.Request, info: ResourceInfo, body: bytes) -> dict[str, Any]:
@@ -237,7 +246,7 @@ class WriteHandlers(ReadHandlers):
     async def create(self, request: web.Request, t: Target) -> web.Response:
         info = t.info
         dry = self._dry_run(request)
-        obj = self._decode(request, info, await read_body(request))
+        obj = await self._body(request, info)
         check_kind(info, obj)
         headers = self._field_validation(request, info, obj)
         obj = self._prepare_custom(info, obj)
@@ -256,7 +265,7 @@ class WriteHandlers(ReadHandlers):
     async def update(self, request: web.Request, t: Target) -> web.Response:
         info = t.info
         dry = self._dry_run(request)
-        new = self._decode(request, info, await read_body(request))
+        new = await self._body(request, info)
         check_kind(info, new)
         headers = self._field_validation(request, info, new)
         new = self._prepare_custom(info, new)

@@ -33,7 +33,7 @@ import orjson
 from aiohttp import web
 
 from ..admission.webhook_client import CallFailed, WebhookClient
-from ..endpoints.bodies import BODY_KEY, REQUEST_VERSION_KEY
+from ..endpoints.bodies import BODY_KEY, OBJECT_KEY, REQUEST_VERSION_KEY
 from ..endpoints.query import storage_field_selector
 from ..endpoints.routing import Target
 from ..machinery import status as st
@@ -209,7 +209,10 @@ class Conversion:
             partial = request.method == "PATCH"
             converted = builtin_conversion.convert(t.info.group, t.info.plural, obj, storage_t.info.api_version,
                                                    partial=partial)
-        else:
+            if not partial:  # a new object (nobody else holds it): the handler takes it without a re-decoding
+                request[OBJECT_KEY] = converted
+                return
+        else:  # a webhook's answer may be remembered (and shared): the handler decodes a copy of its own
             converted = await self.convert_one(t.info, obj, storage_t.info.api_version)
         request[BODY_KEY] = orjson.dumps(converted)
 
