@@ -202,7 +202,6 @@ class ResourceRouter(web.UrlDispatcher):
             return _ChainedError(found.http_exception, self._chain)
         return found
 
-
     def _fast_match(self, path: str) -> tuple[dict[str, str], web.AbstractRoute] | None:
         """The catch-all route's match of ``path`` (and that route) when no other route may match it; else None."""
         for prefix, route, pattern, shadows in self._fast:
