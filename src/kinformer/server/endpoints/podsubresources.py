@@ -107,8 +107,8 @@ class PodSubresources(WriteHandlers):
             assert pod is not None
             return _bind(pod, node, annotations, t.info, t.name, now)
 
-        await self.store.guaranteed_update(t.info, t.namespace, t.name, try_bind,
-                                           dry_run=self._dry_run(request))
+        await self.store.guaranteed_update(t.info, t.namespace, t.name, try_bind, dry_run=self._dry_run(request),
+                                           handover=True)
         return json_response(created_status(), 201)
 
     async def eviction(self, request: web.Request, t: Target) -> web.Response:

@@ -582,7 +582,7 @@ class ObjectStore:
 
     async def guaranteed_update(self, info: ResourceInfo, namespace: str, name: str, try_update: TryUpdate, *,
                                 precondition_rv: int = 0, allow_create: bool = False,
-                                dry_run: bool = False) -> tuple[dict[str, Any], Outcome]:
+                                dry_run: bool = False, handover: bool = False) -> tuple[dict[str, Any], Outcome]:
         """Read, mutate, compare-and-swap on the revision read, and retry on conflict (kube's GuaranteedUpdate).
 
         ``try_update(current)`` gets a private, mutable copy of the current object (None when it does not
@@ -594,10 +594,12 @@ class ObjectStore:
         judged again on a fresh read from storage, so a stale cache never decides an answer. A lost
         compare-and-swap retries on the state storage reported (at most ``MAX_RETRIES`` attempts, then
         409). With ``precondition_rv`` any other current revision is a 409 Conflict.
-        Returns the object as written (or as it is, when unchanged) and what happened.
+        Returns the object as written (or as it is, when unchanged) and what happened. ``handover``: an object
+        written is handed over to the watch cache (which then need not decode the stored value): the caller
+        must not mutate the object returned.
         """
         out, outcome, _ = await self._guaranteed_update(info, namespace, name, try_update, precondition_rv,
-                                                        allow_create, dry_run, False)
+                                                        allow_create, dry_run, handover)
         return out, outcome
 
     async def _guaranteed_update(self, info: ResourceInfo, namespace: str, name: str, try_update: TryUpdate,

@@ -347,12 +347,29 @@ class _MetaCarrier:
 _META_CARRIER: Any = _MetaCarrier()
 
 
+#: :func:`_builtin_strategy` by (group, version, kind, path): the built-in schemas never change. Bounded (a patch
+#: names its paths), emptied when full.
+_BUILTIN_STRATEGIES: dict[tuple[Any, ...], ListStrategy] = {}
+BUILTIN_STRATEGIES_SIZE = 4096
+
+
 def _builtin_strategy(info: ResourceInfoLike, path: tuple[str, ...]) -> ListStrategy:
-    """The merge strategy kube 1.32's schema gives the list at ``path`` of a built-in kind.
+    """The merge strategy kube 1.32's schema gives the list at ``path`` of a built-in kind (remembered).
 
     ``x-kubernetes-patch-strategy: merge`` with a ``x-kubernetes-patch-merge-key`` merges by that key, without
     one as a set; a list with neither follows ``x-kubernetes-list-type``; anything else is atomic.
     """
+    key = (info.group, getattr(info, "version", "v1"), info.kind, path)
+    strategy = _BUILTIN_STRATEGIES.get(key)
+    if strategy is None:
+        if len(_BUILTIN_STRATEGIES) >= BUILTIN_STRATEGIES_SIZE:
+            _BUILTIN_STRATEGIES.clear()
+        strategy = _BUILTIN_STRATEGIES[key] = _schema_strategy(info, path)
+    return strategy
+
+
+def _schema_strategy(info: ResourceInfoLike, path: tuple[str, ...]) -> ListStrategy:
+    """:func:`_builtin_strategy`, read from the schema."""
     from ..schema.schemas import ARRAY, kind_node, node_at
 
     node = node_at(kind_node(info.group, getattr(info, "version", "v1"), info.kind), path)
