@@ -345,6 +345,25 @@ async def test_field_validation_of_nested_builtin_fields(http):
     assert "replica" not in got["spec"]
 
 
+async def test_a_status_patch_is_held_to_field_validation_and_types_in_what_it_changes(http):
+    # the patched object shares the stored spec (checked when it was written); what the patch brings is checked
+    body = deployment("st-patch")
+    body.pop("status")
+    assert (await call(http, "POST", DEPLOY, body))[0] == 201
+    path, smp = f"{DEPLOY}/st-patch/status", "application/strategic-merge-patch+json"
+    patch = {"status": {"replicaz": 1, "conditions": [{"type": "Progressing", "status": "True", "reazon": "x"}]}}
+    code, err, _ = await call(http, "PATCH", path, patch, ctype=smp, params={"fieldValidation": "Strict"})
+    assert code == 400 and err["message"] == (
+        'strict decoding error: unknown field "status.replicaz", unknown field "status.conditions[0].reazon"')
+    code, obj, resp = await call(http, "PATCH", path, patch, ctype=smp)
+    assert code == 200 and 'unknown field \\"status.replicaz\\"' in resp.headers["Warning"]
+    assert "replicaz" not in obj["status"] and obj["status"]["conditions"] == [{"type": "Progressing",
+                                                                                 "status": "True"}]
+    code, err, _ = await call(http, "PATCH", path, {"status": {"replicas": "two"}}, ctype=smp)
+    assert code == 400 and "cannot unmarshal string into Go struct field DeploymentStatus.status.replicas" in \
+        err["message"]
+
+
 async def test_builtin_schema_types_and_required_fields(http):
     body = deployment("typed")
     body["spec"]["replicas"] = "three"

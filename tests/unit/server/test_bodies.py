@@ -124,6 +124,21 @@ def test_too_deep_is_exact_at_the_limit(limit: int, container: str) -> None:
     assert too_deep([_nested(limit, container), 2**70], limit)
 
 
+@pytest.mark.parametrize("container", ["list", "dict"])
+@pytest.mark.parametrize("limit", [1, 50, MAX_DEPTH, 253])
+def test_encoded_size_is_the_encodings_within_the_limit_and_none_beyond(limit: int, container: str) -> None:
+    import orjson
+
+    from kinformer.server.machinery.nesting import encoded_size
+
+    docs = [_nested(limit, container), []] + ([{"a": [1, 2.5, None, True, "é\n"], "b": {}}] if limit > 1 else [])
+    for doc in docs:
+        assert encoded_size(doc, limit) == len(orjson.dumps(doc))
+    assert encoded_size(_nested(limit + 1, container), limit) is None  # too deep: too_deep tells
+    assert encoded_size([2**70], limit) is None  # not what orjson writes: measured the other way
+    assert encoded_size("scalar", limit) is None
+
+
 def test_too_deep_at_keeps_the_encoding_of_what_it_found_within_the_limit() -> None:
     import orjson
 

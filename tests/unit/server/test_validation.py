@@ -307,6 +307,23 @@ def test_unknown_fields_for_builtins() -> None:
     assert deployment["spec"]["template"]["spec"]["containers"] == [{"name": "c"}]
 
 
+def test_what_an_update_shares_with_the_stored_object_is_taken_as_checked() -> None:
+    # the stored object was checked when it was written: a top-level field an update (a patch's result, a status
+    # write's object) shares with it by identity is not walked again; every other field still is
+    deploy = SimpleNamespace(**{**vars(_info("Deployment")), "group": "apps"})
+    spec = {"replicas": "two", "selector": {}, "template": {}}  # never stored so: it shows what is not walked
+    old = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": spec}
+    new = {**old, "metadata": {"name": "d"}, "status": {"replicaz": 1}}
+    assert unknown_fields(deploy, new, old) == ["status.replicaz"]
+    new["status"] = {"replicas": 1}
+    assert validate_object(deploy, new, old, spec=False) == []
+    copied = {**new, "spec": copy.deepcopy(spec)}  # an equal value of its own is walked
+    assert [c["field"] for c in validate_object(deploy, copied, old, spec=False)] == ["spec.replicas"]
+    new["status"] = {"replicas": "one"}  # something to report: the whole object is walked, as before
+    assert {c["field"] for c in validate_object(deploy, new, old, spec=False)} == {"spec.replicas",
+                                                                                    "status.replicas"}
+
+
 def test_builtin_schema_types_and_required_fields() -> None:
     deploy = SimpleNamespace(**{**vars(_info("Deployment")), "group": "apps"})
     obj = {"metadata": {"name": "d", "creationTimestamp": None},

@@ -133,15 +133,17 @@ class WriteHandlers(ReadHandlers):
                 raise st.bad_request(f'Invalid dry run value: "{v}"; supported values: "All"')
         return bool(values)
 
-    def _field_validation(self, request: web.Request, info: ResourceInfo, obj: Mapping[str, Any]) -> dict[str, str]:
-        """Apply ``fieldValidation``: Strict -> 400 on unknown fields; Warn -> Warning headers."""
+    def _field_validation(self, request: web.Request, info: ResourceInfo, obj: Mapping[str, Any],
+                          old: Mapping[str, Any] | None = None) -> dict[str, str]:
+        """Apply ``fieldValidation``: Strict -> 400 on unknown fields; Warn -> Warning headers. ``old``: the stored
+        object ``obj`` is a patch of (what they share has no unknown field)."""
         mode = request.query.get("fieldValidation", "Warn")
         if mode not in ("Strict", "Warn", "Ignore"):
             raise st.bad_request(f'fieldValidation "{mode}" is not a valid value; valid values are '
                                  '"Strict", "Warn" and "Ignore"')
         if mode == "Ignore":
             return {}
-        unknown = unknown_fields(info, obj)
+        unknown = unknown_fields(info, obj, old)
         if not unknown:
             return {}
         if mode == "Strict":
@@ -333,7 +335,7 @@ class WriteHandlers(ReadHandlers):
             want = (new.get("metadata") or {}).get("resourceVersion")
             if want and str(want) != old["metadata"]["resourceVersion"]:
                 raise st.conflict(info, t.name)
-            headers = self._field_validation(request, info, new)
+            headers = self._field_validation(request, info, new, old)
             new = self._prepare_custom(info, new)
             return self.store.prepare_update(info, old, new, subresource=t.subresource,
                                              managed=lambda o: self._managed(info, old, o, manager, t.subresource))

@@ -83,6 +83,16 @@ def _wrapped_encoding(doc: Any, levels: int) -> bytes | None:
         _WRAPPERS.append(wrapper)
 
 
+def encoded_size(doc: Any, limit: int = MAX_DEPTH) -> int | None:
+    """The size of ``doc``'s JSON encoding when ``doc`` (a container, JSON data) nests at most ``limit`` levels:
+    the encoding :func:`too_deep` measures with, less its wrapping brackets; None when that measure does not tell
+    (the caller asks :func:`too_deep` and encodes)."""
+    if not 0 < limit < _ENCODER_DEPTH or (type(doc) is not dict and type(doc) is not list):
+        return None
+    data = _wrapped_encoding(doc, _ENCODER_DEPTH - limit)
+    return None if data is None else len(data) - 2 * (_ENCODER_DEPTH - limit)
+
+
 def too_deep_at(value: Any, level: int) -> bool:
     """Whether ``value``, found at ``level`` of a document (the root is level 1), nests below :data:`MAX_DEPTH`.
 

@@ -30,6 +30,7 @@ import orjson
 
 from ..endpoints.bodies import MAX_BODY, MAX_DEPTH, too_deep
 from ..machinery.jsoncopy import json_copy
+from ..machinery.nesting import encoded_size
 
 __all__ = [
     "MAX_COPY_BYTES",
@@ -107,9 +108,11 @@ def _encoded_size(value: Any) -> int:
 
 def checked_result(doc: Any) -> Any:
     """``doc``, the result of a patch, when within the depth and size limits; a PatchError otherwise."""
-    if too_deep(doc):
-        raise _unprocessable(f"the patched object nests deeper than {MAX_DEPTH} levels")
-    size = _encoded_size(doc)
+    size = encoded_size(doc, MAX_DEPTH)  # within the depth limit: both measured by one encoding
+    if size is None:
+        if too_deep(doc):
+            raise _unprocessable(f"the patched object nests deeper than {MAX_DEPTH} levels")
+        size = _encoded_size(doc)
     if size > MAX_PATCHED_BYTES:
         raise PatchError(f"Request entity too large: the patched object is {size} bytes, the limit is "
                          f"{MAX_PATCHED_BYTES}", 413)

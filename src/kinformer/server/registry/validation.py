@@ -550,7 +550,7 @@ def validate_object(info: ResourceInfoLike, obj: Mapping[str, Any],
         causes += validator(obj, old)
     if getattr(info, "builtin", True):
         node = _builtin_node(info)
-        if node is not None and not _schema_fine(node, obj):
+        if node is not None and not _schema_fine(node, obj, old):
             seen = {(c.get("field"), c.get("reason")) for c in causes}
             found: list[Cause] = []
             node.check(obj, "", found)
@@ -581,24 +581,38 @@ def _builtin_node(info: ResourceInfoLike) -> schemas.Node | None:
 # decoding, plus the top-level fields that are not the very objects checked then (the copy's new metadata). This
 # holds because client data never changes an object in place once it is checked: only server code does, and what
 # it sets is schema-valid; a webhook's patch, an update's copy and a patch's or an apply's result are new objects.
+# Likewise an update's ``old``, the stored object (every write of a built-in was checked before it was stored, and
+# server code keeps it valid): a top-level field the update's object shares with it by identity (a status write
+# keeps the stored spec; a patch shares what it did not reach) was found fine then and is not walked again.
 _last_fine: list[Any] = [None]
 
 
-def _schema_fine(node: schemas.Node, obj: Mapping[str, Any]) -> bool:
-    """Whether ``obj`` passes the schema, not walking again the top-level fields the last fine body shares."""
+def _unshared(obj: dict[str, Any], *checked: Any) -> dict[str, Any]:
+    """``obj`` with None for each top-level value that is (by identity) the same key's value in a dict of
+    ``checked`` (objects found fine)."""
+    known = [c for c in checked if type(c) is dict]
+    if not known:
+        return obj
+    return {key: None if any(c.get(key) is value for c in known) else value for key, value in obj.items()}
+
+
+def _schema_fine(node: schemas.Node, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``obj`` passes the schema, not walking again the top-level fields the last fine body or the stored
+    object ``old`` shares."""
     checked = _last_fine[0]
     if checked is obj:
         return True
-    if type(checked) is dict and type(obj) is dict:
-        obj = {key: None if checked.get(key) is value else value for key, value in obj.items()}
+    if type(obj) is dict:
+        obj = _unshared(obj, checked, old)
     return node.fine(obj)
 
 
-def _fine(node: schemas.Node | None, obj: Any) -> bool:
-    """Whether the kind's schema finds nothing to report in ``obj`` (remembered for the next call on it)."""
+def _fine(node: schemas.Node | None, obj: Any, old: Any = None) -> bool:
+    """Whether the kind's schema finds nothing to report in ``obj`` (remembered for the next call on it), the
+    top-level fields it shares with the stored object ``old`` (an update's) taken as fine."""
     if node is None or _last_fine[0] is obj:
         return True
-    if node.fine(obj):
+    if node.fine(_unshared(obj, old) if type(obj) is dict else obj):
         _last_fine[0] = obj
         return True
     return False
@@ -615,24 +629,26 @@ def decoded_fine(info: ResourceInfoLike, doc: Any) -> bool:
     return True
 
 
-def _builtin_unknown(info: ResourceInfoLike, obj: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
+def _builtin_unknown(info: ResourceInfoLike, obj: Mapping[str, Any],
+                     old: Any = None) -> list[tuple[str, dict[str, Any], str]]:
     node = _builtin_node(info)
     out: list[tuple[str, dict[str, Any], str]] = []
-    if node is not None and isinstance(obj, dict) and not _fine(node, obj):
+    if node is not None and isinstance(obj, dict) and not _fine(node, obj, old):
         node.unknown(obj, "", out)
     return out
 
 
-def unknown_fields(info: ResourceInfoLike, obj: Mapping[str, Any]) -> list[str]:
+def unknown_fields(info: ResourceInfoLike, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> list[str]:
     """Field paths of ``obj`` the kind does not define, for ``fieldValidation=Strict|Warn``.
 
-    Built-ins: every field the kind's compiled schema lacks, at any depth (``spec.template.spec.containers[0].x``).
+    Built-ins: every field the kind's compiled schema lacks, at any depth (``spec.template.spec.containers[0].x``);
+    a top-level field ``obj`` shares by identity with ``old``, the stored object a patch was applied to, has none.
     Custom resources: what structural pruning would drop, plus unknown metadata fields.
     """
     if getattr(info, "builtin", True):
         if _last_fine[0] is obj:  # found fine (as decoded, nearly always): nothing unknown
             return []
-        return [path for path, _, _ in _builtin_unknown(info, obj)]
+        return [path for path, _, _ in _builtin_unknown(info, obj, old)]
     schema = getattr(info, "schema", None)
     if not schema:
         return []
