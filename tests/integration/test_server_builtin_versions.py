@@ -334,6 +334,10 @@ async def test_a_converted_create_and_replace_answer_and_store_what_a_read_shows
     assert code == 201, created
     code, read = await call(http, "GET", f"{EVENTS_V1}/handed")
     assert code == 200 and read == created and created["note"] == "copied it"
+    assert list(read) == list(created) and list(read["metadata"]) == list(created["metadata"])  # in one order
+    # the answer is converted from the object the create handed to the watch cache, which stays the core form
+    cached = server.cache.buckets["/registry/core/events/"].objects["/registry/core/events/default/handed"]
+    assert cached.obj["apiVersion"] == "v1" and "note" not in cached.obj and orjson.loads(cached.raw) == cached.obj
     kv = await server.storage.get("/registry/core/events/default/handed")
     stored_event = orjson.loads(kv.value)
     assert stored_event["apiVersion"] == "v1" and stored_event["message"] == "copied it" and "note" not in stored_event

@@ -225,6 +225,9 @@ def test_unset_event_fields_read_as_go_writes_them_and_an_apply_configuration_ge
     original = copy.deepcopy(CORE_EVENT)
     event_core_to_v1(CORE_EVENT)
     assert CORE_EVENT == original
+    first, second = event_v1_to_core(bare), event_v1_to_core(bare)  # each unset object is an object of its own
+    first["source"]["component"] = "x"
+    assert second["source"] == {} and first["involvedObject"] is not second["involvedObject"]
 
 
 def test_events_field_labels_name_the_core_fields() -> None:

@@ -61,6 +61,10 @@ BODY_KEY: Any = web.RequestKey("kinformer.body", bytes) if hasattr(web, "Request
 # by a create or update as its body as is; :func:`read_body` answers its JSON.
 OBJECT_KEY: Any = (web.RequestKey("kinformer.body_object", dict) if hasattr(web, "RequestKey")
                    else "kinformer.body_object")
+# The object a create answered with (the response's body is its JSON): the watch cache's, read-only. A conversion
+# serving the create through another version converts it instead of decoding the answer again.
+ANSWER_OBJECT_KEY: Any = (web.RequestKey("kinformer.answer_object", dict) if hasattr(web, "RequestKey")
+                          else "kinformer.answer_object")
 # The version a client sent a request to that is served through a built-in's storage version (admission matches it).
 REQUEST_VERSION_KEY: Any = (web.RequestKey("kinformer.request_version", str) if hasattr(web, "RequestKey")
                             else "kinformer.request_version")

@@ -25,6 +25,7 @@ from ..registry.resources import ResourceInfo
 from ..registry.validation import decoded_fine, prune_builtin, unknown_fields
 from ..schema.conversion import Conversion
 from .bodies import (
+    ANSWER_OBJECT_KEY,
     OBJECT_KEY,
     check_delete_options,
     check_kind,
@@ -259,7 +260,9 @@ class WriteHandlers(ReadHandlers):
             body = self.store.prepare_create(info, t.namespace, body,
                                              managed=lambda defaulted: self._managed(info, None, defaulted, manager))
             body = await self._admitted(request, t, body, None, dry, answer)
-            return (await self.store.create_served(info, t.namespace, body, dry_run=dry))[1], answer
+            created, raw = await self.store.create_served(info, t.namespace, body, dry_run=dry)
+            request[ANSWER_OBJECT_KEY] = created
+            return raw, answer
 
         created, answer = await create_generating_name(obj, attempt)
         return json_response(created, 201, answer)

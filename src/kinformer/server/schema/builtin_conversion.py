@@ -35,7 +35,6 @@ Functions take a mapping and return a new dict; their input is never modified.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -393,30 +392,43 @@ _CORE_EVENT_FIELDS: _Fields = (
     ("action", _OMIT), ("related", _OMIT), ("reportingComponent", _OMIT), ("reportingInstance", _OMIT))
 
 
-def _event_as(obj: Mapping[str, Any], api_version: str, fields: _Fields,
-              source_name: Callable[[str], str], partial: bool) -> Obj:
-    """``obj`` relabelled ``api_version`` with ``fields`` read from ``source_name(field)``; unset fields as Go
-    writes them (a ``partial`` object, an apply configuration, gets only the fields it names)."""
+#: a conversion's steps, (field, the field of the source version it is read from, its unset value), made once
+_EventPlan = tuple[tuple[str, str, Any], ...]
+
+
+def _event_plan(fields: _Fields, source_names: Mapping[str, str]) -> _EventPlan:
+    assert all(unset is None or unset is _OMIT or unset == {} for _, unset in fields)  # what _event_as writes
+    return tuple((name, source_names.get(name, name), unset) for name, unset in fields)
+
+
+_TO_CORE_EVENT = _event_plan(_CORE_EVENT_FIELDS, _EVENT_NAMES_IN_V1)
+_TO_EVENTS_V1 = _event_plan(_EVENTS_V1_FIELDS, _EVENT_RENAMES)
+
+
+def _event_as(obj: Mapping[str, Any], api_version: str, plan: _EventPlan, partial: bool) -> Obj:
+    """``obj`` relabelled ``api_version`` with each field of ``plan`` read from its source field; unset fields as
+    Go writes them, null or a new empty object (a ``partial`` object, an apply configuration, gets only the fields
+    it names)."""
     out: Obj = {"kind": "Event", "apiVersion": api_version}
     if "metadata" in obj:
         out["metadata"] = obj["metadata"]
-    for name, unset in fields:
-        value = obj.get(source_name(name))
+    for name, source, unset in plan:
+        value = obj.get(source)
         if value is not None and value != "" and value != 0:
             out[name] = value
         elif not partial and unset is not _OMIT:
-            out[name] = copy.deepcopy(unset)
+            out[name] = None if unset is None else {}
     return out
 
 
 def event_v1_to_core(obj: Mapping[str, Any], partial: bool = False) -> Obj:
     """An events.k8s.io/v1 Event as the core/v1 Event it is stored as."""
-    return _event_as(obj, "v1", _CORE_EVENT_FIELDS, lambda name: _EVENT_NAMES_IN_V1.get(name, name), partial)
+    return _event_as(obj, "v1", _TO_CORE_EVENT, partial)
 
 
 def event_core_to_v1(obj: Mapping[str, Any], partial: bool = False) -> Obj:
     """A stored core/v1 Event as events.k8s.io/v1 shows it."""
-    return _event_as(obj, EVENTS_V1, _EVENTS_V1_FIELDS, lambda name: _EVENT_RENAMES.get(name, name), partial)
+    return _event_as(obj, EVENTS_V1, _TO_EVENTS_V1, partial)
 
 
 CONVERTERS: dict[tuple[str, str], BuiltinConverter] = {

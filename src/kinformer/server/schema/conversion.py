@@ -33,7 +33,7 @@ import orjson
 from aiohttp import web
 
 from ..admission.webhook_client import CallFailed, WebhookClient
-from ..endpoints.bodies import BODY_KEY, OBJECT_KEY, REQUEST_VERSION_KEY
+from ..endpoints.bodies import ANSWER_OBJECT_KEY, BODY_KEY, OBJECT_KEY, REQUEST_VERSION_KEY
 from ..endpoints.query import storage_field_selector
 from ..endpoints.routing import Target
 from ..machinery import status as st
@@ -192,7 +192,9 @@ class Conversion:
             await self._convert_body(request, storage_t, t)
         elif request.method == "PATCH":
             return await self._patch(request, t, storage_t, update, read)
-        return await self.convert_response(await dispatch(request, storage_t), t.info, desired)
+        resp = await dispatch(request, storage_t)
+        answered = request.get(ANSWER_OBJECT_KEY) if request.method == "POST" and resp.status == 201 else None
+        return await self.convert_response(resp, t.info, desired, answered)
 
     async def _convert_body(self, request: web.Request, storage_t: Target, t: Target) -> None:
         from ..endpoints.bodies import content_type, decode_object, parse_document, read_body
@@ -254,10 +256,15 @@ class Conversion:
             return await self.convert_response(resp, t.info, t.info.api_version)
         raise st.conflict(t.info, t.name)
 
-    async def convert_response(self, resp: web.StreamResponse, info: ResourceInfo, desired: str) -> web.StreamResponse:
-        """An object or list answer of the storage version, re-encoded in ``desired``."""
+    async def convert_response(self, resp: web.StreamResponse, info: ResourceInfo, desired: str,
+                               answered: Mapping[str, Any] | None = None) -> web.StreamResponse:
+        """An object or list answer of the storage version, re-encoded in ``desired``. ``answered``: the object
+        whose JSON the answer is (read-only: converted, not decoded again)."""
         if not isinstance(resp, web.Response) or not resp.body or resp.status >= 300:
             return resp
+        if answered is not None and answered.get("kind") == info.kind:
+            converted = await self.convert_one(info, dict(answered), desired)
+            return self._reencoded(resp, converted)
         doc = orjson.loads(resp.body)  # type: ignore[arg-type]
         if not isinstance(doc, dict):
             return resp
@@ -273,6 +280,11 @@ class Conversion:
                 row["object"] = obj
         else:
             return resp
+        return self._reencoded(resp, doc)
+
+    @staticmethod
+    def _reencoded(resp: web.Response, doc: Mapping[str, Any]) -> web.Response:
+        """``resp`` answering ``doc`` instead (its status, warnings and content type kept)."""
         headers = {k: v for k, v in resp.headers.items() if k.lower() == "warning"}
         headers["Content-Type"] = resp.headers.get("Content-Type", "application/json")  # a Table's stays
         return web.Response(status=resp.status, body=st.json_body(doc), headers=headers)
