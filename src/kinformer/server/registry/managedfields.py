@@ -389,7 +389,9 @@ class Changes(set[Path]):
     def add_whole(self, path: Path, names: tuple[str, ...], value: Any) -> None:
         """Record ``value``, set at ``path`` where the old object had nothing."""
         self.wholes.append((path, names, value))
-        if self.deferred is not None and isinstance(value, list) and len(value) > MEMO_PATHS:
+        if not value or (type(value) is not dict and type(value) is not list):  # a leaf: its one path, no walk
+            set.add(self, path)
+        elif self.deferred is not None and isinstance(value, list) and len(value) > MEMO_PATHS:
             self.deferred.append((path, names, value))
         else:
             self.update(_values(value, names, path, self.info))

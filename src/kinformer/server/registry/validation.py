@@ -587,15 +587,6 @@ def _builtin_node(info: ResourceInfoLike) -> schemas.Node | None:
 _last_fine: list[Any] = [None]
 
 
-def _unshared(obj: dict[str, Any], *checked: Any) -> dict[str, Any]:
-    """``obj`` with None for each top-level value that is (by identity) the same key's value in a dict of
-    ``checked`` (objects found fine)."""
-    known = [c for c in checked if type(c) is dict]
-    if not known:
-        return obj
-    return {key: None if any(c.get(key) is value for c in known) else value for key, value in obj.items()}
-
-
 def _schema_fine(node: schemas.Node, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> bool:
     """Whether ``obj`` passes the schema, not walking again the top-level fields the last fine body or the stored
     object ``old`` shares."""
@@ -603,7 +594,14 @@ def _schema_fine(node: schemas.Node, obj: Mapping[str, Any], old: Mapping[str, A
     if checked is obj:
         return True
     if type(obj) is dict:
-        obj = _unshared(obj, checked, old)
+        if type(checked) is dict:
+            if type(old) is dict:
+                obj = {key: None if checked.get(key) is value or old.get(key) is value else value
+                       for key, value in obj.items()}
+            else:
+                obj = {key: None if checked.get(key) is value else value for key, value in obj.items()}
+        elif type(old) is dict:
+            obj = {key: None if old.get(key) is value else value for key, value in obj.items()}
     return node.fine(obj)
 
 
@@ -612,7 +610,10 @@ def _fine(node: schemas.Node | None, obj: Any, old: Any = None) -> bool:
     top-level fields it shares with the stored object ``old`` (an update's) taken as fine."""
     if node is None or _last_fine[0] is obj:
         return True
-    if node.fine(_unshared(obj, old) if type(obj) is dict else obj):
+    view = obj
+    if type(old) is dict and type(obj) is dict:
+        view = {key: None if old.get(key) is value else value for key, value in obj.items()}
+    if node.fine(view):
         _last_fine[0] = obj
         return True
     return False
