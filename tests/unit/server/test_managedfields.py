@@ -84,6 +84,25 @@ def test_one_walk_diff_and_tree_match_the_path_set_definitions(seed: int) -> Non
     assert tree is None or json.dumps(tree) == json.dumps(set_to_fields(changes))  # key order included
 
 
+def test_an_associative_list_diff_skips_unchanged_items_and_takes_new_ones_whole() -> None:
+    # a kubelet's first status: PodScheduled as it was (an equal copy), Initialized changed, Ready new (a null
+    # field sets nothing), a condition removed; as the path-set definition has it, with the new fields as wholes
+    def cond(kind: str, **fields: Any) -> dict[str, Any]:
+        return {"type": kind, "status": "True", "lastTransitionTime": "t", **fields}
+
+    old = {"metadata": {"name": "p"}, "status": {"conditions": [cond("PodScheduled", lastProbeTime=None),
+                                                                cond("Initialized"), cond("Gone")]}}
+    new = {"metadata": {"name": "p"}, "status": {"conditions": [
+        copy.deepcopy(cond("PodScheduled", lastProbeTime=None)), cond("Initialized", status="False"),
+        cond("Ready", reason=None, message="m")]}}
+    changes, removed = changed_paths(old, new, POD, "status")
+    assert (changes, removed) == naive_changed(old, new, "status")
+    ready = ("f:status", "f:conditions", 'k:{"type":"Ready"}')
+    assert {path for path, _, _ in changes.wholes} == {(*ready, f"f:{f}") for f in
+                                                       ("type", "status", "lastTransitionTime", "message")}
+    assert ready in changes.singles and all("PodScheduled" not in "".join(p) for p in changes)
+
+
 def test_sorted_insertion_renders_owned_nodes_with_a_dot_first() -> None:
     paths = {("f:a",), ("f:a", "f:b"), ("f:c", "k:{\"name\":\"x\"}"), ("f:c", "k:{\"name\":\"x\"}", "f:name"),
              ("-foreign",), ("-foreign", "f:z")}

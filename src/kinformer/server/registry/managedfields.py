@@ -509,8 +509,15 @@ def _diff_map(before: list[Any], after: list[Any], names: tuple[str, ...], path:
         old_item, new_item = old_items.get(element), new_items.get(element)
         if old_item is None:
             changed.add(item_path)
+            if type(new_item) is dict:  # a new item: each field is set where nothing was (_diff's first case)
+                for key, value in new_item.items():
+                    if value is not None:
+                        changed.add_whole((*item_path, f"f:{key}"), (*names, key), value)
+                continue
         elif new_item is None:
             removed.add(item_path)
+        elif _same(old_item, new_item):  # an item the write left as it was (most of them)
+            continue
         for key in {**(old_item or {}), **(new_item or {})}:
             _diff((old_item or {}).get(key), (new_item or {}).get(key), (*names, key), (*item_path, f"f:{key}"),
                   info, changed, removed)
