@@ -124,3 +124,21 @@ def test_an_owner_is_looked_at_when_a_dependent_stops_blocking_its_deletion() ->
     v5.obj["metadata"]["ownerReferences"][0]["blockOwnerDeletion"] = True
     gc.on_event(CMS, CachedEvent("MODIFIED", v5, v4))  # blocking again: no owner is unblocked
     assert _queued(gc) == [v1.key]
+
+
+def test_a_change_that_keeps_the_uid_and_owners_leaves_the_indexes_and_queues_only_a_deletion() -> None:
+    gc = _collector()
+    owner = _version("a", 2)
+    gc.on_event(CMS, CachedEvent("ADDED", owner, None))
+    v1 = _version("d", 3, ("uid-a",))
+    gc.on_event(CMS, CachedEvent("ADDED", v1, None))
+    assert _queued(gc) == [v1.key]
+    index = (dict(gc.uid_to_key), {k: set(v) for k, v in gc.dependents.items()})
+    v2 = _version("d", 4, ("uid-a",))  # equal references, a list of its own (as a decoded write has)
+    v2.obj["metadata"]["labels"] = {"x": "y"}
+    gc.on_event(CMS, CachedEvent("MODIFIED", v2, v1))
+    assert (gc.uid_to_key, gc.dependents) == index and _queued(gc) == []
+    v3 = _version("d", 5, ("uid-a",))
+    v3.obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    gc.on_event(CMS, CachedEvent("MODIFIED", v3, v2))
+    assert (gc.uid_to_key, gc.dependents) == index and _queued(gc) == [v1.key]

@@ -168,8 +168,14 @@ class GarbageCollector:
             return
         prev = ev.prev
         old_meta = prev.meta if prev is not None else None
-        self._index(cur.key, old_meta, meta)
         refs = meta.get("ownerReferences")
+        if old_meta is not None and old_meta.get("ownerReferences") == refs and old_meta.get("uid") == meta.get("uid"):
+            # neither its uid nor its owners changed (a status write, say): the indexes hold it as they are, and
+            # nothing it names is unblocked; only a deletion in progress needs a look
+            if meta.get("deletionTimestamp"):
+                self.enqueue(cur.key)
+            return
+        self._index(cur.key, old_meta, meta)
         if meta.get("deletionTimestamp") or (refs and (old_meta is None or old_meta.get("ownerReferences") != refs)):
             self.enqueue(cur.key)
         if old_meta is None:
