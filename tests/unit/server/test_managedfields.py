@@ -101,6 +101,13 @@ def test_an_associative_list_diff_skips_unchanged_items_and_takes_new_ones_whole
     assert {path for path, _, _ in changes.wholes} == {(*ready, f"f:{f}") for f in
                                                        ("type", "status", "lastTransitionTime", "message")}
     assert ready in changes.singles and all("PodScheduled" not in "".join(p) for p in changes)
+    # leaves on both sides: a changed value or type is one changed path, an equal one none
+    for before, after, changed in (("Pending", "Running", True), (1, 1.0, True), (1, True, True), ({}, [], True),
+                                   ("x", "x", False), ({}, {}, False)):
+        old["status"]["phase"], new["status"]["phase"] = before, after
+        changes, removed = changed_paths(old, new, POD, "status")
+        assert (changes, removed) == naive_changed(old, new, "status")
+        assert (("f:status", "f:phase") in changes) is changed
 
 
 def test_sorted_insertion_renders_owned_nodes_with_a_dot_first() -> None:

@@ -491,7 +491,16 @@ def _diff(before: Any, after: Any, names: tuple[str, ...], path: Path, info: Res
     if isinstance(before, list) and isinstance(after, list) and before and after and \
             _diff_map(before, after, names, path, info, changed, removed):
         return
+    if _leaf(before) and _leaf(after):  # one path each side, the same: _compare of the two, without the walks
+        if before != after or type(before) is not type(after):
+            changed.add(path)
+        return
     _compare(_values(before, names, path, info), _values(after, names, path, info), changed, removed)
+
+
+def _leaf(value: Any) -> bool:
+    """Whether :func:`collect` sets ``value``'s own path alone (a scalar, or an empty object or array)."""
+    return not value or not isinstance(value, dict | list)
 
 
 def _diff_map(before: list[Any], after: list[Any], names: tuple[str, ...], path: Path,
