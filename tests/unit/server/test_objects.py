@@ -179,6 +179,18 @@ async def test_a_served_create_hands_its_object_and_bytes_to_the_watch_cache_unc
         kv = await storage.get(co.key)
         assert outcome == "updated" and co.raw is raw and co.obj["metadata"]["labels"] == {"a": "c"}
         assert raw == decode(co.key, kv.value, kv.mod_revision).raw and not cache._offers
+
+        def bind(current: dict[str, Any] | None) -> dict[str, Any]:  # as a binding writes (answering a Status)
+            assert current is not None
+            current["spec"]["nodeName"] = "n"
+            return current
+
+        bound, outcome = await store.guaranteed_update(info, "default", "p", bind, handover=True)
+        await cache.sync()
+        co = cache.buckets[info.storage_prefix].objects[co.key]
+        kv = await storage.get(co.key)
+        assert outcome == "updated" and seen[-1] is bound and bound["spec"]["nodeName"] == "n"  # taken, not decoded
+        assert co.raw == decode(co.key, kv.value, kv.mod_revision).raw and not cache._offers
     finally:
         await cache.stop()
         await storage.close()
