@@ -19,6 +19,7 @@ from kinformer import errors
 from kinformer.client import Client, LazyObject, Resource
 from kinformer.clock import FakeClock
 from kinformer.listwatch import ListerWatcher, ListOptions
+from testlib import wait_until
 
 CM = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 
@@ -494,3 +495,39 @@ async def test_pod_logs_whole_and_followed_line_by_line(serve: Callable[..., Any
     assert lines == ["started", "listening on :80", "GET /"]
     assert queries[:2] == [{"tailLines": "10", "timestamps": "true"},
                            {"container": "web", "sinceSeconds": "30", "follow": "true", "previous": "true"}]
+
+
+async def test_max_in_flight_bounds_ordinary_requests_and_their_connections(serve: Callable[..., Any]) -> None:
+    """At most ``max_in_flight`` requests wait on the server at once (the rest take their turns, in order), so a
+    burst opens no more connections than that; a watch holds no turn."""
+    waiting: list[str] = []
+    release = asyncio.Event()
+    peers: set[Any] = set()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        assert request.transport is not None
+        peers.add(request.transport.get_extra_info("peername"))
+        if request.query.get("watch") == "true":
+            resp = web.StreamResponse()
+            await resp.prepare(request)
+            await release.wait()
+            return resp
+        waiting.append(request.match_info["name"])
+        await release.wait()
+        return web.json_response(cm(request.match_info["name"]))
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/default/configmaps", handler)
+    app.router.add_get("/api/v1/namespaces/default/configmaps/{name}", handler)
+    url = await serve(app)
+    async with Client(url, max_in_flight=2) as client:
+        watch = asyncio.create_task(anext(client.watch(CM, "default"), None))
+        gets = [asyncio.create_task(client.get(CM, f"cm-{i}")) for i in range(6)]
+        await wait_until(lambda: len(waiting) == 2 and len(peers) == 3, what="two gets and the watch")
+        release.set()
+        names = [obj["metadata"]["name"] for obj in await asyncio.wait_for(asyncio.gather(*gets), 10)]
+        assert names == [f"cm-{i}" for i in range(6)] and waiting == names  # turns taken in order
+        assert len(peers) == 3  # the later gets reused the two connections
+        assert await asyncio.wait_for(watch, 10) is None
+    with pytest.raises(ValueError, match="max_in_flight must be >= 0"):
+        Client(url, max_in_flight=-1)

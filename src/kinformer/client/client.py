@@ -117,6 +117,10 @@ class Client:
     timeout and end by the server's ``timeoutSeconds`` (their reads time out after ``watch_idle_timeout``, by default
     ``timeoutSeconds + 60`` when set). ``pool_size`` caps pooled connections (0: no cap, so long watches never
     starve other requests). ``qps``/``burst`` enable client-side throttling as client-go's rate limiter.
+    ``max_in_flight`` bounds the ordinary requests (every verb but the streams: watches, followed logs, exec)
+    waiting on the server at once (0: no bound): the others queue for a turn, in order, retries included; so
+    those requests never hold more than that many connections, as client-go's HTTP/2 multiplexes its requests
+    over one, and a burst of concurrent writes reuses pooled connections instead of opening one each.
 
     Objects come back as :class:`~kinformer.client.objects.LazyObject` (read-only Mappings; ``to_dict()`` for a
     mutable copy). Namespaced single-object verbs default ``namespace`` to the body's namespace, then to
@@ -130,7 +134,9 @@ class Client:
                  qps: float | None = None, burst: int = 10, watch_idle_timeout: float | None = None,
                  default_namespace: str | None = None, auth: AuthProvider | None = None,
                  config: ClientConfig | None = None, clock: Clock = REAL_CLOCK, pool_size: int = 0,
-                 list_timeout: float | None = None) -> None:
+                 list_timeout: float | None = None, max_in_flight: int = 0) -> None:
+        if max_in_flight < 0:
+            raise ValueError(f"max_in_flight must be >= 0, got {max_in_flight}")
         if config is None:
             if not url:
                 raise ValueError("Client needs a server URL (or use from_kubeconfig/in_cluster/auto)")
@@ -165,6 +171,8 @@ class Client:
         self.clock = clock
         self._pool_size = pool_size
         self._throttle = _TokenBucket(qps, burst, clock) if qps else None
+        self.max_in_flight = max_in_flight
+        self._turns: asyncio.Semaphore | None = None  # made with the session, in its loop
         self._session: aiohttp.ClientSession | None = None
         self._ssl: ssl.SSLContext | bool = True
         self._discovery = Discovery(self.get_json)
@@ -210,6 +218,7 @@ class Client:
     async def close(self) -> None:
         """Close pooled connections. The client may be used again afterwards (a new session is made)."""
         session, self._session = self._session, None
+        self._turns = None
         if session is not None and not session.closed:
             await session.close()
 
@@ -316,7 +325,16 @@ class Client:
         return from_status(doc, status, retry_after)
 
     async def request_bytes(self, method: str, path: str, **kwargs: Any) -> bytes:
-        """:meth:`request` and read the whole body."""
+        """:meth:`request` and read the whole body; with ``max_in_flight``, within a turn (see the class)."""
+        if not self.max_in_flight:
+            return await self._read_whole(method, path, kwargs)
+        turns = self._turns
+        if turns is None:
+            turns = self._turns = asyncio.Semaphore(self.max_in_flight)
+        async with turns:
+            return await self._read_whole(method, path, kwargs)
+
+    async def _read_whole(self, method: str, path: str, kwargs: dict[str, Any]) -> bytes:
         resp = await self.request(method, path, **kwargs)
         try:
             return await resp.read()

@@ -108,7 +108,8 @@ class Cluster:
         from kinformer.client import Client
         from kinformer.controller import Manager
 
-        self.client = Client(self.url, token=self.token, ca=self.ca, clock=self.clock)
+        self.client = Client(self.url, token=self.token, ca=self.ca, clock=self.clock,
+                             max_in_flight=self.options.client_max_in_flight)
         self.manager = Manager(self.client, clock=self.clock, stale_after=None, metrics_secure=False)
         ctx = ControllerContext(self)
         for name in self.controller_names:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from kinformer.quantity import parse_quantity
 
 #: fields that must be > 0 (periods, timeouts and sizes a loop divides by or waits on)
-_POSITIVE = ("workers", "node_pods", "node_lease_duration_seconds", "node_lease_renew_interval",
+_POSITIVE = ("workers", "client_max_in_flight", "node_pods", "node_lease_duration_seconds", "node_lease_renew_interval",
              "node_status_update_frequency", "restart_backoff", "restart_backoff_max",
              "scheduler_pod_initial_backoff", "scheduler_pod_max_backoff", "scheduler_max_unschedulable_duration",
              "node_monitor_period", "node_monitor_grace_period", "node_startup_grace_period",
@@ -30,6 +30,11 @@ class ClusterOptions:
 
     #: controller-runtime's per-controller worker count (kube-controller-manager's --concurrent-*-syncs).
     workers: int = 5
+    #: requests (every verb but watches) the cluster's client has waiting on the server at once; the others
+    #: queue for a turn (the client's ``max_in_flight``). client-go multiplexes a component's requests over one
+    #: HTTP/2 connection; here each request in flight holds a connection, and a burst beyond the pooled ones
+    #: (the ReplicaSet controller's slow-start batch of 128 creates) would open one each.
+    client_max_in_flight: int = 16
     # -- simulated nodes and kubelets ----------------------------------------------------------------------
     #: each simulated node's capacity (and allocatable): cpu, memory and the kubelet's --max-pods.
     node_cpu: str = "4"

@@ -36,6 +36,7 @@ async def test_bare_server_has_no_cluster() -> None:
 
 @pytest.mark.parametrize(("options", "message"), [
     ({"workers": 0}, "workers must be > 0"),
+    ({"client_max_in_flight": 0}, "client_max_in_flight must be > 0"),
     ({"workers": 1.5}, "workers must be an integer"),
     ({"node_pods": True}, "node_pods must be a number"),
     ({"container_run_seconds": -1.0}, "container_run_seconds must be >= 0"),
@@ -67,3 +68,6 @@ async def test_every_controller_and_the_kubelets_share_one_informer_per_resource
         plurals = sorted(key[0].partition(".")[0] for key in keys)
         assert len(keys) > 10
         assert [p for p in plurals if plurals.count(p) > 1] == []
+        # one client for all of them, its ordinary requests bounded (a burst reuses pooled connections)
+        assert server.cluster.manager.api_client is server.cluster.client
+        assert server.cluster.client.max_in_flight == ClusterOptions().client_max_in_flight == 16
