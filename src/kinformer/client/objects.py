@@ -40,6 +40,7 @@ __all__ = [
     "decode_object",
     "decode_without_managed_fields",
     "encode",
+    "kind_of",
     "to_plain",
 ]
 
@@ -328,6 +329,18 @@ class LazyObject(Mapping[str, Any]):
 
 
 _new_lazy = LazyObject.__new__
+
+
+def kind_of(obj: Mapping[str, Any]) -> Any:
+    """``obj.get("kind")``, read without decoding a :class:`LazyObject` that is not decoded yet (only the head of
+    its JSON is read; the rest is skipped, not built), e.g. to tell a ``Status`` answer from an object."""
+    if type(obj) is LazyObject and obj._data is None:
+        try:
+            kind = _decode_head(obj._raw).kind
+        except msgspec.MsgspecError:  # not a JSON object, or its head does not fit: the whole decode says
+            return obj.get("kind")
+        return None if kind is UNSET else kind
+    return obj.get("kind")
 
 
 def _cut_managed_fields(data: bytes, lo: int, hi: int, value: bytes | Raw) -> bytes | None:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 from kinformer.cache.factory import InformerKey
+from kinformer.client.objects import kind_of
 from kinformer.errors import NotFound
 from kinformer.listwatch import ListResult
 from kinformer.selectors import field_value, object_fields, parse_field_selector, parse_label_selector
@@ -260,7 +261,7 @@ class CachedClient:
 
     async def _remember(self, writes: MutableSequence[PendingWrite], resource: Any, result: Any) -> None:
         meta = result.get("metadata") if isinstance(result, Mapping) else None
-        if not meta or result.get("kind") == "Status" or not meta.get("resourceVersion"):
+        if not meta or kind_of(result) == "Status" or not meta.get("resourceVersion"):
             return
         key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta.get("name", "")
         for informer_key, informer in await self._informers_of(resource, meta.get("namespace") or None):

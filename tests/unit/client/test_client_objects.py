@@ -20,6 +20,7 @@ from kinformer.client.objects import (
     decode_object,
     decode_without_managed_fields,
     encode,
+    kind_of,
     to_plain,
 )
 from kinformer.client.watch import decode_watch_line
@@ -66,6 +67,22 @@ def test_reads_like_the_dict(pod: dict) -> None:
     assert obj.resource_version == pod["metadata"]["resourceVersion"]
     assert obj.key == f"{obj.namespace}/{obj.name}"
     assert obj.name in repr(obj)
+
+
+def test_kind_of_reads_only_the_head_of_an_undecoded_object(pod: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kinformer.client import objects
+
+    decodes: list[object] = []
+    loads = objects._loads
+    monkeypatch.setattr(objects, "_loads", lambda raw: decodes.append(raw) or loads(raw))
+    obj = decode_object(orjson.dumps(pod))
+    assert kind_of(obj) == "Pod" and decodes == []  # the object is not decoded for it
+    status = decode_object(b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success"}')
+    assert kind_of(status) == "Status" and decodes == []
+    assert kind_of(decode_object(b'{"metadata":{"name":"x"}}')) is None and decodes == []
+    assert obj["spec"] and kind_of(obj) == "Pod"  # decoded: read from the decode
+    assert kind_of(decode_object(b'{"kind":5}')) == 5  # a head that does not fit: as get("kind") says
+    assert kind_of({"kind": "Foo"}) == "Foo" and kind_of({}) is None  # any other Mapping: its get
 
 
 def test_members_are_decoded_once_and_cached(pod: dict) -> None:

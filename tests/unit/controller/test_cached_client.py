@@ -50,6 +50,30 @@ async def test_reads_come_from_the_cache(kube_client) -> None:
         await mgr.factory.shutdown()
 
 
+async def test_a_write_is_remembered_without_decoding_the_answer(kube_client, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Telling a ``Status`` answer from an object reads only the answer's head: a controller creating hundreds of
+    pods decodes none of the created pods it never reads."""
+    from kinformer.client import objects
+    from kinformer.controller.cached_client import track_writes
+
+    mgr = ki.Manager(kube_client)
+    informer = mgr.factory.informer("configmaps")
+    mgr.factory.start()
+    try:
+        await mgr.factory.wait_for_cache_sync()
+        decodes: list[object] = []
+        loads = objects._loads
+        monkeypatch.setattr(objects, "_loads", lambda raw: decodes.append(raw) or loads(raw))
+        with track_writes() as writes:
+            created = await mgr.client.create("configmaps", configmap("undecoded"), namespace=NS)
+        assert decodes == []
+        assert [(w.key, w.resource_version) for w in writes] == [(f"{NS}/undecoded",
+                                                                  created["metadata"]["resourceVersion"])]
+        assert writes[0].informer is informer
+    finally:
+        await mgr.factory.shutdown()
+
+
 async def test_next_reconcile_waits_for_its_own_writes(kube_server, kube_client) -> None:
     """The cache lags the server by a delaying proxy; every reconcile still sees its previous write."""
     seen: list[tuple[int, int]] = []  # (count the reconcile saw, count it had written before)
