@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kinformer.aio import task_group
+from kinformer.aio import first_completed, task_group
 from kinformer.clock import REAL_CLOCK, Clock
 
 from .controllers import CONTROLLERS
@@ -125,12 +125,18 @@ class Cluster:
         await self._wait_synced()
 
     async def _wait_synced(self) -> None:
-        assert self._task is not None
+        """Wait until the Manager started its informers (it builds the controllers first, which may ask the
+        server), then until their caches synced; raises what ended the cluster's task if it ended first."""
+        task = self._task
+        assert task is not None
         if not self.manager.builders:
             return
+        await first_completed(self.manager.informers_started.wait(), asyncio.shield(task))
+        if task.done():
+            await task  # raises what ended it
         synced = await self.manager.factory.wait_for_cache_sync(timeout=self.manager.cache_sync_timeout)
-        if self._task.done():
-            await self._task  # raises what ended it
+        if task.done():
+            await task  # raises what ended it
         unsynced = sorted(name for name, ok in synced.items() if not ok)
         if unsynced:
             raise TimeoutError(f"the cluster's caches did not sync: {', '.join(unsynced)}")

@@ -125,6 +125,9 @@ class Manager:
         self.elector: LeaderElector | None = None
         self.health_url: str | None = None
         self._stopping = asyncio.Event()
+        #: set once :meth:`run` built the controllers and started the factory's informers (their caches sync
+        #: from then on: ``factory.wait_for_cache_sync`` waits only for started informers)
+        self.informers_started = asyncio.Event()
         self._ready = False
         self._webhook_server = webhook_server
 
@@ -224,6 +227,7 @@ class Manager:
             if self.sharding is not None:
                 self._join_shards(self.sharding)
             self.factory.start()
+            self.informers_started.set()
             await self._run_controllers_or_lead()
             if webhooks is not None:
                 await self._stopping.wait()  # webhooks are served until stop(), even with no controller left

@@ -70,4 +70,7 @@ async def test_every_controller_and_the_kubelets_share_one_informer_per_resource
         assert [p for p in plurals if plurals.count(p) > 1] == []
         # one client for all of them, its ordinary requests bounded (a burst reuses pooled connections)
         assert server.cluster.manager.api_client is server.cluster.client
+        # the server started once the cluster's caches synced (not merely once its Manager's task was made)
+        assert server.cluster.manager.informers_started.is_set()
+        assert all(informer.has_synced() for informer in keys.values())
         assert server.cluster.client.max_in_flight == ClusterOptions().client_max_in_flight == 16

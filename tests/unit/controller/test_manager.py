@@ -36,9 +36,14 @@ class _HangingClient:
 
 async def test_manager_is_not_ready_when_the_cache_sync_timed_out() -> None:
     mgr = Manager(_HangingClient(), cache_sync_timeout=0.1)
-    mgr.informer("configmaps")
+    informer = mgr.informer("configmaps")
+    assert not mgr.informers_started.is_set()
+    run = asyncio.create_task(mgr.run())
+    # told once run() started the informers (so a wait for their sync waits for them), not before
+    await asyncio.wait_for(mgr.informers_started.wait(), 10)
+    assert informer.is_started
     try:
-        await asyncio.wait_for(mgr.run(), 10)
+        await asyncio.wait_for(run, 10)
     except Exception:
         pass  # ending run() with a sync-timeout error is an acceptable fix too
     assert not mgr.ready()
