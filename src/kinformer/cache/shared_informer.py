@@ -35,10 +35,11 @@ import logging
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic
+from typing import Any, Generic
 
 from kinformer.cache.backoff import Backoff
 from kinformer.cache.delta_fifo import YIELD_EVERY, Delta, DeltaFIFO, DeltaType, FIFOClosed
+from kinformer.cache.lister import Lister
 from kinformer.cache.multi_namespace import MultiNamespaceListerWatcher, NamespaceScopedStore
 from kinformer.cache.mutation_detector import CacheMutationError, MutationDetector
 from kinformer.cache.processor_listener import (
@@ -59,9 +60,6 @@ from kinformer.cache.transforms import DEFAULT_TRANSFORM, Transform, strip_manag
 from kinformer.clock import REAL_CLOCK, Clock
 from kinformer.listwatch import ListerWatcher
 from kinformer.typed_resources import ObjT
-
-if TYPE_CHECKING:
-    from kinformer.cache.lister import Lister
 
 __all__ = [
     "DEFAULT_TRANSFORM",
@@ -155,6 +153,7 @@ class SharedIndexInformer(Generic[ObjT]):
         self._tg: asyncio.TaskGroup | None = None
         self._stats = InformerStats()
         self._handler_seq = 0
+        self._lister: Lister[ObjT] | None = None
 
     # ------------------------------------------------------------------ cache access
 
@@ -167,10 +166,14 @@ class SharedIndexInformer(Generic[ObjT]):
         return self._indexer
 
     def lister(self) -> Lister[ObjT]:
-        """A :class:`kinformer.cache.lister.Lister` over the cache."""
-        from kinformer.cache.lister import Lister
-
-        return Lister(self._indexer, namespaced=self.namespaced, resource=self.resource or self.name)
+        """A :class:`kinformer.cache.lister.Lister` over the cache: one, made at the first call and handed out
+        again (it holds nothing but the cache and the informer's names; handlers that filter each pod event through
+        a lister asked for one per event)."""
+        lister = self._lister
+        if lister is None:
+            lister = self._lister = Lister(self._indexer, namespaced=self.namespaced,
+                                           resource=self.resource or self.name)
+        return lister
 
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
         """Add indices (before or after start; cached objects are indexed at once)."""

@@ -82,6 +82,12 @@ async def test_cache_is_updated_before_handlers_and_decides_add_vs_update() -> N
         assert seen == [("add", True, None), ("update", True, "1"), ("add", True, None)]
         assert inf.lister().get("b", "default")["metadata"]["name"] == "b"
         assert [o["metadata"]["name"] for o in inf.lister().list(namespace="default")] != []
+        # one lister, handed out again (a handler may ask for one per event), reading the live cache
+        lister = inf.lister()
+        assert inf.lister() is lister and lister.indexer is inf.indexer
+        src.create(cm("c"))
+        await wait_until(lambda: len(seen) == 4)
+        assert lister.get("c", "default")["metadata"]["name"] == "c"
     finally:
         await inf.stop()
     assert inf.is_stopped
