@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
+from kinformer.client import LazyObject
 from kinformer.cluster.controllers.podtemplate import pod_from_template
 from kinformer.cluster.metatime import rfc3339
 from kinformer.cluster.podutil import (
@@ -62,3 +64,20 @@ def test_pod_from_template_without_labels_is_refused() -> None:
         pod_from_template({"spec": {"containers": []}}, owner)
     pod = pod_from_template({"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}}, owner)
     assert pod["metadata"]["generateName"] == "rs-" and pod["metadata"]["ownerReferences"][0]["controller"]
+
+
+def test_pod_from_template_owns_a_deep_copy_of_the_spec() -> None:
+    """The statefulset and daemonset controllers change the pod's spec: never the template's (a cached object)."""
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs", "namespace": "ns", "uid": "u"}}
+    spec = {"containers": [{"name": "web", "image": "nginx", "ports": [{"containerPort": 80}]}],
+            "nodeSelector": {"disk": "ssd"}}
+    template = {"metadata": {"labels": {"a": "b"}}, "spec": spec}
+    cached = LazyObject(orjson.dumps(template))
+    for source in (template, cached):
+        pod = pod_from_template(source, owner)
+        assert pod["spec"] == spec
+        pod["spec"]["containers"][0]["ports"].append({"containerPort": 81})
+        pod["spec"]["nodeSelector"]["zone"] = "a"
+        assert source["spec"] == spec == {"containers": [{"name": "web", "image": "nginx",
+                                                          "ports": [{"containerPort": 80}]}],
+                                          "nodeSelector": {"disk": "ssd"}}

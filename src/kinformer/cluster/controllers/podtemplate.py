@@ -2,14 +2,14 @@
 shared by the replicaset, statefulset, daemonset and job controllers. What they read from a pod is
 :mod:`kinformer.cluster.podutil`'s.
 
-* a pod made from a template copies its labels, annotations, finalizers and spec, and is controlled by the
-  owner (``controller`` and ``blockOwnerDeletion`` set), named ``<owner>-`` plus a random suffix;
+* a pod made from a template copies its labels, annotations, finalizers and spec (a deep copy the caller owns:
+  the statefulset and daemonset controllers change it), and is controlled by the owner (``controller`` and
+  ``blockOwnerDeletion`` set), named ``<owner>-`` plus a random suffix;
 * a template without labels makes no pod: ValueError("unable to create pods, no labels"), as kube.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,7 +34,7 @@ def pod_from_template(template: Obj, owner: Obj) -> dict[str, Any]:
     if meta.get("finalizers"):
         pod_meta["finalizers"] = list(meta["finalizers"])
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta,
-            "spec": copy.deepcopy(to_plain(template.get("spec") or {}))}
+            "spec": to_plain(template.get("spec") or {})}  # (to_plain makes a deep copy)
 
 
 __all__ = ["pod_from_template"]
