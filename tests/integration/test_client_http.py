@@ -531,3 +531,28 @@ async def test_max_in_flight_bounds_ordinary_requests_and_their_connections(serv
         assert await asyncio.wait_for(watch, 10) is None
     with pytest.raises(ValueError, match="max_in_flight must be >= 0"):
         Client(url, max_in_flight=-1)
+
+
+async def test_a_request_backing_off_gives_its_turn_back(serve: Callable[..., Any]) -> None:
+    """With one turn, a request sleeping out a Retry-After lets another through meanwhile, then takes a turn
+    again for its retry."""
+    hits: list[str] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        hits.append(name)
+        if name == "slow" and hits.count("slow") == 1:
+            return web.json_response(status(429, "TooManyRequests", "later"), status=429, headers={"Retry-After": "5"})
+        return web.json_response(cm(name))
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/default/configmaps/{name}", handler)
+    url = await serve(app)
+    clock = FakeClock()
+    async with Client(url, clock=clock, max_in_flight=1) as client:
+        slow = asyncio.create_task(client.get(CM, "slow"))
+        await clock.wait_for_waiters(1)  # backing off for 5 s
+        assert (await asyncio.wait_for(client.get(CM, "fast"), 10))["metadata"]["name"] == "fast"
+        clock.step(5)
+        assert (await asyncio.wait_for(slow, 10))["metadata"]["name"] == "slow"
+    assert hits == ["slow", "fast", "slow"]

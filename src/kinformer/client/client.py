@@ -105,6 +105,28 @@ class _TokenBucket:
             await self.clock.sleep(-self.tokens / self.qps)
 
 
+class _Turn:
+    """One request's turn among a client's ``max_in_flight``: held while the request waits on the server and its
+    answer is read, given back while it backs off before a retry (a sleeping request holds no connection).
+
+    Invariant: ``held`` is True exactly while this request holds one unit of ``slots``."""
+
+    __slots__ = ("held", "slots")
+
+    def __init__(self, slots: asyncio.Semaphore) -> None:
+        self.slots, self.held = slots, False
+
+    async def take(self) -> None:
+        if not self.held:
+            await self.slots.acquire()  # (cancelled while waiting: nothing taken)
+            self.held = True
+
+    def give_back(self) -> None:
+        if self.held:
+            self.held = False
+            self.slots.release()
+
+
 class Client:
     """An asyncio client for one Kubernetes API server (embedded or real).
 
@@ -118,9 +140,10 @@ class Client:
     ``timeoutSeconds + 60`` when set). ``pool_size`` caps pooled connections (0: no cap, so long watches never
     starve other requests). ``qps``/``burst`` enable client-side throttling as client-go's rate limiter.
     ``max_in_flight`` bounds the ordinary requests (every verb but the streams: watches, followed logs, exec)
-    waiting on the server at once (0: no bound): the others queue for a turn, in order, retries included; so
-    those requests never hold more than that many connections, as client-go's HTTP/2 multiplexes its requests
-    over one, and a burst of concurrent writes reuses pooled connections instead of opening one each.
+    waiting on the server at once (0: no bound): the others queue for a turn, in order, and a request backing
+    off before a retry gives its turn back meanwhile; so those requests never hold more than that many
+    connections, as client-go's HTTP/2 multiplexes its requests over one, and a burst of concurrent writes reuses
+    pooled connections instead of opening one each.
 
     Objects come back as :class:`~kinformer.client.objects.LazyObject` (read-only Mappings; ``to_dict()`` for a
     mutable copy). Namespaced single-object verbs default ``namespace`` to the body's namespace, then to
@@ -251,21 +274,28 @@ class Client:
         The caller must read and release the response (or use :meth:`request_bytes`). Inside a recording
         OpenTelemetry span, the request has a child span of its own (:mod:`kinformer.tracing`).
         """
+        return await self._request(method, path, params, data, headers, timeout, None)
+
+    async def _request(self, method: str, path: str, params: Mapping[str, str] | None, data: bytes | None,
+                       headers: Mapping[str, str] | None, timeout: aiohttp.ClientTimeout | None,
+                       turn: _Turn | None) -> aiohttp.ClientResponse:
         if tracing.ENABLED:
             traced = dict(headers or {})
             with tracing.api_span(method, path, params, traced) as span:
                 if span is not None:
                     try:
-                        resp = await self._send(method, path, params, data, traced, timeout)
+                        resp = await self._send(method, path, params, data, traced, timeout, turn)
                     except APIError as exc:
                         tracing.set_status_code(span, exc.code)
                         raise
                     tracing.set_status_code(span, resp.status)
                     return resp
-        return await self._send(method, path, params, data, headers, timeout)
+        return await self._send(method, path, params, data, headers, timeout, turn)
 
     async def _send(self, method: str, path: str, params: Mapping[str, str] | None, data: bytes | None,
-                    headers: Mapping[str, str] | None, timeout: aiohttp.ClientTimeout | None) -> aiohttp.ClientResponse:
+                    headers: Mapping[str, str] | None, timeout: aiohttp.ClientTimeout | None,
+                    turn: _Turn | None = None) -> aiohttp.ClientResponse:
+        """The attempts of one request (``turn``: taken for each attempt, given back before each back-off)."""
         session = self._get_session()
         url = self.url + path
         attempt = 0
@@ -280,6 +310,8 @@ class Client:
         while True:
             if self._throttle is not None:
                 await self._throttle.wait()
+            if turn is not None:
+                await turn.take()
             hdrs = await self._headers(headers)
             start = time.perf_counter()
             try:
@@ -290,7 +322,7 @@ class Client:
                     attempt += 1
                     delay = min(0.1 * 2 ** (attempt - 1), 5.0)
                     log.debug("%s %s: %s; retry %d in %.1fs", method, path, exc, attempt, delay)
-                    await self.clock.sleep(delay)
+                    await self._back_off(delay, turn)
                     continue
                 raise
             status = resp.status
@@ -306,9 +338,14 @@ class Client:
             if retry_after is not None and (status == 429 or status >= 500) and attempt < self.max_retries:
                 attempt += 1
                 log.debug("%s %s: %d, Retry-After %.0fs (retry %d)", method, path, status, retry_after, attempt)
-                await self.clock.sleep(retry_after)
+                await self._back_off(retry_after, turn)
                 continue
             raise self._error(status, body, retry_after)
+
+    async def _back_off(self, delay: float, turn: _Turn | None) -> None:
+        if turn is not None:
+            turn.give_back()
+        await self.clock.sleep(delay)
 
     @staticmethod
     def _error(status: int, body: bytes, retry_after: float | None) -> APIError:
@@ -324,22 +361,25 @@ class Client:
                    "message": text[:2000] or f"HTTP {status}"}
         return from_status(doc, status, retry_after)
 
-    async def request_bytes(self, method: str, path: str, **kwargs: Any) -> bytes:
+    async def request_bytes(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
+                            data: bytes | None = None, headers: Mapping[str, str] | None = None,
+                            timeout: aiohttp.ClientTimeout | None = None) -> bytes:
         """:meth:`request` and read the whole body; with ``max_in_flight``, within a turn (see the class)."""
-        if not self.max_in_flight:
-            return await self._read_whole(method, path, kwargs)
-        turns = self._turns
-        if turns is None:
-            turns = self._turns = asyncio.Semaphore(self.max_in_flight)
-        async with turns:
-            return await self._read_whole(method, path, kwargs)
-
-    async def _read_whole(self, method: str, path: str, kwargs: dict[str, Any]) -> bytes:
-        resp = await self.request(method, path, **kwargs)
+        turn = None
+        if self.max_in_flight:
+            slots = self._turns
+            if slots is None:
+                slots = self._turns = asyncio.Semaphore(self.max_in_flight)
+            turn = _Turn(slots)
         try:
-            return await resp.read()
+            resp = await self._request(method, path, params, data, headers, timeout, turn)
+            try:
+                return await resp.read()
+            finally:
+                resp.release()
         finally:
-            resp.release()
+            if turn is not None:
+                turn.give_back()
 
     async def get_json(self, path: str, params: Mapping[str, str] | None = None) -> Any:
         """GET ``path`` and decode the JSON body into plain Python objects."""
