@@ -251,6 +251,9 @@ class LazyObject(Mapping[str, Any]):
         return self._decoded()[key]
 
     def get(self, key: str, default: Any = None) -> Any:
+        data = self._data
+        if type(data) is dict:  # decoded (the common case: one call, not three)
+            return data.get(key, default)
         try:
             return self[key]
         except KeyError:

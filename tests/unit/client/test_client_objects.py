@@ -85,6 +85,15 @@ def test_kind_of_reads_only_the_head_of_an_undecoded_object(pod: dict, monkeypat
     assert kind_of({"kind": "Foo"}) == "Foo" and kind_of({}) is None  # any other Mapping: its get
 
 
+def test_get_answers_alike_before_and_after_the_decode(pod: dict) -> None:
+    fresh, decoded = decode_object(orjson.dumps(pod)), decode_object(orjson.dumps(pod))
+    assert decoded["spec"] == pod["spec"]  # decoded now: get reads the decode directly
+    for obj in (fresh, decoded):
+        assert obj.get("spec") == pod["spec"] and obj.get("metadata")["name"] == pod["metadata"]["name"]
+        assert obj.get("nope") is None and obj.get("nope", 3) == 3
+    assert decoded.get("spec") is decoded["spec"]
+
+
 def test_members_are_decoded_once_and_cached(pod: dict) -> None:
     obj = decode_object(orjson.dumps(pod))
     assert obj["spec"] is obj["spec"]
