@@ -8,6 +8,7 @@ from kinformer.cache.tombstone import DeletedFinalStateUnknown
 from kinformer.client.objects import LazyObject
 from kinformer.meta import (
     fast_getters,
+    kind_of,
     meta_namespace_key,
     namespace_of,
     object_key,
@@ -28,6 +29,15 @@ def test_object_key_spells_namespaced_and_cluster_scoped_keys() -> None:
 ])
 def test_accessors_agree_on_dicts_and_lazy_objects(obj) -> None:
     assert (meta_namespace_key(obj), namespace_of(obj), resource_version_of(obj)) == ("ns/a", "ns", "7")
+
+
+@pytest.mark.parametrize("raw", [b'{"kind": "Status", "metadata": {}}', b'{"metadata": {"name": "x"}}',
+                                 b'{"kind": 5}', b'{"metadata": {}, "kind": "Pod", "spec": {}}'])
+def test_kind_of_agrees_with_get_on_dicts_and_lazy_objects(raw: bytes) -> None:
+    import orjson
+
+    plain = orjson.loads(raw)
+    assert kind_of(plain) == kind_of(LazyObject.from_json(raw)) == plain.get("kind")
 
 
 def test_cluster_scoped_and_missing_fields() -> None:

@@ -40,7 +40,6 @@ __all__ = [
     "decode_object",
     "decode_without_managed_fields",
     "encode",
-    "kind_of",
     "to_plain",
 ]
 
@@ -334,18 +333,6 @@ class LazyObject(Mapping[str, Any]):
 _new_lazy = LazyObject.__new__
 
 
-def kind_of(obj: Mapping[str, Any]) -> Any:
-    """``obj.get("kind")``, read without decoding a :class:`LazyObject` that is not decoded yet (only the head of
-    its JSON is read; the rest is skipped, not built), e.g. to tell a ``Status`` answer from an object."""
-    if type(obj) is LazyObject and obj._data is None:
-        try:
-            kind = _decode_head(obj._raw).kind
-        except msgspec.MsgspecError:  # not a JSON object, or its head does not fit: the whole decode says
-            return obj.get("kind")
-        return None if kind is UNSET else kind
-    return obj.get("kind")
-
-
 def _cut_managed_fields(data: bytes, lo: int, hi: int, value: bytes | Raw) -> bytes | None:
     """The object ``data[lo:hi]`` without its ``"managedFields":<value>`` member (and one comma beside it), as
     new bytes; None when that member cannot be located exactly (the caller then decodes).
@@ -414,8 +401,22 @@ def _fast_resource_version(obj: LazyObject) -> str | None:
     return "" if rv is UNSET else rv
 
 
+def _fast_kind(obj: LazyObject) -> str | None:
+    """``kind`` when it is a string: from the decode when there is one, else from the head of the JSON alone
+    (the rest skipped, not built); None (the generic path decides) for anything else."""
+    data = obj._data
+    if data is not None:
+        kind = data.get("kind") if type(data) is dict else None
+    else:
+        try:
+            kind = _decode_head(obj._raw).kind
+        except msgspec.MsgspecError:  # not a JSON object, or a kind that is not a string
+            return None
+    return kind if type(kind) is str else None
+
+
 register_fast_metadata(LazyObject, key=attrgetter("_key"), namespace=_fast_namespace,
-                       resource_version=_fast_resource_version)
+                       resource_version=_fast_resource_version, kind=_fast_kind)
 
 
 class MetadataView(Mapping[str, Any]):

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 from kinformer.cache.factory import InformerKey
-from kinformer.client.objects import kind_of
 from kinformer.errors import NotFound
 from kinformer.listwatch import ListResult
+from kinformer.meta import kind_of
 from kinformer.selectors import field_value, object_fields, parse_field_selector, parse_label_selector
 from kinformer.typed_resources import ObjT, resource_spec
 
