@@ -149,6 +149,31 @@ print("off")
     assert proc.returncode == 0 and proc.stdout.strip() == "off", proc.stderr
 
 
+def test_without_a_tracer_provider_a_reconcile_runs_in_the_span_the_no_op_tracer_would_give() -> None:
+    """No provider set (a fresh process): the reconcile's current span is the invalid non-recording span the
+    no-op tracer makes (not the span around the controller), as it was through the tracer, made directly."""
+    code = """
+from opentelemetry import trace
+from opentelemetry.context import Context
+from kinformer import tracing
+outer = trace.NonRecordingSpan(trace.SpanContext(0x1234, 0x5678, is_remote=True))
+with trace.use_span(outer):
+    with trace.get_tracer("x").start_as_current_span("reconcile", context=Context()):
+        expected = trace.get_current_span()
+    with tracing.reconcile_span("c", "ns", "n", "id") as span:
+        assert trace.get_current_span() is expected is trace.INVALID_SPAN
+        span.outcome("success", requeue=True, requeue_after=1.0)
+        span.failed(ValueError("x"), "error", requeue=True)
+    assert trace.get_current_span() is outer
+print("no-op")
+"""
+    env = {k: v for k, v in os.environ.items() if k != "OTEL_PYTHON_TRACER_PROVIDER"}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "no-op", proc.stderr
+
+
 async def test_a_reconcile_nobody_traced_starts_a_trace_even_inside_the_span_that_started_the_controller(
         otel_spans: Any) -> None:
     from opentelemetry import trace
