@@ -124,6 +124,7 @@ class Controller:
         self.started = False
         self.shard: Any = None  # a ShardedController when the Manager is sharded (filters at the queue)
         self.in_flight: set[str] = set()  # keys being reconciled now
+        self._series: metrics.ReconcileSeries | None = None  # made at the first reconcile
 
     def watch(self, informer: SharedIndexInformer, mapper: MapFunc = request_for_object,
               predicates: Sequence[Predicate] = (), *, primary: bool = False,
@@ -267,9 +268,10 @@ class Controller:
 
     async def _handle(self, request: Request, span: tracing.ReconcileSpan) -> None:
         name, stats, queue = self.name, self.stats, self.queue
+        series = self._reconcile_series()
         stats.reconciles += 1
         stats.active += 1
-        metrics.ACTIVE_WORKERS.labels(name).inc()
+        series.active.inc()
         start = time.perf_counter()
         try:
             result = await self._invoke(request)
@@ -299,8 +301,8 @@ class Controller:
             return
         finally:
             stats.active -= 1
-            metrics.ACTIVE_WORKERS.labels(name).dec()
-            metrics.RECONCILE_TIME.labels(name).observe(time.perf_counter() - start)
+            series.active.dec()
+            series.time.observe(time.perf_counter() - start)
         self._apply_result(request, result if isinstance(result, Result) else Result(), span)
 
     async def _invoke(self, request: Request) -> Any:
@@ -361,27 +363,33 @@ class Controller:
                      requeue=bool(result.requeue or result.requeue_after), requeue_after=result.requeue_after)
         if result.requeue_after:
             self.stats.requeues_after += 1
-            metrics.RECONCILE_TOTAL.labels(self.name, "requeue_after").inc()
+            self._reconcile_series().result("requeue_after").inc()
             self.queue.forget(request)
             self._add(request, result.requeue_after, result.priority)
         elif result.requeue:
             self.stats.requeues += 1
-            metrics.RECONCILE_TOTAL.labels(self.name, "requeue").inc()
+            self._reconcile_series().result("requeue").inc()
             self._add(request, None, result.priority, rate_limited=True)
         else:
             self.stats.successes += 1
-            metrics.RECONCILE_TOTAL.labels(self.name, "success").inc()
+            self._reconcile_series().result("success").inc()
             self.queue.forget(request)
             if self.every and self.primary is not None and self.primary.indexer.get_by_key(request.key) is not None:
                 timer_priority = LOW_PRIORITY if result.priority is None else result.priority  # as a resync
                 self._add(request, self.every, timer_priority)
+
+    def _reconcile_series(self) -> metrics.ReconcileSeries:
+        series = self._series
+        if series is None:
+            series = self._series = metrics.ReconcileSeries(self.name)
+        return series
 
     def _record_error(self, request: Request, exc: BaseException, *, requeue: bool,
                       span: tracing.ReconcileSpan = tracing.NO_SPAN) -> None:
         span.failed(exc, "error" if requeue else "terminal_error", requeue=requeue)
         self.stats.errors += 1
         metrics.RECONCILE_ERRORS.labels(self.name).inc()
-        metrics.RECONCILE_TOTAL.labels(self.name, "error").inc()
+        self._reconcile_series().result("error").inc()
         log.error("controller %s: reconcile %s failed%s: %s", self.name, request,
                   " (requeued with backoff)" if requeue else " (terminal, not requeued)", exc,
                   exc_info=not isinstance(exc, TerminalError))

@@ -63,6 +63,29 @@ LEADER_ELECTION_STATUS = Gauge(
 _QUEUE_METRICS = None
 
 
+class ReconcileSeries:
+    """A controller's series of the metrics every reconcile updates (active workers, reconcile time, results),
+    each looked up once, at its first use, instead of through ``labels()`` at every reconcile.
+
+    Invariant: each child is the one ``labels()`` answers for the controller (a series is made where
+    ``labels()`` would have made it: at the first reconcile, or the first of that result)."""
+
+    __slots__ = ("_results", "active", "controller", "time")
+
+    def __init__(self, controller: str) -> None:
+        self.controller = controller
+        self.active = ACTIVE_WORKERS.labels(controller)
+        self.time = RECONCILE_TIME.labels(controller)
+        self._results: dict[str, Any] = {}
+
+    def result(self, result: str) -> Any:
+        """The ``controller_runtime_reconcile_total`` child of ``result``."""
+        child = self._results.get(result)
+        if child is None:
+            child = self._results[result] = RECONCILE_TOTAL.labels(self.controller, result)
+        return child
+
+
 def init_controller(controller: str, workers: int) -> None:
     """Create a controller's series at zero when it starts (as controller-runtime does), so that rates and
     ``increase()`` alerts see them before the first error."""

@@ -321,3 +321,10 @@ async def test_a_reconcile_that_raises_counts_as_a_panic_and_a_terminal_error_do
     assert sample("controller_runtime_reconcile_panics_total", "t-panics") == 1.0
     assert sample("controller_runtime_reconcile_errors_total", "t-panics") == 2.0
     assert sample("controller_runtime_terminal_reconcile_errors_total", "t-panics") == 1.0
+    # the series every reconcile updates (each looked up once per controller): results, workers, time
+    results = {result: REGISTRY.get_sample_value("controller_runtime_reconcile_total",
+                                                 {"controller": "t-panics", "result": result})
+               for result in ("success", "error", "requeue", "requeue_after")}
+    assert results == {"success": 1.0, "error": 2.0, "requeue": 0.0, "requeue_after": 0.0}
+    assert sample("controller_runtime_active_workers", "t-panics") == 0.0
+    assert sample("controller_runtime_reconcile_time_seconds_count", "t-panics") == 3.0
