@@ -595,6 +595,24 @@ def test_smp_into_an_empty_list_keeps_the_patch_order_of_first_mentions() -> Non
     assert _containers(merged)[0]["env"] == [{"name": "B", "value": "2"}, {"name": "A"}]
 
 
+def test_smp_items_new_to_a_keyed_list_go_before_the_servers_own() -> None:
+    """Patch items whose keys the list lacks come first, in the patch's order, then the server's items in
+    theirs (kube's normalized order: a kubelet's first conditions before the scheduler's PodScheduled); the
+    server's items with a repeated key gather at the first one's place, as the general reordering puts them."""
+    def conditions(*types: str) -> list[dict[str, Any]]:
+        return [{"type": t, "status": "True"} for t in types]
+
+    def merged(server: list[dict[str, Any]], patch: list[dict[str, Any]]) -> list[str]:
+        return [c["type"] for c in _smp({"status": {"conditions": patch}}, {"status": {"conditions": server}},
+                                        POD)["status"]["conditions"]]
+
+    assert merged(conditions("PodScheduled"), conditions("Initialized", "Ready")) == \
+        ["Initialized", "Ready", "PodScheduled"]
+    assert merged(conditions("A", "B", "A"), conditions("C")) == ["C", "A", "A", "B"]
+    assert merged(conditions("A", "B"), conditions("C", "B")) == ["C", "A", "B"]  # B named: the general order
+    assert merged(conditions("A"), conditions("C", "D", "C")) == ["C", "D", "A"]
+
+
 def _random_smp_case(rnd: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
     """A Deployment and a patch of its finalizers (a set: strings, now and then another value) and of a
     container's env (keyed by name: scalars, nulls, now and then a nested value or a directive)."""
@@ -641,4 +659,6 @@ def test_smp_shortcuts_for_strings_and_flat_items_merge_as_the_general_merge(see
     with pytest.MonkeyPatch.context() as general:
         general.setattr(patches, "only_strings", lambda values: False)
         general.setattr(patches._StrategicMerger, "new_map", lambda self, p, path: self.merge_map({}, p, path))
+        keyed = patches._StrategicMerger._merge_keyed
+        general.setattr(patches._StrategicMerger, "_merge_keyed", lambda self, *args: (keyed(self, *args)[0], False))
         assert merge() == fast

@@ -558,9 +558,11 @@ class _StrategicMerger:
             return [self._strip(item, path) for item in plain]
         key = strategy.keys[0]
         original, patch = self._special_elements(original, patch, key)
-        merged = self._merge_keyed(original, patch, key, path)
-        if not original and order is None:
-            return merged  # one item per key, in the order the patch first names it: the normalized order
+        merged, appended = self._merge_keyed(original, patch, key, path)
+        if order is None and (not original or appended):
+            # one item per key, in the order the patch first names it: the normalized order, with the server's
+            # items (distinct keys, none named by the patch) after them in their own order
+            return [*merged[len(original):], *merged[:len(original)]] if original else merged
 
         def by_key(item: Any) -> Any:
             return freeze(item.get(key)) if isinstance(item, dict) else _MISSING
@@ -591,22 +593,30 @@ class _StrategicMerger:
             return [self._strip(item, ()) for item in plain], []
         return original, plain
 
-    def _merge_keyed(self, original: list[Any], patch: list[Any], key: str, path: tuple[str, ...]) -> list[Any]:
-        """Each patch item merged into the first item with its merge key (appended when none has it)."""
+    def _merge_keyed(self, original: list[Any], patch: list[Any], key: str,
+                     path: tuple[str, ...]) -> tuple[list[Any], bool]:
+        """Each patch item merged into the first item with its merge key (appended when none has it); and
+        whether every patch item was appended on its own, keeping its key's very value, after original items
+        that are all objects with distinct keys (then :func:`_normalize_order` puts the appended items first,
+        in the patch's order, and the original ones after them in theirs)."""
         result = list(original)
         where: dict[Any, int] = {}
         for i, existing in enumerate(result):
             if isinstance(existing, dict):
                 where.setdefault(freeze(existing.get(key)), i)
+        appended = len(where) == len(result)
         for item in patch:
             if key not in item:
                 raise PatchError(f"map: {item!r} does not contain declared merge key: {key}", 400)
             i = where.setdefault(freeze(item[key]), len(result))
             if i < len(result):
                 result[i] = self.merge_map(result[i], item, path)
+                appended = False
             else:
-                result.append(self.new_map(item, path))
-        return result
+                new = self.new_map(item, path)
+                appended = appended and new.get(key) is item[key]
+                result.append(new)
+        return result, appended
 
     def _strip(self, value: Any, path: tuple[str, ...]) -> Any:
         """A patch value placed where nothing merges with it: copy it without directives."""
