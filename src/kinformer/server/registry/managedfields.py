@@ -396,6 +396,20 @@ class Changes(set[Path]):
         else:
             self.update(_values(value, names, path, self.info))
 
+    def add_fields(self, path: Path, names: tuple[str, ...], item: dict[str, Any]) -> None:
+        """:meth:`add_whole` of each non-null field of ``item``, a new object at ``path`` (a new list item); a
+        leaf field (most are) without a call."""
+        wholes = self.wholes
+        for key, value in item.items():
+            if value is None:
+                continue
+            field = (*path, f"f:{key}")
+            if not value or (type(value) is not dict and type(value) is not list):
+                wholes.append((field, (*names, key), value))
+                set.add(self, field)
+            else:
+                self.add_whole(field, (*names, key), value)
+
     def reaches_deferred(self, paths: Iterable[Path]) -> bool:
         """Whether a path of ``paths`` is the root of a deferred whole or lies below one."""
         roots = {root for root, _, _ in self.deferred or ()}
@@ -519,9 +533,7 @@ def _diff_map(before: list[Any], after: list[Any], names: tuple[str, ...], path:
         if old_item is None:
             changed.add(item_path)
             if type(new_item) is dict:  # a new item: each field is set where nothing was (_diff's first case)
-                for key, value in new_item.items():
-                    if value is not None:
-                        changed.add_whole((*item_path, f"f:{key}"), (*names, key), value)
+                changed.add_fields(item_path, names, new_item)
                 continue
         elif new_item is None:
             removed.add(item_path)
