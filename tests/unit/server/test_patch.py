@@ -613,6 +613,18 @@ def test_smp_items_new_to_a_keyed_list_go_before_the_servers_own() -> None:
     assert merged(conditions("A"), conditions("C", "D", "C")) == ["C", "D", "A"]
 
 
+def test_smp_new_nested_items_drop_nulls_at_every_depth_and_keep_their_key_order() -> None:
+    """A keyed item merged into nothing is copied with its nested objects merged into nothing too (nulls
+    dropped at each depth, directives applied, keys in the patch's order), as the general merge builds it."""
+    status = {"name": "web", "state": {"running": {"startedAt": "T", "x": None}}, "lastState": {},
+              "ready": True, "extra": {"$patch": "delete", "a": 1}, "z": None}
+    pod = {"metadata": {"name": "p"}, "status": {"phase": "Pending"}}
+    merged = _smp({"status": {"initContainerStatuses": [status]}}, pod, POD)["status"]["initContainerStatuses"]
+    assert merged == [{"name": "web", "state": {"running": {"startedAt": "T"}}, "lastState": {}, "ready": True,
+                       "extra": {}}]
+    assert list(merged[0]) == ["name", "state", "lastState", "ready", "extra"]
+
+
 def _random_smp_case(rnd: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
     """A Deployment and a patch of its finalizers (a set: strings, now and then another value) and of a
     container's env (keyed by name: scalars, nulls, now and then a nested value or a directive)."""

@@ -625,14 +625,20 @@ class _StrategicMerger:
         return copy.deepcopy(value)
 
     def new_map(self, patch: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
-        """``merge_map({}, patch, path)``; a patch of scalars only and no directive (an env var, a port: most
-        items of a large list) is copied without its nulls in one pass, as the merge would build it."""
+        """``merge_map({}, patch, path)``; a patch without directives (an env var, a port, a container status:
+        most items of a list) is copied without its nulls in one pass, as the merge would build it, and then
+        each object or array it holds is merged into nothing, in the merge's order (its errors first)."""
         out: dict[str, Any] = {}
+        nested: list[str] = []
         for key, value in patch.items():
-            if isinstance(value, dict | list) or key[:1] == "$":
+            if key[:1] == "$":
                 return self.merge_map({}, patch, path)
             if value is not None:
                 out[key] = value
+                if isinstance(value, dict | list):
+                    nested.append(key)
+        for key in nested:
+            out[key] = self.merge_value(_MISSING, out[key], (*path, key))
         return out
 
     def _delete_primitives(self, original: dict[str, Any], key: str, values: Any) -> None:
