@@ -143,12 +143,13 @@ def test_a_remembered_create_renders_what_a_computed_one_does_in_fresh_dicts(see
     if rnd.random() < 0.5:
         obj["metadata"].pop("managedFields", None)
     managedfields._creates.clear()
+    managedfields._flat_creates.clear()
     computed = update_managed_fields(None, copy.deepcopy(obj), manager="me", info=POD, now="T1")
     twin = copy.deepcopy(obj)
     twin["metadata"]["name"] = "another-name"  # ignored metadata: the same shape
     first = update_managed_fields(None, twin, manager="me", info=POD, now="T2")
     second = update_managed_fields(None, copy.deepcopy(twin), manager="me", info=POD, now="T2")
-    assert len(managedfields._creates) == 1
+    assert len(managedfields._creates) + len(managedfields._flat_creates) == 1  # one memo or the other: no array
     want = computed["metadata"].get("managedFields")
     for entry in [e for e in want or () if e["manager"] == "me"]:
         entry["time"] = "T2"
@@ -329,3 +330,44 @@ def test_fields_to_set_leaves_no_cyclic_garbage():
     with cyclic_garbage() as garbage:
         fields_to_set(fields)
     assert garbage == []
+
+
+def _random_flat_event(rnd: random.Random) -> dict[str, Any]:
+    """An Event-like object without arrays (now and then an empty one): nested objects, nulls, falsy scalars,
+    empty objects, ignored and null metadata."""
+    def value(depth: int) -> Any:
+        if depth < 2 and rnd.random() < 0.3:
+            return {rnd.choice("abcd"): value(depth + 1) for _ in range(rnd.randint(0, 3))}
+        return rnd.choice(["s", "", 0, 1, False, None, {}, [], {"x": None}])
+
+    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Event",
+                           "metadata": {"name": f"e{rnd.randint(0, 9)}", "namespace": "default",
+                                        rnd.choice(["labels", "annotations", "uid"]): value(1)}}
+    for name in rnd.sample(["involvedObject", "reason", "message", "source", "count", "series", "related"], 4):
+        obj[name] = value(0)
+    return obj
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_create_without_arrays_owns_the_tree_of_its_shape_as_computed(seed: int) -> None:
+    """An array-free create's tree comes from the shape memo: equal to the set's tree computed afresh, and
+    objects of one shape (other values, other ignored metadata) share it; the entry is the writer's alone."""
+    events = REGISTRY.get("", "v1", "events")
+    rnd = random.Random(seed)
+    managedfields._flat_creates.clear()
+    managedfields._creates.clear()
+    for obj in [_random_flat_event(rnd) for _ in range(6)]:
+        want = set_to_fields(field_set(obj, events, None))
+        twin = json.loads(json.dumps(obj).replace('"s"', '"t"'))
+        twin["metadata"]["name"] = "other"
+        for created in (update_managed_fields(None, obj, manager="me", info=events, now="T"),
+                        update_managed_fields(None, twin, manager="me", info=events, now="T")):
+            entries = created["metadata"].get("managedFields")
+            if not want:
+                assert entries is None
+                continue
+            assert entries == [{"manager": "me", "operation": "Update", "apiVersion": "v1", "time": "T",
+                                "fieldsType": "FieldsV1", "fieldsV1": want}]
+            assert json.dumps(entries[0]["fieldsV1"]) == json.dumps(want)  # canonical order
+    assert not managedfields._creates
+    assert 0 < len(managedfields._flat_creates) <= 6

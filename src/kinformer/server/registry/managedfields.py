@@ -57,6 +57,9 @@ _rendered: dict[frozenset[Path], bytes] = {}
 # whether the last entry is the writer's)
 _Shape = tuple[bytes, tuple[tuple[dict[str, Any], dict[str, Any]], ...], bool]
 _creates: dict[tuple[Any, ...], list[_Shape]] = {}
+# a create of a built-in kind without history whose content holds no non-empty array (an Event, a ConfigMap), by
+# (group, version, kind, subresource, the content's shape: see _flat_shape) -> the FieldsV1 tree it owns
+_flat_creates: dict[tuple[Any, ...], dict[str, Any]] = {}
 CREATE_CACHE_SIZE = 256  # create keys remembered (a shape holds the object's tracked content, ~10 KB)
 CREATE_KEY_SHAPES = 4  # shapes remembered under one key (encodings of one length)
 
@@ -812,6 +815,61 @@ def _creator_absent(entries: list[Any], me: tuple[str, str, str]) -> bool:
     return True
 
 
+class _HasArray(Exception):
+    """The content holds a non-empty array (its paths depend on its items' values)."""
+
+
+def _flat_shape(obj: Mapping[str, Any], subresource: str | None, info: ResourceInfoLike) -> tuple[Any, ...]:
+    """What :func:`object_fields` of ``obj`` is a function of when its content holds no non-empty array: the
+    tracked top-level fields and, within each object, the keys of its non-null fields, with the shape of each
+    non-empty object among them (a leaf is its key alone). Raises _HasArray when the content holds an array."""
+    out: list[Any] = []
+    for name, value in obj.items():
+        if name in ("apiVersion", "kind") or value is None or not tracked(name, subresource, info):
+            continue
+        if name == "metadata" and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if k not in IGNORED_META}
+            out.append((name, _dict_shape(value)))  # () when it sets nothing: no f:metadata
+        elif value and isinstance(value, dict):
+            out.append((name, _dict_shape(value)))
+        elif value and isinstance(value, list):
+            raise _HasArray
+        else:
+            out.append(name)
+    return tuple(out)
+
+
+def _dict_shape(value: Mapping[str, Any]) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for key, item in value.items():
+        if item is None:
+            continue
+        if item and isinstance(item, dict):
+            out.append((key, _dict_shape(item)))
+        elif item and isinstance(item, list):
+            raise _HasArray
+        else:
+            out.append(key)
+    return tuple(out)
+
+
+def _flat_fields(obj: Mapping[str, Any], info: ResourceInfoLike | None,
+                 subresource: str | None) -> dict[str, Any] | None:
+    """:func:`object_fields` of a built-in kind's ``obj`` holding no non-empty array, remembered by its shape
+    (objects of one shape own one tree: shared, immutable); None for any other object."""
+    if info is None or not getattr(info, "builtin", True):
+        return None
+    try:
+        key = (info.group, getattr(info, "version", ""), info.kind, subresource, _flat_shape(obj, subresource, info))
+    except _HasArray:
+        return None
+    fields = _flat_creates.get(key)
+    if fields is None:
+        fields = object_fields(obj, info, subresource)
+        _remember(_flat_creates, key, fields)
+    return fields
+
+
 def _first_entry(obj: dict[str, Any], entries: list[dict[str, Any]] | None, manager: str, operation: str,
                  api_version: str, info: ResourceInfoLike | None, subresource: str | None,
                  now: str | None) -> dict[str, Any]:
@@ -821,8 +879,13 @@ def _first_entry(obj: dict[str, Any], entries: list[dict[str, Any]] | None, mana
     managedFields (as a create's request sent them), which the memo key holds instead; None: those very ones,
     taken from ``obj`` only when the memo has no answer. The result is a
     pure function of :func:`_create_key` and the time: built-in kinds' results are memoised (bounded). A hit
-    builds new entry dicts around the remembered FieldsV1 trees (immutable, see the module docstring).
+    builds new entry dicts around the remembered FieldsV1 trees (immutable, see the module docstring). A create
+    without entries whose content holds no array takes its tree from :func:`_flat_fields` instead.
     """
+    fields = _flat_fields(obj, info, subresource) if entries is not None and not entries else None
+    if fields is not None:
+        writer = _writer_entry(manager, operation, api_version, subresource, now, fields)
+        return _set_managed_fields(obj, [writer] if fields else [])
     key, content = _create_key(obj, (manager, operation, api_version), info, subresource) or (None, b"")
     shapes = _creates.get(key) if key is not None else None
     for encoding, remembered, mine in shapes or ():
@@ -859,14 +922,20 @@ def _first_entries(obj: dict[str, Any], entries: list[Entry], manager: str, oper
             out["fieldsV1"] = rest
             rendered.append(out)
     if fields:
-        mine: dict[str, Any] = {"manager": manager, "operation": operation, "apiVersion": api_version,
-                                "time": now or _now()}
-        if subresource:
-            mine["subresource"] = subresource
-        mine["fieldsType"] = "FieldsV1"
-        mine["fieldsV1"] = fields
-        rendered.append(mine)
+        rendered.append(_writer_entry(manager, operation, api_version, subresource, now, fields))
     return rendered, bool(fields)
+
+
+def _writer_entry(manager: str, operation: str, api_version: str, subresource: str | None, now: str | None,
+                  fields: dict[str, Any]) -> dict[str, Any]:
+    """The managedFields entry of a writer owning ``fields`` (kube's key order)."""
+    mine: dict[str, Any] = {"manager": manager, "operation": operation, "apiVersion": api_version,
+                            "time": now or _now()}
+    if subresource:
+        mine["subresource"] = subresource
+    mine["fieldsType"] = "FieldsV1"
+    mine["fieldsV1"] = fields
+    return mine
 
 
 def _subtract(have: dict[str, Any], drop: dict[str, Any] | None, drop_owns: bool) -> dict[str, Any] | None:
