@@ -354,8 +354,8 @@ def test_a_create_without_arrays_owns_the_tree_of_its_shape_as_computed(seed: in
     objects of one shape (other values, other ignored metadata) share it; the entry is the writer's alone."""
     events = REGISTRY.get("", "v1", "events")
     rnd = random.Random(seed)
-    managedfields._flat_creates.clear()
-    managedfields._creates.clear()
+    for memo in (managedfields._flat_creates, managedfields._creates, managedfields._arrayed):
+        memo.clear()
     for obj in [_random_flat_event(rnd) for _ in range(6)]:
         want = set_to_fields(field_set(obj, events, None))
         twin = json.loads(json.dumps(obj).replace('"s"', '"t"'))
@@ -371,3 +371,22 @@ def test_a_create_without_arrays_owns_the_tree_of_its_shape_as_computed(seed: in
             assert json.dumps(entries[0]["fieldsV1"]) == json.dumps(want)  # canonical order
     assert not managedfields._creates
     assert 0 < len(managedfields._flat_creates) <= 6
+
+
+def test_a_kind_once_created_with_an_array_takes_the_encoding_memo_with_the_same_result() -> None:
+    """After a create of a kind held an array, that kind's array-free creates skip the shape walk (the encoding
+    memo answers them) and own the same managedFields."""
+    def cm(data: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": data}
+
+    info = REGISTRY.get("", "v1", "configmaps")
+    for memo in (managedfields._flat_creates, managedfields._creates, managedfields._arrayed):
+        memo.clear()
+    flat = update_managed_fields(None, cm({"a": "1"}), manager="me", info=info, now="T")
+    assert managedfields._flat_creates and not managedfields._creates and not managedfields._arrayed
+    update_managed_fields(None, {**cm({}), "odd": [1]}, manager="me", info=info, now="T")
+    assert ("", "v1", "ConfigMap") in managedfields._arrayed
+    again = update_managed_fields(None, cm({"a": "1"}), manager="me", info=info, now="T")
+    assert json.dumps(again) == json.dumps(flat)
+    assert len(managedfields._creates) == 2
+    managedfields._arrayed.clear()

@@ -60,6 +60,9 @@ _creates: dict[tuple[Any, ...], list[_Shape]] = {}
 # a create of a built-in kind without history whose content holds no non-empty array (an Event, a ConfigMap), by
 # (group, version, kind, subresource, the content's shape: see _flat_shape) -> the FieldsV1 tree it owns
 _flat_creates: dict[tuple[Any, ...], dict[str, Any]] = {}
+# built-in kinds (group, version, kind) a create of which held an array: their creates skip the shape walk and
+# take the encoding memo (a Pod's walk would stop at its containers every time)
+_arrayed: set[tuple[str, str, str]] = set()
 CREATE_CACHE_SIZE = 256  # create keys remembered (a shape holds the object's tracked content, ~10 KB)
 CREATE_KEY_SHAPES = 4  # shapes remembered under one key (encodings of one length)
 
@@ -856,12 +859,17 @@ def _dict_shape(value: Mapping[str, Any]) -> tuple[Any, ...]:
 def _flat_fields(obj: Mapping[str, Any], info: ResourceInfoLike | None,
                  subresource: str | None) -> dict[str, Any] | None:
     """:func:`object_fields` of a built-in kind's ``obj`` holding no non-empty array, remembered by its shape
-    (objects of one shape own one tree: shared, immutable); None for any other object."""
+    (objects of one shape own one tree: shared, immutable); None for any other object, and for any object of a
+    kind one create of which held an array (see ``_arrayed``)."""
     if info is None or not getattr(info, "builtin", True):
         return None
+    kind = (info.group, getattr(info, "version", ""), info.kind)
+    if kind in _arrayed:
+        return None
     try:
-        key = (info.group, getattr(info, "version", ""), info.kind, subresource, _flat_shape(obj, subresource, info))
+        key = (*kind, subresource, _flat_shape(obj, subresource, info))
     except _HasArray:
+        _arrayed.add(kind)
         return None
     fields = _flat_creates.get(key)
     if fields is None:
