@@ -40,7 +40,7 @@ import inspect
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -165,15 +165,18 @@ def callbacks_of(handler: Any, on_add: Callable[..., Any] | None, on_update: Cal
 class ProcessorListener:
     """One handler's buffer, task and (for plain callbacks) worker thread (client-go's processorListener)."""
 
-    __slots__ = ("_current", "_delivered_initial", "_enqueued_initial", "_executor", "_handoff", "_inflight",
-                 "_inflight_done", "_initial_waiters", "_loop", "_sleeping", "_task", "_threaded", "_waiter",
-                 "_wake_worker", "accept_errors", "accepts", "active", "buffer", "callbacks", "errors", "name",
-                 "next_resync", "offer", "offer_all", "processed", "resync_period")
+    __slots__ = ("_current", "_delivered_initial", "_enqueued_initial", "_executor", "_handoff", "_heard",
+                 "_inflight", "_inflight_done", "_initial_waiters", "_loop", "_sleeping", "_task", "_threaded",
+                 "_waiter", "_wake_worker", "accept_errors", "accepts", "active", "buffer", "callbacks", "errors",
+                 "name", "next_resync", "offer", "offer_all", "processed", "resync_period")
 
     def __init__(self, callbacks: Callbacks, resync_period: float, clock: Clock, name: str,
                  accepts: Callable[[Any], bool] | None = None) -> None:
         self.callbacks = callbacks
         self.accepts = accepts
+        #: By notification kind: whether the handler has a callback for it (a filtered one drops the others
+        #: unjudged).
+        self._heard = tuple(cb.fn is not None for cb in callbacks)
         #: How the informer hands over a notification: :meth:`enqueue`, or :meth:`_enqueue_accepted` when filtered.
         self.offer: Callable[[Notification], None] = self.enqueue if accepts is None else self._enqueue_accepted
         #: The batch form of :attr:`offer`: :meth:`enqueue_all`, or :meth:`_enqueue_all_accepted` when filtered.
@@ -237,37 +240,41 @@ class ProcessorListener:
 
     def _enqueue_accepted(self, note: Notification) -> None:
         """:meth:`enqueue` the notification if ``accepts`` takes it (see the module docstring)."""
-        if self._judged(note):
+        if self._heard[note.kind] and self._kept((note,)):
             self.enqueue(note)
 
     def _enqueue_all_accepted(self, notes: list[Notification]) -> None:
         """:meth:`enqueue_all` the notifications ``accepts`` takes, in order."""
-        kept = [note for note in notes if self._judged(note)]
+        kept = self._kept(notes)
         if kept:
             self.enqueue_all(kept)
 
-    def _judged(self, note: Notification) -> bool:
-        """Whether ``accepts`` takes the notification; one it fails on is counted, logged and taken."""
-        try:
-            return self._accepted(note)
-        except Exception:
-            self.accept_errors += 1
-            log.exception("event handler %s: accepts failed; delivering", self.name)
-            return True
-
-    def _accepted(self, note: Notification) -> bool:
+    def _kept(self, notes: Sequence[Notification]) -> list[Notification]:
+        """The notifications ``accepts`` takes, in order: none of a kind the handler has no callback for; one
+        ``accepts`` fails on is counted, logged and taken. Judged inline, in one call for the batch (a rollout's
+        pod informer has ~17 filtered handlers judging each change)."""
         accepts = self.accepts
         assert accepts is not None
-        kind, obj, new = note.kind, note.obj, note.new
-        if self.callbacks[kind].fn is None:
-            return False
-        if kind is UPDATE:
-            return bool(accepts(obj) or (new is not obj and accepts(new)))
-        if kind is DELETE and isinstance(obj, DeletedFinalStateUnknown):
-            obj = obj.obj
-            if obj is None:
-                return True
-        return bool(accepts(obj))
+        heard = self._heard
+        kept = []
+        for note in notes:
+            kind, obj, new, _, _ = note
+            if not heard[kind]:
+                continue
+            try:
+                if kind is UPDATE:
+                    taken = accepts(obj) or (new is not obj and accepts(new))
+                elif kind is DELETE and isinstance(obj, DeletedFinalStateUnknown):
+                    taken = obj.obj is None or accepts(obj.obj)
+                else:
+                    taken = accepts(obj)
+            except Exception:
+                self.accept_errors += 1
+                log.exception("event handler %s: accepts failed; delivering", self.name)
+                taken = True
+            if taken:
+                kept.append(note)
+        return kept
 
     def _hand_over(self) -> None:
         handoff, self._handoff = self._handoff, None

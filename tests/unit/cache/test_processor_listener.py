@@ -6,6 +6,8 @@ import asyncio
 import threading
 from typing import Any
 
+import pytest
+
 from kinformer.cache.processor_listener import ADD, DELETE, UPDATE, Notification, ProcessorListener, callbacks_of
 from kinformer.cache.tombstone import DeletedFinalStateUnknown
 from kinformer.clock import FakeClock
@@ -83,20 +85,25 @@ async def test_a_batch_enqueued_at_once_reaches_an_async_handler_in_order() -> N
         listener.stop()
 
 
-def _offered(accepts: Any, *notes: Notification, kinds: tuple[int, ...] = (ADD, UPDATE, DELETE)) -> ProcessorListener:
-    """A listener (never started, with callbacks for ``kinds``) offered ``notes``: its buffer holds what
-    ``accepts`` took."""
+def _offered(accepts: Any, *notes: Notification, kinds: tuple[int, ...] = (ADD, UPDATE, DELETE),
+             batch: bool = False) -> ProcessorListener:
+    """A listener (never started, with callbacks for ``kinds``) offered ``notes`` (one by one, or in one batch
+    through ``offer_all``): its buffer holds what ``accepts`` took."""
     def noop(*_: Any) -> None:
         return None
 
     callbacks = [noop if kind in kinds else None for kind in (ADD, UPDATE, DELETE)]
     listener = ProcessorListener(callbacks_of(None, *callbacks), 0.0, FakeClock(), "filtered", accepts)
-    for note in notes:
-        listener.offer(note)
+    if batch:
+        listener.offer_all(list(notes))
+    else:
+        for note in notes:
+            listener.offer(note)
     return listener
 
 
-def test_accepts_judges_an_update_by_its_old_or_new_object_and_a_delete_by_the_tombstones_object() -> None:
+@pytest.mark.parametrize("batch", [False, True], ids=["offer", "offer_all"])
+def test_accepts_judges_an_update_by_its_old_or_new_object_and_a_delete_by_the_tombstones_object(batch: bool) -> None:
     """An update is kept if either side is accepted (an object leaving the filter is still seen); a
     tombstone is judged by its last known object, and kept when that is unknown."""
     def wanted(obj: Any) -> bool:
@@ -110,12 +117,13 @@ def test_accepts_judges_an_update_by_its_old_or_new_object_and_a_delete_by_the_t
              Notification(DELETE, DeletedFinalStateUnknown("k", yes), None, False, 0.0),
              Notification(DELETE, DeletedFinalStateUnknown("k", no), None, False, 0.0),
              Notification(DELETE, DeletedFinalStateUnknown("k", None), None, False, 0.0)]
-    listener = _offered(wanted, *notes)
+    listener = _offered(wanted, *notes, batch=batch)
     assert list(listener.buffer) == [notes[i] for i in (0, 2, 3, 6, 8, 10)]
     assert listener.pending == 6 and listener.errors == 0
 
 
-def test_a_notification_the_handler_has_no_callback_for_is_dropped_unjudged() -> None:
+@pytest.mark.parametrize("batch", [False, True], ids=["offer", "offer_all"])
+def test_a_notification_the_handler_has_no_callback_for_is_dropped_unjudged(batch: bool) -> None:
     """A handler of deletions alone (client-go's DeleteFunc) neither buffers nor judges adds and updates."""
     judged: list[Any] = []
 
@@ -123,9 +131,9 @@ def test_a_notification_the_handler_has_no_callback_for_is_dropped_unjudged() ->
         judged.append(obj)
         return True
 
-    notes = [Notification(ADD, {"a": 1}, None, True, 0.0), Notification(UPDATE, {"u": 1}, {"u": 2}, False, 0.0),
+    notes = [Notification(ADD, {"a": 1}, None, not batch, 0.0), Notification(UPDATE, {"u": 1}, {"u": 2}, False, 0.0),
              Notification(DELETE, {"d": 1}, None, False, 0.0)]
-    listener = _offered(wanted, *notes, kinds=(DELETE,))
+    listener = _offered(wanted, *notes, kinds=(DELETE,), batch=batch)
     assert list(listener.buffer) == [notes[2]] and judged == [{"d": 1}]
     assert listener.initial_pending == 0 and listener.pending == 1
 
@@ -144,3 +152,24 @@ def test_an_accepts_that_raises_is_counted_and_the_notification_delivered() -> N
     note = Notification(ADD, {}, None, False, 0.0)
     listener = _offered(broken, note)
     assert list(listener.buffer) == [note] and listener.accept_errors == 1 and listener.errors == 0
+
+
+def test_a_batch_is_judged_once_a_notification_in_order_and_one_accepts_fails_on_is_taken() -> None:
+    """offer_all judges each notification once, in order (an update's new object only when its old one is
+    rejected and differs); a failure counts once and keeps that notification, the others judged as usual."""
+    judged: list[Any] = []
+
+    def wanted(obj: Any) -> bool:
+        judged.append(obj)
+        if obj.get("broken"):
+            raise KeyError("metadata")
+        return bool(obj.get("keep"))
+
+    yes, no, broken = {"keep": True}, {}, {"broken": True}
+    notes = [Notification(ADD, no, None, False, 0.0), Notification(UPDATE, broken, yes, False, 0.0),
+             Notification(UPDATE, no, yes, False, 0.0), Notification(UPDATE, yes, no, False, 0.0),
+             Notification(UPDATE, no, no, True, 0.0), Notification(DELETE, yes, None, False, 0.0)]
+    listener = _offered(wanted, *notes, batch=True)
+    assert list(listener.buffer) == [notes[i] for i in (1, 2, 3, 5)]
+    assert judged == [no, broken, no, yes, yes, no, yes]
+    assert listener.accept_errors == 1 and listener.pending == 4
