@@ -53,12 +53,8 @@ class Lister(Generic[ObjT]):
     def list(self, namespace: str | None = None,
              label_selector: str | LabelSelector | None = None) -> list[ObjT]:
         """Objects in ``namespace`` (all namespaces if None or "") matching ``label_selector``."""
-        selector = _selector(label_selector)
-        if namespace:
-            objs = self._indexer.by_index(NAMESPACE_INDEX, namespace)
-        else:
-            objs = self._indexer.list()
-        return _filter(objs, selector)
+        objs = self._indexer.by_index(NAMESPACE_INDEX, namespace) if namespace else self._indexer.list()
+        return objs if label_selector is None else _filter(objs, _selector(label_selector))
 
     def get(self, name: str, namespace: str | None = None) -> ObjT:
         """The object ``name`` in ``namespace`` (argument order as ``Client.get``); cluster-scoped objects

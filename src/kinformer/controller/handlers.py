@@ -74,8 +74,11 @@ def owned_by(owner_group: str, owner_kind: str, *, controller_only: bool = True)
     maps the object to an owner (an ownerReference of that kind; metadata only, no Request made)."""
 
     def accepts(obj: Obj) -> bool:
-        meta = obj.get("metadata") or {}
-        return next(_owner_refs(meta, owner_group, owner_kind, controller_only), None) is not None
+        for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():  # _owner_refs, without a generator
+            if (ref.get("controller") or not controller_only) and ref.get("kind") == owner_kind \
+                    and group_of(ref.get("apiVersion", "")) == owner_group:
+                return True
+        return False
 
     return accepts
 
@@ -86,7 +89,10 @@ def maps_any(mapper: MapFunc) -> Accepts:
     more per change (here and in the handler): use it where it is cheap next to a delivery."""
 
     def accepts(obj: Obj) -> bool:
-        return next(iter(mapper(obj)), None) is not None
+        requests = mapper(obj)
+        if type(requests) is list:  # (the usual answer: its length says)
+            return bool(requests)
+        return next(iter(requests), None) is not None
 
     return accepts
 

@@ -238,6 +238,9 @@ def test_owned_by_and_maps_any_accept_exactly_what_their_mapper_maps() -> None:
         assert [accepts(o) for o in cases] == [bool(mapper(o)) for o in cases]
         assert [maps_any(mapper)(o) for o in cases] == [bool(mapper(o)) for o in cases]
     assert [owned_by("example.com", "Foo")(o) for o in cases] == [False, True, False, False]
+    as_generator = owner_mapper("example.com", "Foo", controller_only=False)
+    lazily = maps_any(lambda o: (r for r in as_generator(o)))  # a mapper answering an iterator, not a list
+    assert [lazily(o) for o in cases] == [False, True, True, False]
 
 
 async def test_controller_shutdown_lets_the_in_flight_reconcile_finish() -> None:
