@@ -245,6 +245,19 @@ def test_list_elements_encoded_in_one_go_are_those_encoded_one_by_one(strings: l
     assert managedfields.key_elements(odd, ("name",)) == [managedfields.key_element(r, ("name",)) for r in odd]
 
 
+def test_a_rendered_tree_is_the_callers_own_whether_remembered_or_not() -> None:
+    """A render memo miss hands out the tree it rendered, a hit a decoding of the remembered one: both the
+    canonical tree, and changing one changes no later answer."""
+    paths = frozenset({("f:status", "f:podIPs", 'k:{"ip":"10.9.8.7"}'), ("f:status", "f:podIPs", 'k:{"ip":"10.9.8.7"}',
+                                                                         "f:ip"), ("f:status", "f:phase")})
+    managedfields._rendered.pop(paths, None)
+    first = managedfields.render_fields({}, paths)
+    assert first == set_to_fields(paths) and paths in managedfields._rendered
+    first["f:status"]["f:phase"]["mutated"] = {}
+    second = managedfields.render_fields({}, paths)
+    assert second == set_to_fields(paths) and second is not first
+
+
 def test_large_field_sets_are_rendered_without_being_remembered() -> None:
     """A field set of a long list renders to the same tree as a small one would, and the render memo (bounded
     by count, not size) does not keep it."""

@@ -664,11 +664,12 @@ def render_fields(entry: Mapping[str, Any], paths: FieldSet) -> dict[str, Any]:
         return set_to_fields(paths)
     key = paths if isinstance(paths, frozenset) else frozenset(paths)
     data = _rendered.get(key)
-    if data is None:
-        data = orjson.dumps(set_to_fields(key))
-        _remember(_rendered, key, data)
-    rendered: dict[str, Any] = orjson.loads(data)
-    return rendered
+    if data is not None:
+        rendered: dict[str, Any] = orjson.loads(data)
+        return rendered
+    tree = set_to_fields(key)
+    _remember(_rendered, key, orjson.dumps(tree))
+    return tree  # the memo holds only its encoding: each caller gets a tree of its own
 
 
 # --------------------------------------------------------------------------------------- managed entries
