@@ -258,6 +258,15 @@ def test_a_rendered_tree_is_the_callers_own_whether_remembered_or_not() -> None:
     assert second == set_to_fields(paths) and second is not first
 
 
+@pytest.mark.parametrize("key", ["ip", "type", 'na"me', "é", "a b"])
+def test_a_single_string_key_element_is_the_encoding_of_the_key(key: str) -> None:
+    """A list item keyed by one string field (a condition's type, a pod IP) is written without an encoder when
+    the strings need no escape; it must be exactly what the encoding gives."""
+    for value in [*_ELEMENT_STRINGS, " ", "~", "\x1f", "10.244.1.2", "PodReadyToStartContainers"]:
+        assert managedfields.key_element({key: value}, (key,)) == "k:" + managedfields._json_element({key: value})
+    assert managedfields.key_element({key: 1}, (key,)) == "k:" + managedfields._json_element({key: 1})
+
+
 def test_large_field_sets_are_rendered_without_being_remembered() -> None:
     """A field set of a long list renders to the same tree as a small one would, and the render memo (bounded
     by count, not size) does not keep it."""

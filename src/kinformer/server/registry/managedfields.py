@@ -107,7 +107,18 @@ def key_value(item: Mapping[str, Any], key: str) -> Any:
 
 
 def key_element(item: Mapping[str, Any], keys: tuple[str, ...]) -> str:
+    if len(keys) == 1:  # most lists: one key holding a string (a condition's type, a pod IP), written as is
+        key = keys[0]
+        value = item.get(key)
+        if type(value) is str and _verbatim(value) and _verbatim(key):
+            return f'k:{{"{key}":"{value}"}}'
     return "k:" + _json_element({k: key_value(item, k) for k in sorted(keys)})
+
+
+def _verbatim(text: str) -> bool:
+    """Whether :func:`_json_element` writes ``text`` between its quotes as it is: printable ASCII (space to
+    ``~``) without a quote or a backslash (the others take its encoding)."""
+    return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
 
 
 def value_element(value: Any) -> str:
