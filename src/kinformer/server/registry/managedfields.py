@@ -75,6 +75,7 @@ def _remember(cache: dict[Any, Any], key: Any, value: Any, size: int = CACHE_SIZ
 
 # ------------------------------------------------------------------------------------------ path elements
 
+_CONTAINERS = (dict, list)  # a tuple: isinstance of a union written in a loop builds the union each time
 _SCALARS = (str, int, bool, type(None))  # encoded alike by json and orjson (no floats: 1e+16 vs 1e16)
 
 
@@ -292,7 +293,7 @@ def _collect_fields(obj: Mapping[str, Any], names: tuple[str, ...], path: Path, 
     for key, item in obj.items():
         if item is None:
             continue
-        if item and isinstance(item, dict | list):
+        if item and isinstance(item, _CONTAINERS):
             collect(item, (*names, key), (*path, f"f:{key}"), out, info)
         else:
             out[(*path, f"f:{key}")] = item
@@ -517,7 +518,9 @@ def _diff(before: Any, after: Any, names: tuple[str, ...], path: Path, info: Res
         return
     if isinstance(before, dict) and isinstance(after, dict) and before and after:
         for key in {**before, **after}:
-            _diff(before.get(key), after.get(key), (*names, key), (*path, f"f:{key}"), info, changed, removed)
+            old_value, new_value = before.get(key), after.get(key)
+            if old_value is not new_value:  # the same object (a status write's untouched field) never changes
+                _diff(old_value, new_value, (*names, key), (*path, f"f:{key}"), info, changed, removed)
         return
     if isinstance(before, list) and isinstance(after, list) and before and after and \
             _diff_map(before, after, names, path, info, changed, removed):
@@ -531,7 +534,7 @@ def _diff(before: Any, after: Any, names: tuple[str, ...], path: Path, info: Res
 
 def _leaf(value: Any) -> bool:
     """Whether :func:`collect` sets ``value``'s own path alone (a scalar, or an empty object or array)."""
-    return not value or not isinstance(value, dict | list)
+    return not value or not isinstance(value, _CONTAINERS)
 
 
 def _diff_map(before: list[Any], after: list[Any], names: tuple[str, ...], path: Path,

@@ -427,6 +427,7 @@ def list_strategy(info: ResourceInfoLike | None, path: Sequence[str]) -> ListStr
 
 # ------------------------------------------------------------------------------------ strategic merge patch
 
+_CONTAINERS = (dict, list)  # a tuple: isinstance of a union written in a loop builds the union each time
 _DIRECTIVE = "$patch"
 _RETAIN_KEYS = "$retainKeys"
 _SET_ORDER = "$setElementOrder/"
@@ -473,7 +474,7 @@ class _StrategicMerger:
             for key, value in patch.items():
                 if value is None:
                     original.pop(key, None)
-                elif isinstance(value, dict | list):
+                elif isinstance(value, _CONTAINERS):
                     original[key] = self.merge_value(original.get(key, _MISSING), value, (*path, key))
                 else:
                     original[key] = value  # a JSON scalar (immutable: shared with the patch)
@@ -635,7 +636,7 @@ class _StrategicMerger:
                 return self.merge_map({}, patch, path)
             if value is not None:
                 out[key] = value
-                if isinstance(value, dict | list):
+                if isinstance(value, _CONTAINERS):
                     nested.append(key)
         for key in nested:
             out[key] = self.merge_value(_MISSING, out[key], (*path, key))
