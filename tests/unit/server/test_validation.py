@@ -317,11 +317,28 @@ def test_what_an_update_shares_with_the_stored_object_is_taken_as_checked() -> N
     assert unknown_fields(deploy, new, old) == ["status.replicaz"]
     new["status"] = {"replicas": 1}
     assert validate_object(deploy, new, old, spec=False) == []
-    copied = {**new, "spec": copy.deepcopy(spec)}  # an equal value of its own is walked
+    copied = {**new, "spec": {**spec, "replicas": "".join(["tw", "o"])}}  # an equal value of its own is walked
     assert [c["field"] for c in validate_object(deploy, copied, old, spec=False)] == ["spec.replicas"]
     new["status"] = {"replicas": "one"}  # something to report: the whole object is walked, as before
     assert {c["field"] for c in validate_object(deploy, new, old, spec=False)} == {"spec.replicas",
                                                                                     "status.replicas"}
+
+
+def test_what_a_new_top_level_object_shares_with_the_stored_one_is_taken_as_checked() -> None:
+    # a patch's new metadata (or status) keeps the stored labels and owner references: those fields are not walked
+    # again, the ones of its own are (a required field judged by its presence, kept with a None in its place)
+    deploy = SimpleNamespace(**{**vars(_info("Deployment")), "group": "apps"})
+    generation = "".join(["tw", "o"])  # never stored so: it shows what is not walked
+    old = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "generation": generation},
+           "spec": {"selector": {}, "template": {}}}
+    new = {**old, "metadata": {"name": "d", "generation": generation, "uid": "u"}}
+    assert unknown_fields(deploy, new, old) == [] and validate_object(deploy, new, old, spec=False) == []
+    new = {**old, "metadata": {"name": "d", "generation": generation, "uidd": "u"}}
+    assert unknown_fields(deploy, new, old) == ["metadata.uidd"]
+    new = {**old, "metadata": {"name": "d", "generation": "".join(["tw", "o"])}}  # equal, of its own: walked
+    assert [c["field"] for c in validate_object(deploy, new, old, spec=False)] == ["metadata.generation"]
+    new = {**old, "spec": {"selector": old["spec"]["selector"]}}  # the required template missing: walked
+    assert "spec.template" in [c["field"] for c in validate_object(deploy, new, old)]
 
 
 def test_builtin_schema_types_and_required_fields() -> None:

@@ -583,26 +583,38 @@ def _builtin_node(info: ResourceInfoLike) -> schemas.Node | None:
 # it sets is schema-valid; a webhook's patch, an update's copy and a patch's or an apply's result are new objects.
 # Likewise an update's ``old``, the stored object (every write of a built-in was checked before it was stored, and
 # server code keeps it valid): a top-level field the update's object shares with it by identity (a status write
-# keeps the stored spec; a patch shares what it did not reach) was found fine then and is not walked again.
+# keeps the stored spec; a patch shares what it did not reach), or a field of a top-level object it shares so,
+# was found fine then and is not walked again.
 _last_fine: list[Any] = [None]
 
 
 def _schema_fine(node: schemas.Node, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> bool:
-    """Whether ``obj`` passes the schema, not walking again the top-level fields the last fine body or the stored
-    object ``old`` shares."""
+    """Whether ``obj`` passes the schema, not walking again the top-level fields the last fine body shares, nor
+    what it shares with the stored object ``old`` (see :func:`_unshared`)."""
     checked = _last_fine[0]
     if checked is obj:
         return True
-    if type(obj) is dict:
-        if type(checked) is dict:
-            if type(old) is dict:
-                obj = {key: None if checked.get(key) is value or old.get(key) is value else value
-                       for key, value in obj.items()}
-            else:
-                obj = {key: None if checked.get(key) is value else value for key, value in obj.items()}
-        elif type(old) is dict:
-            obj = {key: None if old.get(key) is value else value for key, value in obj.items()}
+    if type(obj) is dict and (type(old) is dict or type(checked) is dict):
+        obj = _unshared(obj, old if type(old) is dict else {}, checked if type(checked) is dict else None)
     return node.fine(obj)
+
+
+def _unshared(obj: dict[str, Any], old: dict[str, Any], checked: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What of ``obj`` the schema has to walk, an update's object whose stored version ``old`` was found fine:
+    ``obj`` with each field that is ``old``'s (or ``checked``'s, the last fine body's) very object set to None,
+    and likewise one level down in an object field it does not share whole with ``old`` (a patch's new
+    metadata keeps the stored labels and owner references). A value shared by identity sits where it sat in
+    ``old`` (the same schema node); the object check judges each field on its own (a required one by its
+    presence), so a None in its place tells the same."""
+    view = {}
+    for key, value in obj.items():
+        before = old.get(key)
+        if before is value or (checked is not None and checked.get(key) is value):
+            value = None
+        elif type(value) is dict and type(before) is dict:
+            value = {name: None if before.get(name) is item else item for name, item in value.items()}
+        view[key] = value
+    return view
 
 
 def _fine(node: schemas.Node | None, obj: Any, old: Any = None) -> bool:
@@ -610,9 +622,7 @@ def _fine(node: schemas.Node | None, obj: Any, old: Any = None) -> bool:
     top-level fields it shares with the stored object ``old`` (an update's) taken as fine."""
     if node is None or _last_fine[0] is obj:
         return True
-    view = obj
-    if type(old) is dict and type(obj) is dict:
-        view = {key: None if old.get(key) is value else value for key, value in obj.items()}
+    view = _unshared(obj, old) if type(old) is dict and type(obj) is dict else obj
     if node.fine(view):
         _last_fine[0] = obj
         return True
