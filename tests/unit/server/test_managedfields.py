@@ -346,6 +346,26 @@ def test_a_status_write_compares_the_subtrees_it_shares_with_the_old_version_wit
     assert not any(value is statuses for value in encoded)
 
 
+def test_an_update_keeps_the_tree_of_an_entry_it_leaves_as_it_was_when_that_tree_is_canonical() -> None:
+    """An entry whose set the write leaves alone keeps its very tree when the tree is its set's canonical
+    rendering; a tree in another key order is rendered canonically, as before."""
+    old = update_managed_fields(None, pod(), manager="owner", info=POD, now="T0")
+    trees = [entry["fieldsV1"] for entry in old["metadata"]["managedFields"]]
+    new = copy.deepcopy(old)
+    new["metadata"]["labels"] = {**(new["metadata"].get("labels") or {}), "added": "x"}
+    out = update_managed_fields(old, new, manager="writer", info=POD, now="T1")
+    *kept, writer = out["metadata"]["managedFields"]
+    assert [entry["fieldsV1"] for entry in kept] == trees
+    assert all(entry["fieldsV1"] is tree for entry, tree in zip(kept, trees, strict=True))
+    assert writer["manager"] == "writer" and writer["fieldsV1"] == {"f:metadata": {"f:labels": {"f:added": {}}}}
+    shuffled = dict(reversed(list(trees[0].items())))
+    old["metadata"]["managedFields"][0] = {**old["metadata"]["managedFields"][0], "fieldsV1": shuffled}
+    new["metadata"]["managedFields"] = old["metadata"]["managedFields"]
+    out = update_managed_fields(old, new, manager="writer", info=POD, now="T1")
+    rendered = out["metadata"]["managedFields"][0]["fieldsV1"]
+    assert rendered == trees[0] and list(rendered) == list(trees[0]) and rendered is not shuffled
+
+
 def test_fields_to_set_leaves_no_cyclic_garbage():
     fields = object_fields(pod(), POD, None)
     assert len(fields_to_set(fields)) > 5  # the walk recursed

@@ -635,17 +635,22 @@ def _add_paths(node: Mapping[str, Any], path: Path, out: set[Path]) -> None:
 
 def parse_fields(fields: Any) -> frozenset[Path]:
     """:func:`fields_to_set`, memoised by the tree's encoding."""
+    return _parse(fields)[0]
+
+
+def _parse(fields: Any) -> tuple[frozenset[Path], bool]:
+    """(:func:`parse_fields`, whether ``fields`` is the tree :func:`set_to_fields` renders of that set)."""
     if not isinstance(fields, dict):
-        return frozenset(fields_to_set(fields))
+        return frozenset(fields_to_set(fields)), False
     try:
         data = orjson.dumps(fields)
     except orjson.JSONEncodeError:
-        return frozenset(fields_to_set(fields))
+        return frozenset(fields_to_set(fields)), False
     hit = _parsed.get(data)
     if hit is None:
         hit = (frozenset(fields_to_set(fields)), _canonical(fields))
         _remember(_parsed, data, hit)
-    return hit[0]
+    return hit
 
 
 def _canonical(node: Mapping[str, Any]) -> bool:
@@ -716,8 +721,18 @@ def parse_entries(obj: Mapping[str, Any] | None) -> list[Entry]:
     return with_paths(entry_dicts(obj))
 
 
-def with_paths(entries: list[dict[str, Any]]) -> list[Entry]:
-    return [(entry, parse_fields(entry.get("fieldsV1"))) for entry in entries]
+def with_paths(entries: list[dict[str, Any]], canonical: dict[int, FieldSet] | None = None) -> list[Entry]:
+    """Each entry with its field set; ``canonical`` gets, by the entry's identity, the set of each entry whose
+    tree is already the canonical rendering of it (for :func:`render_entries`, within the same call)."""
+    if canonical is None:
+        return [(entry, parse_fields(entry.get("fieldsV1"))) for entry in entries]
+    out = []
+    for entry in entries:
+        paths, exact = _parse(entry.get("fieldsV1"))
+        if exact:
+            canonical[id(entry)] = paths
+        out.append((entry, paths))
+    return out
 
 
 def decodable(entries: Any) -> bool:
@@ -736,13 +751,17 @@ def decodable(entries: Any) -> bool:
     return True
 
 
-def render_entries(entries: list[Entry],
-                   given: tuple[FieldSet, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def render_entries(entries: list[Entry], given: tuple[FieldSet, dict[str, Any]] | None = None,
+                   canonical: dict[int, FieldSet] | None = None) -> list[dict[str, Any]]:
     """The managedFields of ``entries`` (those with paths); ``given``: a field set (by identity) whose tree is
-    already known, rendered as that tree even when the set lists no path (see :func:`_writer_paths`)."""
+    already known, rendered as that tree even when the set lists no path (see :func:`_writer_paths`);
+    ``canonical``: from :func:`with_paths` of these entries, an entry still holding its very set keeps its tree
+    (what :func:`render_fields` would answer, without encoding it again)."""
     out = []
     for entry, paths in entries:
         tree = given[1] if given is not None and paths is given[0] else None
+        if tree is None and canonical is not None and paths and canonical.get(id(entry)) is paths:
+            tree = entry["fieldsV1"]
         if tree is None and not paths:
             continue
         rendered = {k: v for k, v in entry.items() if k != "fieldsV1"}
@@ -1016,14 +1035,16 @@ def update_managed_fields(old: Mapping[str, Any] | None, new: Mapping[str, Any],
         heads = entry_dicts(old)
     if not old and _creator_absent(heads, me):  # a create starting from the old object's entries (none)
         return _first_entry(result, heads, manager, operation, api_version, info, subresource, now)
-    entries = with_paths(heads)
+    canonical: dict[int, FieldSet] = {}
+    entries = with_paths(heads, canonical)
     changed, removed = changed_paths(old or {}, new, info, subresource, defer=True)
     if changed.deferred and any(changed.reaches_deferred(paths) for _, paths in entries):
         changed.materialize()  # a claim at or below a deferred subtree: take the plain path
     tree, mine, grown = _writer_paths(entries, me, changed, removed, info)
     if mine or grown or any(entry_id(e) == me for e, _ in entries):
         upsert(entries, manager, operation, api_version, subresource, mine, now, grown)
-    return _set_managed_fields(result, render_entries(entries, (mine, tree) if tree is not None else None))
+    return _set_managed_fields(result, render_entries(entries, (mine, tree) if tree is not None else None,
+                                                      canonical))
 
 
 def _writer_paths(entries: list[Entry], me: tuple[str, str, str], changed: Changes, removed: set[Path],
