@@ -726,7 +726,7 @@ def with_paths(entries: list[dict[str, Any]], canonical: dict[int, FieldSet] | N
     tree is already the canonical rendering of it (for :func:`render_entries`, within the same call)."""
     if canonical is None:
         return [(entry, parse_fields(entry.get("fieldsV1"))) for entry in entries]
-    out = []
+    out: list[Entry] = []
     for entry in entries:
         paths, exact = _parse(entry.get("fieldsV1"))
         if exact:
