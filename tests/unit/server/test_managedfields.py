@@ -267,6 +267,22 @@ def test_a_single_string_key_element_is_the_encoding_of_the_key(key: str) -> Non
     assert managedfields.key_element({key: 1}, (key,)) == "k:" + managedfields._json_element({key: 1})
 
 
+def test_a_short_list_is_judged_keyed_item_by_item_as_a_long_one_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every item an object with each key (a defaulted key may be missing): a short list's loop answers what
+    the item-free checks of a long list answer."""
+    class Row(dict[str, Any]):
+        pass
+
+    cases: list[tuple[list[Any], tuple[str, ...]]] = [
+        ([], ("name",)), ([{"name": "a"}], ("name",)), ([{"name": "a"}, {"nam": "b"}], ("name",)),
+        ([{"name": "a"}, "b"], ("name",)), ([Row(name="a")], ("name",)), ([{"port": 1}], ("port", "protocol")),
+        ([{"protocol": "UDP"}], ("port", "protocol")), ([None], ("name",)), ([[1]], ("name",))]
+    short = [managedfields.all_keyed(items, keys) for items, keys in cases]
+    monkeypatch.setattr(managedfields, "_SHORT_LIST", -1)
+    assert short == [managedfields.all_keyed(items, keys) for items, keys in cases]
+    assert short == [True, True, False, False, True, True, False, False, False]
+
+
 def test_large_field_sets_are_rendered_without_being_remembered() -> None:
     """A field set of a long list renders to the same tree as a small one would, and the render memo (bounded
     by count, not size) does not keep it."""
