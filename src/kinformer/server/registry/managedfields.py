@@ -413,7 +413,7 @@ class Changes(set[Path]):
         self.info = info
 
     def add(self, path: Path) -> None:
-        super().add(path)
+        set.add(self, path)  # not super(): no proxy object per path
         self.singles.append(path)
 
     def add_whole(self, path: Path, names: tuple[str, ...], value: Any) -> None:
@@ -552,8 +552,9 @@ def _leaf(value: Any) -> bool:
 def _diff_map(before: list[Any], after: list[Any], names: tuple[str, ...], path: Path,
               info: ResourceInfoLike | None, changed: Changes, removed: set[Path]) -> bool:
     """:func:`_diff` of two associative lists item by item; False (nothing added) when they are not both one."""
-    keys = _map_keys(before, names, info)
-    if keys is None or _map_keys(after, names, info) != keys:
+    strategy = strategy_of(info, names)  # once for both lists (what _map_keys of each would look up)
+    keys = strategy.keys
+    if strategy.kind != "map" or not keys or not all_keyed(before, keys) or not all_keyed(after, keys):
         return False
     old_items = dict(zip(key_elements(before, keys), before, strict=True))
     new_items = dict(zip(key_elements(after, keys), after, strict=True))
