@@ -873,30 +873,41 @@ def _flat_shape(obj: Mapping[str, Any], subresource: str | None, info: ResourceI
     """What :func:`object_fields` of ``obj`` is a function of when its content holds no non-empty array: the
     tracked top-level fields and, within each object, the keys of its non-null fields, with the shape of each
     non-empty object among them (a leaf is its key alone). Raises _HasArray when the content holds an array."""
+    only_status = subresource == "status"  # which top-level fields are tracked (:func:`tracked`), decided once
+    skip_status = not only_status and not tracked("status", subresource, info)
     out: list[Any] = []
     for name, value in obj.items():
-        if name in ("apiVersion", "kind") or value is None or not tracked(name, subresource, info):
+        if value is None or name == "apiVersion" or name == "kind":
+            continue
+        if only_status:
+            if name != "status":
+                continue
+        elif skip_status and name == "status":
             continue
         if name == "metadata" and isinstance(value, Mapping):
-            value = {k: v for k, v in value.items() if k not in IGNORED_META}
-            out.append((name, _dict_shape(value)))  # () when it sets nothing: no f:metadata
-        elif value and isinstance(value, dict):
+            out.append((name, _dict_shape(value, IGNORED_META)))  # () when it sets nothing: no f:metadata
+        elif value.__class__ is str or not value:
+            out.append(name)
+        elif isinstance(value, dict):
             out.append((name, _dict_shape(value)))
-        elif value and isinstance(value, list):
+        elif isinstance(value, list):
             raise _HasArray
         else:
             out.append(name)
     return tuple(out)
 
 
-def _dict_shape(value: Mapping[str, Any]) -> tuple[Any, ...]:
+def _dict_shape(value: Mapping[str, Any], skip: frozenset[str] = frozenset()) -> tuple[Any, ...]:
+    """The shape of one object's fields (see :func:`_flat_shape`), those named in ``skip`` left out."""
     out: list[Any] = []
     for key, item in value.items():
-        if item is None:
+        if item is None or key in skip:
             continue
-        if item and isinstance(item, dict):
+        if item.__class__ is str or not item:  # a leaf: a string or an empty value
+            out.append(key)
+        elif isinstance(item, dict):
             out.append((key, _dict_shape(item)))
-        elif item and isinstance(item, list):
+        elif isinstance(item, list):
             raise _HasArray
         else:
             out.append(key)

@@ -412,9 +412,10 @@ def _event_as(obj: Mapping[str, Any], api_version: str, plan: _EventPlan, partia
     out: Obj = {"kind": "Event", "apiVersion": api_version}
     if "metadata" in obj:
         out["metadata"] = obj["metadata"]
+    get = obj.get
     for name, source, unset in plan:
-        value = obj.get(source)
-        if value is not None and value != "" and value != 0:
+        value = get(source)
+        if value or (value is not None and value != "" and value != 0):  # a set value: truthy, or {} / []
             out[name] = value
         elif not partial and unset is not _OMIT:
             out[name] = None if unset is None else {}
