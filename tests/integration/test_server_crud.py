@@ -871,6 +871,45 @@ async def test_a_custom_resource_path_follows_its_crd_while_the_server_remembers
     await wait_until(gone, what="the CRD's path answered 404")
 
 
+async def test_object_paths_resolve_by_their_own_namespace_name_and_subresource(server, http):
+    """An object's path resolves through what the server remembers of its resource: each path keeps its own
+    namespace, name and subresource; a subresource the resource lacks stays a 404; a converted resource's
+    object is served in the version asked for; a custom resource's object paths follow its CRD."""
+    assert (await call_json(http, "POST", "/api/v1/namespaces", {"metadata": {"name": "other"}}))[0] == 201
+    for ns, name in (("default", "a"), ("other", "b")):
+        code, _ = await call_json(http, "POST", f"/api/v1/namespaces/{ns}/configmaps", cm(name, at=ns))
+        assert code == 201
+    for ns, name in (("default", "a"), ("other", "b"), ("default", "a")):
+        code, got = await call_json(http, "GET", f"/api/v1/namespaces/{ns}/configmaps/{name}")
+        assert code == 200 and got["metadata"]["name"] == name and got["data"] == {"at": ns}, got
+    assert (await call_json(http, "GET", "/api/v1/namespaces/other/configmaps/a"))[0] == 404
+    assert (await call_json(http, "GET", "/api/v1/namespaces/default/configmaps/a/status"))[0] == 404
+    event = {"metadata": {"name": "e"}, "eventTime": "2026-12-03T16:20:03.496743Z", "reportingController": "x.io/c",
+             "reportingInstance": "i", "action": "A", "reason": "R", "type": "Normal", "regarding": {"name": "a"}}
+    events = "/apis/events.k8s.io/v1/namespaces/default/events"
+    assert (await call_json(http, "POST", events, event))[0] == 201
+    for path in (f"{events}/e", "/api/v1/namespaces/default/events/e", f"{events}/e"):
+        code, got = await call_json(http, "GET", path)
+        assert code == 200 and got["metadata"]["name"] == "e", got
+        assert got["apiVersion"] == ("v1" if path.startswith("/api/") else "events.k8s.io/v1")
+    gadget = "/apis/example.com/v1/namespaces/default/gadgets/g"
+    assert (await call_json(http, "GET", gadget))[0] == 404
+    crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    assert (await call_json(http, "POST", crd, _crd_without_status_subresource()))[0] == 201
+
+    async def created() -> bool:
+        return (await call_json(http, "POST", "/apis/example.com/v1/namespaces/default/gadgets", {
+            "apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}}))[0] == 201
+
+    async def gone() -> bool:
+        return (await call_json(http, "GET", gadget))[0] == 404
+
+    await wait_until(created, what="a Gadget created")
+    assert (await call_json(http, "GET", gadget))[0] == 200
+    assert (await call_json(http, "DELETE", f"{crd}/gadgets.example.com"))[0] == 200
+    await wait_until(gone, what="the CRD's object paths answered 404")
+
+
 async def test_put_with_non_string_resource_version_is_400(server, http):
     code, created = await call_json(http, "POST", CM, {"metadata": {"name": "a"}})
     assert code == 201

@@ -56,6 +56,8 @@ class ResourceAPI(WatchHandlers, PodSubresources):
         #: the simulated kubelets' logs (``APIServer(nodes=N)``); None: pods/log is not served
         self.pod_logs: PodLogSource | None = None
         self._targets: dict[tuple[str, str, str, bool], tuple[Target, Any, Any]] = {}  # see _resolved
+        # (group, version, plural, subresource, logs) -> (resource, storage resource or None or _ASK, conversion)
+        self._named: dict[tuple[str, str, str, str, bool], tuple[ResourceInfo, Any, Any]] = {}  # see _resolved_named
         self._targets_revision = registry.revision
 
     def resolve(self, group: str, version: str, rest: str) -> Target:
@@ -71,21 +73,53 @@ class ResourceAPI(WatchHandlers, PodSubresources):
         remembered with a built-in resource's target, for the conversion it was asked of; :data:`_ASK` for
         a custom resource's, whose conversion webhook its CRD's object decides at each request."""
         logs = self.pod_logs is not None
-        key = (group, version, rest, logs)
         targets = self._targets
         if self._targets_revision != self.registry.revision:
             targets.clear()
+            self._named.clear()
             self._targets_revision = self.registry.revision
+        parts = rest.split("/")
+        if 4 <= len(parts) <= 5 and parts[0] == "namespaces" and "" not in parts:
+            return self._resolved_named(group, version, rest, parts, logs)
+        key = (group, version, rest, logs)
         found = targets.get(key)
         if found is None or found[2] is not self.conversion:
             t = resolve_target(self.registry, group, version, rest, _LOG if logs else frozenset())
-            conversion = self.conversion
-            storage_t = _ASK if not t.info.builtin else (
-                conversion.storage_target(t) if conversion is not None else None)
+            storage_t = self._storage_target(t)
             if len(targets) >= TARGET_MEMO:
                 targets.clear()
-            found = targets[key] = (t, storage_t, conversion)
+            found = targets[key] = (t, storage_t, self.conversion)
         return found[0], found[1]
+
+    def _resolved_named(self, group: str, version: str, rest: str, parts: list[str],
+                        logs: bool) -> tuple[Target, Any]:
+        """:meth:`_resolved` of a path naming an object of a namespace (``namespaces/<ns>/<plural>/<name>`` and
+        a subresource of it: ``parts``, none empty), which each object has its own of: what it resolves to is
+        remembered by the resource and subresource alone (the namespace and name are taken as they are, as
+        :func:`.routing.resolve_target` takes them), at most :data:`TARGET_MEMO`, forgotten all at once beyond."""
+        sub = parts[4] if len(parts) == 5 else ""
+        key = (group, version, parts[2], sub, logs)
+        found = self._named.get(key)
+        if found is None or found[2] is not self.conversion:
+            t = resolve_target(self.registry, group, version, rest, _LOG if logs else frozenset())
+            storage_t = self._storage_target(t)
+            if len(self._named) >= TARGET_MEMO:
+                self._named.clear()
+            found = self._named[key] = (t.info, storage_t if storage_t is None or storage_t is _ASK
+                                        else storage_t.info, self.conversion)
+            return t, storage_t
+        info, storage, _ = found
+        t = Target(info, parts[1], parts[3], sub, False)
+        if storage is None or storage is _ASK:
+            return t, storage
+        return t, Target(storage, parts[1], parts[3], sub, False)
+
+    def _storage_target(self, t: Target) -> Any:
+        """The storage target of ``t`` (None: served as stored); :data:`_ASK` for a custom resource's."""
+        conversion = self.conversion
+        if not t.info.builtin:
+            return _ASK
+        return conversion.storage_target(t) if conversion is not None else None
 
     def handle(self, request: web.Request) -> Awaitable[web.StreamResponse]:
         """The resource API's handler (behind the handler chain, which awaits what it returns): a plain
