@@ -59,6 +59,26 @@ async def test_binding_assigns_a_node_once_and_marks_the_pod_scheduled(http):
                                               'assigned to node "node-1"')
 
 
+async def test_binding_turns_an_unschedulable_condition_true_in_place(http):
+    """The PodScheduled condition a scheduler left False (with its reason and message) turns True in place, the
+    other conditions and fields kept in their order."""
+    await _pod(http, "p")
+    unschedulable = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes",
+                     "lastProbeTime": None, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    ready = {"type": "Ready", "status": "False"}
+    code, out = await call(http, "PATCH", f"{PODS}/p/status", {"status": {"conditions": [ready, unschedulable]}},
+                           ctype="application/merge-patch+json")
+    assert code == 200, out
+    code, _ = await call(http, "POST", f"{PODS}/p/binding", {"metadata": {"name": "p"}, "target": {"name": "n1"}})
+    assert code == 201
+    code, pod = await call(http, "GET", f"{PODS}/p")
+    conditions = pod["status"]["conditions"]
+    assert [c["type"] for c in conditions] == ["Ready", "PodScheduled"] and conditions[0] == ready
+    assert conditions[1]["status"] == "True" and "reason" not in conditions[1] and "message" not in conditions[1]
+    assert conditions[1]["lastTransitionTime"] != "2026-01-01T00:00:00Z"
+    assert list(pod["spec"])[-1] == "nodeName" and pod["spec"]["nodeName"] == "n1"
+
+
 async def test_binding_refuses_a_mismatched_name_and_a_missing_target(http):
     await _pod(http, "p")
     code, err = await call(http, "POST", f"{PODS}/p/binding", {"metadata": {"name": "q"}, "target": {"name": "n"}})

@@ -196,6 +196,37 @@ async def test_a_served_create_hands_its_object_and_bytes_to_the_watch_cache_unc
         await storage.close()
 
 
+async def test_a_shared_update_gets_the_caches_object_and_leaves_it_as_it_was(env):
+    """``shared``: the callback reads the cache's own object (no decoded copy) and returns a new one; the cached
+    version is never changed, and a refusal judged on it is judged again on a fresh read."""
+    store, info, storage, cache, key, kv = env
+    cache.hold(info.storage_prefix, key, kv.value, kv.mod_revision)
+    co = cache.buckets[info.storage_prefix].objects[key]
+    before = co.raw
+    seen: list[dict[str, Any]] = []
+
+    def relabel(current: dict[str, Any] | None) -> dict[str, Any]:
+        assert current is not None
+        seen.append(current)
+        return {**current, "metadata": {**current["metadata"], "labels": {"a": "b"}}}
+
+    out, outcome = await store.guaranteed_update(info, "default", "a", relabel, shared=True)
+    assert outcome == "updated" and seen[0] is co.obj and out["metadata"]["labels"] == {"a": "b"}
+    assert co.raw == before and encode(co.obj) == kv.value  # the cache's version as it was
+    stored = await storage.get(key)
+    assert stored.value == encode(out) and out["metadata"]["resourceVersion"] == str(stored.mod_revision)
+
+    def refuse_cached(current: dict[str, Any] | None) -> dict[str, Any]:
+        assert current is not None
+        seen.append(current)
+        if current is co.obj:  # the stale cached version is refused: the store reads storage and asks again
+            raise st.conflict(info, "a")
+        return {**current, "data": {"n": "9"}}
+
+    out, outcome = await store.guaranteed_update(info, "default", "a", refuse_cached, shared=True)
+    assert outcome == "updated" and seen[-2] is co.obj and seen[-1] is not co.obj and out["data"] == {"n": "9"}
+
+
 def _pod_write(store: ObjectStore, subresource: str, **changes: Any) -> None:
     """Validate a write of a stored pod (``changes`` on top of it) as the store validates one, ``subresource``."""
     info = store.registry.get("", "v1", "pods")

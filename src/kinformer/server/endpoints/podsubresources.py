@@ -26,6 +26,7 @@ from aiohttp import web
 
 from ...selectors import SelectorError, label_selector_from_dict
 from ..machinery import status as st
+from ..machinery.status import json_body
 from ..registry.objects import timestamp
 from ..registry.resources import ResourceInfo
 from .bodies import check_delete_options, content_type, decode_object, parse_document, read_body
@@ -44,6 +45,9 @@ def created_status() -> dict[str, Any]:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 
+_CREATED = json_body(created_status())  # its JSON, encoded once
+
+
 async def _body(request: web.Request, t: Target, kind: str) -> dict[str, Any]:
     doc = decode_object(parse_document(await read_body(request), content_type(request)))
     if doc.get("kind") not in (None, "", kind):
@@ -53,20 +57,25 @@ async def _body(request: web.Request, t: Target, kind: str) -> dict[str, Any]:
     return doc
 
 
-def _bind(pod: dict[str, Any], node: str, annotations: Mapping[str, str], info: ResourceInfo, name: str,
+def _bind(pod: Mapping[str, Any], node: str, annotations: Mapping[str, str], info: ResourceInfo, name: str,
           now: str) -> dict[str, Any]:
+    """``pod`` (read-only: the watch cache's, say) bound to ``node``: a new object sharing with it all but the
+    metadata, spec, status and conditions it changes (each a copy, keys where setting them in place puts them)."""
     meta = pod["metadata"]
     if meta.get("deletionTimestamp"):
         raise st.conflict(info, name, f"pod {name} is being deleted, cannot be assigned to a host")
-    spec = pod.setdefault("spec", {})
+    spec = pod.get("spec") or {}
     if spec.get("nodeName"):
         raise st.conflict(info, name, f'pod {name} is already assigned to node "{spec["nodeName"]}"')
-    spec["nodeName"] = node
-    if annotations:
-        meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
-    conditions = pod.setdefault("status", {}).setdefault("conditions", [])
-    for cond in conditions:
+    out = dict(pod)
+    out["metadata"] = {**meta, "annotations": {**(meta.get("annotations") or {}), **annotations}} if annotations \
+        else dict(meta)
+    out["spec"] = {**spec, "nodeName": node}
+    status = out["status"] = dict(pod.get("status") or {})
+    conditions = status["conditions"] = list(status.get("conditions") or ())
+    for i, cond in enumerate(conditions):
         if cond.get("type") == "PodScheduled":
+            cond = conditions[i] = dict(cond)
             if cond.get("status") != "True":
                 cond.update(status="True", lastTransitionTime=now)
             cond.pop("reason", None)
@@ -75,7 +84,7 @@ def _bind(pod: dict[str, Any], node: str, annotations: Mapping[str, str], info: 
     else:
         conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
                            "lastTransitionTime": now})
-    return pod
+    return out
 
 
 def _binding_causes(binding: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -108,8 +117,8 @@ class PodSubresources(WriteHandlers):
             return _bind(pod, node, annotations, t.info, t.name, now)
 
         await self.store.guaranteed_update(t.info, t.namespace, t.name, try_bind, dry_run=self._dry_run(request),
-                                           handover=True)
-        return json_response(created_status(), 201)
+                                           handover=True, shared=True)
+        return json_response(_CREATED, 201)
 
     async def eviction(self, request: web.Request, t: Target) -> web.Response:
         """POST ``pods/<name>/eviction``: delete the pod unless its disruption budget forbids it."""
@@ -137,7 +146,7 @@ class PodSubresources(WriteHandlers):
                 if budget is not None:
                     raise _still_processed(budget) from None
                 continue
-            return json_response(created_status(), 201)
+            return json_response(_CREATED, 201)
         raise st.conflict(t.info, t.name)
 
     async def _take_disruption(self, t: Target, pod: Mapping[str, Any], dry: bool) -> tuple[str | None, bool]:

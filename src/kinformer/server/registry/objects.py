@@ -581,8 +581,8 @@ class ObjectStore:
         return (raw if raw is not None else orjson.dumps(out)), outcome
 
     async def guaranteed_update(self, info: ResourceInfo, namespace: str, name: str, try_update: TryUpdate, *,
-                                precondition_rv: int = 0, allow_create: bool = False,
-                                dry_run: bool = False, handover: bool = False) -> tuple[dict[str, Any], Outcome]:
+                                precondition_rv: int = 0, allow_create: bool = False, dry_run: bool = False,
+                                handover: bool = False, shared: bool = False) -> tuple[dict[str, Any], Outcome]:
         """Read, mutate, compare-and-swap on the revision read, and retry on conflict (kube's GuaranteedUpdate).
 
         ``try_update(current)`` gets a private, mutable copy of the current object (None when it does not
@@ -596,17 +596,18 @@ class ObjectStore:
         409). With ``precondition_rv`` any other current revision is a 409 Conflict.
         Returns the object as written (or as it is, when unchanged) and what happened. ``handover``: an object
         written is handed over to the watch cache (which then need not decode the stored value): the caller
-        must not mutate the object returned.
+        must not mutate the object returned. ``shared``: ``try_update`` may get the watch cache's own object
+        (read-only: it returns a new object, sharing with it only what it does not change) instead of a copy.
         """
         out, outcome, _ = await self._guaranteed_update(info, namespace, name, try_update, precondition_rv,
-                                                        allow_create, dry_run, handover)
+                                                        allow_create, dry_run, handover, shared=shared)
         return out, outcome
 
     async def _guaranteed_update(self, info: ResourceInfo, namespace: str, name: str, try_update: TryUpdate,
-                                 precondition_rv: int, allow_create: bool, dry_run: bool,
-                                 handover: bool) -> tuple[dict[str, Any], Outcome, bytes | None]:
+                                 precondition_rv: int, allow_create: bool, dry_run: bool, handover: bool, *,
+                                 shared: bool = False) -> tuple[dict[str, Any], Outcome, bytes | None]:
         key = self.key(info, namespace, name)
-        state = self._cached_state(info, key, precondition_rv)
+        state = self._cached_state(info, key, precondition_rv, shared)
         fresh = state is None
         if state is None:
             state = await self._storage_state(info, key, name, allow_create)
@@ -652,14 +653,20 @@ class ObjectStore:
             fresh = True
         raise st.conflict(info, name)
 
-    def _cached_state(self, info: ResourceInfo, key: str, want_rv: int) -> State | None:
-        """The watch cache's copy of ``key`` (at ``want_rv`` when given), or None when it has none."""
+    def _cached_state(self, info: ResourceInfo, key: str, want_rv: int, shared: bool = False) -> State | None:
+        """The watch cache's copy of ``key`` (at ``want_rv`` when given), or None when it has none. ``shared``:
+        the cache's own object (read-only) when the stored form can be cut from its bytes, not a decoded copy."""
         if self.cache is None:
             return None
         bucket = self.cache.buckets.get(info.storage_prefix)
         co = bucket.objects.get(key) if bucket is not None else None
         if co is None or (want_rv and want_rv != co.rev):
             return None
+        if shared:
+            obj = co.obj
+            stored = stored_of_served(co.raw, obj, co.rev)
+            if stored is not None:
+                return obj, KeyValue(key, stored, co.rev, 0)
         return self._state_of_cached(key, co.raw, co.rev)
 
     @staticmethod
