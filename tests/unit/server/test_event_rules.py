@@ -44,3 +44,13 @@ def test_an_event_about_a_cluster_object_lives_in_default_or_kube_system() -> No
     node = event(regarding={"kind": "Node", "name": "n1"})
     assert fields_of(node, "default") == [] and fields_of(node, "kube-system") == []
     assert fields_of(node, "team") == [("involvedObject.namespace", "FieldValueInvalid")]
+
+
+def test_a_reporting_controller_judged_again_gets_the_same_causes() -> None:
+    """The check of a reporting controller is remembered by its name: a repeat answers as the first did, valid or
+    not, with messages of its own (a list the caller may extend)."""
+    for name in ("default-scheduler", "example.com/copier", "not a name", "a" * 64):
+        first = v1_create_causes(event(reportingController=name), "team")
+        again = v1_create_causes(event(reportingController=name), "team")
+        assert first == again and (first == []) == (name in ("default-scheduler", "example.com/copier"))
+        assert all(c is not d for c, d in zip(first, again, strict=True))

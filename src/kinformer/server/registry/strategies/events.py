@@ -11,6 +11,7 @@ Event lives in ``default`` or ``kube-system``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -60,7 +61,7 @@ def _reporting_causes(event: Mapping[str, Any], namespace: str) -> list[Cause]:
     controller = event.get("reportingController") or ""
     if not controller:
         causes.append(required("reportingController"))
-    causes += [invalid("reportingController", controller, msg) for msg in is_qualified_name(str(controller))]
+    causes += [invalid("reportingController", controller, msg) for msg in _qualified_name_errors(str(controller))]
     for field, (core, limit) in LENGTH_LIMITS.items():
         value = str(event.get(field) or "")
         if not value and field != "note":
@@ -68,3 +69,10 @@ def _reporting_causes(event: Mapping[str, Any], namespace: str) -> list[Cause]:
         if len(value) > limit:
             causes.append(invalid(core, "", f"can have at most {limit} characters"))
     return causes
+
+
+@functools.lru_cache(maxsize=1024)
+def _qualified_name_errors(value: str) -> tuple[str, ...]:
+    """:func:`is_qualified_name` of a reporting controller, remembered: a cluster's events name few of them, and the
+    check of a name without a prefix costs several times its name part's (the prefix's pattern is tried first)."""
+    return tuple(is_qualified_name(value))
