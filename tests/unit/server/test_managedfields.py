@@ -431,32 +431,6 @@ def test_a_create_without_arrays_owns_the_tree_of_its_shape_as_computed(seed: in
     assert 0 < len(managedfields._flat_creates) <= 6
 
 
-def test_the_shape_key_tells_apart_what_the_fields_depend_on_and_nothing_else() -> None:
-    """Objects of one key have one shape: values do not tell them apart; a null, another type, an empty object
-    against a full one, another key order or another field (an ignored metadata one too: finer, never wrong) do.
-    A non-empty array raises (an ignored metadata field's does not), and a value of a type JSON does not make is
-    judged by the walk."""
-    events = REGISTRY.get("", "v1", "events")
-
-    def key(**fields: Any) -> tuple[Any, ...]:
-        obj = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "uid": "u"},
-               "involvedObject": {"kind": "Pod", "name": "p"}, "reason": "R", "count": 1, **fields}
-        return managedfields._flat_shape(obj, None, events)
-
-    same = key(reason="other", count=7, involvedObject={"kind": "Node", "name": "n"}, related=[])
-    assert same == key(related=[]) and key() == key(metadata={"name": "x", "uid": "v"})
-    for other in (key(reason=None), key(count="1"), key(involvedObject={}), key(related=[]),
-                  key(metadata={"name": "e", "uid": "u", "managedFields": [{}]}),
-                  key(involvedObject={"name": "p", "kind": "Pod"}), key(source={"component": "c"})):
-        assert other != key()
-    for array in ({"related": [{"kind": "Pod"}]}, {"metadata": {"name": "e", "finalizers": ["f"]}}):
-        with pytest.raises(managedfields._HasArray):
-            key(**array)
-    from types import MappingProxyType
-    walked = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"}, "involvedObject": MappingProxyType({})}
-    assert managedfields._flat_shape(walked, None, events) == (("metadata", ()), "involvedObject")
-
-
 def test_a_kind_once_created_with_an_array_takes_the_encoding_memo_with_the_same_result() -> None:
     """After a create of a kind held an array, that kind's array-free creates skip the shape walk (the encoding
     memo answers them) and own the same managedFields."""

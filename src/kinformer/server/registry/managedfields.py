@@ -26,7 +26,6 @@ import json
 import operator
 import time
 from collections.abc import Iterable, Mapping
-from itertools import compress, repeat
 from typing import Any
 
 import orjson
@@ -870,50 +869,12 @@ class _HasArray(Exception):
     """The content holds a non-empty array (its paths depend on its items' values)."""
 
 
-class _Unplain(Exception):
-    """A value of another type than JSON decoding makes (a Mapping that is no dict, say): the walk decides."""
-
-
-_PLAIN_TYPES = frozenset({str, int, float, bool, type(None), dict, list})
-_NO_SKIP: frozenset[str] = frozenset()
-
-
 def _flat_shape(obj: Mapping[str, Any], subresource: str | None, info: ResourceInfoLike) -> tuple[Any, ...]:
-    """What :func:`object_fields` of ``obj`` is a function of when its content holds no non-empty array (raises
-    _HasArray when it does): :func:`_typed_shape` when every field is tracked, else the walk's
-    (:func:`_walked_shape`). Either key is the same for objects of one shape (a create memo's key)."""
+    """What :func:`object_fields` of ``obj`` is a function of when its content holds no non-empty array: the
+    tracked top-level fields and, within each object, the keys of its non-null fields, with the shape of each
+    non-empty object among them (a leaf is its key alone). Raises _HasArray when the content holds an array."""
     only_status = subresource == "status"  # which top-level fields are tracked (:func:`tracked`), decided once
     skip_status = not only_status and not tracked("status", subresource, info)
-    if not only_status and not (skip_status and "status" in obj) and type(obj) is dict:
-        try:
-            return _typed_shape(obj, _NO_SKIP, True)
-        except _Unplain:
-            pass
-    return _walked_shape(obj, only_status, skip_status)
-
-
-def _typed_shape(value: dict[str, Any], skip: frozenset[str] = _NO_SKIP, top: bool = False) -> tuple[Any, ...]:
-    """A key finer than :func:`_walked_shape`'s, made in C but for the objects it holds: the names and types of
-    ``value``'s fields in order, then the key of each non-empty object among them (at the ``top``, the metadata's
-    without the fields :data:`IGNORED_META` names). Equal keys mean equal shapes: the same fields, null or not,
-    each a leaf or an object of equal key. Raises _HasArray for a non-empty array (but under ``skip``), _Unplain
-    for a value of another type than JSON's."""
-    types = tuple(map(type, value.values()))
-    if not _PLAIN_TYPES.issuperset(types):
-        raise _Unplain
-    if list in types and any(item and key not in skip
-                             for key, item in compress(value.items(), map(operator.is_, types, repeat(list)))):
-        raise _HasArray
-    if dict not in types:
-        return tuple(value), types
-    nested = tuple((key, _typed_shape(item, IGNORED_META if top and key == "metadata" else _NO_SKIP))
-                   for key, item in compress(value.items(), map(operator.is_, types, repeat(dict))) if item)
-    return tuple(value), types, nested
-
-
-def _walked_shape(obj: Mapping[str, Any], only_status: bool, skip_status: bool) -> tuple[Any, ...]:
-    """The tracked top-level fields (all, the status alone, or all but the status) and, within each object, the
-    keys of its non-null fields, with the shape of each non-empty object among them (a leaf is its key alone)."""
     out: list[Any] = []
     for name, value in obj.items():
         if value is None or name == "apiVersion" or name == "kind":
@@ -937,7 +898,7 @@ def _walked_shape(obj: Mapping[str, Any], only_status: bool, skip_status: bool) 
 
 
 def _dict_shape(value: Mapping[str, Any], skip: frozenset[str] = frozenset()) -> tuple[Any, ...]:
-    """The shape of one object's fields (see :func:`_walked_shape`), those named in ``skip`` left out."""
+    """The shape of one object's fields (see :func:`_flat_shape`), those named in ``skip`` left out."""
     out: list[Any] = []
     for key, item in value.items():
         if item is None or key in skip:
