@@ -35,10 +35,8 @@ Functions take a mapping and return a new dict; their input is never modified.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from itertools import compress
 from typing import Any
 
 import orjson
@@ -394,15 +392,13 @@ _CORE_EVENT_FIELDS: _Fields = (
     ("action", _OMIT), ("related", _OMIT), ("reportingComponent", _OMIT), ("reportingInstance", _OMIT))
 
 
-#: a conversion's steps as three columns: each field, the field of the source version it is read from, and its
-#: unset value (made once)
-_EventPlan = tuple[tuple[str, ...], tuple[str, ...], tuple[Any, ...]]
+#: a conversion's steps, (field, the field of the source version it is read from, its unset value), made once
+_EventPlan = tuple[tuple[str, str, Any], ...]
 
 
 def _event_plan(fields: _Fields, source_names: Mapping[str, str]) -> _EventPlan:
     assert all(unset is None or unset is _OMIT or unset == {} for _, unset in fields)  # what _event_as writes
-    return (tuple(name for name, _ in fields), tuple(source_names.get(name, name) for name, _ in fields),
-            tuple(unset for _, unset in fields))
+    return tuple((name, source_names.get(name, name), unset) for name, unset in fields)
 
 
 _TO_CORE_EVENT = _event_plan(_CORE_EVENT_FIELDS, _EVENT_NAMES_IN_V1)
@@ -412,23 +408,16 @@ _TO_EVENTS_V1 = _event_plan(_EVENTS_V1_FIELDS, _EVENT_RENAMES)
 def _event_as(obj: Mapping[str, Any], api_version: str, plan: _EventPlan, partial: bool) -> Obj:
     """``obj`` relabelled ``api_version`` with each field of ``plan`` read from its source field; unset fields as
     Go writes them, null or a new empty object (a ``partial`` object, an apply configuration, gets only the fields
-    it names).
-
-    Every field is put in, in the plan's order, at once; then only the falsy ones are looked at one by one: a set
-    value ({} or []) stays, an unset one is dropped or takes its unset value where it stands.
-    """
+    it names)."""
     out: Obj = {"kind": "Event", "apiVersion": api_version}
     if "metadata" in obj:
         out["metadata"] = obj["metadata"]
-    names, sources, unsets = plan
-    values = list(map(obj.get, sources))
-    out.update(zip(names, values, strict=True))
-    for name, value, unset in compress(zip(names, values, unsets, strict=True), map(operator.not_, values)):
-        if value is not None and value != "" and value != 0:  # {} or []: set
-            continue
-        if partial or unset is _OMIT:
-            del out[name]
-        else:
+    get = obj.get
+    for name, source, unset in plan:
+        value = get(source)
+        if value or (value is not None and value != "" and value != 0):  # a set value: truthy, or {} / []
+            out[name] = value
+        elif not partial and unset is not _OMIT:
             out[name] = None if unset is None else {}
     return out
 
