@@ -225,6 +225,12 @@ def test_unset_event_fields_read_as_go_writes_them_and_an_apply_configuration_ge
     original = copy.deepcopy(CORE_EVENT)
     event_core_to_v1(CORE_EVENT)
     assert CORE_EVENT == original
+    assert list(event_v1_to_core(bare)) == ["kind", "apiVersion", "metadata", "involvedObject", "message", "source",
+                                            "firstTimestamp", "lastTimestamp", "eventTime"]  # Go's order
+    empties = {**bare, "related": {}, "series": [], "deprecatedCount": 0, "reason": ""}  # {} and [] are set values
+    assert list(event_v1_to_core(empties).items())[3:] == [
+        ("involvedObject", {}), ("message", "hi"), ("source", {}), ("firstTimestamp", None), ("lastTimestamp", None),
+        ("eventTime", None), ("series", []), ("related", {})]
     first, second = event_v1_to_core(bare), event_v1_to_core(bare)  # each unset object is an object of its own
     first["source"]["component"] = "x"
     assert second["source"] == {} and first["involvedObject"] is not second["involvedObject"]
