@@ -257,3 +257,38 @@ def test_a_pod_view_is_made_once_per_pod_version_and_counts_as_the_pod_does() ->
             calculate_status(rs, [ready, newer], None, now)
     assert calculate_status(rs, [ready, newer], None, since + 31)["availableReplicas"] == 1
     assert "availableReplicas" not in calculate_status(rs, [ready, newer], None, since + 30)
+
+
+def test_required_labels_match_as_the_selector_does() -> None:
+    """required_labels (the claim's and the counts' check of equality selectors): a label set holds all the
+    required labels exactly when the selector matches it; None for the selectors that need the general check."""
+    from kinformer.cluster.controllers.replicaset import required_labels
+    from kinformer.selectors import label_selector_from_dict
+
+    label_sets = [{}, {"app": "x"}, {"app": "y"}, {"app": "x", "tier": "web"}, {"tier": "web"},
+                  {"app": "x", "tier": "db", "extra": "1"}]
+    equalities = [{}, {"matchLabels": {"app": "x"}}, {"matchLabels": {"app": "x", "tier": "web"}},
+                  {"matchExpressions": [{"key": "app", "operator": "In", "values": ["x"]}]},
+                  {"matchLabels": {"app": "x"},
+                   "matchExpressions": [{"key": "app", "operator": "In", "values": ["x"]}]}]
+    for raw in equalities:
+        selector = label_selector_from_dict(raw)
+        required = required_labels(selector)
+        assert required is not None
+        assert [required.items() <= labels.items() for labels in label_sets] == \
+            [selector.matches(labels) for labels in label_sets]
+    others = [None, {"matchExpressions": [{"key": "app", "operator": "In", "values": ["x", "y"]}]},
+              {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+              {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["x"]}]},
+              {"matchLabels": {"app": "x"}, "matchExpressions": [{"key": "app", "operator": "In", "values": ["y"]}]}]
+    assert [required_labels(label_selector_from_dict(raw)) for raw in others] == [None] * len(others)
+
+
+def test_fully_labeled_replicas_count_the_pods_holding_every_template_label() -> None:
+    rs = replicaset("rs", 3, {"app": "x"})
+    rs["spec"]["template"]["metadata"]["labels"] = {"app": "x", "tier": "web"}
+    pods = [_pod(name, ready=False) for name in ("a", "b", "c")]
+    label_sets = [{"app": "x", "tier": "web"}, {"app": "x"}, {"app": "x", "tier": "web", "z": "1"}]
+    for pod, labels in zip(pods, label_sets, strict=True):
+        pod["metadata"]["labels"] = labels
+    assert calculate_status(rs, pods, None, 1000.0)["fullyLabeledReplicas"] == 2

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import APIError, NotFound
-from kinformer.selectors import LabelSelector, label_selector_from_dict
+from kinformer.selectors import LabelSelector, Operator, label_selector_from_dict
 
 from ..metatime import parse_time, rfc3339
 from ..podutil import is_being_deleted, is_pod_active, is_pod_available, is_pod_ready, ready_condition
@@ -221,9 +221,10 @@ def _counts(views: Sequence[PodView], template_labels: Mapping[str, str], min_re
     ReplicaSet of hundreds of pods is counted at every sync)."""
     labeled = ready = available = 0
     wanted = template_labels.items()
+    exact = all(v.__class__ is str for v in template_labels.values())  # (a null label matches a missing one)
     for view in views:
         labels = view.labels
-        labeled += all(labels.get(k) == v for k, v in wanted)
+        labeled += wanted <= labels.items() if exact else all(labels.get(k) == v for k, v in wanted)
         if view.ready:
             ready += 1
             available += view.available(min_ready, now)
@@ -360,9 +361,12 @@ class ReplicaSetController:
         through it (adopted or released); pods another owner controls are left."""
         uid = meta(rs)["uid"]
         manager = RefManager(self.client, rs, "pods", selector)
+        required = required_labels(selector)
+        wanted = required.items() if required is not None else None
         claimed = []
         for pod, view in active:
-            if view.controller_uid == uid and selector.matches(view.labels):
+            if view.controller_uid == uid and (selector.matches(view.labels) if wanted is None
+                                               else wanted <= view.labels.items()):
                 claimed.append((pod, view))
             elif view.controller_uid in (None, uid) and await manager.claim([pod]):
                 claimed.append((pod, view))
@@ -450,6 +454,23 @@ def _maybe_replicasets(pod: Obj) -> bool:
 
 def _is_replicaset(ref: Obj) -> bool:
     return ref.get("kind") == "ReplicaSet" and str(ref.get("apiVersion", "")).startswith("apps/")
+
+
+_EQUALITIES = (Operator.EQUALS, Operator.DOUBLE_EQUALS, Operator.IN)
+
+
+def required_labels(selector: LabelSelector) -> dict[str, str] | None:
+    """The labels ``selector`` requires when it is equalities only (``matchLabels``, one-value ``In``) and
+    selects something: a label set matches it exactly when it holds all of them. None for any other
+    selector (``nothing``, other operators, two values required of one key)."""
+    requirements = selector.requirements
+    if not requirements and not selector.empty():
+        return None  # the selector of nothing
+    required: dict[str, str] = {}
+    for key, op, values in requirements:
+        if op not in _EQUALITIES or len(values) != 1 or required.setdefault(key, values[0]) != values[0]:
+            return None
+    return required
 
 
 def _selector(rs: Obj) -> LabelSelector:
