@@ -21,8 +21,8 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import os
 import time
-import uuid
 from collections import Counter
 from collections.abc import AsyncIterable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +54,16 @@ if TYPE_CHECKING:
     from kinformer.cache.shared_informer import SharedIndexInformer
 
 log = context_logger(__name__)  # records carry the controller and, in a reconcile, the object
+
+
+def new_reconcile_id() -> str:
+    """A random (version 4) UUID in its canonical form, as ``str(uuid.uuid4())`` makes it (controller-runtime's
+    reconcileID), without the UUID object."""
+    b = bytearray(os.urandom(16))
+    b[6] = b[6] & 0x0F | 0x40  # version 4
+    b[8] = b[8] & 0x3F | 0x80  # the RFC 4122 variant
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 @dataclass
@@ -252,7 +262,7 @@ class Controller:
 
     async def reconcile_handler(self, request: Request) -> None:
         """Reconcile one Request and apply the outcome to the queue (the caller calls ``done``)."""
-        reconcile_id = str(uuid.uuid4())
+        reconcile_id = new_reconcile_id()
         enqueued_by = self._enqueued_by.pop(request, None) if self._enqueued_by else None
         with reconcile_context(self.name, request.namespace, request.name, reconcile_id), \
                 tracing.reconcile_span(self.name, request.namespace, request.name, reconcile_id, enqueued_by) as span:

@@ -331,3 +331,16 @@ async def test_a_reconcile_that_raises_counts_as_a_panic_and_a_terminal_error_do
     assert results == {"success": 1.0, "error": 2.0, "requeue": 0.0, "requeue_after": 0.0}
     assert sample("controller_runtime_active_workers", "t-panics") == 0.0
     assert sample("controller_runtime_reconcile_time_seconds_count", "t-panics") == 3.0
+
+
+def test_a_reconcile_id_is_a_random_version_4_uuid_in_canonical_form() -> None:
+    import uuid
+
+    from kinformer.controller.controller import new_reconcile_id
+
+    ids = [new_reconcile_id() for _ in range(200)]
+    assert len(set(ids)) == len(ids)
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+    assert {text[14] for text in ids} == {"4"} and {text[19] for text in ids} == set("89ab")
