@@ -115,7 +115,13 @@ class EnqueueHandler:
         self.prioritised = isinstance(queue, PriorityQueue)
 
     def _enqueue(self, *objs: Obj | None, low: bool = False) -> None:
-        requests = dict.fromkeys(r for obj in objs if obj is not None for r in self.mapper(obj))
+        """Add the Requests ``objs`` map to, each once (``objs``: one object, or an update's old and new, never
+        None both)."""
+        if self.mapper is request_for_object:  # as controller-runtime's EnqueueRequestForObject: the new object
+            obj = objs[-1] if objs[-1] is not None else objs[0]
+            requests: Iterable[Request] = (Request.for_object(obj),)  # type: ignore[arg-type]
+        else:
+            requests = dict.fromkeys(r for obj in objs if obj is not None for r in self.mapper(obj))
         if self.on_enqueue is not None:
             for request in requests:
                 self.on_enqueue(request)

@@ -344,3 +344,29 @@ def test_a_reconcile_id_is_a_random_version_4_uuid_in_canonical_form() -> None:
         parsed = uuid.UUID(text)
         assert str(parsed) == text and parsed.version == 4 and parsed.variant == uuid.RFC_4122
     assert {text[14] for text in ids} == {"4"} and {text[19] for text in ids} == set("89ab")
+
+
+async def test_enqueue_for_object_adds_the_new_objects_request_and_a_mapper_sees_both() -> None:
+    """EnqueueRequestForObject enqueues an update's new object (controller-runtime's Update); a mapper is handed
+    the old and the new object and their Requests are added once each."""
+    queue: list[Request] = []
+
+    class Q:
+        def add(self, item):
+            queue.append(item)
+
+    h = EnqueueHandler(Q())
+    await h.on_update(obj("a"), obj("a", generation=2))
+    await h.on_add(obj("b"))
+    await h.on_delete(obj("c"))
+    assert queue == [Request("default", "a"), Request("default", "b"), Request("default", "c")]
+    queue.clear()
+    seen: list[str] = []
+
+    def by_label(o):
+        seen.append(o["metadata"]["name"])
+        return [Request("default", o["metadata"]["labels"]["owner"]), Request("default", "x")]
+
+    h = EnqueueHandler(Q(), mapper=by_label)
+    await h.on_update(obj("a", labels={"owner": "o1"}), obj("a", labels={"owner": "o2"}))
+    assert seen == ["a", "a"] and queue == [Request("default", "o1"), Request("default", "x"), Request("default", "o2")]
