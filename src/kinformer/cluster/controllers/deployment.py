@@ -40,12 +40,11 @@ from kinformer.controller.conditions import find_condition, remove_condition
 from kinformer.controller.handlers import maps_any
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import AlreadyExists, APIError, NotFound
-from kinformer.selectors import label_selector_from_dict
 
 from ..metatime import parse_time
 from . import deployment_util as du
 from .expectations import Obj, meta
-from .refs import RefManager, controller_of, controller_ref, owners_selecting
+from .refs import RefManager, controller_of, controller_ref, owners_selecting, selector_from
 
 if TYPE_CHECKING:
     from kinformer.cluster.cluster import ControllerContext
@@ -135,7 +134,7 @@ class DeploymentController:
 
     async def _claim_replicasets(self, d: dict[str, Any]) -> list[dict[str, Any]]:
         namespace = meta(d)["namespace"]
-        selector = label_selector_from_dict(d["spec"]["selector"])
+        selector = selector_from(d["spec"]["selector"])
         manager = RefManager(self.client, d, "replicasets", selector)
         claimed = await manager.claim(self.replicasets.lister().namespaced(namespace).list())
         return [_own(rs) for rs in claimed]
@@ -143,7 +142,7 @@ class DeploymentController:
     def _pods_by_rs(self, d: Obj, rss: list[dict[str, Any]]) -> dict[str, list[Obj]]:
         """``getPodMapForDeployment``: the Deployment's pods grouped by the uid of their ReplicaSet."""
         by_uid: dict[str, list[Obj]] = {meta(rs)["uid"]: [] for rs in rss}
-        selector = label_selector_from_dict(d["spec"]["selector"])
+        selector = selector_from(d["spec"]["selector"])
         for pod in self.pods.lister().namespaced(meta(d)["namespace"]).list(selector):
             ref = controller_of(pod)
             if ref is not None and ref.get("uid") in by_uid:

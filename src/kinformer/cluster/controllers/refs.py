@@ -23,6 +23,8 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import orjson
+
 from kinformer.controller.reconcile import Request
 from kinformer.errors import NotFound, SelectorError
 from kinformer.selectors import LabelSelector, label_selector_from_dict
@@ -31,12 +33,36 @@ from ..podutil import is_being_deleted
 
 log = logging.getLogger(__name__)
 
+_dumps = orjson.dumps
+
 Obj = Mapping[str, Any]
+
+
+#: selector_from's memo, by the selector's JSON (at most _SELECTORS_MAX entries: emptied when full)
+_SELECTORS: dict[bytes, LabelSelector] = {}
+_SELECTORS_MAX = 256
+
+
+def selector_from(raw: Mapping[str, Any] | None) -> LabelSelector:
+    """``label_selector_from_dict(raw)`` (raises SelectorError when invalid), parsed and validated once per
+    distinct selector: the answer is remembered by ``raw``'s JSON (the same JSON is the same selector, and a
+    LabelSelector never changes); an invalid selector is never remembered, so it raises every time."""
+    try:
+        key = _dumps(raw)
+    except TypeError:  # not JSON (no owner from the API server holds such a selector)
+        return label_selector_from_dict(raw)
+    found = _SELECTORS.get(key)
+    if found is None:
+        found = label_selector_from_dict(raw)
+        if len(_SELECTORS) >= _SELECTORS_MAX:
+            _SELECTORS.clear()
+        _SELECTORS[key] = found
+    return found
 
 
 def owner_selector(owner: Obj) -> LabelSelector:
     """The owner's ``spec.selector`` (raises SelectorError when invalid)."""
-    return label_selector_from_dict(owner["spec"].get("selector"))
+    return selector_from(owner["spec"].get("selector"))
 
 
 def valid_selector(owner: Obj) -> LabelSelector | None:

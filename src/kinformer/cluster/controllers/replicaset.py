@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kinformer.controller.reconcile import Request, Result
 from kinformer.errors import APIError, NotFound
-from kinformer.selectors import LabelSelector, Operator, label_selector_from_dict
+from kinformer.selectors import LabelSelector, Operator
 
 from ..metatime import parse_time, rfc3339
 from ..podutil import is_being_deleted, is_pod_active, is_pod_available, is_pod_ready, ready_condition
@@ -45,7 +45,7 @@ from .expectations import (
 )
 from .podcontrol import PodControl, error_message, namespace_terminating
 from .podtemplate import pod_from_template
-from .refs import RefManager, controller_of, owners_selecting
+from .refs import RefManager, controller_of, owners_selecting, selector_from
 from .slowstart import slow_start_batch
 
 if TYPE_CHECKING:
@@ -474,7 +474,7 @@ def required_labels(selector: LabelSelector) -> dict[str, str] | None:
 
 
 def _selector(rs: Obj) -> LabelSelector:
-    return label_selector_from_dict((rs.get("spec") or {}).get("selector"))
+    return selector_from((rs.get("spec") or {}).get("selector"))
 
 
 def _key(obj: Obj) -> str:
