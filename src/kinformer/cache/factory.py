@@ -164,6 +164,12 @@ class SharedInformerFactory:
         """Every informer by name (resource, plus namespace/selectors when set)."""
         return {inf.name: inf for inf in self._informers.values()}
 
+    @property
+    def informer_count(self) -> int:
+        """How many informers the factory made: it never drops or replaces one, so while this number stays the
+        same so does the set of :meth:`informers_by_key`."""
+        return len(self._informers)
+
     def informers_by_key(self) -> dict[InformerKey, SharedIndexInformer]:
         """Every informer by its :class:`InformerKey` (a copy: the resource and filter each one watches)."""
         return dict(self._informers)

@@ -49,6 +49,8 @@ __all__ = ["CachedClient", "PendingWrite", "track_writes", "wait_for_writes"]
 log = logging.getLogger(__name__)
 
 # The writes of the reconcile running in this task (set by the Controller around each reconcile).
+_INFORMERS_MEMO_MAX = 1024  # CachedClient._informers_of's remembered answers (emptied when full)
+
 _WRITES: contextvars.ContextVar[list[PendingWrite] | None] = contextvars.ContextVar("kinformer_writes",
                                                                                      default=None)
 
@@ -110,6 +112,9 @@ class CachedClient:
     def __init__(self, manager: Manager) -> None:
         self._manager = manager
         self._resolved: dict[str, Any] = {}
+        # _informers_of's answers by (resource name, namespace), each with the factory's informer count it was
+        # made at (valid while the count is the same: the factory only ever adds informers)
+        self._informers_memo: dict[tuple[str, str | None], tuple[int, list[tuple[InformerKey, Any]]]] = {}
 
     @property
     def api_client(self) -> Any:
@@ -134,7 +139,21 @@ class CachedClient:
 
     async def _informers_of(self, resource: Any, namespace: str | None = None) -> list[tuple[InformerKey, Any]]:
         """The Manager's informers of ``resource`` that can hold an object of ``namespace`` (None: any), with
-        their keys (filter included)."""
+        their keys (filter included); the caller must not change the list (a remembered answer)."""
+        count = self._manager.factory.informer_count
+        memo_key = (resource, namespace) if isinstance(resource, str) else None
+        if memo_key is not None:
+            known = self._informers_memo.get(memo_key)
+            if known is not None and known[0] == count:
+                return known[1]
+        found = await self._find_informers_of(resource, namespace)
+        if memo_key is not None:
+            if len(self._informers_memo) >= _INFORMERS_MEMO_MAX:
+                self._informers_memo.clear()
+            self._informers_memo[memo_key] = (count, found)
+        return found
+
+    async def _find_informers_of(self, resource: Any, namespace: str | None) -> list[tuple[InformerKey, Any]]:
         info = await self._resolve(resource)
         name, plural = str(resource), getattr(info, "plural", None)
         resolved = self._resolved

@@ -230,3 +230,24 @@ async def test_reads_never_come_from_a_filtered_or_metadata_only_informer(kube_c
         assert await mgr.client.informer_for("configmaps") not in (web, meta)
     finally:
         await mgr.factory.shutdown()
+
+
+async def test_a_write_after_a_new_informer_is_awaited_there_too(kube_client) -> None:
+    """The informers a write is awaited in are looked up once per resource and namespace while the factory makes
+    no new informer; one made later is counted from the next write on."""
+    from kinformer.controller.cached_client import track_writes
+
+    mgr = ki.Manager(kube_client, namespace=NS)
+    informer = mgr.informer("configmaps")
+    try:
+        with track_writes() as writes:
+            await mgr.client.create("configmaps", configmap("first"), namespace=NS)
+            await mgr.client.create("configmaps", configmap("second"), namespace=NS)
+            web = mgr.informer("configmaps", label_selector="app=web")
+            await mgr.client.create("configmaps", _labelled("third", "web"), namespace=NS)
+        assert mgr.factory.informer_count == 2
+        assert [(w.informer, w.key) for w in writes] == [
+            (informer, "default/first"), (informer, "default/second"), (informer, "default/third"),
+            (web, "default/third")]
+    finally:
+        await mgr.factory.shutdown()
