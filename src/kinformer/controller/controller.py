@@ -337,7 +337,7 @@ class Controller:
 
     async def _wait_for_writes(self, writes: list[PendingWrite]) -> None:
         if all(w.reached() for w in writes):
-            metrics.READ_YOUR_WRITES.labels(self.name, "in_cache").inc()
+            self._reconcile_series().in_cache().inc()
             return
         self.stats.waited_for_writes += 1
         start = time.perf_counter()

@@ -70,13 +70,22 @@ class ReconcileSeries:
     Invariant: each child is the one ``labels()`` answers for the controller (a series is made where
     ``labels()`` would have made it: at the first reconcile, or the first of that result)."""
 
-    __slots__ = ("_results", "active", "controller", "time")
+    __slots__ = ("_in_cache", "_results", "active", "controller", "time")
 
     def __init__(self, controller: str) -> None:
         self.controller = controller
         self.active = ACTIVE_WORKERS.labels(controller)
         self.time = RECONCILE_TIME.labels(controller)
         self._results: dict[str, Any] = {}
+        self._in_cache: Any = None
+
+    def in_cache(self) -> Any:
+        """The ``kinformer_read_your_writes_total`` child of outcome ``in_cache`` (the previous reconcile's
+        writes already in the cache: most reconciles after a write)."""
+        child = self._in_cache
+        if child is None:
+            child = self._in_cache = READ_YOUR_WRITES.labels(self.controller, "in_cache")
+        return child
 
     def result(self, result: str) -> Any:
         """The ``controller_runtime_reconcile_total`` child of ``result``."""

@@ -251,3 +251,23 @@ async def test_a_write_after_a_new_informer_is_awaited_there_too(kube_client) ->
             (web, "default/third")]
     finally:
         await mgr.factory.shutdown()
+
+
+async def test_a_reconcile_whose_previous_writes_are_cached_counts_in_cache(kube_client) -> None:
+    seen: list[str] = []
+
+    class Once(ki.ObjectReconciler):
+        async def reconcile(self, obj) -> ki.Result:
+            if obj["metadata"]["name"] == "once" and obj["data"]["count"] == "0":
+                await self.client.patch("configmaps", "once", {"data": {"count": "1"}}, namespace=NS)
+            seen.append(obj["data"].get("count", ""))
+            return ki.Result()
+
+    await kube_client.create("configmaps", configmap("once", count="0"), namespace=NS)
+    mgr = ki.Manager(kube_client, namespace=NS)
+    mgr.controller(Once(), name="ryow-in-cache").for_("configmaps")
+    child = metrics.READ_YOUR_WRITES.labels("ryow-in-cache", "in_cache")
+    before = child._value.get()
+    async with running(mgr):
+        await wait_until(lambda: "1" in seen, what="the write reconciled")  # its event: in the cache first
+    assert child._value.get() == before + 1
