@@ -182,8 +182,11 @@ class PodViews:
         known = self._by_namespace.get(namespace) or {}
         listed: dict[int, tuple[Obj, PodView]] = {}
         for pod in pods:
-            entry = known.get(id(pod))
-            listed[id(pod)] = entry if entry is not None else (pod, pod_view(pod))
+            key = id(pod)
+            entry = known.get(key)
+            if entry is None:
+                entry = (pod, pod_view(pod))
+            listed[key] = entry
         if listed:
             self._by_namespace[namespace] = listed
         else:
@@ -341,7 +344,7 @@ class ReplicaSetController:
             log.warning("replicaset %s has an invalid selector: %s", request.key, err)
             return Result()
         listed = self.pod_views.of(request.namespace, self.pod_informer.lister().namespaced(request.namespace).list())
-        claimed = await self._claim(rs, selector, [(p, v) for p, v in listed if v.active])
+        claimed = await self._claim(rs, selector, listed)
         pods = [p for p, _ in claimed]
         manage_error: BaseException | None = None
         if needs_sync and not is_being_deleted(rs):
@@ -355,16 +358,18 @@ class ReplicaSetController:
         return Result() if wait is None else Result(requeue_after=wait)
 
     async def _claim(self, rs: Obj, selector: LabelSelector,
-                     active: list[tuple[Obj, PodView]]) -> list[tuple[Obj, PodView]]:
-        """:meth:`RefManager.claim` of the active pods, in order: a pod ``rs`` controls and selects is kept
-        as it would keep it, without a call; orphans and the pods it controls but no longer selects go
-        through it (adopted or released); pods another owner controls are left."""
+                     listed: list[tuple[Obj, PodView]]) -> list[tuple[Obj, PodView]]:
+        """:meth:`RefManager.claim` of the active pods of ``listed``, in order: a pod ``rs`` controls and selects
+        is kept as it would keep it, without a call; orphans and the pods it controls but no longer selects go
+        through it (adopted or released); pods another owner controls and inactive pods are left."""
         uid = meta(rs)["uid"]
         manager = RefManager(self.client, rs, "pods", selector)
         required = required_labels(selector)
         wanted = required.items() if required is not None else None
         claimed = []
-        for pod, view in active:
+        for pod, view in listed:
+            if not view.active:
+                continue
             if view.controller_uid == uid and (selector.matches(view.labels) if wanted is None
                                                else wanted <= view.labels.items()):
                 claimed.append((pod, view))
