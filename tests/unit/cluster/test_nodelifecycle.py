@@ -201,6 +201,8 @@ def test_taint_eviction_is_handed_pods_on_no_execute_tainted_nodes_and_pods_with
     nodes: Indexer = Indexer(meta_namespace_key)
     nodes.add({"metadata": {"name": "calm"}, "spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]}})
     nodes.add({"metadata": {"name": "stormy"}, "spec": {"taints": [{"key": "b", "effect": "NoExecute"}]}})
+    nodes.add({"metadata": {"name": "bare"}, "spec": {}})
+    nodes.add({"metadata": {"name": "untainted"}, "spec": {"taints": []}})
     ctx = SimpleNamespace(client=None, clock=FakeClock(), recorder=lambda _name: None)
     eviction = TaintEviction(ctx, SimpleNamespace(), SimpleNamespace(indexer=nodes))  # type: ignore[arg-type]
 
@@ -209,5 +211,6 @@ def test_taint_eviction_is_handed_pods_on_no_execute_tainted_nodes_and_pods_with
 
     assert eviction.may_act(on("stormy"))
     assert not eviction.may_act(on("calm")) and not eviction.may_act(on(None)) and not eviction.may_act(on("gone"))
+    assert not eviction.may_act(on("bare")) and not eviction.may_act(on("untainted"))
     eviction.scheduled[Request("default", "p")] = 0.0
     assert eviction.may_act(on("calm")) and eviction.may_act(on(None))

@@ -76,7 +76,8 @@ class TaintEviction:
             return True
         node_name = (pod.get("spec") or {}).get("nodeName")
         node = self.nodes.indexer.get_by_key(node_name) if node_name else None
-        return node is not None and any(x.get("effect") == t.NO_EXECUTE for x in t.node_taints(node))
+        taints = (node.get("spec") or {}).get("taints") if node is not None else None
+        return bool(taints) and any(x.get("effect") == t.NO_EXECUTE for x in taints)  # (mostly: none at all)
 
     def pods_of_node(self, node: Obj) -> list[Request]:
         """The mapper of node events: every pod assigned to the node."""
