@@ -32,6 +32,7 @@ carrying only the fields and conditions that changed, as the kubelet's two-way p
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from collections.abc import Mapping
@@ -75,6 +76,7 @@ def normalize_image(image: str) -> str:
     return name + ("@" + digest if digest else "")
 
 
+@functools.lru_cache(maxsize=1024)  # (a pure function: a pod's status is built again with the same names)
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 

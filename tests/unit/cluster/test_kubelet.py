@@ -346,3 +346,13 @@ def test_the_kubelets_are_handed_only_pods_bound_to_their_nodes() -> None:
     bound = {"metadata": {"name": "web"}, "spec": {"nodeName": "node-1"}}
     assert own.ours(bound)
     assert not own.ours({**bound, "spec": {"nodeName": "node-9"}}) and not own.ours({**bound, "spec": {}})
+
+
+def test_the_digests_the_kubelet_reports_are_sha256_remembered_for_a_bounded_number_of_names() -> None:
+    import hashlib
+
+    from kinformer.cluster.kubelet import _sha
+
+    for text in ("docker.io/library/nginx:1.27", "web/docker.io/library/nginx:1.27/0/1000.0"):
+        assert _sha(text) == _sha(text) == hashlib.sha256(text.encode()).hexdigest()
+    assert _sha.cache_info().maxsize == 1024
