@@ -77,7 +77,9 @@ class TaintEviction:
         node_name = (pod.get("spec") or {}).get("nodeName")
         node = self.nodes.indexer.get_by_key(node_name) if node_name else None
         taints = (node.get("spec") or {}).get("taints") if node is not None else None
-        return bool(taints) and any(x.get("effect") == t.NO_EXECUTE for x in taints)  # (mostly: none at all)
+        if not taints:  # (the usual node)
+            return False
+        return any(x.get("effect") == t.NO_EXECUTE for x in taints)
 
     def pods_of_node(self, node: Obj) -> list[Request]:
         """The mapper of node events: every pod assigned to the node."""
