@@ -115,6 +115,8 @@ class CachedClient:
         # _informers_of's answers by (resource name, namespace), each with the factory's informer count it was
         # made at (valid while the count is the same: the factory only ever adds informers)
         self._informers_memo: dict[tuple[str, str | None], tuple[int, list[tuple[InformerKey, Any]]]] = {}
+        # the writer of each write verb (at most one per verb), made at its first use
+        self._writers: dict[str, Callable[..., Any]] = {}
 
     @property
     def api_client(self) -> Any:
@@ -122,7 +124,10 @@ class CachedClient:
 
     def __getattr__(self, name: str) -> Any:
         if name in self._WRITE_VERBS:
-            return self._writer(name)
+            writer = self._writers.get(name)
+            if writer is None:
+                writer = self._writers[name] = self._writer(name)
+            return writer
         return getattr(self._manager.api_client, name)
 
     # -- informers ------------------------------------------------------------------------------------
@@ -262,10 +267,12 @@ class CachedClient:
     # -- writes ---------------------------------------------------------------------------------------
 
     def _writer(self, verb: str) -> Callable[..., Any]:
-        method = getattr(self._manager.api_client, verb)
+        """The ``verb`` write: the api_client's method of that name (looked up at each call, so a replaced
+        client or method is used), then the write remembered for :func:`track_writes`."""
+        manager = self._manager
 
         async def write(resource: Any, *args: Any, **kwargs: Any) -> Any:
-            result = await method(resource, *args, **kwargs)
+            result = await getattr(manager.api_client, verb)(resource, *args, **kwargs)
             writes = _WRITES.get()
             if writes is not None and not kwargs.get("dry_run"):  # a dry run changes nothing to wait for
                 if verb == "delete":
@@ -275,7 +282,7 @@ class CachedClient:
             return result
 
         write.__name__ = verb
-        write.__doc__ = method.__doc__
+        write.__doc__ = getattr(manager.api_client, verb).__doc__
         return write
 
     async def _remember(self, writes: MutableSequence[PendingWrite], resource: Any, result: Any) -> None:

@@ -74,6 +74,28 @@ async def test_a_write_is_remembered_without_decoding_the_answer(kube_client, mo
         await mgr.factory.shutdown()
 
 
+async def test_each_write_verb_has_one_writer_calling_the_api_clients_method_of_the_moment(
+        kube_client, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``mgr.client.patch`` is the same writer at every access (made once per verb); it calls the API client's
+    method as it is when called, so a replaced method is the one used."""
+    mgr = ki.Manager(kube_client)
+    try:
+        writer = mgr.client.patch
+        assert mgr.client.patch is writer and writer.__name__ == "patch"
+        assert writer.__doc__ == kube_client.patch.__doc__ and mgr.client.create is not writer
+        calls: list[tuple] = []
+
+        async def fake_patch(resource, *args, **kwargs):
+            calls.append((resource, args, kwargs))
+            return {"kind": "Status"}
+
+        monkeypatch.setattr(kube_client, "patch", fake_patch)
+        assert await mgr.client.patch("configmaps", "a", {"data": {}}, namespace=NS) == {"kind": "Status"}
+        assert calls == [("configmaps", ("a", {"data": {}}), {"namespace": NS})]
+    finally:
+        await mgr.factory.shutdown()
+
+
 async def test_next_reconcile_waits_for_its_own_writes(kube_server, kube_client) -> None:
     """The cache lags the server by a delaying proxy; every reconcile still sees its previous write."""
     seen: list[tuple[int, int]] = []  # (count the reconcile saw, count it had written before)
